@@ -1,0 +1,1 @@
+"""Statistics collection and parameter choice."""

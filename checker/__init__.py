@@ -1,0 +1,1 @@
+"""The checker: numbered rules over typed models (see proposal/)."""

@@ -1,0 +1,1 @@
+"""The conformance suite: cases a vendor runtime runs, and their runner."""

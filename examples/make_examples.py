@@ -1,0 +1,96 @@
+"""Build the bundled example models (run: python examples/make_examples.py).
+
+typed_cnn.onnx: float input -> QuantizeLinear -> typed Conv (per-channel
+int8 symmetric weights, int32 bias) -> Relu -> MaxPool -> DequantizeLinear
+-> float output, with calibration statistics on the activations. Every op
+between the edges is an unmodified ONNX operator; the quantization lives in
+the tensors' types. The file is committed; tests/test_examples.py rebuilds
+it and fails when the committed bytes drift.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, save, set_qtype
+
+HERE = pathlib.Path(__file__).resolve().parent
+IR_VERSION, OPSET = 10, 21  # what onnxruntime 1.31 accepts
+
+
+def typed_cnn() -> onnx.ModelProto:
+    rng = np.random.default_rng(20261122)
+    cin, cout, k = 3, 4, 3
+    # Scales are float32 values (the expressed type), held as Python floats.
+    x_scale, x_zp = float(np.float32(0.02)), 0
+    w_real = rng.normal(0, 0.3, size=(cout, cin, k, k))
+    w_scale = (np.abs(w_real).reshape(cout, -1).max(axis=1) / 127.0).astype(np.float32)
+    w_q = np.clip(np.rint(w_real / w_scale[:, None, None, None]), -127, 127).astype(np.int8)
+    b_scale = np.float32(x_scale) * w_scale  # float32 product, as runtimes compute it
+    b_q = np.rint(rng.normal(0, 0.1, size=cout) / b_scale).astype(np.int32)
+    y_scale, y_zp = float(np.float32(0.05)), -10
+
+    inits = [
+        numpy_helper.from_array(np.array(x_scale, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(x_zp, np.int8), "x_zero_point"),
+        numpy_helper.from_array(w_q, "w"),
+        numpy_helper.from_array(b_q, "b"),
+        numpy_helper.from_array(np.array(y_scale, np.float32), "y_scale"),
+        numpy_helper.from_array(np.array(y_zp, np.int8), "y_zero_point"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero_point"], ["x_q"], name="quantize_x"),
+        helper.make_node("Conv", ["x_q", "w", "b"], ["conv_q"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv_q"], ["relu_q"], name="relu"),
+        helper.make_node("MaxPool", ["relu_q"], ["pool_q"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("DequantizeLinear", ["pool_q", "y_scale", "y_zero_point"], ["y"], name="dequantize_y"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "typed_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, 4, 4])],
+        inits,
+        value_info=[
+            helper.make_tensor_value_info("x_q", TensorProto.INT8, [1, cin, 8, 8]),
+            helper.make_tensor_value_info("conv_q", TensorProto.INT8, [1, cout, 8, 8]),
+            helper.make_tensor_value_info("relu_q", TensorProto.INT8, [1, cout, 8, 8]),
+            helper.make_tensor_value_info("pool_q", TensorProto.INT8, [1, cout, 4, 4]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    model.producer_name = "onnx-qtypes examples"
+
+    x_stats = TensorStatistics(
+        tensor=Statistics(min=-2.4, max=2.5, mean=0.01, std=0.98, count=192,
+                          histogram_edges=(-2.5, -1.25, 0.0, 1.25, 2.5), histogram_counts=(20, 75, 77, 20)),
+        method="minmax",
+    )
+    act = QType("int8", y_scale, y_zp)
+    set_qtype(model, "x_q", QType("int8", x_scale, x_zp, statistics=x_stats))
+    set_qtype(model, "w", QType("int8", w_scale, [0] * cout, axis=0, schema=Schema.SYMMETRIC,
+                                storage_min=-127, storage_max=127))
+    set_qtype(model, "b", QType("int32", b_scale, [0] * cout, axis=0, schema=Schema.SYMMETRIC))
+    conv_stats = TensorStatistics(tensor=Statistics(min=-0.9, max=6.8, mean=0.4, std=0.7, count=256), method="minmax")
+    set_qtype(model, "conv_q", act.with_statistics(conv_stats))
+    set_qtype(model, "relu_q", act)
+    set_qtype(model, "pool_q", act)
+    return model
+
+
+EXAMPLES = {"typed_cnn.onnx": typed_cnn}
+
+
+def main(out_dir: pathlib.Path = HERE) -> None:
+    for name, build in EXAMPLES.items():
+        save(build(), out_dir / name)
+        print(out_dir / name)
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

@@ -1,0 +1,1 @@
+"""Lift QDQ / QOperator models into typed form; lower typed models to plain ONNX."""

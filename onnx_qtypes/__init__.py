@@ -1,0 +1,45 @@
+"""onnx-qtypes: quantized element types for ONNX.
+
+The face of the package: it re-exports the public names of every wing.
+"""
+
+from onnx_qtypes.proto import (
+    MalformedExtensionError,
+    ModelLoadError,
+    QType,
+    QTypeError,
+    QTypesError,
+    Schema,
+    Statistics,
+    TensorStatistics,
+    UnknownTensorError,
+    get_qtype,
+    get_statistics,
+    load,
+    quantized_tensors,
+    save,
+    set_qtype,
+    set_statistics,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MalformedExtensionError",
+    "ModelLoadError",
+    "QType",
+    "QTypeError",
+    "QTypesError",
+    "Schema",
+    "Statistics",
+    "TensorStatistics",
+    "UnknownTensorError",
+    "__version__",
+    "get_qtype",
+    "get_statistics",
+    "load",
+    "quantized_tensors",
+    "save",
+    "set_qtype",
+    "set_statistics",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from onnx_qtypes.cli import main
+
+sys.exit(main())

@@ -1,0 +1,426 @@
+"""The typed-model view: load and save models, read and write quantized types.
+
+A typed model is a plain ``onnx.ModelProto``. Its quantized types live in
+``TypeProto.Tensor`` fields 1000 (quantization) and 1001 (statistics), which
+onnx's generated classes keep as unknown fields. This module reads and
+writes them through ``TensorTypeView`` (see onnx_qtypes.proto).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import tempfile
+from collections.abc import Iterator
+
+import onnx
+from google.protobuf.message import DecodeError, EncodeError
+from onnx import ModelProto, TensorProto, ValueInfoProto
+
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
+from onnx_qtypes.proto.qtype import QType, TensorStatistics
+
+QUANTIZATION_FIELD = 1000
+STATISTICS_FIELD = 1001
+PROTOBUF_LIMIT = 2**31 - 1  # a serialized ModelProto must stay below 2 GiB
+
+
+# --- reading and writing one TypeProto.Tensor --------------------------------
+
+
+def read_view(tensor_type: onnx.TypeProto.Tensor, where: str = "") -> pb.TensorTypeView:
+    """Parse a TypeProto.Tensor's bytes as the extended view."""
+    view = pb.TensorTypeView()
+    try:
+        view.ParseFromString(tensor_type.SerializeToString())
+    except DecodeError as exc:
+        raise MalformedExtensionError(f"{where or 'tensor type'}: onnx-qtypes field does not decode ({exc})") from None
+    if view.HasField("quantization") or view.HasField("statistics"):
+        return view
+    # A field 1000/1001 with the wrong wire type parses as unknown: report it.
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    for field in UnknownFieldSet(view):
+        if field.field_number in (QUANTIZATION_FIELD, STATISTICS_FIELD):
+            raise MalformedExtensionError(
+                f"{where or 'tensor type'}: onnx-qtypes field {field.field_number} has wire type "
+                f"{field.wire_type}, expected 2 (length-delimited message)"
+            )
+    return view
+
+
+def write_view(tensor_type: onnx.TypeProto.Tensor, view: pb.TensorTypeView) -> None:
+    """Replace a TypeProto.Tensor's content with the view's bytes."""
+    tensor_type.Clear()
+    tensor_type.MergeFromString(view.SerializeToString())
+
+
+def read_qtype(value_info: ValueInfoProto, where: str = "", *, validate: bool = False) -> QType | None:
+    """The quantized type declared by ``value_info`` (statistics attached), or None."""
+    if value_info.type.WhichOneof("value") != "tensor_type":
+        return None
+    view = read_view(value_info.type.tensor_type, where or f"value {value_info.name!r}")
+    if not view.HasField("quantization"):
+        return None
+    stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
+    return QType.from_proto(view.quantization, stats, validate=validate)
+
+
+def read_statistics(value_info: ValueInfoProto, where: str = "") -> TensorStatistics | None:
+    """The statistics recorded on ``value_info``, or None."""
+    if value_info.type.WhichOneof("value") != "tensor_type":
+        return None
+    view = read_view(value_info.type.tensor_type, where or f"value {value_info.name!r}")
+    return TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
+
+
+def write_qtype(value_info: ValueInfoProto, qtype: QType | None) -> None:
+    """Declare ``qtype`` on ``value_info`` (None: make it plain storage integers).
+
+    The element type becomes UNDEFINED (the fail-closed marker) and the
+    statistics of ``qtype`` replace any recorded ones; with None the element
+    type becomes the old storage type and the statistics are kept.
+    """
+    tensor_type = value_info.type.tensor_type
+    view = read_view(tensor_type, f"value {value_info.name!r}")
+    if qtype is None:
+        if view.HasField("quantization"):
+            view.elem_type = view.quantization.storage_type
+            view.ClearField("quantization")
+    else:
+        view.elem_type = TensorProto.UNDEFINED
+        view.quantization.CopyFrom(qtype.to_proto())
+        if qtype.statistics is not None:
+            view.statistics.CopyFrom(qtype.statistics.to_proto())
+    write_view(tensor_type, view)
+
+
+def write_statistics(value_info: ValueInfoProto, statistics: TensorStatistics | None) -> None:
+    """Record (or with None, remove) statistics on ``value_info``."""
+    view = read_view(value_info.type.tensor_type, f"value {value_info.name!r}")
+    if statistics is None:
+        view.ClearField("statistics")
+    else:
+        view.statistics.CopyFrom(statistics.to_proto())
+    write_view(value_info.type.tensor_type, view)
+
+
+def static_shape(value_info: ValueInfoProto) -> tuple[int | None, ...] | None:
+    """Declared shape with unknown dimensions as None; None when rank is unknown."""
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+
+
+# --- walking every declaration -------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """One ValueInfoProto that declares a tensor's type."""
+
+    pointer: str  # JSON pointer into the ModelProto, e.g. /graph/value_info/3
+    kind: str  # input | output | value_info
+    graph: onnx.GraphProto | onnx.FunctionProto
+    value_info: ValueInfoProto
+
+    @property
+    def name(self) -> str:
+        return self.value_info.name
+
+
+def iter_graphs(model: ModelProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """Every graph of the model with its JSON pointer: main graph, then subgraphs."""
+
+    def walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+        yield pointer, graph
+        for n, node in enumerate(graph.node):
+            for a, attr in enumerate(node.attribute):
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    yield from walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for k, sub in enumerate(attr.graphs):
+                        yield from walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
+
+    yield from walk("/graph", model.graph)
+
+
+def iter_declarations(model: ModelProto) -> Iterator[Declaration]:
+    """Every ValueInfoProto of the model: graphs, subgraphs and functions."""
+    for pointer, graph in iter_graphs(model):
+        for kind in ("input", "output", "value_info"):
+            for i, vi in enumerate(getattr(graph, kind)):
+                yield Declaration(f"{pointer}/{kind}/{i}", kind, graph, vi)
+    for f, function in enumerate(model.functions):
+        for i, vi in enumerate(function.value_info):
+            yield Declaration(f"/functions/{f}/value_info/{i}", "value_info", function, vi)
+
+
+def _defining_graph(model: ModelProto, name: str) -> tuple[onnx.GraphProto, TensorProto | None] | None:
+    for _, graph in iter_graphs(model):
+        for init in graph.initializer:
+            if init.name == name:
+                return graph, init
+        if any(name in node.output for node in graph.node):
+            return graph, None
+    return None
+
+
+# --- public API ---------------------------------------------------------------
+
+
+def get_qtype(model: ModelProto, name: str) -> QType | None:
+    """The quantized type of tensor ``name`` (with its statistics), or None.
+
+    None means the tensor exists but is not quantized. Raises
+    UnknownTensorError when the model has no tensor of that name.
+    """
+    found = False
+    for decl in iter_declarations(model):
+        if decl.name == name:
+            found = True
+            qtype = read_qtype(decl.value_info, decl.pointer)
+            if qtype is not None:
+                return qtype
+    if not found and _defining_graph(model, name) is None:
+        raise UnknownTensorError(f"model has no tensor named {name!r}")
+    return None
+
+
+def get_statistics(model: ModelProto, name: str) -> TensorStatistics | None:
+    """The statistics recorded for tensor ``name``, or None."""
+    for decl in iter_declarations(model):
+        if decl.name == name:
+            stats = read_statistics(decl.value_info, decl.pointer)
+            if stats is not None:
+                return stats
+    return None
+
+
+def _declarations_or_new(model: ModelProto, name: str) -> list[ValueInfoProto]:
+    found = [d.value_info for d in iter_declarations(model) if d.name == name]
+    if found:
+        return found
+    defined = _defining_graph(model, name)
+    if defined is None:
+        raise UnknownTensorError(f"model has no tensor named {name!r}")
+    graph, init = defined
+    if init is not None:
+        vi = onnx.helper.make_tensor_value_info(name, init.data_type, list(init.dims))
+    else:
+        vi = onnx.helper.make_empty_tensor_value_info(name)
+        vi.type.tensor_type.elem_type = TensorProto.UNDEFINED
+    graph.value_info.append(vi)
+    return [graph.value_info[-1]]
+
+
+def set_qtype(model: ModelProto, name: str, qtype: QType | None) -> ModelProto:
+    """Declare ``qtype`` on every declaration of tensor ``name``, in place.
+
+    When the tensor has no declaration yet (an initializer, a node output), a
+    ``value_info`` entry is added in the graph that defines it. The
+    parameters are checked against the declared or initializer shape. With
+    None the tensor goes back to plain storage integers. Returns ``model``.
+    """
+    if qtype is not None and not isinstance(qtype, QType):
+        raise QTypesError(f"set_qtype({name!r}): expected a QType or None, got {type(qtype).__name__}")
+    targets = _declarations_or_new(model, name)
+    if qtype is not None:
+        for vi in targets:
+            shape = static_shape(vi)
+            if shape is not None:
+                qtype.check_shape(shape, name)
+        defined = _defining_graph(model, name)
+        if defined is not None and defined[1] is not None:
+            init = defined[1]
+            qtype.check_shape(tuple(init.dims), name)
+            if init.data_type != qtype.storage_type.data_type:
+                raise QTypesError(
+                    f"set_qtype({name!r}): initializer holds {TensorProto.DataType.Name(init.data_type)}, "
+                    f"but the type stores {qtype.storage}; convert the data first"
+                )
+    for vi in targets:
+        write_qtype(vi, qtype)
+    return model
+
+
+def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None) -> ModelProto:
+    """Record statistics on every declaration of tensor ``name``, in place."""
+    for vi in _declarations_or_new(model, name):
+        if vi.type.tensor_type.elem_type == TensorProto.UNDEFINED and read_qtype(vi) is None:
+            raise QTypesError(f"set_statistics({name!r}): the tensor's element type is unknown; declare it first")
+        write_statistics(vi, statistics)
+    return model
+
+
+def quantized_tensors(model: ModelProto) -> dict[str, QType]:
+    """Every quantized tensor name with its (first declared) type, in model order."""
+    out: dict[str, QType] = {}
+    for decl in iter_declarations(model):
+        if decl.name not in out:
+            qtype = read_qtype(decl.value_info, decl.pointer)
+            if qtype is not None:
+                out[decl.name] = qtype
+    return out
+
+
+# --- loading and saving --------------------------------------------------------
+
+
+def _check_external_location(location: str, base_dir: pathlib.Path, tensor: str) -> None:
+    """Refuse external-data paths that leave the model's folder."""
+    where = f"tensor {tensor!r}: external data location {location!r}"
+    if not location:
+        raise ModelLoadError(f"{where} is empty")
+    if os.path.isabs(location) or pathlib.PureWindowsPath(location).is_absolute() or location.startswith(("/", "\\")):
+        raise ModelLoadError(f"{where} is absolute; it must be relative to the model's folder")
+    parts = pathlib.PurePath(location.replace("\\", "/")).parts
+    if ".." in parts:
+        raise ModelLoadError(f"{where} contains '..'; it must stay inside the model's folder")
+    root = base_dir.resolve()
+    target = (base_dir / location).resolve()
+    if root != target and root not in target.parents:
+        raise ModelLoadError(f"{where} resolves to {target}, outside the model's folder {root} (symlink?)")
+    if not target.is_file():
+        raise ModelLoadError(f"{where}: no such file {target}")
+
+
+def _external_tensors(model: ModelProto) -> Iterator[TensorProto]:
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    for tensor in _get_all_tensors(model):
+        if uses_external_data(tensor):
+            yield tensor
+
+
+def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool = True) -> ModelProto:
+    """Read a model from a path or bytes, with its external data.
+
+    Raises ModelLoadError (one line, naming the file) for anything that is not
+    a readable ONNX model, and for external data outside the model's folder.
+    """
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return _parse(bytes(path_or_bytes), "<bytes>")
+    path = pathlib.Path(os.fspath(path_or_bytes))
+    if not path.exists():
+        raise ModelLoadError(f"{path}: no such file")
+    if path.is_dir():
+        raise ModelLoadError(f"{path}: is a directory, expected an .onnx file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    model = _parse(data, str(path))
+    external = list(_external_tensors(model))
+    if external and load_external_data:
+        from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_tensor
+
+        base = path.parent
+        for tensor in external:
+            try:
+                info = ExternalDataInfo(tensor)
+            except ValueError as exc:
+                raise ModelLoadError(f"{path}: tensor {tensor.name!r}: {exc}") from None
+            _check_external_location(info.location, base, tensor.name)
+            try:
+                load_external_data_for_tensor(tensor, str(base))
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ModelLoadError(f"{path}: tensor {tensor.name!r}: cannot read external data ({exc})") from None
+    return model
+
+
+def _parse(data: bytes, source: str) -> ModelProto:
+    if not data:
+        raise ModelLoadError(f"{source}: empty file, expected an ONNX model")
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise ModelLoadError(f"{source}: not an ONNX model (protobuf decode failed: {exc})") from None
+    if not model.HasField("graph") or model.ir_version <= 0:
+        raise ModelLoadError(f"{source}: not an ONNX model (no graph or ir_version)")
+    return model
+
+
+def save(
+    model: ModelProto,
+    path: str | os.PathLike,
+    *,
+    external_data: bool | None = None,
+    location: str | None = None,
+    size_threshold: int = 1024,
+) -> None:
+    """Write ``model`` to ``path`` atomically (never a half-written file).
+
+    ``external_data`` None means: only when the model would exceed the 2 GiB
+    protobuf limit. External data goes to ``location`` (default
+    ``<file name>.data``) beside the model. ``model`` itself is not modified.
+    """
+    if not isinstance(model, ModelProto):
+        raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
+    target = pathlib.Path(os.fspath(path))
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if not folder.is_dir():
+        raise QTypesError(f"{target}: folder {folder} does not exist")
+    if target.is_dir():
+        raise QTypesError(f"{target}: is a directory")
+    if external_data is None:
+        external_data = _too_big_for_protobuf(model)
+    tmp_files: list[pathlib.Path] = []
+    try:
+        if external_data:
+            from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+
+            location = location or f"{target.name}.data"
+            _check_relative(location)
+            work = ModelProto()
+            work.CopyFrom(model)
+            convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
+            staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
+            tmp_files.append(staging)
+            write_external_data_tensors(work, str(staging))
+            data_tmp = staging / location
+            body = work.SerializeToString()
+            model_tmp = _write_temp(folder, body, tmp_files)
+            if data_tmp.exists():
+                os.replace(data_tmp, folder / location)
+            os.replace(model_tmp, target)
+        else:
+            body = model.SerializeToString()
+            os.replace(_write_temp(folder, body, tmp_files), target)
+    except (OSError, ValueError) as exc:
+        raise QTypesError(f"{target}: cannot write ({exc})") from None
+    finally:
+        for tmp in tmp_files:
+            if tmp.is_dir():
+                for child in tmp.iterdir():
+                    child.unlink()
+                tmp.rmdir()
+            elif tmp.exists():
+                tmp.unlink()
+
+
+def _too_big_for_protobuf(model: ModelProto) -> bool:
+    try:
+        return model.ByteSize() >= PROTOBUF_LIMIT
+    except EncodeError:  # upb refuses to size messages over 2 GiB
+        return True
+
+
+def _check_relative(location: str) -> None:
+    if os.path.isabs(location) or ".." in pathlib.PurePath(location).parts or "/" in location or "\\" in location:
+        raise QTypesError(f"external data location {location!r} must be a plain file name beside the model")
+
+
+def _write_temp(folder: pathlib.Path, body: bytes, tmp_files: list[pathlib.Path]) -> pathlib.Path:
+    fd, name = tempfile.mkstemp(prefix=".qtypes-", suffix=".onnx.tmp", dir=folder)
+    tmp = pathlib.Path(name)
+    tmp_files.append(tmp)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return tmp

@@ -1,0 +1,594 @@
+"""QType: one quantized element type, and the tables every wing shares.
+
+A QType is immutable and validated on construction. The validity tests are
+small module-level functions returning a problem description (or None) so
+that the checker's rules reuse them instead of restating them.
+``QType.from_proto(..., validate=False)`` builds an unvalidated instance
+for reporting on models that break the rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.errors import QTypeError
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageType:
+    """An integer type quantized values are stored in."""
+
+    name: str
+    data_type: int  # onnx.TensorProto.DataType
+    bits: int
+    min: int
+    max: int
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(self.data_type))
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpressedType:
+    """A floating-point type quantized values stand for."""
+
+    name: str
+    data_type: int
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(self.data_type))
+
+
+def _storage(name: str, data_type: int, bits: int, signed: bool) -> StorageType:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return StorageType(name, data_type, bits, lo, hi)
+
+
+STORAGE_TYPES: dict[str, StorageType] = {
+    s.name: s
+    for s in (
+        _storage("int2", TensorProto.INT2, 2, True),
+        _storage("uint2", TensorProto.UINT2, 2, False),
+        _storage("int4", TensorProto.INT4, 4, True),
+        _storage("uint4", TensorProto.UINT4, 4, False),
+        _storage("int8", TensorProto.INT8, 8, True),
+        _storage("uint8", TensorProto.UINT8, 8, False),
+        _storage("int16", TensorProto.INT16, 16, True),
+        _storage("uint16", TensorProto.UINT16, 16, False),
+        _storage("int32", TensorProto.INT32, 32, True),
+    )
+}
+STORAGE_BY_DATA_TYPE = {s.data_type: s for s in STORAGE_TYPES.values()}
+
+EXPRESSED_TYPES: dict[str, ExpressedType] = {
+    e.name: e
+    for e in (
+        ExpressedType("float32", TensorProto.FLOAT),
+        ExpressedType("float16", TensorProto.FLOAT16),
+        ExpressedType("bfloat16", TensorProto.BFLOAT16),
+    )
+}
+EXPRESSED_BY_DATA_TYPE = {e.data_type: e for e in EXPRESSED_TYPES.values()}
+
+
+class Schema(enum.Enum):
+    """Declared predicate on scale and zero point (proto enum ``Schema``)."""
+
+    ASYMMETRIC = pb.ASYMMETRIC
+    SYMMETRIC = pb.SYMMETRIC
+    SYMMETRIC_WITH_UNSIGNED = pb.SYMMETRIC_WITH_UNSIGNED
+    ASYMMETRIC_POW2_SCALE = pb.ASYMMETRIC_POW2_SCALE
+    SYMMETRIC_POW2_SCALE = pb.SYMMETRIC_POW2_SCALE
+
+    @property
+    def symmetric(self) -> bool:
+        return self in (Schema.SYMMETRIC, Schema.SYMMETRIC_POW2_SCALE)
+
+    @property
+    def pow2(self) -> bool:
+        return self in (Schema.ASYMMETRIC_POW2_SCALE, Schema.SYMMETRIC_POW2_SCALE)
+
+    @classmethod
+    def parse(cls, value: Schema | str | int) -> Schema:
+        if isinstance(value, Schema):
+            return value
+        if isinstance(value, str):
+            key = value.strip().upper().replace("-", "_")
+            if key in cls.__members__:
+                return cls[key]
+        elif isinstance(value, int) and value in {s.value for s in cls}:
+            return cls(value)
+        names = ", ".join(s.name.lower() for s in cls)
+        raise QTypeError("schema", f"unknown schema {value!r}; expected one of {names}")
+
+
+def storage_type(value: str | int | StorageType) -> StorageType:
+    """Look up a storage type by name ("int8") or onnx data type (3)."""
+    if isinstance(value, StorageType):
+        return value
+    found = STORAGE_TYPES.get(value) if isinstance(value, str) else STORAGE_BY_DATA_TYPE.get(value)
+    if found is None:
+        raise QTypeError("storage", storage_problem(value) or f"unknown storage type {value!r}")
+    return found
+
+
+def expressed_type(value: str | int | ExpressedType) -> ExpressedType:
+    """Look up an expressed type by name ("float32") or onnx data type (1)."""
+    if isinstance(value, ExpressedType):
+        return value
+    if value == "float":
+        value = "float32"
+    found = EXPRESSED_TYPES.get(value) if isinstance(value, str) else EXPRESSED_BY_DATA_TYPE.get(value)
+    if found is None:
+        raise QTypeError("expressed", expressed_problem(value) or f"unknown expressed type {value!r}")
+    return found
+
+
+def _data_type_name(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return f"{TensorProto.DataType.Name(value)} ({value})"
+        except ValueError:
+            return f"data type {value}"
+    return repr(value)
+
+
+# --- validity tests shared with the checker's rules ------------------------
+
+
+def storage_problem(value: object) -> str | None:
+    """Why ``value`` is not an allowed storage type, or None."""
+    known = value in STORAGE_TYPES if isinstance(value, str) else value in STORAGE_BY_DATA_TYPE
+    if known:
+        return None
+    allowed = ", ".join(STORAGE_TYPES)
+    return f"storage type {_data_type_name(value)} is not allowed; use one of {allowed}"
+
+
+def expressed_problem(value: object) -> str | None:
+    """Why ``value`` is not an allowed expressed type, or None."""
+    known = value in EXPRESSED_TYPES if isinstance(value, str) else value in EXPRESSED_BY_DATA_TYPE
+    if known:
+        return None
+    allowed = ", ".join(EXPRESSED_TYPES)
+    return f"expressed type {_data_type_name(value)} is not a float type; use one of {allowed}"
+
+
+def range_problem(storage: StorageType, lo: int, hi: int) -> str | None:
+    """Why [lo, hi] is not a valid storage range of ``storage``, or None."""
+    if not storage.min <= lo < hi <= storage.max:
+        return (
+            f"storage range [{lo}, {hi}] must satisfy {storage.min} <= storage_min < "
+            f"storage_max <= {storage.max} for {storage.name}"
+        )
+    return None
+
+
+def scale_problem(scale: float) -> str | None:
+    """Why ``scale`` is not a valid scale (error), or None."""
+    if not math.isfinite(scale) or scale <= 0:
+        return f"scale {scale!r} must be finite and > 0"
+    return None
+
+
+def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
+    """Why ``scale`` is suspicious in ``expressed`` (warning), or None."""
+    if scale_problem(scale):
+        return None
+    dtype = expressed.np_dtype
+    stored = float(np.asarray(scale, dtype=np.float64).astype(dtype))
+    if stored != scale:
+        return f"scale {scale!r} is not exactly representable in {expressed.name} (nearest is {stored!r})"
+    if scale < float(ml_dtypes.finfo(dtype).smallest_normal):
+        return f"scale {scale!r} is subnormal in {expressed.name}; some hardware flushes it to 0"
+    return None
+
+
+def zero_point_problem(zero_point: int, lo: int, hi: int) -> str | None:
+    """Why ``zero_point`` is not valid in storage range [lo, hi], or None."""
+    if not lo <= zero_point <= hi:
+        return f"zero point {zero_point} is outside the storage range [{lo}, {hi}]"
+    return None
+
+
+def is_pow2(scale: float) -> bool:
+    """True when ``scale`` is exactly 2^k for an integer k."""
+    if not math.isfinite(scale) or scale <= 0:
+        return False
+    mantissa, _ = math.frexp(scale)
+    return mantissa == 0.5
+
+
+def unsigned_midpoint(lo: int, hi: int) -> int:
+    """Zero point of SYMMETRIC_WITH_UNSIGNED's unsigned form, e.g. 128 for uint8."""
+    return (lo + hi + 1) // 2
+
+
+def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequence[int], lo: int, hi: int) -> str | None:
+    """Why the parameters break ``schema``'s predicate, or None."""
+    if schema.symmetric:
+        bad = [z for z in zero_points if z != 0]
+        if bad:
+            return f"schema {schema.name.lower()} requires every zero point to be 0, found {bad[0]}"
+    if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
+        allowed = {0, unsigned_midpoint(lo, hi)}
+        bad = [z for z in zero_points if z not in allowed]
+        if bad:
+            return f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)}, found {bad[0]}"
+    if schema.pow2:
+        bad_s = [s for s in scales if not is_pow2(s)]
+        if bad_s:
+            return f"schema {schema.name.lower()} requires every scale to be exactly 2^k, found {bad_s[0]!r}"
+    return None
+
+
+def block_count(dim: int, block_size: int) -> int:
+    """Number of blocks along a dimension; the last block may be short."""
+    return -(-dim // block_size)
+
+
+def parameter_shape(qtype: QType, shape: Sequence[int | None]) -> tuple[int | None, ...] | None:
+    """Expected shape of the scale/zero-point array for a tensor of ``shape``.
+
+    () for per-tensor, (dim,) for per-axis, the tensor shape with the axis
+    dimension divided into blocks for blocked; None when the axis is out of
+    range. Unknown dimensions stay None.
+    """
+    if qtype.axis is None:
+        return ()
+    if not 0 <= qtype.axis < len(shape):
+        return None
+    dim = shape[qtype.axis]
+    if qtype.block_size is None:
+        return (dim,)
+    blocks = None if dim is None else block_count(dim, qtype.block_size)
+    return tuple(blocks if i == qtype.axis else d for i, d in enumerate(shape))
+
+
+def count_problem(qtype: QType, shape: Sequence[int | None]) -> str | None:
+    """Why the parameter count does not fit a tensor of ``shape``, or None."""
+    if qtype.is_dynamic:
+        return None
+    rank = len(shape)
+    if qtype.axis is not None and rank == 0:
+        return f"{qtype.granularity} parameters are not allowed on a scalar"
+    if qtype.axis is not None and not 0 <= qtype.axis < rank:
+        return f"axis {qtype.axis} is outside [0, {rank}) for a rank-{rank} tensor"
+    expected = parameter_shape(qtype, shape)
+    assert expected is not None
+    if any(d is None for d in expected):
+        return None  # unknown dimension: checked at run time
+    want = math.prod(expected)  # type: ignore[arg-type]
+    if len(qtype.scale) != want:
+        what = {
+            "per-tensor": "a per-tensor type needs 1 scale",
+            "per-axis": f"a per-axis type on axis {qtype.axis} of shape {list(shape)} needs {want} scales",
+            "blocked": (
+                f"a blocked type (axis {qtype.axis}, block_size {qtype.block_size}) of shape "
+                f"{list(shape)} needs {want} scales (parameter shape {list(expected)})"
+            ),
+        }[qtype.granularity]
+        return f"{what}, found {len(qtype.scale)}"
+    return None
+
+
+# --- statistics --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    """Statistics of one set of real values; None means unknown."""
+
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    count: int | None = None
+    histogram_edges: tuple[float, ...] = ()
+    histogram_counts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "histogram_edges", tuple(float(e) for e in self.histogram_edges))
+        object.__setattr__(self, "histogram_counts", tuple(int(c) for c in self.histogram_counts))
+
+    def to_proto(self) -> pb.Statistics:
+        msg = pb.Statistics()
+        for name in ("min", "max", "mean", "std", "count"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(msg, name, value)
+        msg.histogram_edges.extend(self.histogram_edges)
+        msg.histogram_counts.extend(self.histogram_counts)
+        return msg
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {n: getattr(self, n) for n in ("min", "max", "mean", "std", "count")}
+        out = {k: v for k, v in out.items() if v is not None}
+        if self.histogram_edges or self.histogram_counts:
+            out["histogram_edges"] = list(self.histogram_edges)
+            out["histogram_counts"] = list(self.histogram_counts)
+        return out
+
+    @classmethod
+    def from_proto(cls, msg: pb.Statistics) -> Statistics:
+        fields = {n: getattr(msg, n) for n in ("min", "max", "mean", "std", "count") if msg.HasField(n)}
+        return cls(**fields, histogram_edges=tuple(msg.histogram_edges), histogram_counts=tuple(msg.histogram_counts))
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorStatistics:
+    """Calibration statistics of a tensor: whole-tensor and per-slice."""
+
+    tensor: Statistics | None = None
+    axis: int | None = None
+    per_axis: tuple[Statistics, ...] = ()
+    method: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "per_axis", tuple(self.per_axis))
+
+    def to_proto(self) -> pb.TensorStatistics:
+        msg = pb.TensorStatistics()
+        if self.tensor is not None:
+            msg.tensor.CopyFrom(self.tensor.to_proto())
+        if self.axis is not None:
+            msg.axis = self.axis
+        msg.per_axis.extend(s.to_proto() for s in self.per_axis)
+        if self.method is not None:
+            msg.method = self.method
+        return msg
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.tensor is not None:
+            out["tensor"] = self.tensor.to_dict()
+        if self.axis is not None:
+            out["axis"] = self.axis
+        if self.per_axis:
+            out["per_axis"] = [s.to_dict() for s in self.per_axis]
+        if self.method is not None:
+            out["method"] = self.method
+        return out
+
+    @classmethod
+    def from_proto(cls, msg: pb.TensorStatistics) -> TensorStatistics:
+        return cls(
+            tensor=Statistics.from_proto(msg.tensor) if msg.HasField("tensor") else None,
+            axis=msg.axis if msg.HasField("axis") else None,
+            per_axis=tuple(Statistics.from_proto(s) for s in msg.per_axis),
+            method=msg.method if msg.HasField("method") else None,
+        )
+
+
+# --- QType -------------------------------------------------------------------
+
+
+def _as_tuple(value: Any, kind: type, field: str) -> tuple:
+    if value is None:
+        return ()
+    items = list(value) if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) else [value]
+    if isinstance(value, np.ndarray):
+        items = value.reshape(-1).tolist()
+    out = []
+    for item in items:
+        if kind is int:
+            if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+                if isinstance(item, numbers.Real) and float(item).is_integer():
+                    item = int(item)
+                else:
+                    raise QTypeError(field, f"expected integers, got {item!r}")
+            out.append(int(item))
+        else:
+            if isinstance(item, bool) or not isinstance(item, numbers.Real):
+                raise QTypeError(field, f"expected real numbers, got {item!r}")
+            out.append(float(item))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class QType:
+    """A quantized element type: ``real = scale[i] * (q - zero_point[i])``.
+
+    ``scale`` empty means dynamic (parameters computed at run time by the
+    schema). ``zero_point`` empty with scales given means all zeros.
+    ``storage_min``/``storage_max`` default to the storage type's range.
+    ``statistics`` is metadata and takes no part in equality or hashing.
+    """
+
+    storage: str
+    scale: tuple[float, ...] = ()
+    zero_point: tuple[int, ...] = ()
+    axis: int | None = None
+    block_size: int | None = None
+    schema: Schema = Schema.ASYMMETRIC
+    storage_min: int | None = None
+    storage_max: int | None = None
+    expressed: str = "float32"
+    statistics: TensorStatistics | None = dataclasses.field(default=None, compare=False)
+
+    def __init__(
+        self,
+        storage: str | int,
+        scale: float | Sequence[float] | np.ndarray | None = (),
+        zero_point: int | Sequence[int] | np.ndarray | None = (),
+        axis: int | None = None,
+        block_size: int | None = None,
+        schema: Schema | str | int = Schema.ASYMMETRIC,
+        storage_min: int | None = None,
+        storage_max: int | None = None,
+        expressed: str | int = "float32",
+        statistics: TensorStatistics | None = None,
+        *,
+        validate: bool = True,
+    ) -> None:
+        st = storage_type(storage) if validate or storage in STORAGE_TYPES or storage in STORAGE_BY_DATA_TYPE else None
+        ex = expressed_type(expressed) if validate else EXPRESSED_BY_DATA_TYPE.get(expressed, expressed)  # type: ignore[arg-type]
+        scales = _as_tuple(scale, float, "scale")
+        zps = _as_tuple(zero_point, int, "zero_point")
+        if scales and not zps:
+            zps = (0,) * len(scales)
+        sets = object.__setattr__
+        sets(self, "storage", st.name if st else _data_type_name(storage))
+        sets(self, "scale", scales)
+        sets(self, "zero_point", zps)
+        sets(self, "axis", None if axis is None else int(axis))
+        sets(self, "block_size", None if block_size is None else int(block_size))
+        sets(self, "schema", Schema.parse(schema))
+        sets(self, "storage_min", int(storage_min) if storage_min is not None else (st.min if st else None))
+        sets(self, "storage_max", int(storage_max) if storage_max is not None else (st.max if st else None))
+        sets(self, "expressed", ex.name if isinstance(ex, ExpressedType) else _data_type_name(expressed))
+        sets(self, "statistics", statistics)
+        if validate:
+            self._validate()
+
+    # -- derived properties
+    @property
+    def storage_type(self) -> StorageType:
+        return storage_type(self.storage)
+
+    @property
+    def expressed_type(self) -> ExpressedType:
+        return expressed_type(self.expressed)
+
+    @property
+    def is_dynamic(self) -> bool:
+        return not self.scale
+
+    @property
+    def granularity(self) -> str:
+        if self.axis is None:
+            return "per-tensor"
+        return "per-axis" if self.block_size is None else "blocked"
+
+    def with_statistics(self, statistics: TensorStatistics | None) -> QType:
+        return dataclasses.replace(self, statistics=statistics)
+
+    def replace(self, **changes: Any) -> QType:
+        return dataclasses.replace(self, **changes)
+
+    # -- validation (shape-independent; see count_problem for the rest)
+    def _validate(self) -> None:
+        st = self.storage_type
+        lo, hi = self.storage_min, self.storage_max
+        assert lo is not None and hi is not None
+        if problem := range_problem(st, lo, hi):
+            raise QTypeError("storage_min", problem)
+        if self.block_size is not None:
+            if self.block_size <= 0:
+                raise QTypeError("block_size", f"block_size {self.block_size} must be > 0")
+            if self.axis is None:
+                raise QTypeError("block_size", "a blocked type needs an axis")
+        if self.axis is not None and self.axis < 0:
+            raise QTypeError("axis", f"axis {self.axis} must be >= 0 (store the normalized axis)")
+        if self.is_dynamic:
+            if self.zero_point:
+                raise QTypeError("zero_point", "a dynamic type (no scale) carries no zero points")
+            return
+        if len(self.zero_point) != len(self.scale):
+            raise QTypeError(
+                "zero_point", f"{len(self.scale)} scales need {len(self.scale)} zero points, found {len(self.zero_point)}"
+            )
+        if self.axis is None and len(self.scale) != 1:
+            raise QTypeError("scale", f"a per-tensor type needs exactly 1 scale, found {len(self.scale)}; set axis")
+        for s in self.scale:
+            if problem := scale_problem(s):
+                raise QTypeError("scale", problem)
+        for z in self.zero_point:
+            if problem := zero_point_problem(z, lo, hi):
+                raise QTypeError("zero_point", problem)
+        if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi):
+            raise QTypeError("schema", problem)
+
+    def check_shape(self, shape: Sequence[int | None], tensor: str | None = None) -> None:
+        """Raise QTypeError when the parameters do not fit ``shape``."""
+        if problem := count_problem(self, shape):
+            raise QTypeError("scale", problem, tensor)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (statistics included when present)."""
+        out: dict[str, Any] = {
+            "storage": self.storage,
+            "expressed": self.expressed,
+            "granularity": "dynamic" if self.is_dynamic else self.granularity,
+            "scale": list(self.scale),
+            "zero_point": list(self.zero_point),
+            "axis": self.axis,
+            "block_size": self.block_size,
+            "schema": self.schema.name.lower(),
+            "storage_min": self.storage_min,
+            "storage_max": self.storage_max,
+        }
+        if self.statistics is not None:
+            out["statistics"] = self.statistics.to_dict()
+        return out
+
+    # -- proto conversion
+    def to_proto(self) -> pb.QuantizedType:
+        msg = pb.QuantizedType()
+        msg.storage_type = self.storage_type.data_type
+        msg.expressed_type = self.expressed_type.data_type
+        msg.scale.extend(self.scale)
+        msg.zero_point.extend(self.zero_point)
+        if self.axis is not None:
+            msg.axis = self.axis
+        if self.block_size is not None:
+            msg.block_size = self.block_size
+        msg.schema = self.schema.value
+        st = self.storage_type
+        if self.storage_min != st.min:
+            msg.storage_min = self.storage_min  # type: ignore[assignment]
+        if self.storage_max != st.max:
+            msg.storage_max = self.storage_max  # type: ignore[assignment]
+        return msg
+
+    @classmethod
+    def from_proto(
+        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
+    ) -> QType:
+        return cls(
+            storage=msg.storage_type,
+            scale=tuple(msg.scale),
+            zero_point=tuple(msg.zero_point),
+            axis=msg.axis if msg.HasField("axis") else None,
+            block_size=msg.block_size if msg.HasField("block_size") else None,
+            schema=msg.schema if msg.schema in {s.value for s in Schema} else Schema.ASYMMETRIC,
+            storage_min=msg.storage_min if msg.HasField("storage_min") else None,
+            storage_max=msg.storage_max if msg.HasField("storage_max") else None,
+            expressed=msg.expressed_type,
+            statistics=statistics,
+            validate=validate,
+        )
+
+    def __str__(self) -> str:
+        params = "dynamic" if self.is_dynamic else _format_params(self)
+        extra = []
+        if self.axis is not None:
+            extra.append(f"axis={self.axis}")
+        if self.block_size is not None:
+            extra.append(f"block={self.block_size}")
+        st = STORAGE_TYPES.get(self.storage)
+        if st and (self.storage_min, self.storage_max) != (st.min, st.max):
+            extra.append(f"range=[{self.storage_min},{self.storage_max}]")
+        if self.schema is not Schema.ASYMMETRIC:
+            extra.append(self.schema.name.lower())
+        tail = (", " + ", ".join(extra)) if extra else ""
+        return f"{self.storage}:{self.expressed}<{params}{tail}>"
+
+
+def _format_params(qt: QType, limit: int = 4) -> str:
+    pairs = [f"{s:.6g}:{z}" for s, z in zip(qt.scale[:limit], qt.zero_point[:limit])]
+    more = f", ... ({len(qt.scale)} pairs)" if len(qt.scale) > limit else ""
+    return ", ".join(pairs) + more

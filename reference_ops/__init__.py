@@ -1,0 +1,1 @@
+"""Reference semantics of unmodified ONNX operators on quantized types."""

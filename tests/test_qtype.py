@@ -1,0 +1,159 @@
+"""QType: validated construction, identity without statistics, proto round trip."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from onnx_qtypes import QType, QTypeError, Schema, Statistics, TensorStatistics
+from onnx_qtypes.proto import STORAGE_TYPES, onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.qtype import count_problem, is_pow2
+
+
+def test_defaults_fill_range_and_zero_points():
+    qt = QType("int8", scale=[0.5, 0.25], axis=1)
+    assert qt.zero_point == (0, 0)
+    assert (qt.storage_min, qt.storage_max) == (-128, 127)
+    assert qt.granularity == "per-axis" and not qt.is_dynamic
+
+
+def test_storage_accepts_onnx_data_type_numbers():
+    assert QType(3, 1.0) == QType("int8", 1.0)
+    assert QType("uint4", 1.0).storage_type.max == 15
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "fragment"),
+    [
+        ({"storage": "int64", "scale": 1.0}, "storage", "int64"),
+        ({"storage": "int8", "scale": 1.0, "expressed": "int32"}, "expressed", "not a float type"),
+        ({"storage": "int8", "scale": 0.0}, "scale", "finite and > 0"),
+        ({"storage": "int8", "scale": -1.0}, "scale", "finite and > 0"),
+        ({"storage": "int8", "scale": math.nan}, "scale", "finite and > 0"),
+        ({"storage": "int8", "scale": math.inf}, "scale", "finite and > 0"),
+        ({"storage": "uint8", "scale": 1.0, "zero_point": 300}, "zero_point", "outside the storage range [0, 255]"),
+        ({"storage": "int4", "scale": 1.0, "zero_point": 9}, "zero_point", "[-8, 7]"),
+        ({"storage": "int8", "scale": 1.0, "zero_point": 1.5}, "zero_point", "expected integers"),
+        ({"storage": "int8", "scale": [1.0, 2.0], "zero_point": [0]}, "zero_point", "2 scales need 2 zero points"),
+        ({"storage": "int8", "scale": [1.0, 2.0]}, "scale", "per-tensor type needs exactly 1 scale"),
+        ({"storage": "int8", "scale": 1.0, "axis": -1}, "axis", "must be >= 0"),
+        ({"storage": "int8", "scale": 1.0, "block_size": 4}, "block_size", "needs an axis"),
+        ({"storage": "int8", "scale": [1.0], "axis": 0, "block_size": 0}, "block_size", "must be > 0"),
+        ({"storage": "int8", "scale": 1.0, "storage_min": 5, "storage_max": 5}, "storage_min", "storage_min < storage_max"),
+        ({"storage": "int8", "scale": 1.0, "storage_min": -129}, "storage_min", "-128 <= storage_min"),
+        ({"storage": "int8", "scale": 1.0, "zero_point": -128, "storage_min": -127}, "zero_point", "[-127, 127]"),
+        ({"storage": "int8", "scale": 1.0, "zero_point": 3, "schema": "symmetric"}, "schema", "every zero point to be 0"),
+        ({"storage": "uint8", "scale": 1.0, "zero_point": 127, "schema": "symmetric_with_unsigned"}, "schema", "[0, 128]"),
+        ({"storage": "int8", "scale": 0.3, "schema": "symmetric_pow2_scale"}, "schema", "exactly 2^k"),
+        ({"storage": "int8", "zero_point": 3}, "zero_point", "dynamic type"),
+        ({"storage": "int8", "scale": 1.0, "schema": "banana"}, "schema", "unknown schema"),
+    ],
+)
+def test_invalid_construction_names_the_field(kwargs, field, fragment):
+    with pytest.raises(QTypeError) as info:
+        QType(**kwargs)
+    assert info.value.field == field
+    assert fragment in str(info.value)
+    assert str(info.value).startswith(f"QType.{field}:")
+
+
+def test_near_misses_are_accepted():
+    QType("uint8", 1.0, 128, schema="symmetric_with_unsigned")
+    QType("uint8", 1.0, 0, schema="symmetric_with_unsigned")
+    QType("int8", 0.125, 0, schema=Schema.SYMMETRIC_POW2_SCALE)
+    QType("int8", 2.0**-20, 5, schema="asymmetric_pow2_scale")
+    QType("int8", 1.0, -127, storage_min=-127, storage_max=127)
+    QType("int2", 1.0, -2)
+    QType("int8")  # dynamic
+
+
+def test_immutable():
+    qt = QType("int8", 1.0)
+    with pytest.raises(AttributeError):
+        qt.scale = (2.0,)  # type: ignore[misc]
+
+
+def test_statistics_are_not_part_of_identity():
+    stats = TensorStatistics(tensor=Statistics(min=-1.0, max=1.0))
+    a = QType("int8", 0.5, 1)
+    b = a.with_statistics(stats)
+    assert a == b and hash(a) == hash(b)
+    assert b.statistics == stats
+    assert QType("int8", 0.5, 1) != QType("int8", 0.5, 2)
+
+
+def test_pow2_is_exact():
+    assert is_pow2(1.0) and is_pow2(2.0**-30) and is_pow2(1024.0)
+    assert not is_pow2(0.3) and not is_pow2(0.0) and not is_pow2(-0.5) and not is_pow2(math.inf)
+    assert not is_pow2(np.nextafter(0.5, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("qtype", "shape", "fragment"),
+    [
+        (QType("int8", [1.0, 1.0, 1.0], axis=1), [2, 4], "needs 4 scales, found 3"),
+        (QType("int8", [1.0] * 2, axis=2), [2, 4], "axis 2 is outside [0, 2)"),
+        (QType("int8", [1.0], axis=0), [], "not allowed on a scalar"),
+        (QType("int8", [1.0] * 4, axis=1, block_size=3), [2, 7], "needs 6 scales"),
+    ],
+)
+def test_count_problems(qtype, shape, fragment):
+    problem = count_problem(qtype, shape)
+    assert problem is not None and fragment in problem
+
+
+def test_count_near_misses():
+    assert count_problem(QType("int8", [1.0] * 4, axis=1), [2, 4]) is None
+    # ragged last block: 7 = 3 + 3 + 1 gives 3 blocks along axis 1, times 2 rows
+    assert count_problem(QType("int8", [1.0] * 6, axis=1, block_size=3), [2, 7]) is None
+    assert count_problem(QType("int8", [1.0] * 3, axis=1), [2, None]) is None  # unknown dim
+
+
+scales = st.floats(min_value=1e-30, max_value=1e30, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def qtypes(draw):
+    storage = STORAGE_TYPES[draw(st.sampled_from(sorted(STORAGE_TYPES)))]
+    n = draw(st.integers(1, 5))
+    axis = None if n == 1 and draw(st.booleans()) else draw(st.integers(0, 3))
+    block = draw(st.one_of(st.none(), st.integers(1, 64))) if axis is not None else None
+    lo = draw(st.integers(storage.min, storage.max - 1))
+    hi = draw(st.integers(lo + 1, storage.max))
+    zps = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+    expressed = draw(st.sampled_from(["float32", "float16", "bfloat16"]))
+    return QType(storage.name, draw(st.lists(scales, min_size=n, max_size=n)), zps, axis=axis, block_size=block,
+                 storage_min=lo, storage_max=hi, expressed=expressed)
+
+
+@given(qtypes())
+def test_proto_round_trip_is_identity(qt):
+    msg = pb.QuantizedType.FromString(qt.to_proto().SerializeToString())
+    back = QType.from_proto(msg)
+    assert back == qt
+    assert back.scale == qt.scale  # doubles survive exactly
+
+
+def test_statistics_round_trip():
+    stats = TensorStatistics(
+        tensor=Statistics(min=-1.5, max=2.0, mean=0.1, std=0.5, count=10,
+                          histogram_edges=(-1.5, 0.0, 2.0), histogram_counts=(4, 6)),
+        axis=0,
+        per_axis=(Statistics(min=-1.5, max=0.0), Statistics(min=0.0, max=2.0, count=0)),
+        method="minmax",
+    )
+    assert TensorStatistics.from_proto(pb.TensorStatistics.FromString(stats.to_proto().SerializeToString())) == stats
+    # absent is unknown, not zero
+    assert Statistics.from_proto(pb.Statistics()).min is None
+
+
+def test_unvalidated_construction_keeps_bad_values_for_reporting():
+    msg = pb.QuantizedType(storage_type=3, scale=[0.0], zero_point=[400])
+    qt = QType.from_proto(msg, validate=False)
+    assert qt.scale == (0.0,) and qt.zero_point == (400,)
+    with pytest.raises(QTypeError):
+        QType.from_proto(msg)
