@@ -1,0 +1,1 @@
+"""Report emitters: text, json, sarif."""

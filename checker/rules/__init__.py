@@ -1,0 +1,1 @@
+"""One module per checker rule, named qtNNN_<slug>.py."""

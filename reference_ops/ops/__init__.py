@@ -1,0 +1,1 @@
+"""Integer-only kernels, one ONNX operator per module."""
