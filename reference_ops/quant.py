@@ -1,0 +1,256 @@
+"""The normative quantize / dequantize formulas, executable.
+
+This module is the only place in the project that maps between real values
+and storage integers; every other module imports it. It transcribes
+``proposal/spec/semantics.md``:
+
+    dequantize(q)  = scale[i] * (q - zero_point[i])
+    quantize(x)    = clamp(round_half_to_even(x / scale[i]) + zero_point[i],
+                           storage_min, storage_max)
+
+computed in float64. ``i`` is 0 for a per-tensor type, the index along
+``axis`` for a per-axis type and the block index along ``axis`` for a
+blocked type (ONNX QuantizeLinear-21 layout: the last block may be short,
+parameters are stored flattened in row-major order of the parameter shape).
+
+A type without scale is *dynamic*: ``dynamic_parameters`` computes its
+parameters from the data, by schema, in the expressed type's arithmetic
+(the uint8 asymmetric case is ONNX DynamicQuantizeLinear).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.qtype import QType, Schema, block_count, parameter_shape, unsigned_midpoint
+
+__all__ = [
+    "broadcast_parameters",
+    "dequantize",
+    "dynamic_parameters",
+    "parameter_index",
+    "quantize",
+    "quantize_dynamic",
+    "resolve",
+    "round_half_to_even",
+    "storage_range",
+    "to_storage",
+]
+
+
+def storage_range(qtype: QType) -> tuple[int, int]:
+    """The inclusive range [storage_min, storage_max] quantized values saturate to."""
+    assert qtype.storage_min is not None and qtype.storage_max is not None
+    return qtype.storage_min, qtype.storage_max
+
+
+def round_half_to_even(x: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, ties to even (IEEE roundTiesToEven)."""
+    return np.rint(x)
+
+
+def _require_static(qtype: QType, tensor: str | None) -> None:
+    if qtype.is_dynamic:
+        raise QTypeError("scale", "the type is dynamic (no scale); resolve its parameters from data first", tensor)
+
+
+def _fitting_shape(qtype: QType, shape: Sequence[int], tensor: str | None) -> tuple[int, ...]:
+    shape = tuple(int(d) for d in shape)
+    qtype.check_shape(shape, tensor)
+    expected = parameter_shape(qtype, shape)
+    assert expected is not None
+    return expected  # type: ignore[return-value]
+
+
+def parameter_index(qtype: QType, shape: Sequence[int], tensor: str | None = None) -> np.ndarray:
+    """For every element of a tensor of ``shape``, the index of its (scale, zero point) pair.
+
+    An int64 array broadcastable to ``shape``: a 0-d zero for per-tensor, the
+    coordinate along ``axis`` for per-axis, the flattened block index for
+    blocked types.
+    """
+    _require_static(qtype, tensor)
+    pshape = _fitting_shape(qtype, shape, tensor)
+    shape = tuple(int(d) for d in shape)
+    if qtype.axis is None:
+        return np.zeros((), np.int64)
+    if qtype.block_size is None:
+        view = [1] * len(shape)
+        view[qtype.axis] = shape[qtype.axis]
+        return np.arange(shape[qtype.axis], dtype=np.int64).reshape(view)
+    flat = np.arange(math.prod(pshape), dtype=np.int64).reshape(pshape)
+    along = np.arange(shape[qtype.axis]) // qtype.block_size  # block of each coordinate
+    return np.take(flat, along, axis=qtype.axis)
+
+
+def broadcast_parameters(qtype: QType, shape: Sequence[int], tensor: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(scale float64, zero_point int64) arrays broadcastable to ``shape``.
+
+    Raises QTypeError (naming ``tensor``) when the parameter count does not
+    fit the shape.
+    """
+    index = parameter_index(qtype, shape, tensor)
+    scales = np.asarray(qtype.scale, dtype=np.float64)
+    zero_points = np.asarray(qtype.zero_point, dtype=np.int64)
+    return scales[index], zero_points[index]
+
+
+def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
+    """Real values of storage integers ``q``: ``scale[i] * (q - zero_point[i])`` in float64.
+
+    Exact whenever the scale is a float32 (or narrower) value and
+    ``|q - zero_point| < 2**29``; int32 storage can lose the last bits.
+    """
+    q = np.asarray(q)
+    if q.dtype.kind not in "iub" and not _is_ml_integer(q.dtype):
+        raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
+    scale, zero_point = broadcast_parameters(qtype, q.shape, tensor)
+    return scale * (q.astype(np.int64) - zero_point).astype(np.float64)
+
+
+def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
+    """Storage integers of real values ``x`` (static types only).
+
+    ``x / scale`` is one correctly rounded float64 division. For float32
+    (or narrower) ``x`` and scale with ``|x / scale| < 2**28`` that decides
+    every rounding, ties included, exactly as exact arithmetic would. ±inf
+    saturate; NaN has no quantized value and maps to the zero point.
+    """
+    scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor)
+    x = np.asarray(x, dtype=np.float64)
+    lo, hi = storage_range(qtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        steps = round_half_to_even(x / scale)
+        steps = np.where(np.isnan(steps), 0.0, steps)
+        q = np.clip(steps + zero_point, lo, hi)
+    return to_storage(q.astype(np.int64), qtype)
+
+
+def to_storage(values: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
+    """Integers already inside the storage range, as an array of the storage dtype."""
+    values = np.asarray(values)
+    lo, hi = storage_range(qtype)
+    if values.size and (values.min() < lo or values.max() > hi):
+        bad = values.min() if values.min() < lo else values.max()
+        raise QTypeError("storage", f"value {int(bad)} is outside the storage range [{lo}, {hi}]", tensor)
+    return values.astype(qtype.storage_type.np_dtype)
+
+
+def _is_ml_integer(dtype: np.dtype) -> bool:
+    return dtype.name in ("int2", "uint2", "int4", "uint4")
+
+
+# --- dynamic types -------------------------------------------------------------
+
+
+def _group_extrema(x: np.ndarray, qtype: QType) -> tuple[np.ndarray, np.ndarray]:
+    """Per parameter group: (min, max) of ``x``, shaped like the parameter array."""
+    if qtype.axis is None:
+        return np.asarray([x.min()]), np.asarray([x.max()])
+    axis = qtype.axis
+    if qtype.block_size is None:
+        moved = np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+        return moved.min(axis=1), moved.max(axis=1)
+    dim, size = x.shape[axis], qtype.block_size
+    blocks = block_count(dim, size)
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, blocks * size - dim)
+    lo = np.pad(x, pad, constant_values=np.inf)  # padding never wins a min
+    hi = np.pad(x, pad, constant_values=-np.inf)
+    split = x.shape[:axis] + (blocks, size) + x.shape[axis + 1 :]
+    return lo.reshape(split).min(axis=axis + 1).reshape(-1), hi.reshape(split).max(axis=axis + 1).reshape(-1)
+
+
+def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> QType:
+    """The static type a dynamic ``qtype`` takes for data ``x``.
+
+    Per group (whole tensor, slice or block), in the expressed type's
+    arithmetic, with ``rmin = min(0, min x)``, ``rmax = max(0, max x)`` and
+    an empty range counted as a range of 1:
+
+    - asymmetric: ``scale = (rmax - rmin) / (qmax - qmin)``,
+      ``zero_point = round_half_to_even(clamp(qmin - rmin / scale, qmin, qmax))``
+      (for uint8 this is ONNX DynamicQuantizeLinear);
+    - symmetric: ``scale = max(|rmin|, rmax) / qsym``, zero point 0, with
+      ``qsym = min(-qmin, qmax)`` for signed storage and ``qmax`` otherwise;
+    - symmetric_with_unsigned: signed storage as symmetric; unsigned storage
+      zero point 0 and ``scale = rmax / qmax`` when ``min x >= 0``, else
+      the midpoint and ``scale = max(|rmin|, rmax) / min(mid - qmin, qmax - mid)``;
+    - *_pow2_scale: the scale rounded up to the next power of two, then the
+      zero point recomputed with it.
+    """
+    if not qtype.is_dynamic:
+        return qtype
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        raise QTypeError("scale", "cannot compute dynamic parameters of an empty tensor", tensor)
+    if not np.all(np.isfinite(x)):
+        raise QTypeError("scale", "cannot compute dynamic parameters: the data holds NaN or infinity", tensor)
+    _check_axis(qtype, x.shape, tensor)
+    ftype = qtype.expressed_type.np_dtype
+    lo, hi = storage_range(qtype)
+    gmin, gmax = _group_extrema(x, qtype)
+    rmin = np.minimum(gmin, 0.0).astype(ftype)
+    rmax = np.maximum(gmax, 0.0).astype(ftype)
+    schema = qtype.schema
+    one = ftype.type(1.0)
+
+    def nonempty(r: np.ndarray) -> np.ndarray:
+        return np.where(r == 0, one, r).astype(ftype)
+
+    zero_points = np.zeros(rmin.shape, np.int64)
+    if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
+        scales = (nonempty(rmax - rmin) / ftype.type(hi - lo)).astype(ftype)
+    else:
+        amax = np.maximum(-rmin, rmax).astype(ftype)
+        qsym = min(-lo, hi) if lo < 0 else hi
+        scales = (nonempty(amax) / ftype.type(qsym)).astype(ftype)
+        if schema is Schema.SYMMETRIC_WITH_UNSIGNED and lo >= 0:
+            mid = unsigned_midpoint(lo, hi)
+            negative = gmin < 0
+            half = ftype.type(min(mid - lo, hi - mid))
+            scales = np.where(negative, nonempty(amax) / half, nonempty(rmax) / ftype.type(hi)).astype(ftype)
+            zero_points = np.where(negative, mid, 0).astype(np.int64)
+    if schema.pow2:
+        scales = _pow2_ceiling(scales.astype(np.float64)).astype(ftype)
+    scales = _positive(scales, ftype)
+    if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
+        initial = ftype.type(lo) - (rmin / scales).astype(ftype)
+        clamped = np.clip(initial.astype(np.float64), lo, hi)
+        zero_points = round_half_to_even(clamped).astype(np.int64)
+    return qtype.replace(scale=tuple(float(s) for s in scales), zero_point=tuple(int(z) for z in zero_points))
+
+
+def _check_axis(qtype: QType, shape: Sequence[int], tensor: str | None) -> None:
+    if qtype.axis is not None and not 0 <= qtype.axis < len(shape):
+        raise QTypeError("axis", f"axis {qtype.axis} is outside [0, {len(shape)}) for a rank-{len(shape)} tensor", tensor)
+
+
+def _pow2_ceiling(scales: np.ndarray) -> np.ndarray:
+    mantissa, exponent = np.frexp(scales)
+    return np.where(mantissa == 0.5, scales, np.ldexp(1.0, exponent))
+
+
+def _positive(scales: np.ndarray, ftype: np.dtype) -> np.ndarray:
+    """A range so small that its scale underflows gets the smallest positive value instead."""
+    if np.all(scales > 0):
+        return scales
+    import ml_dtypes
+
+    tiny = ml_dtypes.finfo(ftype).smallest_subnormal
+    return np.where(scales > 0, scales, tiny).astype(ftype)
+
+
+def resolve(qtype: QType, x: np.ndarray, *, tensor: str | None = None) -> QType:
+    """``qtype`` itself when static; its parameters computed from ``x`` when dynamic."""
+    return dynamic_parameters(x, qtype, tensor=tensor) if qtype.is_dynamic else qtype
+
+
+def quantize_dynamic(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> tuple[np.ndarray, QType]:
+    """Quantize with parameters resolved from ``x``: (storage, the static type used)."""
+    resolved = resolve(qtype, x, tensor=tensor)
+    return quantize(x, resolved, tensor=tensor), resolved

@@ -1,0 +1,264 @@
+"""reference_ops.quant: the normative formulas, checked against exact
+rational arithmetic, hand-computed cases and onnx.reference's own Q/DQ."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from onnx_qtypes import QType, QTypeError, Schema
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, parameter_shape
+from onnx_qtypes.reference_ops import quant
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SMALL_STORAGE = ["int2", "uint2", "int4", "uint4", "int8", "uint8", "int16", "uint16"]
+
+
+def exact_quantize(x: float, scale: float, zero_point: int, lo: int, hi: int) -> int:
+    """The definition in rational arithmetic: clamp(round_half_even(x / s) + zp)."""
+    if math.isinf(x):
+        return hi if x > 0 else lo
+    ratio = Fraction(x) / Fraction(scale)
+    floor = math.floor(ratio)
+    rest = ratio - floor
+    rounded = floor + (1 if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and floor % 2) else 0)
+    return min(max(rounded + zero_point, lo), hi)
+
+
+# --- hand-computed cases ---------------------------------------------------------
+
+
+def test_per_tensor_ties_go_to_even_and_saturate():
+    qt = QType("int8", 0.5, 3)
+    x = np.array([0.25, 0.75, -0.25, -0.75, 1.25, 100.0, -100.0, np.inf, -np.inf, np.nan])
+    # x / 0.5 = 0.5, 1.5, -0.5, -1.5, 2.5 -> 0, 2, -0, -2, 2; then + 3; saturation at [-128, 127]
+    assert quant.quantize(x, qt).tolist() == [3, 5, 3, 1, 5, 127, -128, 127, -128, 3]
+    assert quant.quantize(x, qt).dtype == np.int8
+
+
+def test_dequantize_is_scale_times_offset_difference():
+    qt = QType("uint8", 0.25, 128)
+    q = np.array([0, 127, 128, 129, 255], np.uint8)
+    np.testing.assert_array_equal(quant.dequantize(q, qt), [-32.0, -0.25, 0.0, 0.25, 31.75])
+    assert quant.dequantize(q, qt).dtype == np.float64
+
+
+def test_narrow_storage_range_saturates_to_it():
+    qt = QType("int8", 1.0, 0, storage_min=-127, storage_max=127, schema="symmetric")
+    assert quant.quantize(np.array([-500.0, 500.0]), qt).tolist() == [-127, 127]
+    assert quant.storage_range(qt) == (-127, 127)
+
+
+def test_per_axis_uses_the_slice_index():
+    qt = QType("int8", [1.0, 0.5, 0.25], [0, 1, -1], axis=1)
+    x = np.array([[1.0, 1.0, 1.0], [-2.0, -2.0, -2.0]])
+    # column j: round(x / s_j) + zp_j
+    assert quant.quantize(x, qt).tolist() == [[1, 3, 3], [-2, -3, -9]]
+
+
+def test_blocked_layout_is_row_major_with_a_short_last_block():
+    qt = QType("int4", [1, 2, 3, 4, 5, 6], [0] * 6, axis=1, block_size=2)
+    assert quant.parameter_index(qt, (2, 5)).tolist() == [[0, 0, 1, 1, 2], [3, 3, 4, 4, 5]]
+    scale, zp = quant.broadcast_parameters(qt, (2, 5))
+    assert scale.tolist() == [[1, 1, 2, 2, 3], [4, 4, 5, 5, 6]] and zp.shape == (2, 5)
+
+
+def test_blocked_on_a_leading_axis():
+    qt = QType("int8", [1.0, 2.0, 4.0, 8.0], [0, 0, 0, 0], axis=0, block_size=3)
+    # shape (5, 2): blocks along axis 0 are rows {0,1,2} and {3,4}; parameter shape (2, 2)
+    assert quant.parameter_index(qt, (5, 2)).tolist() == [[0, 1], [0, 1], [0, 1], [2, 3], [2, 3]]
+
+
+def test_sub_byte_storage_uses_ml_dtypes():
+    qt = QType("int4", 1.0, 0)
+    q = quant.quantize(np.array([-9.0, -8.0, 7.0, 8.0]), qt)
+    assert q.dtype == ml_dtypes.int4 and q.astype(np.int64).tolist() == [-8, -8, 7, 7]
+    assert quant.dequantize(q, qt).tolist() == [-8.0, -8.0, 7.0, 7.0]
+
+
+def test_parameter_count_mismatch_names_the_tensor():
+    qt = QType("int8", [1.0, 2.0], [0, 0], axis=0)
+    with pytest.raises(QTypeError, match=r"'w'.*needs 3 scales, found 2"):
+        quant.quantize(np.zeros((3, 4)), qt, tensor="w")
+
+
+def test_static_formulas_refuse_a_dynamic_type():
+    with pytest.raises(QTypeError, match="dynamic"):
+        quant.quantize(np.zeros(3), QType("uint8"), tensor="x")
+
+
+def test_dequantize_refuses_float_input():
+    with pytest.raises(QTypeError, match="storage integers"):
+        quant.dequantize(np.zeros(3), QType("uint8", 1.0, 0))
+
+
+def test_to_storage_refuses_out_of_range_values():
+    with pytest.raises(QTypeError, match=r"300 is outside the storage range \[0, 255\]"):
+        quant.to_storage(np.array([1, 300]), QType("uint8", 1.0, 0))
+
+
+# --- properties against exact arithmetic ---------------------------------------------
+
+finite32 = st.floats(-1e4, 1e4, allow_nan=False, width=32)
+scales32 = st.floats(2.0**-13, 8.0, width=32)
+
+
+@st.composite
+def per_tensor_case(draw):
+    storage = STORAGE_TYPES[draw(st.sampled_from(SMALL_STORAGE + ["int32"]))]
+    scale = draw(scales32)
+    zp = draw(st.integers(storage.min, storage.max)) if storage.bits < 32 else draw(st.integers(-1000, 1000))
+    values = draw(st.lists(finite32 | st.sampled_from([0.5 * scale, -1.5 * scale, 2.5 * scale]), min_size=1, max_size=20))
+    return QType(storage.name, scale, zp), values
+
+
+@SETTINGS
+@given(per_tensor_case())
+def test_quantize_equals_exact_rational_definition(case):
+    qt, values = case
+    got = quant.quantize(np.array(values, np.float32), qt).astype(np.int64).tolist()
+    want = [exact_quantize(float(np.float32(v)), qt.scale[0], qt.zero_point[0], qt.storage_min, qt.storage_max)
+            for v in values]
+    assert got == want
+
+
+@SETTINGS
+@given(per_tensor_case())
+def test_quantize_inverts_dequantize_on_the_grid(case):
+    qt, _ = case
+    lo, hi = quant.storage_range(qt)
+    q = np.unique(np.clip(np.array([lo, hi, lo + 1, hi - 1, qt.zero_point[0]], np.int64), lo, hi))
+    stored = quant.to_storage(q, qt)
+    assert quant.quantize(quant.dequantize(stored, qt), qt).astype(np.int64).tolist() == q.tolist()
+
+
+@st.composite
+def blocked_case(draw):
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(0, rank - 1))
+    block = draw(st.one_of(st.none(), st.integers(1, 4)))
+    storage = STORAGE_TYPES[draw(st.sampled_from(["int4", "uint4", "int8", "uint8", "int16", "uint16"]))]
+    probe = QType(storage.name, 1.0, 0, axis=axis, block_size=block) if block else QType(storage.name, [1.0] * shape[axis], [0] * shape[axis], axis=axis)
+    count = math.prod(parameter_shape(probe, shape))
+    exps = draw(st.lists(st.integers(-6, 2), min_size=count, max_size=count))  # power-of-two scales: exact in float32
+    zps = draw(st.lists(st.integers(storage.min, storage.max), min_size=count, max_size=count))
+    qt = QType(storage.name, [2.0**e for e in exps], zps, axis=axis, block_size=block)
+    x = np.asarray(draw(st.lists(finite32, min_size=math.prod(shape), max_size=math.prod(shape))), np.float32)
+    return qt, x.reshape(shape)
+
+
+def _onnx_q_dq(qt: QType, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """onnx.reference's QuantizeLinear / DequantizeLinear (opset 21) with the same parameters."""
+    pshape = parameter_shape(qt, x.shape)
+    storage_dtype = qt.storage_type.np_dtype
+    scale = np.asarray(qt.scale, np.float32).reshape(pshape)
+    zp = np.asarray(qt.zero_point, np.int64).astype(storage_dtype).reshape(pshape)
+    attrs = {} if qt.axis is None else {"axis": qt.axis}
+    if qt.block_size:
+        attrs["block_size"] = qt.block_size
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], **attrs),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], **attrs)]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("q", qt.storage_type.data_type, x.shape),
+                               helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, x.shape)],
+                              [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    q, y = ReferenceEvaluator(model).run(None, {"x": x})
+    return q, y
+
+
+@SETTINGS
+@given(blocked_case())
+def test_layouts_agree_with_onnx_reference_quantize_linear(case):
+    qt, x = case
+    q_ref, y_ref = _onnx_q_dq(qt, x)
+    q = quant.quantize(x, qt)
+    np.testing.assert_array_equal(q.astype(np.int64), q_ref.astype(np.int64))
+    np.testing.assert_array_equal(quant.dequantize(q, qt).astype(np.float32), y_ref)
+
+
+# --- dynamic types ------------------------------------------------------------------
+
+
+def _onnx_dynamic(x: np.ndarray) -> tuple[np.ndarray, float, int]:
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    y, s, z = ReferenceEvaluator(node).run(None, {"x": x})
+    return y, float(s), int(z)
+
+
+@SETTINGS
+@given(st.lists(st.floats(-50, 50, width=32), min_size=1, max_size=40))
+def test_uint8_asymmetric_dynamic_equals_dynamic_quantize_linear(values):
+    x = np.array(values, np.float32)
+    resolved = quant.dynamic_parameters(x, QType("uint8"))
+    y_ref, s_ref, z_ref = _onnx_dynamic(x)
+    assert resolved.scale == (s_ref,) and resolved.zero_point == (z_ref,)
+    y = quant.quantize(x, resolved).astype(np.int64)
+    # DynamicQuantizeLinear divides in float32, the definition exactly: they may
+    # only differ where x / scale lies within float32 rounding of a tie.
+    ratio = x.astype(np.float64) / s_ref
+    near_tie = np.abs(np.abs(ratio - np.floor(ratio)) - 0.5) < 1e-4
+    assert np.all(np.abs(y - y_ref.astype(np.int64)) <= 1)
+    np.testing.assert_array_equal(y[~near_tie], y_ref.astype(np.int64)[~near_tie])
+
+
+def test_dynamic_constant_input_counts_as_a_range_of_one():
+    # DynamicQuantizeLinear: max == min -> scale 1/255, zero point round(0 - 0/scale) = 0
+    resolved = quant.dynamic_parameters(np.zeros(4, np.float32), QType("uint8"))
+    assert resolved.scale == (float(np.float32(1) / np.float32(255)),) and resolved.zero_point == (0,)
+
+
+@pytest.mark.parametrize(
+    ("storage", "schema", "data", "scale", "zero_point"),
+    [
+        # symmetric int8: max |x| / 127, zero point 0
+        ("int8", "symmetric", [-2.54, 1.0], np.float32(np.float32(2.54) / np.float32(127)), 0),
+        # symmetric on a narrow range [-7, 7] of int4: / 7
+        ("int4", "symmetric", [0.5, -3.5], 0.5, 0),
+        # symmetric_with_unsigned, uint8, non-negative data: zero point 0, max / 255
+        ("uint8", "symmetric_with_unsigned", [0.0, 5.1], np.float32(np.float32(5.1) / np.float32(255)), 0),
+        # ... with negative data: midpoint 128, max |x| / min(128, 127)
+        ("uint8", "symmetric_with_unsigned", [-1.27, 0.5], np.float32(np.float32(1.27) / np.float32(127)), 128),
+        # pow2: (1 - -1) / 255 = 0.00784 > 2**-7 -> 2**-6, zero point round(0 - -1 / 2**-6) = 64
+        ("uint8", "asymmetric_pow2_scale", [-1.0, 1.0], 2.0**-6, 64),
+        # symmetric pow2: 3 / 127 = 0.0236 -> 2**-5
+        ("int8", "symmetric_pow2_scale", [3.0, -1.0], 2.0**-5, 0),
+    ],
+)
+def test_dynamic_parameters_per_schema(storage, schema, data, scale, zero_point):
+    qt = QType(storage, schema=schema, storage_min=-7 if storage == "int4" else None)
+    resolved = quant.dynamic_parameters(np.array(data, np.float32), qt)
+    assert resolved.scale == (float(scale),) and resolved.zero_point == (zero_point,)
+    assert resolved.schema is Schema.parse(schema)  # the resolved type satisfies the declared schema
+
+
+def test_dynamic_per_axis_and_blocked_reduce_per_group():
+    x = np.array([[1.0, -4.0, 2.0], [0.5, 8.0, -1.0]], np.float32)
+    per_axis = quant.dynamic_parameters(x, QType("int8", axis=0, schema="symmetric"))
+    assert per_axis.scale == (float(np.float32(4) / np.float32(127)), float(np.float32(8) / np.float32(127)))
+    blocked = quant.dynamic_parameters(x, QType("int8", axis=1, block_size=2, schema="symmetric"))
+    # blocks: row 0 {1, -4}, {2}; row 1 {0.5, 8}, {-1}
+    assert blocked.scale == tuple(float(np.float32(v) / np.float32(127)) for v in (4, 2, 8, 1))
+
+
+def test_dynamic_parameters_refuse_nan_and_empty_data():
+    with pytest.raises(QTypeError, match="NaN"):
+        quant.dynamic_parameters(np.array([np.nan]), QType("uint8"), tensor="x")
+    with pytest.raises(QTypeError, match="empty"):
+        quant.dynamic_parameters(np.zeros(0), QType("uint8"), tensor="x")
+
+
+def test_quantize_dynamic_returns_the_resolved_type():
+    q, resolved = quant.quantize_dynamic(np.array([0.0, 2.55]), QType("uint8"))
+    assert resolved.scale == (float(np.float32(2.55) / np.float32(255)),) and q.tolist() == [0, 255]
+    assert quant.resolve(resolved, np.zeros(1)) is resolved
