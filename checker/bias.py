@@ -1,0 +1,33 @@
+"""The bias operand of Conv / ConvTranspose / Gemm and the operands it must agree with."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
+from onnx_qtypes.proto.qtype import QType
+
+
+@dataclasses.dataclass(frozen=True)
+class BiasUse:
+    ref: NodeRef
+    bias: str
+    qtype: QType
+    x: QType | None  # input 0's type
+    w: QType | None  # input 1's type
+
+
+def bias_uses(ctx: Context) -> Iterator[BiasUse]:
+    """Every quantized bias (input 2 of Conv, ConvTranspose, Gemm) with the input and weight types."""
+    for ref in ctx.nodes:
+        spec = WEIGHTED_OPS.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        if spec is None or spec[1] is None or len(ref.node.input) <= spec[1] or not ref.node.input[spec[1]]:
+            continue
+        name = ref.node.input[spec[1]]
+        qt = ctx.qtype(ref.scope, name)
+        if qt is None:
+            continue
+        x = ctx.qtype(ref.scope, ref.node.input[0]) if ref.node.input[0] else None
+        w = ctx.qtype(ref.scope, ref.node.input[1]) if ref.node.input[1] else None
+        yield BiasUse(ref, name, qt, x, w)

@@ -1,0 +1,406 @@
+"""Context: one model indexed once, for every rule.
+
+Rules never walk the raw ModelProto themselves; they ask the context for
+declarations, nodes, constants, shapes and roles, and build locations with
+its helpers so that every report points the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import onnx
+from onnx import ModelProto, TensorProto, numpy_helper
+
+from onnx_qtypes.checker import float_view
+from onnx_qtypes.checker.diagnostics import Location
+from onnx_qtypes.checker.profile import Profile
+from onnx_qtypes.proto import iter_declarations, iter_graphs, onnx_qtypes_pb2 as pb, static_shape
+from onnx_qtypes.proto.errors import ModelLoadError
+from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
+
+MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
+
+# Boundary ops: the inputs / outputs that hold storage integers when they are quantized.
+BOUNDARY_INTEGER_SIDE: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "QuantizeLinear": ((2,), (0,)),
+    "DequantizeLinear": ((0, 2), ()),
+    "DynamicQuantizeLinear": ((), (0, 2)),
+}
+# Ops with weights and bias: op -> (weight input, bias input or None).
+WEIGHTED_OPS: dict[str, tuple[int, int | None]] = {
+    "Conv": (1, 2),
+    "ConvTranspose": (1, 2),
+    "Gemm": (1, 2),
+    "MatMul": (1, None),
+}
+ROLES = ("activation", "weight", "bias")
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """One ValueInfoProto of the model, with its extension fields decoded."""
+
+    pointer: str
+    kind: str  # input | output | value_info
+    scope: str
+    name: str
+    elem_type: int
+    shape: tuple[int | None, ...] | None
+    qtype: QType | None
+    quantization: pb.QuantizedType | None  # raw message, for presence and unknown fields
+    statistics: TensorStatistics | None
+    raw_statistics: pb.TensorStatistics | None
+
+    def field(self, *parts: object) -> str:
+        """JSON pointer to a field of this declaration's type."""
+        return "/".join([self.pointer, "type", "tensor_type", *map(str, parts)])
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeRef:
+    """One node with its pointer, scope and the opsets in force there."""
+
+    pointer: str
+    node: onnx.NodeProto
+    scope: str
+    opsets: dict[str, int]
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def name(self) -> str | None:
+        return self.node.name or None
+
+    @property
+    def opset(self) -> int:
+        return self.opsets.get(self.node.domain or "", 0)
+
+    def attr(self, name: str, default: object = None) -> object:
+        for attribute in self.node.attribute:
+            if attribute.name == name:
+                return onnx.helper.get_attribute_value(attribute)
+        return default
+
+    def location(self, kind: str | None = None, index: int | None = None) -> Location:
+        """The node itself, or one of its inputs / outputs."""
+        if kind is None:
+            return Location(self.pointer, node=self.name, op_type=self.op_type)
+        names = self.node.input if kind == "input" else self.node.output
+        return Location(f"{self.pointer}/{kind}/{index}", node=self.name, tensor=names[index], op_type=self.op_type)
+
+    def label(self) -> str:
+        return f"{self.op_type} node {self.name!r}" if self.name else f"{self.op_type} node at {self.pointer}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstantRef:
+    """An initializer or a Constant node's value."""
+
+    pointer: str
+    name: str
+    tensor: TensorProto | None  # None for Constant value_float(s) / value_int(s)
+    node: NodeRef | None = None
+    attribute: onnx.AttributeProto | None = None
+
+    @property
+    def dims(self) -> tuple[int, ...] | None:
+        if self.tensor is not None:
+            return tuple(self.tensor.dims)
+        if self.attribute is not None and self.attribute.name.endswith("s"):
+            return (len(onnx.helper.get_attribute_value(self.attribute)),)
+        return ()
+
+    @property
+    def data_type(self) -> int:
+        if self.tensor is not None:
+            return self.tensor.data_type
+        return TensorProto.FLOAT if self.attribute is not None and "float" in self.attribute.name else TensorProto.INT64
+
+    def location(self) -> Location:
+        if self.node is not None:
+            return Location(self.pointer, node=self.node.name, tensor=self.name, op_type="Constant")
+        return Location(self.pointer, tensor=self.name)
+
+
+def _scope_of(pointer: str) -> str:
+    return MAIN if pointer.startswith("/graph") else "/".join(pointer.split("/")[:3])
+
+
+class Context:
+    """Everything the rules need to know about one model."""
+
+    def __init__(self, model: ModelProto, profile: Profile, source: str = "<model>") -> None:
+        self.model = model
+        self.profile = profile
+        self.source = source
+        self.declarations: list[Declared] = []
+        self._by_name: dict[tuple[str, str], list[Declared]] = {}
+        self.nodes: list[NodeRef] = []
+        self.constants: dict[tuple[str, str], ConstantRef] = {}
+        self.producers: dict[tuple[str, str], tuple[NodeRef, int]] = {}
+        self.consumers: dict[tuple[str, str], list[tuple[NodeRef, int]]] = {}
+        self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
+        self._index_declarations()
+        self._index_nodes()
+
+    # -- indexing -------------------------------------------------------------
+    def _index_declarations(self) -> None:
+        for decl in iter_declarations(self.model):
+            vi = decl.value_info
+            if vi.type.WhichOneof("value") != "tensor_type":
+                continue
+            view = read_view(vi.type.tensor_type, decl.pointer)
+            quantization = view.quantization if view.HasField("quantization") else None
+            raw_stats = view.statistics if view.HasField("statistics") else None
+            stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
+            qtype = QType.from_proto(quantization, stats, validate=False) if quantization is not None else None
+            declared = Declared(
+                decl.pointer, decl.kind, _scope_of(decl.pointer), vi.name, view.elem_type,
+                static_shape(vi), qtype, quantization, stats, raw_stats,
+            )
+            self.declarations.append(declared)
+            self._by_name.setdefault((declared.scope, declared.name), []).append(declared)
+
+    def _index_nodes(self) -> None:
+        model_opsets = {o.domain or "": o.version for o in self.model.opset_import}
+        graphs: list[tuple[str, str, onnx.GraphProto | onnx.FunctionProto, dict[str, int]]] = [
+            (pointer, MAIN, graph, model_opsets) for pointer, graph in iter_graphs(self.model)
+        ]
+        for f, function in enumerate(self.model.functions):
+            opsets = {**model_opsets, **{o.domain or "": o.version for o in function.opset_import}}
+            graphs.append((f"/functions/{f}", f"/functions/{f}", function, opsets))
+        for pointer, scope, graph, opsets in graphs:
+            for i, init in enumerate(getattr(graph, "initializer", ())):
+                self.constants[(scope, init.name)] = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
+            for n, node in enumerate(graph.node):
+                ref = NodeRef(f"{pointer}/node/{n}", node, scope, opsets)
+                self.nodes.append(ref)
+                for k, name in enumerate(node.output):
+                    if name:
+                        self.producers[(scope, name)] = (ref, k)
+                for k, name in enumerate(node.input):
+                    if name:
+                        self.consumers.setdefault((scope, name), []).append((ref, k))
+                if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+                    self._index_constant(ref)
+
+    def _index_constant(self, ref: NodeRef) -> None:
+        for a, attribute in enumerate(ref.node.attribute):
+            if attribute.name == "value":
+                self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
+                    f"{ref.pointer}/attribute/{a}/t", ref.node.output[0], attribute.t, ref)
+            elif attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
+                self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
+                    f"{ref.pointer}/attribute/{a}", ref.node.output[0], None, ref, attribute)
+
+    # -- declarations ------------------------------------------------------------
+    def declarations_of(self, scope: str, name: str) -> list[Declared]:
+        return self._by_name.get((scope, name), [])
+
+    def names(self) -> Iterator[tuple[str, str]]:
+        return iter(self._by_name)
+
+    def quantized_declarations(self, unique: bool = True) -> Iterator[Declared]:
+        """Declarations carrying a quantized type; with ``unique``, one per distinct (tensor, type, shape)."""
+        seen: set[tuple] = set()
+        for decl in self.declarations:
+            if decl.quantization is None:
+                continue
+            if unique:
+                key = (decl.scope, decl.name, decl.quantization.SerializeToString(), decl.shape)
+                if key in seen:
+                    continue
+                seen.add(key)
+            yield decl
+
+    def statistics_declarations(self) -> Iterator[Declared]:
+        """Declarations carrying statistics, one per distinct (tensor, statistics, type, shape)."""
+        seen: set[tuple] = set()
+        for decl in self.declarations:
+            if decl.raw_statistics is None:
+                continue
+            quantization = decl.quantization.SerializeToString() if decl.quantization is not None else b""
+            key = (decl.scope, decl.name, decl.raw_statistics.SerializeToString(), quantization, decl.shape)
+            if key not in seen:
+                seen.add(key)
+                yield decl
+
+    def declared(self, scope: str, name: str) -> Declared | None:
+        """The first quantized declaration of a tensor, else its first declaration."""
+        decls = self.declarations_of(scope, name)
+        return next((d for d in decls if d.quantization is not None), decls[0] if decls else None)
+
+    def qtype(self, scope: str, name: str) -> QType | None:
+        """The tensor's (first declared) quantized type, or None."""
+        for decl in self.declarations_of(scope, name):
+            if decl.qtype is not None:
+                return decl.qtype
+        return None
+
+    # -- shapes and element types ------------------------------------------------------
+    @functools.cached_property
+    def view(self) -> ModelProto:
+        """The float view (see float_view.py)."""
+        return float_view.build(self)
+
+    @functools.cached_property
+    def inferred(self) -> float_view.Inferred:
+        return float_view.infer(self.view)
+
+    def declared_shape(self, scope: str, name: str) -> tuple[int | None, ...] | None:
+        """The shape a declaration states, else the constant's dims."""
+        for decl in self.declarations_of(scope, name):
+            if decl.shape is not None:
+                return decl.shape
+        return self.constant_dims(scope, name)
+
+    def shape(self, scope: str, name: str) -> tuple[int | None, ...] | None:
+        """Best known shape: declared, constant dims, then inferred on the float view."""
+        shape = self.declared_shape(scope, name)
+        if shape is None and scope == MAIN:
+            shape = self.inferred.shapes.get(name)
+        return shape
+
+    def elem_type(self, scope: str, name: str) -> int | None:
+        """Element type of a tensor that is not quantized (declared, constant, inferred); None if unknown."""
+        for decl in self.declarations_of(scope, name):
+            if decl.quantization is None and decl.elem_type:
+                return decl.elem_type
+        const = self.constants.get((scope, name))
+        if const is not None:
+            return const.data_type
+        if scope == MAIN:
+            return self.inferred.elem_types.get(name)
+        return None
+
+    def stands_for(self, ref: NodeRef, kind: str, index: int) -> int | None:
+        """The element type a node input/output has for the operator's type constraints.
+
+        A quantized tensor stands for its expressed type, except on the
+        integer side of a boundary op, where it stands for its storage type.
+        """
+        names = ref.node.input if kind == "input" else ref.node.output
+        name = names[index]
+        qtype = self.qtype(ref.scope, name)
+        if qtype is None:
+            return self.elem_type(ref.scope, name)
+        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        if side is not None and index in side[0 if kind == "input" else 1]:
+            found = STORAGE_TYPES.get(qtype.storage)
+            return found.data_type if found else None
+        return float_view.expressed_data_type(qtype)
+
+    # -- constants ------------------------------------------------------------------
+    def constant_dims(self, scope: str, name: str) -> tuple[int, ...] | None:
+        const = self.constants.get((scope, name))
+        return None if const is None else const.dims
+
+    def constant_array(self, scope: str, name: str) -> np.ndarray | None:
+        """The value of an initializer or Constant, or None when it is not a constant.
+
+        External data that was not loaded is not read (None). Data that does
+        not fit its dims is an unreadable model (ModelLoadError, exit 2).
+        """
+        key = (scope, name)
+        if key in self._arrays:
+            return self._arrays[key]
+        const = self.constants.get(key)
+        array = None
+        if const is not None:
+            if const.tensor is None:
+                array = np.asarray(onnx.helper.get_attribute_value(const.attribute))
+            elif const.tensor.data_location != TensorProto.EXTERNAL:
+                array = _tensor_to_array(const)
+        self._arrays[key] = array
+        return array
+
+    def is_constant(self, scope: str, name: str) -> bool:
+        return (scope, name) in self.constants
+
+    # -- roles -------------------------------------------------------------------------
+    @functools.cached_property
+    def _roles(self) -> dict[tuple[str, str], str]:
+        roles: dict[tuple[str, str], str] = {}
+        for ref in self.nodes:
+            spec = WEIGHTED_OPS.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+            if spec is None:
+                continue
+            weight, bias = spec
+            inputs = ref.node.input
+            if bias is not None and len(inputs) > bias and inputs[bias]:
+                roles[(ref.scope, inputs[bias])] = "bias"
+            if len(inputs) > weight and self.is_constant(ref.scope, inputs[weight]):
+                roles.setdefault((ref.scope, inputs[weight]), "weight")
+        return roles
+
+    def role(self, scope: str, name: str) -> str:
+        """activation, weight (constant input 1 of Conv/ConvTranspose/Gemm/MatMul) or bias (their input 2)."""
+        return self._roles.get((scope, name), "activation")
+
+    def is_boundary(self, ref: NodeRef) -> bool:
+        """A QuantizeLinear / DequantizeLinear whose integer side is a quantized tensor."""
+        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        if side is None:
+            return False
+        names = [ref.node.input[i] for i in side[0][:1] if i < len(ref.node.input)]
+        names += [ref.node.output[i] for i in side[1][:1] if i < len(ref.node.output)]
+        return any(name and self.qtype(ref.scope, name) is not None for name in names)
+
+    # -- locations ---------------------------------------------------------------------------
+    def type_location(self, scope: str, name: str, *field: object) -> Location:
+        """Where a tensor's quantized type is declared (first declaration)."""
+        decl = self.declared(scope, name)
+        if decl is None:
+            return Location(scope or "/graph", tensor=name)
+        return Location(decl.field(*field) if field else decl.pointer, tensor=name)
+
+
+def decl_location(decl: Declared, *field: object) -> Location:
+    """A declaration, or a field of its type."""
+    return Location(decl.field(*field) if field else decl.pointer, tensor=decl.name)
+
+
+def storage_of(qtype: QType) -> StorageType | None:
+    """The storage type, or None when it is not one the extension allows (QT104 reports it)."""
+    return STORAGE_TYPES.get(qtype.storage)
+
+
+def storage_range(qtype: QType) -> tuple[int, int] | None:
+    """[storage_min, storage_max] when the storage type is known."""
+    if storage_of(qtype) is None or qtype.storage_min is None or qtype.storage_max is None:
+        return None
+    return qtype.storage_min, qtype.storage_max
+
+
+def _tensor_to_array(const: ConstantRef) -> np.ndarray:
+    tensor = const.tensor
+    assert tensor is not None
+    dims = list(tensor.dims)
+    where = f"{const.pointer}: tensor {const.name!r}"
+    if any(d < 0 for d in dims):
+        raise ModelLoadError(f"{where}: dims {dims} contain a negative size")
+    count = math.prod(dims)
+    if tensor.HasField("raw_data") and tensor.data_type in _BITS:
+        need = -(-count * _BITS[tensor.data_type] // 8)
+        if len(tensor.raw_data) != need:
+            raise ModelLoadError(f"{where}: dims {dims} need {need} bytes of raw_data, found {len(tensor.raw_data)}")
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, MemoryError) as exc:
+        raise ModelLoadError(f"{where}: data does not match dims {dims} ({exc})") from None
+
+
+_BITS = {
+    TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.INT4: 4, TensorProto.UINT4: 4,
+    TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
+    TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.FLOAT: 32, TensorProto.FLOAT16: 16,
+    TensorProto.BFLOAT16: 16, TensorProto.DOUBLE: 64,
+}

@@ -1,0 +1,200 @@
+"""Data-movement ops: which type their output must have, given their input's.
+
+A data-movement op copies stored values without computing on them, so its
+output keeps the input's parameters. Per-axis parameters follow their axis:
+Transpose moves it, Reshape-like ops keep it when the axis survives intact
+(same size, same number of elements before it), and ops that select along
+the axis (Slice, Gather, Split, Concat) select the parameters with the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.proto.qtype import QType
+
+# op -> (data input indices, data output indices); None means "all".
+DATA_MOVEMENT: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]] = {
+    "Identity": ((0,), (0,)),
+    "Reshape": ((0,), (0,)),
+    "Flatten": ((0,), (0,)),
+    "Squeeze": ((0,), (0,)),
+    "Unsqueeze": ((0,), (0,)),
+    "Transpose": ((0,), (0,)),
+    "Slice": ((0,), (0,)),
+    "Gather": ((0,), (0,)),
+    "Split": ((0,), None),
+    "Concat": (None, (0,)),
+    "Pad": ((0, 2), (0,)),
+    "MaxPool": ((0,), (0,)),
+    "Expand": ((0,), (0,)),
+    "Tile": ((0,), (0,)),
+    "DepthToSpace": ((0,), (0,)),
+    "SpaceToDepth": ((0,), (0,)),
+    "Resize": ((0,), (0,)),
+}
+RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    """What the output type must be: ``qtype``, or ``impossible`` (why), or neither (cannot tell)."""
+
+    qtype: QType | None = None
+    impossible: str | None = None
+
+
+UNKNOWN = Expectation()
+
+
+def is_data_movement(ref: NodeRef) -> bool:
+    if ref.node.domain not in ("", "ai.onnx") or ref.op_type not in DATA_MOVEMENT:
+        return False
+    return ref.op_type != "Resize" or ref.attr("mode", b"nearest") in (b"nearest", "nearest")
+
+
+def data_indices(ref: NodeRef, kind: str) -> list[int]:
+    spec = DATA_MOVEMENT[ref.op_type][0 if kind == "input" else 1]
+    names = ref.node.input if kind == "input" else ref.node.output
+    indices = range(len(names)) if spec is None else spec
+    return [i for i in indices if i < len(names) and names[i]]
+
+
+def _same(qt: QType, **changes: object) -> Expectation:
+    return Expectation(qt.replace(statistics=None, **changes))
+
+
+def _reshaped_axis(before: tuple, after: tuple, axis: int) -> int | None | str:
+    """The output axis carrying input ``axis`` intact, None when it does not survive, "?" when unknown."""
+    if None in before[: axis + 1]:
+        return "?"
+    prefix = math.prod(before[:axis])
+    for j, size in enumerate(after):
+        if None in after[: j + 1]:
+            return "?"
+        if math.prod(after[:j]) == prefix and size == before[axis]:
+            return j
+        if math.prod(after[:j]) > prefix:
+            break
+    return None
+
+
+def _select(qt: QType, index: list[int], axis: int) -> Expectation:
+    scales = tuple(qt.scale[i] for i in index)
+    zero_points = tuple(qt.zero_point[i] for i in index)
+    return _same(qt, axis=axis, scale=scales, zero_point=zero_points)
+
+
+def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> list[int] | None:
+    inputs = list(ref.node.input) + [""] * 5
+    values = [ctx.constant_array(ref.scope, n) if n else None for n in inputs[1:5]]
+    starts, ends, axes, steps = values
+    if starts is None or ends is None or (inputs[3] and axes is None) or (inputs[4] and steps is None):
+        return None
+    rank = len(ctx.shape(ref.scope, ref.node.input[0]) or ())
+    axes_list = [int(a) + rank if a < 0 else int(a) for a in (axes if axes is not None else range(len(starts)))]
+    if axis not in axes_list:
+        return list(range(dim))
+    k = axes_list.index(axis)
+    step = int(steps[k]) if steps is not None else 1
+    return list(range(dim))[slice(int(starts[k]), int(ends[k]), step)] if step else None
+
+
+def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation:
+    """The type output ``out_index`` must have when data input 0 has type ``qt``."""
+    if qt.axis is None or qt.axis < 0:
+        return _same(qt)
+    scope, op = ref.scope, ref.op_type
+    source = ref.node.input[0]
+    before = ctx.shape(scope, source)
+    after = ctx.shape(scope, ref.node.output[out_index])
+    axis = qt.axis
+    if op == "Identity":
+        return _same(qt)
+    if qt.block_size is not None:
+        return _same(qt) if before is not None and before == after and None not in before else UNKNOWN
+    if op == "Transpose":
+        rank = len(before) if before is not None else None
+        perm = ref.attr("perm") or (list(reversed(range(rank))) if rank is not None else None)
+        if perm is None or axis not in perm:
+            return UNKNOWN
+        return _same(qt, axis=list(perm).index(axis))
+    if before is None or after is None:
+        return UNKNOWN
+    if op in RESHAPES:
+        moved = _reshaped_axis(before, after, axis)
+        if moved == "?":
+            return UNKNOWN
+        if moved is None:
+            return Expectation(impossible=f"{op} from {list(before)} to {list(after)} splits or merges axis {axis}")
+        return _same(qt, axis=moved)
+    if op == "Gather":
+        return _gather(ctx, ref, qt, before)
+    offset = len(after) - len(before)  # Expand may prepend dimensions
+    out_axis = axis + max(offset, 0)
+    if out_axis >= len(after):
+        return UNKNOWN
+    if before[axis] is not None and before[axis] == after[out_axis]:
+        return _same(qt, axis=out_axis)
+    if before[axis] is None or after[out_axis] is None:
+        return UNKNOWN
+    if op == "Slice":
+        index = _slice_indices(ctx, ref, axis, before[axis])
+        return UNKNOWN if index is None else _select(qt, index, axis)
+    if op == "Split" and _norm(ref.attr("axis", 0), len(before)) == axis:
+        start = sum(ctx.shape(scope, n)[axis] or 0 for n in ref.node.output[:out_index] if ctx.shape(scope, n))
+        return _select(qt, list(range(start, start + after[axis])), axis)
+    return Expectation(
+        impossible=f"{op} changes dimension {axis} from {before[axis]} to {after[out_axis]}, "
+        f"so the {len(qt.scale)} per-axis parameters along it cannot follow"
+    )
+
+
+def _norm(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _gather(ctx: Context, ref: NodeRef, qt: QType, before: tuple) -> Expectation:
+    gather_axis = _norm(int(ref.attr("axis", 0)), len(before))
+    indices_shape = ctx.shape(ref.scope, ref.node.input[1]) if len(ref.node.input) > 1 else None
+    if indices_shape is None:
+        return UNKNOWN
+    if qt.axis < gather_axis:
+        return _same(qt)
+    if qt.axis > gather_axis:
+        return _same(qt, axis=qt.axis + len(indices_shape) - 1)
+    indices = ctx.constant_array(ref.scope, ref.node.input[1])
+    if indices is None or indices.ndim > 1 or before[qt.axis] is None:
+        return UNKNOWN
+    dim = before[qt.axis]
+    picked = [int(i) + dim if i < 0 else int(i) for i in np.atleast_1d(indices)]
+    if indices.ndim == 0:
+        return _same(qt, axis=None, scale=(qt.scale[picked[0]],), zero_point=(qt.zero_point[picked[0]],))
+    return _select(qt, picked, qt.axis)
+
+
+def expect_concat(ctx: Context, ref: NodeRef, inputs: list[QType], out: QType) -> Expectation:
+    """The output type of a Concat whose data inputs all have (the listed) types."""
+    rank = len(ctx.shape(ref.scope, ref.node.output[0]) or ()) or None
+    axis = _norm(int(ref.attr("axis", 0)), rank) if rank else None
+    if out.axis is None or axis is None or out.axis != axis:
+        return UNKNOWN  # each input is compared with the output instead
+    scales: list[float] = []
+    zero_points: list[int] = []
+    for name, qt in zip(ref.node.input, inputs):
+        shape = ctx.shape(ref.scope, name)
+        if shape is None or shape[axis] is None:
+            return UNKNOWN
+        if qt.axis is None:
+            scales += [qt.scale[0]] * shape[axis] if qt.scale else []
+            zero_points += [qt.zero_point[0]] * shape[axis] if qt.zero_point else []
+        elif qt.axis == axis:
+            scales += qt.scale
+            zero_points += qt.zero_point
+        else:
+            return UNKNOWN
+    return _same(inputs[0], axis=axis, scale=tuple(scales), zero_point=tuple(zero_points))

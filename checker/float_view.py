@@ -1,0 +1,133 @@
+"""The float view of a typed model, and what onnx.shape_inference says about it.
+
+The float view is the model a stock ONNX tool understands: every quantized
+tensor takes its expressed type, quantized initializers become graph inputs
+of that type (their integers carry no shape information), and the boundary
+ops whose integer side is quantized (QuantizeLinear / DequantizeLinear)
+become Identity — in the float view they map a real value to itself.
+Shapes are then inferred by onnx.shape_inference, never by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES, QType
+
+if TYPE_CHECKING:
+    from onnx_qtypes.checker.context import Context
+
+# Constants larger than this stay out of the view (their zeros would cost memory, not information).
+_MAX_CONSTANT_ELEMENTS = 1 << 20
+_MODEL_FIELDS = ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string")
+
+
+@dataclasses.dataclass(frozen=True)
+class Inferred:
+    """Element type and shape per tensor name, as shape inference left them."""
+
+    elem_types: dict[str, int]
+    shapes: dict[str, tuple[int | None, ...]]
+    error: str | None = None
+
+
+def expressed_data_type(qtype: QType) -> int:
+    found = EXPRESSED_TYPES.get(qtype.expressed)
+    return found.data_type if found else TensorProto.FLOAT
+
+
+def resolve(message: Any, pointer: str) -> Any:
+    """The sub-message a JSON pointer names (onnx.proto field names, list indices)."""
+    for token in pointer.strip("/").split("/"):
+        message = message[int(token)] if token.isdigit() else getattr(message, token)
+    return message
+
+
+def _retype(value_info: onnx.ValueInfoProto, data_type: int) -> None:
+    tensor_type = value_info.type.tensor_type
+    tensor_type.DiscardUnknownFields()  # drops fields 1000/1001
+    tensor_type.elem_type = data_type
+
+
+def _to_identity(node: onnx.NodeProto) -> None:
+    data = node.input[0]
+    del node.input[:]
+    node.input.append(data)
+    del node.output[1:]
+    del node.attribute[:]
+    node.op_type, node.domain = "Identity", ""
+
+
+def build(ctx: Context) -> ModelProto:
+    """The float view of ``ctx.model`` (the typed model is not modified)."""
+    model = ctx.model
+    view = ModelProto()
+    for name in _MODEL_FIELDS:
+        if model.HasField(name):
+            setattr(view, name, getattr(model, name))
+    view.opset_import.extend(model.opset_import)
+    view.functions.extend(model.functions)
+    src, graph = model.graph, view.graph
+    graph.name = src.name
+    for name in ("node", "input", "output", "value_info", "sparse_initializer"):
+        getattr(graph, name).extend(getattr(src, name))
+    inputs = {vi.name for vi in src.input}
+    for init in src.initializer:
+        qtype = ctx.qtype("", init.name)
+        if qtype is None:
+            graph.initializer.append(init)
+        elif init.name not in inputs:
+            graph.input.append(helper.make_tensor_value_info(init.name, expressed_data_type(qtype), list(init.dims)))
+    for decl in ctx.quantized_declarations(unique=False):
+        _retype(resolve(view, decl.pointer), expressed_data_type(decl.qtype))
+    dropped: list[int] = []
+    for ref in ctx.nodes:
+        node = resolve(view, ref.pointer)
+        if ctx.is_boundary(ref):
+            _to_identity(node)
+        elif ref.op_type == "Constant" and ref.node.output and ctx.qtype(ref.scope, ref.node.output[0]) is not None:
+            qtype = ctx.qtype(ref.scope, ref.node.output[0])
+            dims = ctx.constant_dims(ref.scope, ref.node.output[0])
+            if ref.pointer.count("/") == 3 and ref.pointer.startswith("/graph/node/"):  # main graph: becomes an input
+                dropped.append(int(ref.pointer.rsplit("/", 1)[1]))
+                graph.input.append(helper.make_tensor_value_info(node.output[0], expressed_data_type(qtype), dims))
+            elif dims is not None and int(np.prod(dims, dtype=np.float64)) <= _MAX_CONSTANT_ELEMENTS:
+                dtype = helper.tensor_dtype_to_np_dtype(expressed_data_type(qtype))
+                del node.attribute[:]
+                node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(np.zeros(dims, dtype))))
+    for index in sorted(dropped, reverse=True):
+        del graph.node[index]
+    return view
+
+
+def infer(view: ModelProto) -> Inferred:
+    """Run onnx.shape_inference on the float view; collect every typed name."""
+    error = None
+    try:
+        inferred = onnx.shape_inference.infer_shapes(view, check_type=False, strict_mode=False, data_prop=False)
+    except Exception as exc:  # noqa: BLE001 - onnx raises several types; the model is simply not inferable
+        inferred, error = view, f"{type(exc).__name__}: {exc}"
+    elem_types: dict[str, int] = {}
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for _, graph in iter_graphs(inferred):
+        for group in (graph.input, graph.output, graph.value_info):
+            for vi in group:
+                if vi.type.WhichOneof("value") != "tensor_type":
+                    continue
+                tensor_type = vi.type.tensor_type
+                if tensor_type.elem_type:
+                    elem_types.setdefault(vi.name, tensor_type.elem_type)
+                if tensor_type.HasField("shape") and vi.name not in shapes:
+                    shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+    return Inferred(elem_types, shapes, error)
+
+
+def expressed_name(data_type: int) -> str:
+    found = EXPRESSED_BY_DATA_TYPE.get(data_type)
+    return found.name if found else helper.tensor_dtype_to_string(data_type)

@@ -1,0 +1,197 @@
+"""Hardware profiles: what a target accepts, as a JSON document.
+
+A profile is validated against ``profile.schema.json`` (jsonschema) and then
+against the registry: it may raise a rule's severity, never lower it, and
+never switch a rule off. Built-in profiles live in ``profiles/*.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import json
+import os
+import pathlib
+from typing import Any
+
+import jsonschema
+
+from onnx_qtypes.checker.diagnostics import Severity
+from onnx_qtypes.proto.errors import QTypesError
+
+_PACKAGE = "onnx_qtypes.checker"
+
+
+class ProfileError(QTypesError):
+    """A profile that cannot be loaded or is not valid (names the JSON path)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageAllowance:
+    """One allowed storage type, optionally with bounds on the declared storage range."""
+
+    type: str
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RoleConstraints:
+    """What the target accepts for one tensor role."""
+
+    storage: tuple[StorageAllowance, ...] | None = None
+    schemas: tuple[str, ...] | None = None
+    per_tensor: bool = True
+    per_axis: bool | str = True  # True, False or "output-channel"
+    blocked: bool | tuple[int, ...] = True
+    dynamic: bool = True
+    zero_points: tuple[int, ...] | None = None
+    pow2_scale: bool = False
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RoleConstraints:
+        storage = None
+        if "storage" in doc:
+            storage = tuple(
+                StorageAllowance(s) if isinstance(s, str) else StorageAllowance(s["type"], s.get("min"), s.get("max"))
+                for s in doc["storage"]
+            )
+        gran = doc.get("granularity", {})
+        blocked = gran.get("blocked", True)
+        return cls(
+            storage=storage,
+            schemas=tuple(doc["schemas"]) if "schemas" in doc else None,
+            per_tensor=gran.get("per_tensor", True),
+            per_axis=gran.get("per_axis", True),
+            blocked=tuple(blocked) if isinstance(blocked, list) else blocked,
+            dynamic=gran.get("dynamic", True),
+            zero_points=tuple(doc["zero_points"]) if "zero_points" in doc else None,
+            pow2_scale=doc.get("pow2_scale", False),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedOutput:
+    storage: str
+    scale: float
+    zero_point: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """A parsed, validated profile."""
+
+    name: str
+    description: str
+    sources: tuple[dict[str, str], ...]
+    roles: dict[str, RoleConstraints]
+    shared_parameters: frozenset[str] = frozenset()
+    fixed_output: dict[str, tuple[FixedOutput, ...]] = dataclasses.field(default_factory=dict)
+    supported_ops: frozenset[str] | None = None
+    accumulator_bits: int = 32
+    severity: dict[str, Severity] = dataclasses.field(default_factory=dict)
+    origin: str = ""
+
+    def role(self, role: str) -> RoleConstraints | None:
+        return self.roles.get(role)
+
+    def severity_of(self, rule_id: str, default: Severity) -> Severity:
+        return self.severity.get(rule_id, default)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], origin: str) -> Profile:
+        return cls(
+            name=doc["name"],
+            description=doc["description"],
+            sources=tuple(doc["sources"]),
+            roles={role: RoleConstraints.from_json(body) for role, body in doc.get("roles", {}).items()},
+            shared_parameters=frozenset(doc.get("shared_parameters", ())),
+            fixed_output={
+                op: tuple(FixedOutput(e["storage"], float(e["scale"]), int(e["zero_point"])) for e in entries)
+                for op, entries in doc.get("fixed_output", {}).items()
+            },
+            supported_ops=frozenset(doc["supported_ops"]) if "supported_ops" in doc else None,
+            accumulator_bits=doc.get("accumulator_bits", 32),
+            severity={k: Severity.parse(v) for k, v in doc.get("severity", {}).items()},
+            origin=origin,
+        )
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The profile JSON Schema shipped with the package."""
+    return json.loads(importlib.resources.files(_PACKAGE).joinpath("profile.schema.json").read_text("utf-8"))
+
+
+def builtin_names() -> list[str]:
+    folder = importlib.resources.files(_PACKAGE).joinpath("profiles")
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def validate(doc: Any, origin: str) -> Profile:
+    """Check a profile document; raise ProfileError naming the JSON path that is wrong."""
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        raise ProfileError(f"{origin}: invalid profile at {error.json_path}: {error.message}")
+    from onnx_qtypes.checker.registry import all_rules
+
+    rules = {r.id: r for r in all_rules()}
+    for rule_id, level in doc.get("severity", {}).items():
+        path = f"$.severity.{rule_id}"
+        if rule_id not in rules:
+            raise ProfileError(f"{origin}: invalid profile at {path}: no rule {rule_id} (see `onnx-qtypes rule`)")
+        default = rules[rule_id].severity
+        if Severity.parse(level).rank < default.rank:
+            raise ProfileError(
+                f"{origin}: invalid profile at {path}: {rule_id} is an {default.value}; "
+                "a profile may raise a severity but never lower it"
+            )
+    for role, body in doc.get("roles", {}).items():
+        for i, entry in enumerate(body.get("storage", [])):
+            if isinstance(entry, dict) and "min" in entry and "max" in entry and entry["min"] >= entry["max"]:
+                raise ProfileError(
+                    f"{origin}: invalid profile at $.roles.{role}.storage[{i}]: min {entry['min']} must be < max {entry['max']}"
+                )
+    return Profile.from_json(doc, origin)
+
+
+def _read_json(text: str, origin: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{origin}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+
+
+@functools.cache
+def _builtin(name: str) -> Profile:
+    text = importlib.resources.files(_PACKAGE).joinpath("profiles", f"{name}.json").read_text("utf-8")
+    return validate(_read_json(text, f"built-in profile {name!r}"), name)
+
+
+def load_profile(spec: Profile | dict | str | os.PathLike | None = None) -> Profile:
+    """A profile by built-in name, path to a JSON file, parsed document, or None (generic)."""
+    if spec is None:
+        return _builtin("generic")
+    if isinstance(spec, Profile):
+        return spec
+    if isinstance(spec, dict):
+        return validate(spec, "<profile>")
+    if not isinstance(spec, (str, os.PathLike)):
+        raise ProfileError(f"profile: expected a name, a path or a Profile, got {type(spec).__name__}")
+    text = os.fspath(spec)
+    if isinstance(spec, str) and text in builtin_names():
+        return _builtin(text)
+    path = pathlib.Path(text)
+    if not path.exists():
+        raise ProfileError(
+            f"profile {text!r}: no such file, and not a built-in profile (built-in: {', '.join(builtin_names())})"
+        )
+    if path.is_dir():
+        raise ProfileError(f"{path}: is a directory, expected a profile .json file")
+    try:
+        content = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: cannot read profile ({exc})") from None
+    return validate(_read_json(content, str(path)), str(path))

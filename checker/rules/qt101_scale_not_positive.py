@@ -1,0 +1,42 @@
+"""A scale is zero, negative, infinite or NaN.
+
+## What it checks
+Every scale of a quantized type is finite and greater than 0.
+
+## Why
+A value means `real = scale * (q - zero_point)`. A zero scale maps every
+stored integer to 0, a negative one mirrors the data, and NaN or infinity
+poison every result. Today `onnx.checker` accepts all of them, and runtimes
+disagree on what they compute: with scale 0, onnx.reference returns 0 while
+onnxruntime saturates to 0 or 255.
+
+## Invalid example
+`int8:float32<scale 0.0, zero_point 0>`, or a per-axis type with scales
+`[0.02, -0.5, nan]`.
+
+## Valid example
+`int8:float32<scale 0.02, zero_point 0>`.
+
+## Fix
+Recalibrate the tensor. A channel whose values are all zero still needs a
+positive scale (any one works, e.g. 1.0); do not store 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, decl_location
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.proto.qtype import scale_problem
+
+
+@rule("QT101", "scale-not-positive", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.quantized_declarations():
+        problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_problem(s))]
+        if problems:
+            index, message = summarize(problems, "scales")
+            yield Finding(decl_location(decl, "quantization", "scale", index), message)

@@ -1,0 +1,49 @@
+"""A scale is subnormal or not exactly representable in the expressed type.
+
+## What it checks
+Every (valid) scale is exactly representable in the type's expressed type
+(float32, float16 or bfloat16) and is a normal number there.
+
+## Why
+Scales are stored as doubles so that every expressed type is exact, but a
+runtime computes with the expressed type. A scale that rounds when converted
+gives a different `real` value on every implementation that converts it, and
+a subnormal scale is flushed to zero by hardware that runs with
+flush-to-zero (measured: a scale of 1e-45 gives all zeros in onnx.reference
+and a 0/255 split in onnxruntime). This is a warning: the type is well
+defined, but its results will not be reproducible.
+
+## Invalid example
+`int8:float16<scale 0.1>` (0.1 is not a float16 value; the nearest is
+0.0999755859375), or `int8:float32<scale 1e-45>` (subnormal in float32).
+
+## Valid example
+`int8:float16<scale 0.0999755859375>`, `int8:float32<scale 0.02>` stored as
+the float32 value 0.019999999552965164.
+
+## Fix
+Store the scale as the expressed type's value (round it once, in the tool
+that writes the model), and recalibrate tensors whose scale is subnormal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, decl_location
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, scale_warning
+
+
+@rule("QT102", "scale-not-representable", "warning")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.quantized_declarations():
+        expressed = EXPRESSED_TYPES.get(decl.qtype.expressed)
+        if expressed is None:
+            continue  # QT106
+        problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, expressed))]
+        if problems:
+            index, message = summarize(problems, "scales")
+            yield Finding(decl_location(decl, "quantization", "scale", index), message)

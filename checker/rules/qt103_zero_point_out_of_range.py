@@ -1,0 +1,53 @@
+"""A zero point lies outside the storage range.
+
+## What it checks
+Every zero point lies in `[storage_min, storage_max]` (the storage type's
+full range unless the type narrows it). Zero points are integers by the wire
+format (`repeated int64`), so real 0 is then exactly representable.
+
+## Why
+The zero point is the stored integer that means real 0. Outside the storage
+range no stored value means 0, so padding, ReLU and zero-initialised
+accumulators cannot be exact. Today such zero points are stored in the
+zero-point tensor of a QuantizeLinear node and silently wrap (uint8 300
+becomes 44 in both onnx.reference and onnxruntime).
+
+## Invalid example
+`uint8:float32<scale 0.1, zero_point 300>`; `int8<-127:127>:float32<scale
+0.1, zero_point -128>` (outside the narrowed range).
+
+## Valid example
+`uint8:float32<scale 0.1, zero_point 255>`.
+
+## Fix
+Recompute the zero point from the calibrated range clamped to the storage
+range (`zero_point = clamp(storage_min - round(min / scale), storage_min,
+storage_max)`), or widen the storage type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, decl_location, storage_of
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.proto.qtype import range_problem, zero_point_problem
+
+
+@rule("QT103", "zero-point-out-of-range", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.quantized_declarations():
+        qt = decl.qtype
+        storage = storage_of(qt)
+        if storage is None or range_problem(storage, qt.storage_min, qt.storage_max):
+            continue  # QT104 / QT105 report the storage itself
+        problems = [
+            (i, f"zero_point[{i}]: {p}")
+            for i, z in enumerate(decl.quantization.zero_point)
+            if (p := zero_point_problem(z, qt.storage_min, qt.storage_max))
+        ]
+        if problems:
+            index, message = summarize(problems, "zero points")
+            yield Finding(decl_location(decl, "quantization", "zero_point", index), f"{message} of {storage.name}")

@@ -1,0 +1,43 @@
+"""The storage range is empty or leaves the storage type.
+
+## What it checks
+`storage_type_min <= storage_min < storage_max <= storage_type_max`, where
+absent bounds default to the storage type's own limits.
+
+## Why
+Narrowed ranges (TFLite weights use int8 `[-127, 127]`) are part of the type:
+quantize clamps to them. A range outside the storage type cannot be stored,
+and an empty or one-value range makes every scale meaningless.
+
+## Invalid example
+`int8<-129:127>:float32<...>`; `uint8<10:10>:float32<...>`.
+
+## Valid example
+`int8<-127:127>:float32<scale 0.01>`.
+
+## Fix
+Keep the bounds inside the storage type and `storage_min < storage_max`;
+drop them to use the full range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, decl_location, storage_of
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.proto.qtype import range_problem
+
+
+@rule("QT105", "storage-range-invalid", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.quantized_declarations():
+        qt = decl.qtype
+        storage = storage_of(qt)
+        if storage is None:
+            continue  # QT104
+        if problem := range_problem(storage, qt.storage_min, qt.storage_max):
+            bad_min = not storage.min <= qt.storage_min or qt.storage_min >= qt.storage_max
+            field = "storage_min" if bad_min and decl.quantization.HasField("storage_min") else "storage_max"
+            yield Finding(decl_location(decl, "quantization", field), problem)

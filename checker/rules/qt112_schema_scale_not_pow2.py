@@ -1,0 +1,45 @@
+"""A scale is not a power of two although the schema says it is.
+
+## What it checks
+Under ASYMMETRIC_POW2_SCALE and SYMMETRIC_POW2_SCALE every scale is exactly
+`2^k` for an integer `k` (mantissa exactly 0.5 in `frexp`).
+
+## Why
+Fixed-point DSPs and FPGA DPUs requantize power-of-two types with a pure
+shift; an "almost" power of two (0.12499999) becomes a multiply the target
+cannot do, or is silently rounded to the next shift.
+
+## Invalid example
+`int8:float32<0.3:0, symmetric_pow2_scale>`.
+
+## Valid example
+`int8:float32<0.125:0, symmetric_pow2_scale>`.
+
+## Fix
+Round each scale to a power of two (up, to avoid clipping:
+`2^ceil(log2(scale))`) and requantize the data, or declare a schema without
+the power-of-two predicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, decl_location
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.proto.qtype import schema_problem
+
+
+@rule("QT112", "schema-scale-not-pow2", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.quantized_declarations():
+        qt = decl.qtype
+        if not qt.schema.pow2:
+            continue
+        # Scales only, one at a time so the finding points at the scale.
+        problems = [(i, p) for i, s in enumerate(qt.scale) if (p := schema_problem(qt.schema, [s], [], 0, 1))]
+        if problems:
+            index, message = summarize(problems, "scales")
+            yield Finding(decl_location(decl, "quantization", "scale", index), f"scale[{index}]: {message}")

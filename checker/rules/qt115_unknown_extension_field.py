@@ -1,0 +1,66 @@
+"""A quantized type or its statistics use a field or value this version does not define.
+
+## What it checks
+`QuantizedType`, `TensorStatistics` and `Statistics` messages contain only
+the fields `proto/onnx_qtypes.proto` defines, and `schema` holds one of its
+enum values.
+
+## Why
+Protobuf keeps unknown fields silently. A newer version of the extension may
+add a field that changes what the values mean (a second axis, a float zero
+point); a consumer that ignores it would misread the tensor — the fail-open
+problem one level down. An unknown `schema` value reads as ASYMMETRIC, so a
+predicate the producer meant to declare would not be checked.
+
+## Invalid example
+`QuantizedType { storage_type: INT8 scale: 0.1 schema: 9 }`, or a
+QuantizedType carrying field number 12.
+
+## Valid example
+`QuantizedType { storage_type: INT8 scale: 0.1 schema: SYMMETRIC }`.
+
+## Fix
+Check the model with a checker that knows the newer version, or drop the
+field when it was written by mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from google.protobuf.message import Message
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from onnx_qtypes.checker.context import Context, decl_location
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+
+SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
+
+
+def _unknown(message: Message, path: tuple) -> Iterator[tuple[tuple, str]]:
+    kind = type(message).__name__
+    for field in UnknownFieldSet(message):
+        if kind == "QuantizedType" and field.field_number == SCHEMA_FIELD and field.wire_type == 0:
+            known = ", ".join(f"{v.name.lower()} ({v.number})" for v in pb.Schema.DESCRIPTOR.values)
+            yield (*path, "schema"), f"schema value {field.data} is not defined; known: {known}"
+        else:
+            yield path, f"{kind} field {field.field_number} is not defined by this version of the extension"
+    if isinstance(message, pb.TensorStatistics):
+        if message.HasField("tensor"):
+            yield from _unknown(message.tensor, (*path, "tensor"))
+        for i, entry in enumerate(message.per_axis):
+            yield from _unknown(entry, (*path, "per_axis", i))
+
+
+@rule("QT115", "unknown-extension-field", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.declarations:
+        found: list[tuple[tuple, str]] = []
+        if decl.quantization is not None:
+            found += _unknown(decl.quantization, ("quantization",))
+        if decl.raw_statistics is not None:
+            found += _unknown(decl.raw_statistics, ("statistics",))
+        for path, message in found:
+            yield Finding(decl_location(decl, *path), f"{message}; a consumer that ignores it may misread the tensor")

@@ -1,0 +1,110 @@
+"""The type's representable range does not cover the recorded [min, max]: values will clip.
+
+## What it checks
+For a static, well-formed type with recorded statistics, the representable
+range `[dequantize(storage_min), dequantize(storage_max)]` — widened by half
+a step at each end, since values there still round into range — covers the
+recorded `[min, max]`. Per-tensor types are compared with the whole-tensor
+statistics; per-axis types with per-axis statistics along the same axis,
+slice by slice. When a histogram is recorded, the message estimates the
+fraction of observed values that would clip (bins partly outside the range
+count in proportion). The representable range always contains real 0 when
+QT103 holds (the zero point is an in-range integer).
+
+## Why
+Parameters are normally chosen to cover the calibrated range; a range that
+does not cover it saturates real data. Sometimes that is deliberate
+(percentile or entropy calibration clips outliers), hence a warning, with the
+clipped fraction so the engineer can judge.
+
+## Invalid example
+`int8:float32<scale 0.01, zero_point 0>` (range about [-1.28, 1.27]) with
+statistics `min: -2.4 max: 2.5`.
+
+## Valid example
+`int8:float32<scale 0.02, zero_point 0>` (range [-2.56, 2.54]) with the same
+statistics.
+
+## Fix
+Recompute scale and zero point from the statistics (min/max calibration), or
+accept the clipping if it was chosen on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from onnx_qtypes.checker.context import Context, decl_location, storage_of
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import fmt
+from onnx_qtypes.proto.qtype import QType, Statistics, range_problem, scale_problem, zero_point_problem
+from onnx_qtypes.reference_ops.quant import dequantize
+
+
+def _well_formed(qt: QType) -> bool:
+    storage = storage_of(qt)
+    if storage is None or qt.is_dynamic or range_problem(storage, qt.storage_min, qt.storage_max):
+        return False
+    if len(qt.zero_point) != len(qt.scale) or qt.block_size is not None:
+        return False
+    if any(scale_problem(s) for s in qt.scale):
+        return False
+    return not any(zero_point_problem(z, qt.storage_min, qt.storage_max) for z in qt.zero_point)
+
+
+def _ranges(qt: QType) -> np.ndarray:
+    """Representable real range per parameter pair, widened by half a step: shape [pairs, 2]."""
+    pairs = len(qt.scale)
+    bounds = np.array([[qt.storage_min, qt.storage_max]] * pairs, dtype=np.int64)
+    per_row = qt.replace(axis=0, block_size=None) if pairs > 1 else qt.replace(axis=None, block_size=None)
+    real = dequantize(bounds, per_row)
+    half = np.asarray(qt.scale)[:, None] / 2
+    return real + np.hstack([-half, half])
+
+
+def _clipped_fraction(stats: Statistics, lo: float, hi: float) -> float | None:
+    edges, counts = np.asarray(stats.histogram_edges), np.asarray(stats.histogram_counts, dtype=np.float64)
+    if len(edges) < 2 or len(counts) != len(edges) - 1 or counts.sum() <= 0 or np.any(np.diff(edges) <= 0):
+        return None
+    width = np.diff(edges)
+    below = np.clip(lo - edges[:-1], 0, width) / width
+    above = np.clip(edges[1:] - hi, 0, width) / width
+    return float((counts * np.minimum(below + above, 1.0)).sum() / counts.sum())
+
+
+def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, zero_point: int, qt: QType) -> str:
+    text = (
+        f"{label} [min, max] = [{fmt(stats.min)}, {fmt(stats.max)}] exceed the representable range "
+        f"[{fmt(lo + scale / 2)}, {fmt(hi - scale / 2)}] (scale {fmt(scale)}, zero point {zero_point}, "
+        f"storage [{qt.storage_min}, {qt.storage_max}])"
+    )
+    fraction = _clipped_fraction(stats, lo, hi)
+    if fraction is not None:
+        total = sum(stats.histogram_counts)
+        text += f"; the histogram puts about {fraction:.2%} of {total} observed values outside it"
+    return text + "; widen the parameters unless clipping is intended"
+
+
+@rule("QT208", "range-clips-statistics", "warning")
+def check(ctx: Context) -> Iterator[Finding]:
+    for decl in ctx.statistics_declarations():
+        qt, stats = decl.qtype, decl.statistics
+        if qt is None or not _well_formed(qt):
+            continue
+        ranges = _ranges(qt)
+        if qt.axis is None:
+            pairs = [(stats.tensor, ("statistics", "tensor"), "tensor statistics", 0)]
+        elif stats.axis == qt.axis and len(stats.per_axis) == len(qt.scale):
+            pairs = [(s, ("statistics", "per_axis", i), f"slice {i} statistics", i) for i, s in enumerate(stats.per_axis)]
+        else:
+            continue
+        for entry, path, label, i in pairs:
+            if entry is None or entry.min is None or entry.max is None or not entry.min <= entry.max:
+                continue
+            lo, hi = ranges[i]
+            if entry.min < lo or entry.max > hi:
+                message = _message(label, entry, lo, hi, qt.scale[i], qt.zero_point[i], qt)
+                yield Finding(decl_location(decl, *path), message)

@@ -1,0 +1,93 @@
+"""A node's inputs or outputs break the operator's type constraints.
+
+## What it checks
+Each input and output of every node satisfies the type constraints of the
+operator's schema (from `onnx.defs`, at the opset the model imports), where a
+quantized tensor stands for its expressed type — except on the integer side
+of QuantizeLinear / DequantizeLinear, where it stands for its storage type.
+A type variable (`T`) binds to one type across a node's inputs and outputs.
+Tensors whose element type is unknown, and ops without a registered schema,
+are skipped.
+
+## Why
+Operators keep their existing definitions: an unmodified `Conv` on a
+quantized input computes on the dequantized (expressed) values, so it needs
+exactly the types a float `Conv` accepts. An int8 tensor without a quantized
+type feeding `Conv`, or a float16-expressed input beside a float32 weight,
+has no meaning under either the old or the new rules.
+
+## Invalid example
+`Conv(x_q, w)` where `x_q` is `int8:float32<...>` and `w` is a plain INT8
+initializer (int8 is not in Conv's `T`); `Add(a, b)` with `a` expressed in
+float16 and `b` in float32.
+
+## Valid example
+`Conv(x_q, w)` with both quantized and expressed in float32; `MaxPool` on
+int8 storage without a quantized type (MaxPool accepts int8).
+
+## Fix
+Declare the missing quantized type (`onnx_qtypes.set_qtype`), or make the
+expressed types agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.schemas import allowed_types, formal, is_type_variable, schema_for, type_string
+
+
+def _what(ctx: Context, ref: NodeRef, kind: str, index: int, type_str: str) -> str:
+    name = (ref.node.input if kind == "input" else ref.node.output)[index]
+    qt = ctx.qtype(ref.scope, name)
+    stands = type_str[len("tensor("):-1]
+    if qt is None:
+        return f"{kind} {index} {name!r} is {stands}"
+    return f"{kind} {index} {name!r} ({qt}) stands for {stands}"
+
+
+def _check_node(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
+    schema = schema_for(ref)
+    if schema is None:
+        return
+    bound: dict[str, tuple[str, str, int]] = {}
+    for kind, names in (("input", ref.node.input), ("output", ref.node.output)):
+        for index, name in enumerate(names):
+            param = formal(schema, kind, index) if name else None
+            if param is None:
+                continue
+            data_type = ctx.stands_for(ref, kind, index)
+            if not data_type:
+                continue
+            allowed = allowed_types(schema, param.type_str)
+            if not any(a.startswith("tensor(") for a in allowed):
+                continue  # sequence / optional parameters: not a tensor element type question
+            actual = type_string(data_type)
+            what = _what(ctx, ref, kind, index, actual)
+            if actual not in allowed:
+                shown = ", ".join(sorted(a[len("tensor("):-1] for a in allowed if a.startswith("tensor(")))
+                yield Finding(
+                    ref.location(kind, index),
+                    f"{what}, but {ref.op_type}-{schema.since_version} {param.name!r} ({param.type_str}) accepts "
+                    f"{shown}",
+                )
+                continue
+            if not (is_type_variable(schema, param.type_str) and param.is_homogeneous):
+                continue
+            first = bound.setdefault(param.type_str, (actual, kind, index))
+            if first[0] != actual:
+                yield Finding(
+                    ref.location(kind, index),
+                    f"{what}, but {param.type_str} is already bound to {first[0][len('tensor('):-1]} by "
+                    f"{first[1]} {first[2]} {(ref.node.input if first[1] == 'input' else ref.node.output)[first[2]]!r}; "
+                    f"all {param.type_str} of {ref.op_type} must have one type",
+                )
+
+
+@rule("QT305", "operator-type-constraint", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for ref in ctx.nodes:
+        yield from _check_node(ctx, ref)

@@ -1,0 +1,60 @@
+"""A node computes on quantized inputs, but its output's type is not declared.
+
+## What it checks
+In the main graph, every output of a node (other than a QuantizeLinear /
+DequantizeLinear boundary) whose type follows a quantized input — the same
+type variable in the operator's schema — has a declaration (graph output or
+`value_info`) saying whether it is quantized or float.
+
+## Why
+The semantics quantize an output only when it is declared quantized; an
+undeclared output is its expressed float type. That is well defined, but
+after an edit it is more often a forgotten declaration than an intended
+float, and the next boundary op then fails or silently changes meaning.
+This is a warning.
+
+## Invalid example
+`relu_q = Relu(conv_q)` with `conv_q` quantized and no declaration of
+`relu_q`.
+
+## Valid example
+`value_info relu_q: int8:float32<0.05:-10>`, or `value_info relu_q: float`
+when a float output is intended.
+
+## Fix
+Declare the output: its quantized type, or its float type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import MAIN, Context
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.schemas import formal, is_type_variable, schema_for
+
+
+@rule("QT309", "output-type-undeclared", "warning")
+def check(ctx: Context) -> Iterator[Finding]:
+    for ref in ctx.nodes:
+        if ref.scope != MAIN or ctx.is_boundary(ref):
+            continue
+        quantized = [i for i, name in enumerate(ref.node.input) if name and ctx.qtype(ref.scope, name) is not None]
+        if not quantized:
+            continue
+        schema = schema_for(ref)
+        if schema is None:
+            continue
+        variables = {p.type_str for i in quantized if (p := formal(schema, "input", i)) is not None}
+        variables = {v for v in variables if is_type_variable(schema, v)}
+        for index, name in enumerate(ref.node.output):
+            param = formal(schema, "output", index) if name else None
+            if param is None or param.type_str not in variables or ctx.declarations_of(ref.scope, name):
+                continue
+            source = ref.node.input[quantized[0]]
+            yield Finding(
+                ref.location("output", index),
+                f"output {name!r} follows the quantized input {source!r} ({param.type_str}) but is not declared; "
+                "declare its quantized type, or its float type if a float output is intended",
+            )

@@ -1,0 +1,113 @@
+"""A data-movement op's quantized output does not keep its input's parameters.
+
+## What it checks
+For Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Identity, Slice,
+Gather, Split, Concat, Pad, MaxPool, Expand, Tile, DepthToSpace,
+SpaceToDepth and Resize (mode nearest), when a data input and an output are
+both quantized, the output's type equals the input's (statistics excluded),
+with per-axis parameters following their axis:
+- Transpose: the axis moves to `perm.index(axis)`;
+- Reshape, Flatten, Squeeze, Unsqueeze: the axis keeps its size and the
+  number of elements before it; otherwise per-axis parameters cannot survive;
+- Slice, Gather, Split, Concat along the axis: the parameters of the
+  selected slices, in order (constant indices only);
+- any other change of the axis' size: per-axis parameters cannot follow.
+Concat: every quantized input equals the output (or, per-axis along the
+concat axis, the output's parameters are the inputs' in order). Pad's
+constant value, when quantized, has the input's type.
+
+## Why
+These ops copy stored integers without arithmetic. If the output's
+parameters differ, the same integers suddenly mean other real values; a
+runtime must insert a requantization the model never asked for, and
+integer-only targets refuse it (TFLite: "inputs and outputs must all have
+the same scale/zero_point"; StableHLO reshape C1, transpose C4, concatenate
+C1).
+
+## Invalid example
+`y_q = Reshape(x_q, shape)` with `x_q: int8:float32<0.02:0>` and `y_q:
+int8:float32<0.04:0>`; `Transpose<perm=[1,0]>` of a per-axis type on axis 0
+whose output is per-axis on axis 0.
+
+## Valid example
+`y_q` with `int8:float32<0.02:0>`; the transposed output per-axis on axis 1.
+
+## Fix
+Give the output the input's type (`onnx_qtypes.set_qtype(model, out,
+get_qtype(model, in))`), or insert an explicit requantization
+(DequantizeLinear + QuantizeLinear) if a different scale is intended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.checker.data_movement import data_indices, expect, expect_concat, is_data_movement
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.proto.qtype import QType
+
+
+def _mismatch(ref: NodeRef, out_index: int, source: str, want: QType, have: QType) -> Finding:
+    out = ref.node.output[out_index]
+    return Finding(
+        ref.location("output", out_index),
+        f"output {out!r} is {have}, but {ref.op_type} copies stored values, so it must keep the parameters of "
+        f"{source!r}: expected {want}",
+    )
+
+
+def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
+    out = ctx.qtype(ref.scope, ref.node.output[0])
+    names = [n for n in ref.node.input if n]
+    types = [ctx.qtype(ref.scope, n) for n in names]
+    if out is None or any(t is None for t in types):
+        return
+    joined = expect_concat(ctx, ref, types, out)
+    if joined.qtype is not None:
+        if joined.qtype != out:
+            yield _mismatch(ref, 0, "its inputs", joined.qtype, out)
+        return
+    for index, (name, qt) in enumerate(zip(names, types)):
+        if qt.replace(statistics=None) != out:
+            yield Finding(
+                ref.location("input", index),
+                f"input {name!r} is {qt}, but Concat copies stored values, so every input must have the "
+                f"output's type {out}",
+            )
+
+
+@rule("QT401", "data-movement-parameters-changed", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for ref in ctx.nodes:
+        if not is_data_movement(ref):
+            continue
+        if ref.op_type == "Concat":
+            yield from _concat(ctx, ref)
+            continue
+        source = ref.node.input[0] if ref.node.input else ""
+        qt = ctx.qtype(ref.scope, source) if source else None
+        if qt is None:
+            continue
+        for out_index in data_indices(ref, "output"):
+            have = ctx.qtype(ref.scope, ref.node.output[out_index])
+            if have is None:
+                continue
+            expected = expect(ctx, ref, qt, out_index)
+            if expected.impossible:
+                yield Finding(
+                    ref.location("output", out_index),
+                    f"{expected.impossible}: {source!r} is {qt}; requantize to a per-tensor type before "
+                    f"{ref.op_type}, or declare {ref.node.output[out_index]!r} float",
+                )
+            elif expected.qtype is not None and expected.qtype != have:
+                yield _mismatch(ref, out_index, source, expected.qtype, have)
+        if ref.op_type == "Pad" and len(ref.node.input) > 2 and ref.node.input[2]:
+            value = ctx.qtype(ref.scope, ref.node.input[2])
+            if value is not None and value != qt:
+                yield Finding(
+                    ref.location("input", 2),
+                    f"the pad value {ref.node.input[2]!r} is {value}, but the padded data {source!r} is {qt}; "
+                    "they must have the same type",
+                )

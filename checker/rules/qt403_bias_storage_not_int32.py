@@ -1,0 +1,43 @@
+"""A quantized bias is not stored as int32.
+
+## What it checks
+The bias (input 2) of Conv, ConvTranspose and Gemm, when quantized, has
+storage type INT32.
+
+## Why
+The bias is added to the int32 accumulator of `sum (x - zx) * (w - zw)`, in
+the accumulator's units (scale = input scale x weight scale). A narrower
+bias either cannot hold those values or must be rescaled by the kernel,
+which no integer kernel does (TFLite, ONNX QLinearConv, TOSA all take an
+int32 bias).
+
+## Invalid example
+Conv bias `b: int8:float32<0.0001:0>`.
+
+## Valid example
+Conv bias `b: int32:float32<0.0004:0>` (input scale 0.02 x weight scale 0.02).
+
+## Fix
+Quantize the bias to int32 with scale = input scale x weight scale and zero
+point 0, or leave it float.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.bias import bias_uses
+from onnx_qtypes.checker.context import Context
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+
+
+@rule("QT403", "bias-storage-not-int32", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    for use in bias_uses(ctx):
+        if use.qtype.storage != "int32":
+            yield Finding(
+                use.ref.location("input", 2),
+                f"bias {use.bias!r} is {use.qtype}; a quantized bias of {use.ref.op_type} must be stored as int32 "
+                "(it is added to the int32 accumulator)",
+            )

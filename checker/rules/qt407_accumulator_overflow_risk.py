@@ -1,0 +1,100 @@
+"""The integer accumulator of a Conv / ConvTranspose / MatMul / Gemm may overflow.
+
+## What it checks
+For a node whose input and weight are quantized, the worst-case accumulator
+magnitude `K * max|x - zx| * max|w - zw| + max|bias|` stays below
+`2^(bits - 1)`, with `bits` the profile's accumulator width (32 unless a
+profile says otherwise). `K` is the number of products per output
+(`C/group * prod(kernel)` for Conv, the reduction dimension for MatMul and
+Gemm; an upper bound for ConvTranspose). `max|x - zx|` comes from the input
+type's storage range and zero points; `max|w - zw|` and `max|bias|` from the
+constant data when available, else from the types.
+
+## Why
+Integer kernels accumulate in int32 (TFLite, ONNX QLinearConv, gemmlowp).
+The semantics are defined on real values, so an overflowing kernel is simply
+wrong; whether it overflows depends on data the checker cannot see, hence a
+warning at the worst case. Reduced-range or 16-bit inputs, smaller weights
+or a split reduction remove the risk.
+
+## Invalid example
+A MatMul with int8 input (zero point -128, so `|x - zx|` reaches 255), int8
+weights reaching 127 and K = 70000: `70000 * 255 * 127 > 2^31`.
+
+## Valid example
+The same MatMul with K = 4096 (`4096 * 255 * 127 = 1.3e8`).
+
+## Fix
+Split the reduction, narrow the input range (reduce_range / 7-bit
+activations), or use a target with a wider accumulator (set
+`accumulator_bits` in its profile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef, storage_range
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.weights import reduction_length
+from onnx_qtypes.proto.qtype import QType
+
+
+def _type_reach(qt: QType) -> int | None:
+    """max |q - zero_point| over the storage range and every zero point (any zero point when dynamic)."""
+    bounds = storage_range(qt)
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    if qt.is_dynamic:
+        return hi - lo
+    return max(max(z - lo, hi - z) for z in (qt.zero_point or (0,)))
+
+
+def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
+    """max |w - zw| over the constant data, per channel when the type is per-axis."""
+    data = ctx.constant_array(ref.scope, name)
+    if data is None or data.size == 0 or qt.is_dynamic or qt.block_size is not None:
+        return None
+    values = data.astype(np.int64)
+    if qt.axis is None:
+        return int(np.abs(values - qt.zero_point[0]).max())
+    if qt.axis >= values.ndim or values.shape[qt.axis] != len(qt.zero_point):
+        return None
+    shape = [1] * values.ndim
+    shape[qt.axis] = len(qt.zero_point)
+    return int(np.abs(values - np.asarray(qt.zero_point).reshape(shape)).max())
+
+
+@rule("QT407", "accumulator-overflow-risk", "warning")
+def check(ctx: Context) -> Iterator[Finding]:
+    limit = 2 ** (ctx.profile.accumulator_bits - 1)
+    for ref in ctx.nodes:
+        if ref.op_type not in WEIGHTED_OPS or ref.node.domain not in ("", "ai.onnx") or len(ref.node.input) < 2:
+            continue
+        x_name, w_name = ref.node.input[0], ref.node.input[1]
+        x, w = ctx.qtype(ref.scope, x_name), ctx.qtype(ref.scope, w_name)
+        if x is None or w is None:
+            continue
+        k = reduction_length(ctx, ref)
+        x_reach = _type_reach(x)
+        w_reach = _data_reach(ctx, ref, w_name, w)
+        w_reach = _type_reach(w) if w_reach is None else w_reach
+        if k is None or x_reach is None or w_reach is None:
+            continue
+        bias = 0
+        if len(ref.node.input) > 2 and ref.node.input[2]:
+            data = ctx.constant_array(ref.scope, ref.node.input[2])
+            bias = int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
+        worst = k * x_reach * w_reach + bias
+        if worst >= limit:
+            yield Finding(
+                ref.location(),
+                f"worst-case accumulator |sum| = K {k} x max|x - zx| {x_reach} x max|w - zw| {w_reach}"
+                + (f" + max|bias| {bias}" if bias else "")
+                + f" = {worst} reaches 2^{ctx.profile.accumulator_bits - 1}; a {ctx.profile.accumulator_bits}-bit "
+                "accumulator may overflow",
+            )
