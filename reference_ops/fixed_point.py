@@ -41,6 +41,7 @@ __all__ = [
     "quantize_multipliers",
     "requantize",
     "rescale",
+    "rounding_divide",
     "rounding_shift_right",
     "to_tflite",
     "to_tosa",
@@ -229,3 +230,27 @@ def _cached_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def exact_multiplier(multiplier: int, shift: int) -> float:
     """The real value ``multiplier * 2**-shift`` (exact in float64 for 31-bit multipliers)."""
     return math.ldexp(multiplier, -shift)
+
+
+def rounding_divide(numerator: np.ndarray, denominator: np.ndarray, shift: int = 0, rounding: str = "half_even") -> np.ndarray:
+    """``round(numerator / (denominator * 2**shift))`` for integers, ``denominator > 0``.
+
+    "half_even" or "half_up" ties; exact (Python integers when int64 would overflow).
+    """
+    numerator = np.asarray(numerator)
+    denominator = np.asarray(denominator)
+    left, right = max(-shift, 0), max(shift, 0)
+    wide = (_max_abs(numerator) << left) >= _INT64_SAFE or (_max_abs(denominator) << (right + 1)) >= _INT64_SAFE
+    if wide or numerator.dtype == object or denominator.dtype == object:
+        numerator, denominator = _exact(numerator), _exact(denominator)
+    numerator = numerator * (1 << left) if left else numerator
+    denominator = denominator * (1 << right) if right else denominator
+    quotient = numerator // denominator
+    twice = 2 * (numerator - quotient * denominator)
+    if rounding == "half_even":
+        up = (twice > denominator) | ((twice == denominator) & ((quotient & 1) == 1))
+    elif rounding == "half_up":
+        up = twice >= denominator
+    else:
+        raise ValueError(f"unknown rounding {rounding!r}; use half_even or half_up")
+    return np.asarray(quotient + np.where(up, 1, 0)).astype(np.int64)

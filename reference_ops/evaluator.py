@@ -1,0 +1,400 @@
+"""ReferenceEvaluator: what a typed model computes, executed.
+
+A subclass of ``onnx.reference.ReferenceEvaluator`` with the same call
+shape. Every operator keeps onnx.reference's own implementation; the
+quantized types only say how its integers are read and written:
+
+- quantized tensors travel between nodes as their storage integers (the
+  values the typed model holds; dynamic types carry their run-time
+  parameters along, see ``QuantizedArray``);
+- a node with quantized inputs gets them dequantized to float64, runs
+  onnx.reference's implementation, and every output declared quantized is
+  quantized by its type (``kernels="definitional"``, the definition);
+- with ``kernels="integer"`` a node runs the integer-only kernel of
+  ``reference_ops.ops`` when one exists for its operator and types, and
+  falls back to the definition otherwise (``kernel_log`` says which);
+- QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear whose integer
+  side is typed are the boundary ops: they must use the type's parameters;
+- If / Loop / Scan bodies run in evaluators of this class, so typed values
+  flow through subgraphs unchanged.
+
+Feeds for quantized graph inputs are storage integers (a dynamic input
+takes float values, quantized by its schema); quantized outputs come back
+as storage integers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx.reference
+from onnx import FunctionProto, GraphProto, ModelProto
+from onnx.reference.op_run import OpRun
+
+from onnx_qtypes.proto import load, quantized_tensors
+from onnx_qtypes.proto.errors import QTypeError, QTypesError
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.reference_ops import quant
+from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
+
+__all__ = ["KERNEL_MODES", "EvaluationError", "QuantizedArray", "ReferenceEvaluator"]
+
+KERNEL_MODES = ("definitional", "integer")
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+class EvaluationError(QTypesError):
+    """A typed model that cannot be run as given (names the node or tensor)."""
+
+
+class QuantizedArray(np.ndarray):
+    """Storage integers carrying the static type they were quantized with.
+
+    Values of dynamic types travel in this form so that their consumers
+    know the parameters chosen at run time; ``qtype`` is that resolved type.
+    """
+
+    qtype: QType | None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.qtype = getattr(obj, "qtype", None)
+
+
+def attach(storage: np.ndarray, qtype: QType) -> QuantizedArray:
+    """``storage`` viewed as a QuantizedArray of resolved type ``qtype``."""
+    out = np.asarray(storage).view(QuantizedArray)
+    out.qtype = qtype
+    return out
+
+
+def _validated(name: str, qtype: QType) -> QType:
+    try:
+        return QType(qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
+                     qtype.storage_min, qtype.storage_max, qtype.expressed)
+    except QTypeError as exc:
+        raise EvaluationError(f"tensor {name!r}: {exc}") from None
+
+
+class _Session:
+    """What every evaluator of one typed model (and its subgraphs) shares."""
+
+    def __init__(self, model: ModelProto, kernels: str) -> None:
+        if kernels not in KERNEL_MODES:
+            raise EvaluationError(f"kernels={kernels!r}: expected one of {', '.join(KERNEL_MODES)}")
+        self.model = model
+        self.kernels = kernels
+        self.qtypes = {name: _validated(name, qt) for name, qt in quantized_tensors(model).items()}
+        self.functions = {(f.domain, f.name) for f in model.functions}
+        initializers = {i.name for i in model.graph.initializer}
+        self.inputs = [i.name for i in model.graph.input if i.name not in initializers]
+        self.kernel_log: dict[str, str] = {}
+
+    def kernel(self, op_type: str) -> Any:
+        if self.kernels != "integer":
+            return None
+        from onnx_qtypes.reference_ops.ops import kernel  # noqa: PLC0415
+
+        return kernel(op_type)
+
+    def prepare_feeds(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in feeds.items():
+            qtype = self.qtypes.get(name) if name in self.inputs else None
+            if qtype is None:
+                if not (name.endswith((".scale", ".zero_point")) and name.rsplit(".", 1)[0] in self.qtypes):
+                    out[name] = value
+                continue
+            out[name] = self._storage_feed(name, np.asarray(value), qtype, feeds)
+        return out
+
+    def _storage_feed(self, name: str, value: np.ndarray, qtype: QType, feeds: Mapping[str, Any]) -> np.ndarray:
+        is_int = value.dtype.kind in "iu" or value.dtype.name in ("int2", "uint2", "int4", "uint4")
+        if qtype.is_dynamic:
+            if value.dtype.kind == "f":
+                storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
+                return attach(storage, resolved)
+            if is_int and f"{name}.scale" in feeds:
+                zero_point = feeds.get(f"{name}.zero_point")
+                given = operand_qtype(qtype.storage, np.asarray(feeds[f"{name}.scale"]), zero_point, value.shape,
+                                      axis=qtype.axis if qtype.axis is not None else 1, block_size=qtype.block_size or 0)
+                resolved = qtype.replace(scale=given.scale, zero_point=given.zero_point, axis=given.axis,
+                                         block_size=given.block_size)
+                return attach(quant.to_storage(value, resolved, tensor=name), resolved)
+            raise EvaluationError(
+                f"input {name!r}: its type {qtype} is dynamic; feed float values (quantized by its schema) "
+                f"or storage integers with {name}.scale and {name}.zero_point"
+            )
+        if not is_int:
+            raise EvaluationError(
+                f"input {name!r}: quantized type {qtype} takes its storage integers ({qtype.storage}), got {value.dtype} values"
+            )
+        try:
+            return quant.to_storage(value, qtype, tensor=name)
+        except QTypeError as exc:
+            raise EvaluationError(f"input {name!r}: {exc}") from None
+
+
+class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
+    """Runs a typed model: ``ReferenceEvaluator(model).run(output_names, feeds)``.
+
+    ``model`` is a ModelProto, a path or bytes. ``kernels`` is
+    "definitional" (default: dequantize, run onnx.reference's operator,
+    quantize) or "integer" (integer-only kernels where available).
+    """
+
+    _session: _Session | None = None
+    _top = False
+
+    def __new__(cls, proto: Any = None, *args: Any, kernels: str = "definitional", **kwargs: Any) -> ReferenceEvaluator:
+        if cls._session is not None:
+            return super().__new__(cls)
+        if isinstance(proto, (str, bytes, os.PathLike)):
+            proto = load(proto if not isinstance(proto, str) else os.fspath(proto))
+        if not isinstance(proto, ModelProto):
+            raise EvaluationError(f"ReferenceEvaluator: expected a ModelProto, a path or bytes, got {type(proto).__name__}")
+        bound = type(cls.__name__, (cls,), {"_session": _Session(proto, kernels), "__module__": cls.__module__})
+        instance = super().__new__(bound)
+        instance._top = True
+        return instance
+
+    def __init__(
+        self,
+        proto: Any,
+        opsets: dict[str, int] | None = None,
+        functions: list[Any] | None = None,
+        verbose: int = 0,
+        new_ops: list[type[OpRun]] | None = None,
+        check_shape_annotations: bool = False,
+        *,
+        kernels: str = "definitional",
+    ) -> None:
+        session = self._session
+        assert session is not None
+        if self._top:
+            proto = session.model
+        self._typed = (
+            self._top
+            or isinstance(proto, GraphProto)
+            or (isinstance(proto, FunctionProto) and (proto.domain, proto.name) in session.functions)
+        )
+        ops = list(new_ops or [])
+        if not any(op.__name__ == "DequantizeLinear" for op in ops):
+            from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear  # noqa: PLC0415
+
+            ops.append(DequantizeLinear)
+        try:
+            super().__init__(proto, opsets, functions, verbose, ops, check_shape_annotations)
+        except QTypesError:
+            raise
+        except (NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
+            raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
+
+    def _init(self) -> None:
+        super()._init()
+        if self._typed:
+            self.rt_nodes_ = [_TypedNode(node, self._session) for node in self.rt_nodes_]  # type: ignore[misc]
+
+    @property
+    def kernels(self) -> str:
+        return self._session.kernels  # type: ignore[union-attr]
+
+    @property
+    def qtypes(self) -> dict[str, QType]:
+        """Every quantized tensor of the model with its declared type."""
+        return dict(self._session.qtypes)  # type: ignore[union-attr]
+
+    @property
+    def kernel_log(self) -> dict[str, str]:
+        """For the last run: node -> "integer" or "definitional: <why no integer kernel ran>"."""
+        return dict(self._session.kernel_log)  # type: ignore[union-attr]
+
+    def run(  # type: ignore[override]
+        self,
+        output_names: Sequence[str] | None,
+        feed_inputs: Mapping[str, Any],
+        attributes: dict[str, Any] | None = None,
+        intermediate: bool = False,
+        check_shape_annotations: bool | None = None,
+        _bindings: Any = None,
+    ) -> Any:
+        if not self._top:
+            return super().run(output_names, feed_inputs, attributes, intermediate, check_shape_annotations, _bindings)
+        session = self._session
+        assert session is not None
+        session.kernel_log.clear()
+        feeds = session.prepare_feeds(feed_inputs)
+        missing = [name for name in session.inputs if name not in feeds]
+        if missing:
+            raise EvaluationError(f"missing input {missing[0]!r}; the model's inputs are {session.inputs}")
+        return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+
+    def dequantized(self, name: str, value: np.ndarray) -> np.ndarray:
+        """The real values of an output ``value`` of tensor ``name`` (float64; unquantized values unchanged)."""
+        qtype = self._session.qtypes.get(name)  # type: ignore[union-attr]
+        if qtype is None:
+            return value
+        resolved = getattr(value, "qtype", None) or qtype
+        return quant.dequantize(np.asarray(value), resolved, tensor=name)
+
+
+class _TypedNode:
+    """Wraps one onnx.reference operator: reads and writes the quantized types."""
+
+    def __init__(self, inner: OpRun, session: _Session) -> None:
+        self._inner = inner
+        self._session = session
+        node = inner.onnx_node
+        self._node = node
+        self._in = [session.qtypes.get(n) if n else None for n in node.input]
+        self._out = [session.qtypes.get(n) if n else None for n in node.output]
+        self._is_typed = any(self._in) or any(self._out)
+        self._kernel = session.kernel(node.op_type) if self._is_typed else None
+        self._label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node -> {list(node.output)}"
+
+    def __getattr__(self, name: str) -> Any:  # need_context, has_linked_attribute, op_type, ...
+        return getattr(self._inner, name)
+
+    def run(self, *args: Any, **kwargs: Any) -> tuple:
+        if not self._is_typed:
+            return self._inner.run(*args, **kwargs)
+        try:
+            return self._run(list(args), kwargs)
+        except EvaluationError:
+            raise
+        except QTypesError as exc:
+            raise EvaluationError(f"{self._label}: {exc}") from exc
+        except Exception as exc:  # onnx.reference's own failures, located
+            raise EvaluationError(f"{self._label}: {type(exc).__name__}: {exc}") from exc
+
+    # -- dispatch
+    def _run(self, args: list[Any], kwargs: dict[str, Any]) -> tuple:
+        op = self._node.op_type
+        if op in CONTROL_FLOW:
+            return self._pass_through(self._inner.run(*args, **kwargs))
+        if op == "Constant":
+            return self._pass_through(self._inner.run(*args, **kwargs))
+        resolved = [self._resolve(value, qtype, name) for value, qtype, name in zip(args, self._in, self._node.input)]
+        if self._kernel is not None:
+            outputs = self._integer(args, resolved, kwargs)
+            if outputs is not None:
+                return outputs
+        if op == "QuantizeLinear" and self._out[0] is not None:
+            return self._quantize_linear(args, resolved)
+        if op == "DequantizeLinear" and self._in[0] is not None:
+            return self._dequantize_linear(args, resolved)
+        if op == "DynamicQuantizeLinear" and self._out[0] is not None:
+            return self._dynamic_quantize_linear(args, kwargs)
+        reals = [
+            quant.dequantize(np.asarray(v), qt, tensor=name) if qt is not None and v is not None else v
+            for v, qt, name in zip(args, resolved, self._node.input)
+        ]
+        return self._finish(self._inner.run(*reals, **kwargs), args, resolved)
+
+    def _integer(self, args: list[Any], resolved: list[QType | None], kwargs: dict[str, Any]) -> tuple | None:
+        from onnx_qtypes.reference_ops.ops import KernelContext, Unsupported  # noqa: PLC0415
+
+        key = self._node.name or f"{self._node.op_type}->{','.join(self._node.output)}"
+        ctx = KernelContext(self._node, self._inner, args, resolved, self._out, kwargs)
+        try:
+            outputs = self._kernel.run(ctx)
+        except Unsupported as why:
+            self._session.kernel_log[key] = f"definitional: {why}"
+            return None
+        self._session.kernel_log[key] = "integer"
+        return tuple(outputs)
+
+    # -- typed values
+    def _resolve(self, value: Any, qtype: QType | None, name: str) -> QType | None:
+        if qtype is None or value is None:
+            return None
+        if not qtype.is_dynamic:
+            return qtype
+        resolved = getattr(value, "qtype", None)
+        if resolved is None:
+            raise EvaluationError(f"{self._label}: tensor {name!r} has a dynamic type but carries no run-time parameters")
+        return resolved
+
+    def _quantized(self, value: Any, qtype: QType, name: str) -> np.ndarray:
+        storage, resolved = quant.quantize_dynamic(np.asarray(value), qtype, tensor=name)
+        return attach(storage, resolved) if qtype.is_dynamic else storage
+
+    def _finish(self, outputs: tuple, args: list[Any], resolved: list[QType | None]) -> tuple:
+        typed_inputs = [qt for qt in resolved if qt is not None]
+        plain_double = any(
+            qt is None and isinstance(v, np.ndarray) and v.dtype == np.float64 for v, qt in zip(args, resolved)
+        )
+        cast_to = typed_inputs[0].expressed_type.np_dtype if typed_inputs and not plain_double else None
+        out = []
+        for value, qtype, name in zip(outputs, self._out, self._node.output):
+            if qtype is not None and value is not None:
+                out.append(self._quantized(value, qtype, name))
+            elif cast_to is not None and isinstance(value, np.ndarray) and value.dtype == np.float64:
+                out.append(value.astype(cast_to))  # the op ran on float64 reals; the result has the expressed type
+            else:
+                out.append(value)
+        return tuple(out)
+
+    def _pass_through(self, outputs: tuple) -> tuple:
+        """Control flow and Constant: values arrive as storage already (or as reals to quantize)."""
+        out = []
+        for value, qtype, name in zip(outputs, self._out, self._node.output):
+            if qtype is None or value is None:
+                out.append(value)
+                continue
+            array = np.asarray(value)
+            if array.dtype.kind == "f":
+                out.append(self._quantized(array, qtype, name))
+                continue
+            resolved = getattr(value, "qtype", None) or qtype
+            if resolved.is_dynamic:
+                raise EvaluationError(f"{self._label}: output {name!r} has a dynamic type but no run-time parameters")
+            storage = quant.to_storage(array, resolved, tensor=name)
+            out.append(attach(storage, resolved) if qtype.is_dynamic else storage)
+        return tuple(out)
+
+    # -- boundary ops
+    def _attr(self, name: str, default: Any) -> Any:
+        value = getattr(self._inner, name, default)
+        return default if value is None else value
+
+    def _bound(self, declared: QType, args: list[Any], shape: tuple[int, ...], tensor: str) -> QType:
+        zero_point = args[2] if len(args) > 2 and args[2] is not None else None
+        return boundary_type(declared, np.asarray(args[1]), None if zero_point is None else np.asarray(zero_point), shape,
+                             axis=int(self._attr("axis", 1)), block_size=int(self._attr("block_size", 0)), tensor=tensor)
+
+    def _quantize_linear(self, args: list[Any], resolved: list[QType | None]) -> tuple:
+        x, name, declared = args[0], self._node.output[0], self._out[0]
+        assert declared is not None
+        real = quant.dequantize(x, resolved[0], tensor=self._node.input[0]) if resolved[0] else np.asarray(x, np.float64)
+        bound = self._bound(declared, args, real.shape, name)
+        storage = quant.quantize(real, bound, tensor=name)
+        return (attach(storage, bound) if declared.is_dynamic else storage,)
+
+    def _dequantize_linear(self, args: list[Any], resolved: list[QType | None]) -> tuple:
+        x, name = np.asarray(args[0]), self._node.input[0]
+        qtype = resolved[0]
+        assert qtype is not None
+        self._bound(qtype, args, x.shape, name)
+        output_dtype = int(self._attr("output_dtype", 0))
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(output_dtype) if output_dtype else np.asarray(args[1]).dtype
+        real = quant.dequantize(x, qtype, tensor=name).astype(dtype)
+        out_type = self._out[0]
+        return (self._quantized(real, out_type, self._node.output[0]) if out_type is not None else real,)
+
+    def _dynamic_quantize_linear(self, args: list[Any], kwargs: dict[str, Any]) -> tuple:
+        x = np.asarray(args[0])
+        name, declared = self._node.output[0], self._out[0]
+        assert declared is not None
+        _, scale, zero_point = self._inner.run(x, **kwargs)
+        bound = quant.resolve(declared, x, tensor=name)
+        if bound.scale != (float(scale),) or bound.zero_point != (int(zero_point),):
+            raise EvaluationError(
+                f"{self._label}: output {name!r} is typed {declared}, whose parameters for this data are {bound}; "
+                f"DynamicQuantizeLinear chose scale {float(scale)!r} and zero point {int(zero_point)}"
+            )
+        storage = quant.quantize(x, bound, tensor=name)
+        return (attach(storage, bound) if declared.is_dynamic else storage, scale, zero_point)

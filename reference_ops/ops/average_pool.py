@@ -1,0 +1,27 @@
+"""AveragePool: exact integer window sums of (x - zp_x), then one fixed-point multiply
+by s_x / (count * s_y) per output, count being the window's element count
+(with or without the explicit padding, per count_include_pad)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onnx_qtypes.reference_ops.ops._kernel import KernelContext
+from onnx_qtypes.reference_ops.ops._pooling import geometry, per_channel_only, window_counts, window_sums
+from onnx_qtypes.reference_ops.ops._requant import offsets, output, scales
+
+
+def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
+    source, out = ctx.input_type(0), ctx.output_type(0)
+    per_channel_only(source, out)
+    shape = ctx.shape(0)
+    counts = window_counts(geometry(ctx, shape), bool(int(ctx.attr("count_include_pad", 0))))
+    channels = (1, shape[1]) + (1,) * (len(shape) - 2)
+    return {"average": np.asarray(scales(source, channels) / (counts * scales(out, channels)))}
+
+
+def run(ctx: KernelContext) -> tuple:
+    multiplier = plan(ctx)["average"]
+    q, source = ctx.typed_input(0)
+    sums = window_sums(offsets(q, source), geometry(ctx, q.shape))
+    return (output([(sums, multiplier)], ctx.output_type(0), sums.shape),)
