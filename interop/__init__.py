@@ -1,1 +1,31 @@
-"""Lift QDQ / QOperator models into typed form; lower typed models to plain ONNX."""
+"""Lift QDQ / QOperator models into typed form; lower typed models to plain ONNX.
+
+- ``lift(model, statistics=None)``: onnxruntime's QDQ or QOperator model ->
+  typed model (``lift_model`` also returns notes, warnings and counts).
+- ``lower(model, form="qdq")``: typed model -> standard ONNX that any
+  runtime runs (``"qdq"``, or ``"qoperator"`` with QLinearConv /
+  QLinearMatMul where they apply).
+- ``load_calibration_cache`` / ``statistics_from_tensors_data``:
+  onnxruntime's calibration results as TensorStatistics.
+"""
+
+from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
+from onnx_qtypes.interop.lift import LiftResult, LiftWarning, lift, lift_model
+from onnx_qtypes.interop.ort_statistics import (
+    load_calibration_cache,
+    statistics_from_tensor_data,
+    statistics_from_tensors_data,
+)
+
+__all__ = [
+    "LiftResult",
+    "LiftWarning",
+    "LowerError",
+    "MalformedQDQError",
+    "StatisticsImportError",
+    "lift",
+    "lift_model",
+    "load_calibration_cache",
+    "statistics_from_tensor_data",
+    "statistics_from_tensors_data",
+]

@@ -3,6 +3,7 @@
 The face of the package: it re-exports the public names of every wing.
 """
 
+from onnx_qtypes.interop import lift
 from onnx_qtypes.proto import (
     MalformedExtensionError,
     ModelLoadError,
@@ -37,6 +38,7 @@ __all__ = [
     "__version__",
     "get_qtype",
     "get_statistics",
+    "lift",
     "load",
     "quantized_tensors",
     "save",

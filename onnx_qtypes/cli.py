@@ -20,6 +20,7 @@ from onnx_qtypes.proto.errors import QTypesError
 # Subcommand name -> module in onnx_qtypes.commands with add_arguments(parser) and run(args) -> int.
 COMMANDS = {
     "show": "print every quantized tensor with its parameters and statistics",
+    "lift": "QDQ or QOperator ONNX model -> typed model",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

@@ -1,0 +1,117 @@
+"""Fold QuantizeLinear / DequantizeLinear pairs into the types of the tensors between ops.
+
+A float operator N is folded when every float activation it reads comes from
+a lifted DequantizeLinear and every float value it writes goes only into
+lifted QuantizeLinear nodes with one type. By the typed semantics
+(dequantize the inputs, apply N, quantize the outputs) the typed N then
+computes exactly what DQ -> N -> Q computed: N reads the integer tensors
+directly and writes the quantized tensor itself. Constant float inputs
+(Clip bounds, Resize scales) and non-float inputs (shapes, indices) stay as
+they are. Everything else keeps its QuantizeLinear / DequantizeLinear nodes
+as boundary ops: float graph inputs and outputs, float ops that are not
+quantized, requantization chains (DQ -> Q).
+
+The folded tensor takes the float name (``conv_out`` rather than
+``conv_out_QuantizeLinear_Output``), unless the QuantizeLinear output is a
+graph output or was invented by ``expand`` (then the integer name stays).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from onnx import NodeProto
+
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, has_subgraph
+from onnx_qtypes.proto.qtype import QType
+
+
+@dataclasses.dataclass
+class Folded:
+    nodes: list[NodeProto]
+    types: dict[str, QType]
+    aliases: dict[str, str]  # vanished name (float output, Q output, DQ output) -> typed name standing for it
+    origins: dict[str, list[str]]  # typed name -> integer names it had before the fold
+    removed: set[int] = dataclasses.field(default_factory=set)  # positions of the Q / DQ nodes folded away
+    folded_ops: int = 0
+
+
+def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], types: dict[str, QType]) -> Folded:
+    nodes = ix.nodes
+    source = {nodes[i].output[0]: nodes[i].input[0] for i, r in roles.items() if r == "dq"}  # DQ output -> integer input
+    types = dict(types)
+    removed: set[int] = set()
+    rename: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    origins: dict[str, list[str]] = {}
+    rewired: dict[str, int] = {}
+    folded_ops = 0
+
+    def quantizers(name: str) -> list[int] | None:
+        """The lifted Q nodes that are the only readers of float value ``name``, or None."""
+        readers = ix.consumers.get(name, [])
+        found = [c for c, j in readers if roles.get(c) == "q" and j == 0]
+        if not readers or len(found) != len(readers) or name in ix.output_set or name in ix.outer_refs:
+            return None
+        kinds = {types[nodes[q].output[0]] for q in found}
+        outputs = [q for q in found if nodes[q].output[0] in ix.output_set]
+        return found if len(kinds) == 1 and len(outputs) <= 1 else None
+
+    for i, node in enumerate(nodes):
+        if i in roles or node.domain not in STANDARD_DOMAINS or has_subgraph(node):
+            continue
+        if not any(name in source for name in node.input):
+            continue
+        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False for name in node.input):
+            continue
+        outputs: list[tuple[int, list[int]]] = []
+        for k, name in enumerate(node.output):
+            if not name:
+                continue
+            qs = quantizers(name)
+            if qs is not None:
+                outputs.append((k, qs))
+            elif ix.is_float(name) is not False:  # a float (or untyped) value read as float elsewhere
+                break
+        else:
+            folded_ops += 1
+            for j, name in enumerate(node.input):
+                if name in source:
+                    rewired[name] = rewired.get(name, 0) + 1
+                    node.input[j] = source[name]
+            for k, qs in outputs:
+                float_name = node.output[k]
+                q_outputs = [nodes[q].output[0] for q in qs]
+                keep = [o for q, o in zip(qs, q_outputs) if o in ix.output_set] or [
+                    o for q, o in zip(qs, q_outputs) if q in keep_output_name
+                ]
+                typed = keep[0] if keep else float_name
+                node.output[k] = typed
+                types[typed] = types[q_outputs[0]]
+                origins[typed] = q_outputs
+                if typed != float_name:
+                    aliases[float_name] = typed
+                for q, o in zip(qs, q_outputs):
+                    removed.add(q)
+                    if o != typed:
+                        rename[o] = typed
+                        aliases[o] = typed
+                        types.pop(o, None)
+
+    for i, role in roles.items():
+        if role != "dq":
+            continue
+        out = nodes[i].output[0]
+        still_read = len(ix.consumers.get(out, [])) - rewired.get(out, 0)
+        if still_read <= 0 and out not in ix.output_set and out not in ix.outer_refs:
+            removed.add(i)
+            aliases[out] = rename.get(nodes[i].input[0], nodes[i].input[0])
+    kept = []
+    for i, node in enumerate(nodes):
+        if i in removed:
+            continue
+        for j, name in enumerate(node.input):
+            if name in rename:
+                node.input[j] = rename[name]
+        kept.append(node)
+    return Folded(kept, types, aliases, origins, removed, folded_ops)

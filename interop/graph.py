@@ -1,0 +1,187 @@
+"""An index over one graph: producers, consumers, constants, inferred types.
+
+Lift and lower both rewrite a graph by name; this index answers the
+questions they ask in constant time, so that both run in time linear in the
+model's size. Types and shapes come from onnx.shape_inference, never from
+hand-written rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterator
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
+
+FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
+MS_DOMAIN = "com.microsoft"
+
+
+def node_label(node: NodeProto, index: int) -> str:
+    """How messages name a node: op type, name and JSON pointer."""
+    domain = "" if node.domain in STANDARD_DOMAINS else f"{node.domain}."
+    name = f" {node.name!r}" if node.name else ""
+    return f"{domain}{node.op_type}{name} (/graph/node/{index})"
+
+
+def attributes(node: NodeProto) -> dict[str, object]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def has_subgraph(node: NodeProto) -> bool:
+    return any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
+
+
+def _subgraph_names(node: NodeProto) -> Iterator[str]:
+    """Every tensor name a node's subgraphs mention (a superset of outer-scope references)."""
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)
+        for sub in graphs:
+            for inner in sub.node:
+                yield from inner.input
+                yield from _subgraph_names(inner)
+            for out in sub.output:
+                yield out.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Inferred:
+    elem_types: dict[str, int]
+    shapes: dict[str, tuple[int | None, ...]]
+
+
+def infer(model: ModelProto) -> Inferred:
+    """Element types and shapes of every tensor onnx.shape_inference can type."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # an inference failure only costs us shapes, never correctness
+        inferred = model
+    graph = inferred.graph
+    elem_types: dict[str, int] = {}
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for init in graph.initializer:
+        elem_types[init.name] = init.data_type
+        shapes[init.name] = tuple(init.dims)
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        tensor_type = vi.type.tensor_type
+        if vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        if tensor_type.elem_type and vi.name not in elem_types:
+            elem_types[vi.name] = tensor_type.elem_type
+        if tensor_type.HasField("shape") and vi.name not in shapes:
+            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+    return Inferred(elem_types, shapes)
+
+
+class GraphIndex:
+    """Producers, consumers and constants of one graph, by tensor name."""
+
+    def __init__(self, graph: GraphProto, inferred: Inferred | None = None) -> None:
+        self.graph = graph
+        self.nodes: list[NodeProto] = list(graph.node)
+        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
+        self.inputs = [vi.name for vi in graph.input]
+        self.outputs = [vi.name for vi in graph.output]
+        self.input_set = set(self.inputs)
+        self.output_set = set(self.outputs)
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.outer_refs: set[str] = set()
+        self._constant_nodes: dict[str, NodeProto] = {}
+        for i, node in enumerate(self.nodes):
+            for j, name in enumerate(node.input):
+                if name:
+                    self.consumers[name].append((i, j))
+            for name in node.output:
+                if name:
+                    self.producer[name] = i
+            if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
+                self._constant_nodes[node.output[0]] = node
+            if has_subgraph(node):
+                self.outer_refs.update(_subgraph_names(node))
+        self.elem_types = dict(inferred.elem_types) if inferred else {}
+        self.shapes = dict(inferred.shapes) if inferred else {}
+        for name, init in self.initializers.items():
+            self.elem_types[name] = init.data_type
+            self.shapes[name] = tuple(init.dims)
+        self._arrays: dict[str, np.ndarray | None] = {}
+        self._tensor_names: set[str] | None = None
+
+    # -- constants
+    def constant_tensor(self, name: str) -> TensorProto | None:
+        """The TensorProto of a constant (an initializer that is not a graph input, or a Constant)."""
+        if name in self.initializers and name not in self.input_set:
+            return self.initializers[name]
+        node = self._constant_nodes.get(name)
+        if node is not None:
+            for attr in node.attribute:
+                if attr.name == "value" and attr.type == AttributeProto.TENSOR:
+                    return attr.t
+        return None
+
+    def constant(self, name: str) -> np.ndarray | None:
+        """The value of a constant as a numpy array, or None when ``name`` is not constant."""
+        if name not in self._arrays:
+            tensor = self.constant_tensor(name)
+            self._arrays[name] = None if tensor is None else numpy_helper.to_array(tensor)
+        return self._arrays[name]
+
+    def is_constant(self, name: str) -> bool:
+        return self.constant_tensor(name) is not None
+
+    def constant_dtype(self, name: str) -> int | None:
+        tensor = self.constant_tensor(name)
+        return None if tensor is None else tensor.data_type
+
+    # -- types
+    def elem_type(self, name: str) -> int | None:
+        tensor = self.constant_tensor(name)
+        if tensor is not None:
+            return tensor.data_type
+        return self.elem_types.get(name)
+
+    def shape(self, name: str) -> tuple[int | None, ...] | None:
+        tensor = self.constant_tensor(name)
+        if tensor is not None:
+            return tuple(tensor.dims)
+        return self.shapes.get(name)
+
+    def is_float(self, name: str) -> bool | None:
+        """True / False when the element type is known, None when it is not."""
+        et = self.elem_type(name)
+        return None if not et else et in FLOAT_TYPES
+
+    def label(self, index: int) -> str:
+        return node_label(self.nodes[index], index)
+
+    def tensor_names(self) -> set[str]:
+        """Every tensor the graph computes or reads (declarations alone do not count)."""
+        if self._tensor_names is None:
+            names = set(self.initializers) | self.input_set | self.output_set | set(self.producer)
+            names.update(self.consumers)
+            names.update(self.outer_refs)
+            self._tensor_names = names
+        return self._tensor_names
+
+    def all_names(self) -> set[str]:
+        """Every name in use, declarations included (what a new name must avoid)."""
+        return self.tensor_names() | {vi.name for vi in self.graph.value_info}
+
+
+class Names:
+    """Fresh, unique tensor or node names derived from a base name."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            name = f"{base}_{k}"
+            k += 1
+        self.taken.add(name)
+        return name

@@ -1,0 +1,405 @@
+"""Lift a QDQ or QOperator model into typed form.
+
+    typed = onnx_qtypes.lift("model.qdq.onnx")
+
+Steps (each its own module): ``recognise`` finds every quantized tensor and
+its type (and reports malformed pairs); ``expand`` rewrites QOperator nodes
+as QDQ; ``fold`` removes the QuantizeLinear / DequantizeLinear pairs around
+every float operator that is quantized on all sides; this module then
+declares the types, restores what ``lower`` kept in metadata, attaches
+calibration statistics and drops parameter tensors nothing reads any more.
+Float graph inputs and outputs stay float, with QuantizeLinear /
+DequantizeLinear at the edges. Nothing that is not understood is changed:
+it stays as it was and a warning names the node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
+
+from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
+from onnx_qtypes.interop.expand import expand
+from onnx_qtypes.interop.fold import Folded, fold
+from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, infer
+from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
+from onnx_qtypes.interop.qoperator import spec_for
+from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.proto import iter_graphs, load, quantized_tensors, write_qtype
+from onnx_qtypes.proto.model import write_statistics
+from onnx_qtypes.proto.qtype import QType, TensorStatistics
+
+
+class LiftWarning(UserWarning):
+    """Something the lift left as it was (the message names the node)."""
+
+
+@dataclasses.dataclass
+class LiftResult:
+    model: ModelProto
+    notes: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    typed_tensors: int = 0
+    removed_quantize: int = 0
+    removed_dequantize: int = 0
+    qoperator_nodes: int = 0
+    statistics: int = 0
+
+    def summary(self) -> str:
+        if not self.typed_tensors:
+            return "no quantization lifted"
+        parts = [
+            f"{self.typed_tensors} quantized tensor(s) typed",
+            f"{self.removed_quantize} QuantizeLinear and {self.removed_dequantize} DequantizeLinear folded",
+        ]
+        if self.qoperator_nodes:
+            parts.append(f"{self.qoperator_nodes} QOperator node(s) lifted")
+        if self.statistics:
+            parts.append(f"statistics on {self.statistics} tensor(s)")
+        return ", ".join(parts)
+
+
+StatisticsSource = Mapping[str, TensorStatistics] | str | os.PathLike | Any
+
+
+def lift(model: ModelProto | str | os.PathLike | bytes, *, statistics: StatisticsSource | None = None) -> ModelProto:
+    """The typed form of a QDQ / QOperator model (a new ModelProto; ``model`` is not changed).
+
+    ``statistics``: onnxruntime calibration results to attach — a path to its
+    calibration JSON, a ``TensorsData``, or a mapping of tensor names to
+    TensorStatistics. Warnings (nodes left as they were) are issued as
+    LiftWarning; ``lift_model`` returns them instead.
+    """
+    result = lift_model(model, statistics=statistics)
+    for message in result.warnings:
+        warnings.warn(message, LiftWarning, stacklevel=2)
+    return result.model
+
+
+def _source(model: ModelProto | str | os.PathLike | bytes) -> tuple[ModelProto, str]:
+    if isinstance(model, ModelProto):
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        return copy, ""
+    if isinstance(model, (str, os.PathLike)):
+        return load(model), os.fspath(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return load(bytes(model)), ""
+    raise MalformedQDQError(f"lift: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+
+
+def _statistics(source: StatisticsSource | None) -> dict[str, TensorStatistics]:
+    if source is None:
+        return {}
+    if isinstance(source, (str, os.PathLike)):
+        return load_calibration_cache(source)
+    return statistics_from_tensors_data(source)
+
+
+def lift_model(model: ModelProto | str | os.PathLike | bytes, *, statistics: StatisticsSource | None = None) -> LiftResult:
+    """``lift`` with its report: notes, warnings and counts."""
+    source, where = _source(model)
+    try:
+        return _lift(source, _statistics(statistics))
+    except (MalformedQDQError, StatisticsImportError, LowerError) as exc:
+        if where:
+            raise type(exc)(f"{where}: {exc}") from None
+        raise
+
+
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
+    result = LiftResult(model)
+    if quantized_tensors(model):
+        result.notes.append("the model is already typed; nothing to lift")
+        return result
+    graph = model.graph
+    ix = GraphIndex(graph, infer(model))
+    rec = recognise(ix)
+    result.warnings.extend(rec.warnings)
+    result.warnings.extend(_subgraph_warnings(model))
+    if not rec.types:
+        if not rec.warnings:
+            result.notes.append("the model has no quantization; it lifts to itself")
+        _attach_float_statistics(graph, stats, result)
+        return result
+    declared = _metadata(graph)
+    expanded = expand(ix, rec)
+    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers}
+    _replace_nodes(graph, expanded.nodes)
+    graph.initializer.extend(expanded.initializers)
+    work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
+    folded = fold(work, expanded.roles, expanded.keep_output_name, rec.types)
+    folded.aliases.update(expanded.synthetic)
+    _replace_nodes(graph, folded.nodes)
+
+    final = _final_index(graph)
+    types = {name: qtype for name, qtype in folded.types.items() if name in final.tensor_names()}
+    types = _restore_declared(types, folded, declared, result)
+    targets = _statistics_targets(final, types, folded, stats, declared, result)
+    _declare(graph, final, work, types, folded, targets)
+    _drop_unused(model, final, parameter_names)
+
+    result.typed_tensors = len(types)
+    source_nodes = folded.removed - expanded.invented
+    result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
+    result.removed_dequantize = len(source_nodes) - result.removed_quantize
+    result.qoperator_nodes = expanded.qlinear
+    result.statistics = len(targets)
+    return result
+
+
+def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
+    copies = []
+    for node in nodes:  # copy first: the list may hold the graph's own elements
+        copy = NodeProto()
+        copy.CopyFrom(node)
+        copies.append(copy)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def _reuse(ix: GraphIndex):
+    from onnx_qtypes.interop.graph import Inferred
+
+    return Inferred(ix.elem_types, ix.shapes)
+
+
+def _final_index(graph: GraphProto) -> GraphIndex:
+    return GraphIndex(graph)
+
+
+def _subgraph_warnings(model: ModelProto) -> list[str]:
+    found = []
+    for pointer, graph in iter_graphs(model):
+        if pointer == "/graph":
+            continue
+        if any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node):
+            found.append(f"subgraph {pointer} holds quantization nodes; subgraphs are not lifted, left as it was")
+    return found
+
+
+def _parameter_names(ix: GraphIndex) -> set[str]:
+    """Scale / zero-point inputs of every quantization node (candidates for removal once unread)."""
+    names: set[str] = set()
+    for node in ix.nodes:
+        spec = spec_for(node)
+        if is_quantize(node) or is_dequantize(node):
+            names.update(node.input[1:3])
+        elif spec is not None:
+            positions = {p for o in spec.operands for p in (o.scale, o.zero_point)}
+            if spec.variadic:
+                positions = {p for p in range(len(node.input)) if p < 2 or (p - 2) % 3}
+            if spec.output:
+                positions.update(spec.output)
+            names.update(n for p, n in enumerate(node.input) if p in positions)
+    names.discard("")
+    return names
+
+
+def _declarations(graph: GraphProto) -> list[ValueInfoProto]:
+    return [*graph.input, *graph.output, *graph.value_info]
+
+
+def _metadata(graph: GraphProto) -> dict[str, dict[str, str]]:
+    """onnx_qtypes metadata left by ``lower``, per tensor name."""
+    found: dict[str, dict[str, str]] = {}
+    for vi in _declarations(graph):
+        entries = metadata.read(vi)
+        if entries:
+            found.setdefault(vi.name, {}).update(entries)
+    return found
+
+
+def _restore_declared(
+    types: dict[str, QType], folded: Folded, declared: dict[str, dict[str, str]], result: LiftResult
+) -> dict[str, QType]:
+    """Take schema and storage range from ``lower``'s metadata when the QDQ parameters agree with it."""
+    out = dict(types)
+    for name, qtype in types.items():
+        for origin in [name, *folded.origins.get(name, [])]:
+            text = declared.get(origin, {}).get(metadata.QTYPE_KEY)
+            if text is None:
+                continue
+            try:
+                kept = metadata.decode_qtype(text)
+            except metadata.MetadataError as exc:
+                result.warnings.append(f"tensor {name!r}: metadata {metadata.QTYPE_KEY} does not decode ({exc}); ignored")
+                break
+            if metadata.same_parameters(kept, qtype):
+                out[name] = qtype.replace(schema=kept.schema, storage_min=kept.storage_min, storage_max=kept.storage_max)
+            else:
+                result.warnings.append(
+                    f"tensor {name!r}: metadata {metadata.QTYPE_KEY} says {kept} but its QuantizeLinear/"
+                    f"DequantizeLinear parameters say {qtype}; the nodes win, the metadata is ignored"
+                )
+            break
+    return out
+
+
+def _statistics_targets(
+    final: GraphIndex,
+    types: dict[str, QType],
+    folded: Folded,
+    stats: dict[str, TensorStatistics],
+    declared: dict[str, dict[str, str]],
+    result: LiftResult,
+) -> dict[str, TensorStatistics]:
+    """Tensor name in the lifted model -> statistics to record there."""
+    targets: dict[str, TensorStatistics] = {}
+    for name, entries in declared.items():  # statistics kept by lower
+        text = entries.get(metadata.STATISTICS_KEY)
+        if text is None:
+            continue
+        try:
+            decoded = metadata.decode_statistics(text)
+        except metadata.MetadataError as exc:
+            result.warnings.append(f"tensor {name!r}: metadata {metadata.STATISTICS_KEY} does not decode ({exc}); ignored")
+            continue
+        target = folded.aliases.get(name, name)
+        if target in types or target in final.tensor_names():
+            targets[target] = decoded
+    missing = []
+    for name, value in stats.items():
+        target = _resolve(final, types, folded, name)
+        if target is None:
+            missing.append(name)
+        else:
+            targets[target] = value
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:8]) + (", ..." if len(missing) > 8 else "")
+        result.notes.append(
+            f"statistics of {len(missing)} tensor(s) not attached, the model has no such tensor "
+            f"(the quantizer removed them): {shown}"
+        )
+    return targets
+
+
+def _resolve(final: GraphIndex, types: dict[str, QType], folded: Folded, name: str) -> str | None:
+    """Where statistics calibrated on float tensor ``name`` belong in the lifted model."""
+    for _ in range(3):
+        if name not in folded.aliases:
+            break
+        name = folded.aliases[name]
+    if name in types:
+        return name
+    if name not in final.tensor_names():
+        return None
+    for c, j in final.consumers.get(name, []):  # a boundary QuantizeLinear reads it: its typed output
+        node = final.nodes[c]
+        if j == 0 and is_quantize(node) and node.output[0] in types:
+            return node.output[0]
+    p = final.producer.get(name)
+    if p is not None and is_dequantize(final.nodes[p]) and final.nodes[p].input[0] in types:
+        return final.nodes[p].input[0]
+    return name
+
+
+def _declare(
+    graph: GraphProto,
+    final: GraphIndex,
+    work: GraphIndex,
+    types: dict[str, QType],
+    folded: Folded,
+    statistics: dict[str, TensorStatistics],
+) -> None:
+    """Typed declarations for quantized tensors, statistics, and no stale entries."""
+    names = final.tensor_names()
+    interface = {vi.name: vi for vi in (*graph.input, *graph.output)}
+    kept = [vi for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
+    old = {vi.name: vi for vi in graph.value_info}
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    for vi in _declarations(graph):
+        metadata.strip(vi)
+    order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
+    for name in dict.fromkeys(n for n in order if n in types and n not in interface):
+        vi = graph.value_info.add()
+        vi.CopyFrom(_typed_value_info(name, types[name], work, folded, old.get(name)))
+    for name, vi in interface.items():
+        if name in types:
+            write_qtype(vi, types[name])
+    by_name = {vi.name: vi for vi in _declarations(graph)}
+    for name, stats in statistics.items():
+        vi = by_name.get(name)
+        if vi is None:
+            vi = graph.value_info.add()
+            vi.CopyFrom(_float_value_info(name, work))
+            by_name[name] = vi
+        if name in types:
+            write_qtype(vi, types[name].with_statistics(stats))
+        elif vi.type.tensor_type.elem_type != TensorProto.UNDEFINED:
+            write_statistics(vi, stats)
+
+
+def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...] | None:
+    for candidate in [name, *folded.origins.get(name, [])]:
+        shape = work.shape(candidate)
+        if shape is not None:
+            return shape
+    return None
+
+
+def _typed_value_info(name: str, qtype: QType, work: GraphIndex, folded: Folded, old: ValueInfoProto | None) -> ValueInfoProto:
+    shape = _shape(name, work, folded)
+    vi = helper.make_tensor_value_info(name, qtype.storage_type.data_type, None if shape is None else list(shape))
+    if old is not None and old.doc_string:
+        vi.doc_string = old.doc_string
+    write_qtype(vi, qtype)
+    return vi
+
+
+def _float_value_info(name: str, work: GraphIndex) -> ValueInfoProto:
+    shape = work.shape(name)
+    elem = work.elem_type(name) or TensorProto.FLOAT
+    return helper.make_tensor_value_info(name, elem, None if shape is None else list(shape))
+
+
+def _attach_float_statistics(graph: GraphProto, stats: dict[str, TensorStatistics], result: LiftResult) -> None:
+    if not stats:
+        return
+    ix = GraphIndex(graph)
+    by_name = {vi.name: vi for vi in _declarations(graph)}
+    names = ix.tensor_names()
+    for name, value in stats.items():
+        if name not in names:
+            continue
+        vi = by_name.get(name)
+        if vi is None:
+            vi = graph.value_info.add()
+            vi.CopyFrom(helper.make_tensor_value_info(name, ix.elem_type(name) or TensorProto.FLOAT, None))
+        write_statistics(vi, value)
+        result.statistics += 1
+
+
+def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> None:
+    """Remove scale / zero-point tensors and contrib-op imports that nothing uses any more."""
+    graph = model.graph
+    read = set(final.consumers) | final.outer_refs | final.output_set
+    unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
+    if unused:
+        kept = [t for t in graph.initializer if t.name not in unused]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+        inputs = [vi for vi in graph.input if vi.name not in unused]
+        if len(inputs) != len(graph.input):
+            del graph.input[:]
+            graph.input.extend(inputs)
+    def dead(node: NodeProto) -> bool:
+        return node.op_type == "Constant" and bool(node.output) and node.output[0] in parameters and node.output[0] not in read
+
+    if any(dead(n) for n in graph.node):
+        _replace_nodes(graph, [n for n in graph.node if not dead(n)])
+    if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
+        imports = [o for o in model.opset_import if o.domain != MS_DOMAIN]
+        if len(imports) != len(model.opset_import):
+            del model.opset_import[:]
+            model.opset_import.extend(imports)
+
+
+__all__ = ["LiftResult", "LiftWarning", "lift", "lift_model"]

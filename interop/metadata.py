@@ -1,0 +1,89 @@
+"""What ``lower`` keeps beside a standard QDQ model so that ``lift`` restores the typed model exactly.
+
+QuantizeLinear / DequantizeLinear carry storage type, scale, zero point,
+axis and block size. They cannot carry the declared schema, a narrowed
+storage range or statistics. ``lower`` therefore writes those into
+``ValueInfoProto.metadata_props`` (IR >= 10), which onnx.shape_inference,
+onnx.checker and onnxruntime keep, under two reverse-DNS keys:
+
+- ``onnx_qtypes.quantized_type``: the tensor's QuantizedType, in the proto3
+  JSON mapping of ``proto/onnx_qtypes.proto`` (doubles print exactly);
+- ``onnx_qtypes.statistics``: its TensorStatistics, in the same mapping.
+
+The first sits on the declaration of the integer tensor (initializer,
+QuantizeLinear output), the second on the declaration of the tensor the
+statistics describe. ``lift`` trusts the parameters of the QDQ nodes (they are
+what runtimes execute) and takes only schema and storage range from the
+metadata, and only when everything else agrees.
+"""
+
+from __future__ import annotations
+
+from google.protobuf import json_format
+from onnx import ValueInfoProto
+
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.qtype import QType, TensorStatistics
+
+PREFIX = "onnx_qtypes."
+QTYPE_KEY = PREFIX + "quantized_type"
+STATISTICS_KEY = PREFIX + "statistics"
+
+
+class MetadataError(ValueError):
+    """A metadata value that does not decode."""
+
+
+def _json(message) -> str:
+    return json_format.MessageToJson(message, preserving_proto_field_name=True, indent=None, sort_keys=True)
+
+
+def encode_qtype(qtype: QType) -> str:
+    return _json(qtype.to_proto())
+
+
+def encode_statistics(statistics: TensorStatistics) -> str:
+    return _json(statistics.to_proto())
+
+
+def decode_qtype(text: str) -> QType:
+    try:
+        return QType.from_proto(json_format.Parse(text, pb.QuantizedType()), validate=False)
+    except json_format.ParseError as exc:
+        raise MetadataError(str(exc)) from None
+
+
+def decode_statistics(text: str) -> TensorStatistics:
+    try:
+        return TensorStatistics.from_proto(json_format.Parse(text, pb.TensorStatistics()))
+    except json_format.ParseError as exc:
+        raise MetadataError(str(exc)) from None
+
+
+def read(value_info: ValueInfoProto) -> dict[str, str]:
+    """The onnx_qtypes entries of a declaration's metadata_props."""
+    return {p.key: p.value for p in value_info.metadata_props if p.key.startswith(PREFIX)}
+
+
+def write(value_info: ValueInfoProto, key: str, value: str) -> None:
+    for prop in value_info.metadata_props:
+        if prop.key == key:
+            prop.value = value
+            return
+    entry = value_info.metadata_props.add()
+    entry.key, entry.value = key, value
+
+
+def strip(value_info: ValueInfoProto) -> None:
+    """Remove the onnx_qtypes entries (the typed fields hold that information again)."""
+    kept = [(p.key, p.value) for p in value_info.metadata_props if not p.key.startswith(PREFIX)]
+    if len(kept) != len(value_info.metadata_props):
+        del value_info.metadata_props[:]
+        for key, value in kept:
+            write(value_info, key, value)
+
+
+def same_parameters(a: QType, b: QType) -> bool:
+    """Equal in everything a QDQ node can express (schema and storage range aside)."""
+    fields = ("storage", "expressed", "scale", "zero_point", "axis", "block_size")
+    return all(getattr(a, f) == getattr(b, f) for f in fields)

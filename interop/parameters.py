@@ -1,0 +1,161 @@
+"""Read the quantization parameters a node applies to one tensor, as a QType.
+
+QuantizeLinear, DequantizeLinear and the QLinear* operators all carry the
+same four facts as operator inputs and attributes: scale, zero point, axis
+and block size. This module turns them into the QType the tensor gets, and
+sorts what it cannot turn into two kinds:
+
+- ``Unrecognized``: a pattern the extension does not type (parameters
+  computed at run time, float8 storage, ...). The lift leaves the node as it
+  was, with a warning.
+- ``MalformedQDQError``: parameters that contradict the tensor they apply to
+  (axis out of range, scale count not matching the axis, zero point shaped
+  unlike the scale). onnxruntime refuses such a model at run time; the lift
+  reports it instead of guessing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.graph import GraphIndex
+from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, QType, block_count
+
+
+class Unrecognized(Exception):
+    """A quantization pattern the lift leaves as it was (the message says why)."""
+
+
+def _type_name(data_type: int | None) -> str:
+    if data_type is None:
+        return "unknown"
+    try:
+        return TensorProto.DataType.Name(data_type)
+    except ValueError:
+        return f"data type {data_type}"
+
+
+def _shape_text(shape: tuple[int, ...] | tuple[int | None, ...]) -> str:
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def read_parameters(
+    ix: GraphIndex,
+    node_index: int,
+    data: str,
+    scale: str,
+    zero_point: str | None,
+    *,
+    axis: int | None,
+    block_size: int = 0,
+    storage: int | None = None,
+) -> QType:
+    """The QType node ``node_index`` gives tensor ``data`` (statistics not attached).
+
+    ``axis`` is the node's axis attribute (None: the op has none, and a
+    per-axis scale is invalid); ``storage`` is the storage type to assume
+    when there is no zero point (QuantizeLinear's output_dtype, or the
+    tensor's own element type).
+    """
+    where = f"{ix.label(node_index)}, tensor {data!r}"
+    scales = ix.constant(scale)
+    if scales is None:
+        raise Unrecognized(f"{where}: scale {scale!r} is computed at run time, so the tensor has no static type")
+    zero_points = None
+    if zero_point:
+        zero_points = ix.constant(zero_point)
+        if zero_points is None:
+            raise Unrecognized(f"{where}: zero point {zero_point!r} is computed at run time")
+        storage = ix.constant_dtype(zero_point)
+    if storage not in STORAGE_BY_DATA_TYPE:
+        raise Unrecognized(
+            f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"
+        )
+    expressed = ix.constant_dtype(scale)
+    if expressed not in EXPRESSED_BY_DATA_TYPE:
+        raise Unrecognized(f"{where}: scale {scale!r} is {_type_name(expressed)}, not float, float16 or bfloat16")
+    if zero_points is not None and zero_points.size != scales.size:
+        raise MalformedQDQError(
+            f"{where}: zero point {zero_point!r} has {zero_points.size} value(s) but scale {scale!r} has "
+            f"{scales.size}; give one zero point per scale"
+        )
+    shape = ix.shape(data)
+    if block_size:
+        axis_, granular = _blocked(where, scales, zero_points, shape, axis, block_size), block_size
+    elif scales.size == 1 and scales.ndim <= 1:
+        axis_, granular = None, None  # a one-element 1-D scale is per-tensor (onnxruntime reads it so)
+    elif scales.ndim == 1:
+        axis_, granular = _per_axis(where, scales, shape, axis), None
+    else:
+        raise MalformedQDQError(
+            f"{where}: scale {scale!r} has shape {_shape_text(scales.shape)} but no block_size; "
+            "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size"
+        )
+    scale_values = [float(v) for v in np.asarray(scales, dtype=np.float64).reshape(-1)]
+    zp_values = [0] * len(scale_values) if zero_points is None else [int(v) for v in zero_points.astype(np.int64).reshape(-1)]
+    kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    try:
+        return QType(storage, scale_values, zp_values, **kwargs)
+    except QTypeError:  # e.g. scale 0: typed as written, the checker reports it
+        return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+
+
+def _normalized_axis(where: str, axis: int, rank: int | None, data: str = "") -> int:
+    if rank is None:
+        if axis < 0:
+            raise Unrecognized(f"{where}: axis {axis} is negative and the tensor's rank is unknown")
+        return axis
+    if not -rank <= axis < rank:
+        raise MalformedQDQError(
+            f"{where}: axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]"
+        )
+    return axis % rank
+
+
+def _per_axis(where: str, scales: np.ndarray, shape: tuple[int | None, ...] | None, axis: int | None) -> int:
+    if axis is None:
+        raise MalformedQDQError(f"{where}: {scales.size} scales but the operator takes a single (per-tensor) scale")
+    rank = None if shape is None else len(shape)
+    normalized = _normalized_axis(where, axis, rank)
+    if shape is not None and shape[normalized] is not None and shape[normalized] != scales.size:
+        raise MalformedQDQError(
+            f"{where}: {scales.size} scales along axis {axis}, but that axis of shape {_shape_text(shape)} "
+            f"has {shape[normalized]} slices; give one scale per slice"
+        )
+    return normalized
+
+
+def _blocked(
+    where: str,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+    shape: tuple[int | None, ...] | None,
+    axis: int | None,
+    block_size: int,
+) -> int:
+    if block_size < 0:
+        raise MalformedQDQError(f"{where}: block_size {block_size} must be > 0")
+    rank = scales.ndim if shape is None else len(shape)
+    if scales.ndim != rank:
+        raise MalformedQDQError(
+            f"{where}: blocked scale has rank {scales.ndim} but the tensor has rank {rank}; they must match"
+        )
+    normalized = _normalized_axis(where, 1 if axis is None else axis, rank)
+    if zero_points is not None and zero_points.shape != scales.shape:
+        raise MalformedQDQError(
+            f"{where}: zero point shape {_shape_text(zero_points.shape)} differs from scale shape "
+            f"{_shape_text(scales.shape)}"
+        )
+    if shape is not None:
+        expected = tuple(
+            (None if d is None else block_count(d, block_size)) if i == normalized else d for i, d in enumerate(shape)
+        )
+        if any(e is not None and e != s for e, s in zip(expected, scales.shape)):
+            raise MalformedQDQError(
+                f"{where}: blocked scale has shape {_shape_text(scales.shape)}, but blocks of {block_size} along "
+                f"axis {normalized} of shape {_shape_text(shape)} need {_shape_text(expected)}"
+            )
+    return normalized

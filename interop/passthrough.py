@@ -1,0 +1,71 @@
+"""Operators that compute the same on storage integers as on real values.
+
+QOperator models run data-movement operators (Reshape, Transpose, MaxPool,
+...) directly on the stored integers. That is exact under the typed
+semantics only when every output element is one input element, or the
+maximum / minimum of some (dequantization is strictly increasing because a
+scale is > 0, so it commutes with max and min), and the output keeps the
+input's per-tensor parameters. For those operators the output tensor gets
+the input's type; any other operator on stored integers is left alone.
+
+``PASS_THROUGH`` maps op type -> (input positions, output positions) that
+share one type (``None`` = every position). ``TYPED_INPUT_ONLY`` ops read a
+quantized input and write something that is not quantized (a shape, an
+index), identically on integers and on reals.
+"""
+
+from __future__ import annotations
+
+from onnx import NodeProto
+
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, attributes, has_subgraph
+
+_DATA = ((0,), (0,))
+
+PASS_THROUGH: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]] = {
+    "Identity": _DATA,
+    "Reshape": _DATA,
+    "Flatten": _DATA,
+    "Squeeze": _DATA,
+    "Unsqueeze": _DATA,
+    "Transpose": _DATA,
+    "Slice": _DATA,
+    "Expand": _DATA,
+    "Tile": _DATA,
+    "DepthToSpace": _DATA,
+    "SpaceToDepth": _DATA,
+    "Gather": _DATA,
+    "GatherElements": _DATA,
+    "GatherND": _DATA,
+    "MaxPool": _DATA,  # output 1 (indices) is int64, not quantized
+    "GlobalMaxPool": _DATA,
+    "ReduceMax": _DATA,
+    "ReduceMin": _DATA,
+    "Resize": _DATA,  # mode "nearest" only, see links()
+    "Pad": ((0, 2), (0,)),  # the constant value is a value of the same type
+    "Split": ((0,), None),
+    "Concat": (None, (0,)),
+}
+
+TYPED_INPUT_ONLY = frozenset({"Shape", "Size", "ArgMax", "ArgMin"})
+
+
+def links(node: NodeProto) -> list[str] | None:
+    """The tensor names that must share one type when ``node`` runs on integers, or None."""
+    if node.domain not in STANDARD_DOMAINS or has_subgraph(node) or node.op_type not in PASS_THROUGH:
+        return None
+    ins, outs = PASS_THROUGH[node.op_type]
+    attrs = attributes(node)
+    if node.op_type == "Resize" and attrs.get("mode", b"nearest") not in (b"nearest", "nearest"):
+        return None  # interpolation on integers rounds differently from the real values
+    if node.op_type == "Pad":
+        mode = attrs.get("mode", b"constant")
+        if mode in (b"constant", "constant") and (len(node.input) < 3 or not node.input[2]):
+            return None  # pads with integer 0, i.e. the real value -scale*zero_point, not 0
+    in_names = [n for i, n in enumerate(node.input) if n and (ins is None or i in ins)]
+    out_names = [n for i, n in enumerate(node.output) if n and (outs is None or i in outs)]
+    return in_names + out_names
+
+
+def typed_input_only(node: NodeProto) -> bool:
+    return node.domain in STANDARD_DOMAINS and node.op_type in TYPED_INPUT_ONLY

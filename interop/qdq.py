@@ -1,0 +1,72 @@
+"""Write a QType back as QuantizeLinear / DequantizeLinear nodes and their parameter tensors.
+
+The inverse of ``parameters.read_parameters``: scales are stored in the
+expressed type, zero points in the storage type, shaped scalar (per-tensor),
+1-D (per-axis) or like the tensor with the axis divided into blocks
+(blocked, QuantizeLinear-21 layout). A scale that the expressed type cannot
+hold exactly is refused: rounding it would change what the model computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import NodeProto, TensorProto, helper, numpy_helper
+
+from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.proto.qtype import QType, parameter_shape
+
+
+def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor: str) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) arrays as Q/DQ inputs for a tensor of ``shape``."""
+    expressed = qtype.expressed_type.np_dtype
+    scale = np.asarray(qtype.scale, dtype=np.float64)
+    stored = scale.astype(expressed)
+    if not np.array_equal(stored.astype(np.float64), scale):
+        bad = int(np.flatnonzero(stored.astype(np.float64) != scale)[0])
+        raise LowerError(
+            f"tensor {tensor!r}: scale {scale[bad]!r} is not exactly representable in {qtype.expressed} "
+            f"(nearest {float(stored[bad])!r}); QuantizeLinear/DequantizeLinear store scales in the expressed type, "
+            "so round the scale in the type first"
+        )
+    zero_point = np.asarray(qtype.zero_point, dtype=np.int64).astype(qtype.storage_type.np_dtype)
+    if qtype.axis is None:
+        return stored.reshape(()), zero_point.reshape(())
+    if qtype.block_size is None:
+        return stored, zero_point
+    target = None if shape is None else parameter_shape(qtype, shape)
+    if target is None or any(d is None for d in target):
+        raise LowerError(f"tensor {tensor!r}: a blocked type needs the tensor's full static shape to lay out its scales")
+    return stored.reshape(target), zero_point.reshape(target)
+
+
+def parameter_tensors(
+    qtype: QType, shape: tuple[int | None, ...] | None, tensor: str, scale_name: str, zero_point_name: str
+) -> tuple[TensorProto, TensorProto | None]:
+    """Initializers for the parameters; no zero point for int32 with all zeros (DequantizeLinear's rule)."""
+    scale, zero_point = parameter_arrays(qtype, shape, tensor)
+    zp = numpy_helper.from_array(zero_point, zero_point_name)
+    if qtype.storage == "int32" and not np.any(zero_point):
+        zp = None
+    return numpy_helper.from_array(scale, scale_name), zp
+
+
+def _attributes(qtype: QType) -> dict[str, int]:
+    attrs: dict[str, int] = {}
+    if qtype.axis is not None:
+        attrs["axis"] = qtype.axis
+    if qtype.block_size is not None:
+        attrs["block_size"] = qtype.block_size
+    return attrs
+
+
+def quantize_node(x: str, y: str, scale: str, zero_point: str | None, qtype: QType, name: str) -> NodeProto:
+    inputs = [x, scale] + ([zero_point] if zero_point else [])
+    attrs = _attributes(qtype)
+    if zero_point is None:
+        attrs["output_dtype"] = qtype.storage_type.data_type
+    return helper.make_node("QuantizeLinear", inputs, [y], name=name, **attrs)
+
+
+def dequantize_node(x: str, y: str, scale: str, zero_point: str | None, qtype: QType, name: str) -> NodeProto:
+    inputs = [x, scale] + ([zero_point] if zero_point else [])
+    return helper.make_node("DequantizeLinear", inputs, [y], name=name, **_attributes(qtype))

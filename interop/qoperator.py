@@ -1,0 +1,166 @@
+"""The QOperator ops the lift understands, and the float op each one means.
+
+Every QLinear* operator is an unmodified float operator whose inputs are
+dequantized and whose output is quantized, with the parameters passed as
+extra inputs. This table says, per operator, which inputs form a
+(tensor, scale, zero point) triple, which input is an int32 bias (scale
+implied as the product of two input scales, zero point 0), which pair
+quantizes the output, and which float operator remains.
+
+Attributes are copied to the float operator unless listed in ``drop``;
+``refuse`` returns a reason when an attribute value has no float-operator
+equivalent (the node is then left as it was).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from onnx import NodeProto
+
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
+
+# rank -> axis of a per-axis scale (None: the operand takes a per-tensor scale only)
+AxisRule = Callable[[int | None, dict[str, object]], int | None] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    data: int
+    scale: int
+    zero_point: int
+    axis: AxisRule = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bias:
+    """An int32 bias input whose scale is operand[a].scale * operand[b].scale, zero point 0."""
+
+    data: int
+    factors: tuple[int, int]  # operand positions whose scales multiply
+    axis_from: int  # the operand whose per-axis scale makes the bias per-axis
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    float_op: str
+    operands: tuple[Operand, ...]
+    output: tuple[int, int] | None  # (scale, zero point) input positions of the output's parameters
+    bias: Bias | None = None
+    output_optional: bool = False  # without output parameters the op writes float (QGemm)
+    drop: frozenset[str] = frozenset()
+    refuse: Callable[[dict[str, object]], str | None] | None = None
+    variadic: bool = False  # QLinearConcat: (tensor, scale, zero point) triples after the output pair
+
+
+def _fixed(axis: int) -> AxisRule:
+    return lambda rank, attrs: axis
+
+
+def _from_end(offset: int) -> AxisRule:
+    return lambda rank, attrs: None if rank is None else rank - offset
+
+
+def _gemm_b_axis(rank: int | None, attrs: dict[str, object]) -> int | None:
+    return 0 if attrs.get("transB", 0) else 1  # per-column of B' = along N
+
+
+def _unary(float_op: str, **kwargs) -> Spec:
+    return Spec(float_op, (Operand(0, 1, 2),), (3, 4), **kwargs)
+
+
+def _binary(float_op: str) -> Spec:
+    return Spec(float_op, (Operand(0, 1, 2), Operand(3, 4, 5)), (6, 7))
+
+
+def _channels_last(attrs: dict[str, object]) -> str | None:
+    return "channels_last=1 has no standard float operator" if attrs.get("channels_last", 0) else None
+
+
+def _softmax(attrs: dict[str, object]) -> str | None:
+    opset, axis = attrs.get("opset", 13), attrs.get("axis", -1)
+    if isinstance(opset, int) and opset < 13 and axis != -1:
+        return f"Softmax-{opset} semantics (flatten at axis {axis}) differ from the model's Softmax"
+    return None
+
+
+def _qgemm(attrs: dict[str, object]) -> str | None:
+    alpha = attrs.get("alpha", 1.0)
+    return None if alpha == 1.0 else f"alpha={alpha} also scales the int32 bias in QGemm, unlike Gemm"
+
+
+STANDARD: dict[str, Spec] = {
+    "QLinearConv": Spec(
+        "Conv",
+        (Operand(0, 1, 2), Operand(3, 4, 5, _fixed(0))),
+        (6, 7),
+        bias=Bias(8, (0, 1), 1),
+    ),
+    "QLinearMatMul": Spec("MatMul", (Operand(0, 1, 2, _from_end(2)), Operand(3, 4, 5, _from_end(1))), (6, 7)),
+}
+
+MICROSOFT: dict[str, Spec] = {
+    "QLinearAdd": _binary("Add"),
+    "QLinearMul": _binary("Mul"),
+    "QLinearSigmoid": _unary("Sigmoid"),
+    "QLinearLeakyRelu": _unary("LeakyRelu"),
+    "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax),
+    "QLinearAveragePool": _unary("AveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last),
+    "QLinearGlobalAveragePool": _unary("GlobalAveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last),
+    "QLinearConcat": Spec("Concat", (), (0, 1), variadic=True),
+    "QGemm": Spec(
+        "Gemm",
+        (Operand(0, 1, 2), Operand(3, 4, 5, _gemm_b_axis)),
+        (7, 8),
+        bias=Bias(6, (0, 1), 1),
+        output_optional=True,
+        drop=frozenset({"alpha"}),
+        refuse=_qgemm,
+    ),
+}
+
+# QOperator-family ops the lift knows it does not type (dynamic quantization, fused contrib kernels).
+KNOWN_UNSUPPORTED = frozenset(
+    {
+        "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
+        "QAttention", "QEmbedLayerNormalization", "QLinearWhere", "QLinearReduceMean", "QOrderedMatMul",
+        "MatMulNBits", "QuickGelu", "DequantizeWithOrder", "QuantizeWithOrder", "QLinearAveragePoolNhwc",
+    }
+)
+
+
+def spec_for(node: NodeProto) -> Spec | None:
+    if node.domain in STANDARD_DOMAINS:
+        return STANDARD.get(node.op_type)
+    if node.domain == MS_DOMAIN:
+        return MICROSOFT.get(node.op_type)
+    return None
+
+
+def operands(spec: Spec, node: NodeProto) -> list[Operand]:
+    """The (tensor, scale, zero point) triples of one node, in float-operator input order."""
+    if not spec.variadic:
+        return list(spec.operands)
+    return [Operand(i, i + 1, i + 2) for i in range(2, len(node.input) - 2, 3)]
+
+
+def looks_quantized(node: NodeProto) -> bool:
+    """A node whose name says it belongs to the quantization family (worth a warning when left alone)."""
+    name = node.op_type
+    return (
+        name in KNOWN_UNSUPPORTED
+        or name.startswith(("QLinear", "Quant", "Dequant", "DynamicQuant"))
+        or (node.domain == MS_DOMAIN and name.startswith("Q"))
+        or name.endswith("Integer")
+    )
+
+
+def refusal(spec: Spec, node: NodeProto) -> str | None:
+    """Why a node of this spec cannot be lifted, or None."""
+    attrs = attributes(node)
+    if spec.refuse is not None and (reason := spec.refuse(attrs)):
+        return reason
+    if spec.variadic and (len(node.input) - 2) % 3:
+        return "inputs are not (tensor, scale, zero point) triples"
+    return None

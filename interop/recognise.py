@@ -1,0 +1,353 @@
+"""Find the quantization in a QDQ / QOperator graph and the type of every quantized tensor.
+
+Each QuantizeLinear, DequantizeLinear and QLinear* node is *evidence*: it
+writes or reads an integer tensor with given parameters. Operators that run
+unchanged on stored integers (``passthrough``) join their input and output
+into one class that must share a type. Then:
+
+- a class whose evidence disagrees is a malformed model (an error naming
+  both nodes): the same integers would mean two different things;
+- a class touched by a node the lift does not understand (a Cast on the
+  integers, an unknown contrib op, a subgraph) is *pinned*: it stays plain
+  integers, and so does every quantization node around it, recursively —
+  the lift never guesses what such a node means;
+- every other class gets its type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+from onnx import NodeProto
+
+from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, attributes
+from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
+from onnx_qtypes.interop.passthrough import links, typed_input_only
+from onnx_qtypes.interop.qoperator import Spec, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.proto.qtype import QType
+
+QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """Node ``node`` writes or reads integer tensor ``tensor`` as ``qtype``."""
+
+    tensor: str
+    qtype: QType
+    node: int
+    verb: str  # "writes" | "reads"
+    op_type: str
+    has_zero_point: bool = True
+
+
+@dataclasses.dataclass
+class QuantOp:
+    """One node that handles integer tensors as quantized values."""
+
+    node: int
+    kind: str  # "q" | "dq" | "qlinear" | "pass" | "use"
+    ports: dict[tuple[str, int], str]  # ("in"|"out", position) -> tensor name
+    evidence: list[Evidence] = dataclasses.field(default_factory=list)
+    spec: Spec | None = None
+
+
+@dataclasses.dataclass
+class Recognition:
+    ops: dict[int, QuantOp]  # lifted nodes only
+    types: dict[str, QType]  # every quantized tensor the lift types
+    evidence: dict[str, list[Evidence]]
+    warnings: list[str]
+    pinned: set[str]
+
+
+def is_quantize(node: NodeProto) -> bool:
+    return node.op_type == "QuantizeLinear" and node.domain in QDQ_DOMAINS
+
+
+def is_dequantize(node: NodeProto) -> bool:
+    return node.op_type == "DequantizeLinear" and node.domain in QDQ_DOMAINS
+
+
+def _input(node: NodeProto, position: int) -> str | None:
+    return node.input[position] if len(node.input) > position and node.input[position] else None
+
+
+def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
+    attrs = attributes(node)
+    if len(node.input) < 2 or not node.input[1]:
+        raise Unrecognized(f"{ix.label(i)}: no scale input")
+    if "precision" in attrs:
+        raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
+    axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))
+    zp = _input(node, 2)
+    if is_quantize(node):
+        data = node.output[0]
+        storage = int(attrs.get("output_dtype", 0)) or None
+        if zp and storage and ix.constant_dtype(zp) not in (None, storage):
+            raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type")
+        if not zp and storage is None:
+            storage = 2  # UINT8, QuantizeLinear's default output type
+        qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage)
+        return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", node.op_type, bool(zp))])
+    data = node.input[0]
+    qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data))
+    return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", node.op_type, bool(zp))])
+
+
+def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
+    """Bias scale = a * b computed in float32, as runtimes and onnxruntime's quantizer compute it."""
+    return [float(v) for v in (np.asarray(a, np.float32) * np.asarray(b, np.float32)).astype(np.float64)]
+
+
+def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
+    if reason := refusal(spec, node):
+        raise Unrecognized(f"{ix.label(i)}: {reason}")
+    attrs = attributes(node)
+    op = QuantOp(i, "qlinear", {}, spec=spec)
+    read: list[QType] = []
+    for operand in operands(spec, node):
+        data = _input(node, operand.data)
+        scale = _input(node, operand.scale)
+        if data is None or scale is None:
+            raise Unrecognized(f"{ix.label(i)}: input {operand.data} or its scale is missing")
+        shape = ix.shape(data)
+        axis = operand.axis(None if shape is None else len(shape), attrs) if operand.axis else None
+        if operand.axis and axis is None and (values := ix.constant(scale)) is not None and values.size > 1:
+            raise Unrecognized(f"{ix.label(i)}: per-axis scale on {data!r}, whose rank is unknown")
+        zp = _input(node, operand.zero_point)
+        storage = ix.elem_type(data) if not zp else None
+        qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage)
+        op.ports[("in", operand.data)] = data
+        op.evidence.append(Evidence(data, qtype, i, "reads", node.op_type, bool(zp)))
+        read.append(qtype)
+    if spec.bias is not None and (bias := _input(node, spec.bias.data)):
+        op.ports[("in", spec.bias.data)] = bias
+        op.evidence.append(Evidence(bias, _bias_type(ix, i, bias, spec, read), i, "reads", node.op_type))
+    out_scale = _input(node, spec.output[0]) if spec.output else None
+    if out_scale is not None:
+        out = node.output[0]
+        zp = _input(node, spec.output[1])
+        storage = None if zp else read[0].storage_type.data_type
+        qtype = read_parameters(ix, i, out, out_scale, zp, axis=None, storage=storage)
+        op.ports[("out", 0)] = out
+        op.evidence.append(Evidence(out, qtype, i, "writes", node.op_type, bool(zp)))
+    elif not spec.output_optional:
+        raise Unrecognized(f"{ix.label(i)}: output scale missing")
+    return op
+
+
+def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType]) -> QType:
+    assert spec.bias is not None
+    a, b = (read[k] for k in spec.bias.factors)
+    if ix.elem_type(bias) not in (None, 6):
+        raise Unrecognized(f"{ix.label(i)}: bias {bias!r} is not int32")
+    scales = _fp32_product(a.scale, b.scale) if len(a.scale) == 1 or len(a.scale) == len(b.scale) else None
+    if scales is None or a.axis is not None:
+        raise Unrecognized(f"{ix.label(i)}: bias scale of {bias!r} is not a per-channel product")
+    per_axis = read[spec.bias.axis_from].axis is not None and len(scales) > 1
+    shape = ix.shape(bias)
+    axis = (len(shape) - 1 if shape else 0) if per_axis else None
+    if not per_axis:
+        scales = scales[:1]
+    return QType("int32", scales, [0] * len(scales), axis=axis, expressed=a.expressed_type.data_type, validate=False)
+
+
+def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
+    """The quantization role of one node, None for an ordinary float op; Unrecognized when it cannot be typed."""
+    if is_quantize(node) or is_dequantize(node):
+        return _qdq(ix, i, node)
+    spec = spec_for(node)
+    if spec is not None:
+        return _qlinear(ix, i, node, spec)
+    linked = links(node)
+    if linked is not None:
+        ports = {}
+        from onnx_qtypes.interop.passthrough import PASS_THROUGH
+
+        ins, outs = PASS_THROUGH[node.op_type]
+        for j, name in enumerate(node.input):
+            if name and (ins is None or j in ins):
+                ports[("in", j)] = name
+        for k, name in enumerate(node.output):
+            if name and (outs is None or k in outs):
+                ports[("out", k)] = name
+        return QuantOp(i, "pass", ports)
+    if typed_input_only(node) and node.input:
+        return QuantOp(i, "use", {("in", 0): node.input[0]})
+    if looks_quantized(node):
+        raise Unrecognized(f"{ix.label(i)}: not a quantization pattern the lift knows")
+    return None
+
+
+class _Classes:
+    """Union-find over tensor names."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        parent = self.parent.setdefault(name, name)
+        if parent != name:
+            root = self.find(parent)
+            self.parent[name] = root
+            return root
+        return name
+
+    def union(self, names: list[str]) -> None:
+        if not names:
+            return
+        root = self.find(names[0])
+        for name in names[1:]:
+            other = self.find(name)
+            if other != root:
+                self.parent[other] = root
+
+
+def recognise(ix: GraphIndex) -> Recognition:
+    ops: dict[int, QuantOp] = {}
+    opaque: dict[int, str] = {}
+    for i, node in enumerate(ix.nodes):
+        try:
+            op = recognise_node(ix, i, node)
+        except Unrecognized as exc:
+            opaque[i] = str(exc)
+            continue
+        if op is not None:
+            ops[i] = op
+
+    classes = _Classes()
+    for op in ops.values():
+        if op.kind == "pass":
+            classes.union(list(op.ports.values()))
+    evidence: dict[str, list[Evidence]] = defaultdict(list)
+    for op in ops.values():
+        for ev in op.evidence:
+            evidence[classes.find(ev.tensor)].append(ev)
+    quantized = set(evidence)
+
+    # An op takes part when it touches a quantized class ("pass" / "use" ops are ordinary otherwise).
+    members: dict[str, set[str]] = defaultdict(set)
+    ops_of: dict[str, set[int]] = defaultdict(set)
+    active: dict[int, QuantOp] = {}
+    for i, op in ops.items():
+        roots = {classes.find(t) for t in op.ports.values()}
+        if roots & quantized:
+            active[i] = op
+            for t in op.ports.values():
+                members[classes.find(t)].add(t)
+                ops_of[classes.find(t)].add(i)
+
+    warnings: list[str] = []
+    pinned: set[str] = set()
+    queue: list[str] = []
+
+    def pin(root: str, why: str | None) -> None:
+        if root in pinned:
+            return
+        pinned.add(root)
+        queue.append(root)
+        if why:
+            warnings.append(why)
+
+    def uses(tensor: str) -> list[tuple[int, tuple[str, int]]]:
+        found = [(c, ("in", j)) for c, j in ix.consumers.get(tensor, ())]
+        if tensor in ix.producer:
+            p = ix.producer[tensor]
+            found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
+        return found
+
+    for root in quantized:
+        for t in members[root] | {ev.tensor for ev in evidence[root]}:
+            if t in ix.outer_refs:
+                pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were")
+            for node_index, port in uses(t):
+                op = active.get(node_index)
+                if op is None or op.ports.get(port) != t:
+                    reason = opaque.get(node_index)
+                    culprit = ix.label(node_index)
+                    pin(root, reason or f"{culprit} uses quantized tensor {t!r} as plain integers; "
+                        f"{t!r} and the quantization nodes around it are left as they were")
+        qtype = evidence[root][0].qtype
+        passes = [i for i in ops_of[root] if active[i].kind == "pass"]
+        if passes and qtype.axis is not None:
+            pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was")
+    for i, reason in opaque.items():
+        if not any(classes.find(n) in quantized for n in (*ix.nodes[i].input, *ix.nodes[i].output) if n):
+            warnings.append(f"{reason}; left as it was")
+
+    while queue:
+        root = queue.pop()
+        for i in ops_of[root]:
+            op = active.pop(i, None)
+            if op is not None and op.kind in ("qlinear", "pass"):
+                for t in op.ports.values():
+                    if classes.find(t) in quantized:
+                        pin(classes.find(t), None)
+
+    for root in quantized:
+        _check_agreement(ix, evidence[root])
+    types: dict[str, QType] = {}
+    for root in quantized - pinned:
+        for t in members[root] | {ev.tensor for ev in evidence[root]}:
+            types[t] = evidence[root][0].qtype
+    by_tensor: dict[str, list[Evidence]] = defaultdict(list)
+    for root in quantized:
+        for ev in evidence[root]:
+            by_tensor[ev.tensor].append(ev)
+    lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
+    return Recognition(lifted, types, dict(by_tensor), warnings, pinned)
+
+
+def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
+    """Raise when two nodes give one tensor (or one class) different parameters."""
+    first = evidence[0]
+    for ev in evidence[1:]:
+        if ev.qtype != first.qtype:
+            a, b = describe_difference(first.qtype, ev.qtype)
+            same = ev.tensor == first.tensor
+            raise MalformedQDQError(
+                f"{ix.label(ev.node)} {ev.verb} tensor {ev.tensor!r} with {b}, but {ix.label(first.node)} "
+                f"{first.verb} {'it' if same else repr(first.tensor)} with {a}; "
+                + (
+                    "a QuantizeLinear/DequantizeLinear pair must use the same parameters"
+                    if same
+                    else f"{first.tensor!r} and {ev.tensor!r} hold the same integers, so they need the same parameters"
+                )
+            )
+    writers = [ev for ev in evidence if ev.verb == "writes" and ev.op_type == "QuantizeLinear"]
+    for w in writers:
+        for ev in evidence:
+            if ev.tensor == w.tensor and ev.op_type == "DequantizeLinear" and ev.has_zero_point != w.has_zero_point:
+                missing, present = (ev, w) if not ev.has_zero_point else (w, ev)
+                raise MalformedQDQError(
+                    f"{ix.label(missing.node)} has no zero point for tensor {w.tensor!r}, but its partner "
+                    f"{ix.label(present.node)} has one; give both the same zero point input"
+                )
+
+
+def describe_difference(a: QType, b: QType) -> tuple[str, str]:
+    """The first field in which two types differ, described for each of them."""
+    fields = (
+        ("storage", lambda q: f"storage {q.storage}"),
+        ("expressed", lambda q: f"expressed type {q.expressed}"),
+        ("axis", lambda q: "per-tensor parameters" if q.axis is None else f"axis {q.axis}"),
+        ("block_size", lambda q: f"block_size {q.block_size}"),
+        ("scale", lambda q: f"scale {_short(q.scale)}"),
+        ("zero_point", lambda q: f"zero point {_short(q.zero_point)}"),
+        ("storage_min", lambda q: f"storage range [{q.storage_min}, {q.storage_max}]"),
+        ("storage_max", lambda q: f"storage range [{q.storage_min}, {q.storage_max}]"),
+        ("schema", lambda q: f"schema {q.schema.name.lower()}"),
+    )
+    for name, text in fields:
+        if getattr(a, name) != getattr(b, name):
+            return text(a), text(b)
+    return str(a), str(b)
+
+
+def _short(values: tuple) -> str:
+    shown = ", ".join(repr(v) for v in values[:4])
+    return shown if len(values) == 1 else f"[{shown}{', ...' if len(values) > 4 else ''}]"

@@ -1,0 +1,54 @@
+"""Lift an onnxruntime QDQ or QOperator model into typed form.
+
+QuantizeLinear / DequantizeLinear pairs and QLinear* operators become
+quantized types on the tensors between unmodified float operators; weights
+become typed initializers. Float graph inputs and outputs stay float, with
+QuantizeLinear / DequantizeLinear at the edges. Nodes the lift does not
+understand stay as they were, with a warning naming them. With
+--statistics, onnxruntime's calibration results (the JSON written by
+quantize_static(calibration_cache_path=...) or write_calibration_table) are
+recorded as the tensors' statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from onnx_qtypes.interop.lift import lift_model
+from onnx_qtypes.proto import save
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="IN", help="QDQ or QOperator .onnx model")
+    parser.add_argument("output", metavar="OUT", help="where to write the typed model")
+    parser.add_argument(
+        "--statistics", metavar="CALIBRATION.json", help="onnxruntime calibration results to record as statistics"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format (default text)")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = lift_model(args.input, statistics=args.statistics)
+    save(result.model, args.output)
+    if args.format == "json":
+        doc = {
+            "input": args.input,
+            "output": args.output,
+            "typed_tensors": result.typed_tensors,
+            "folded": {"QuantizeLinear": result.removed_quantize, "DequantizeLinear": result.removed_dequantize},
+            "qoperator_nodes": result.qoperator_nodes,
+            "statistics": result.statistics,
+            "notes": result.notes,
+            "warnings": result.warnings,
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for message in result.warnings:
+        print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
+    for message in result.notes:
+        print(f"note: {message}")
+    print(f"{args.output}: {result.summary()}")
+    return 0
