@@ -21,6 +21,8 @@ from onnx_qtypes.proto.errors import QTypesError
 COMMANDS = {
     "show": "print every quantized tensor with its parameters and statistics",
     "lift": "QDQ or QOperator ONNX model -> typed model",
+    "check": "check a model against the validity rules and a hardware profile",
+    "rule": "print a checker rule's documentation (or list every rule)",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

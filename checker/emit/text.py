@@ -1,0 +1,22 @@
+"""One line per finding, like a linter: ``MODEL:POINTER: SEVERITY RULE slug: message``."""
+
+from __future__ import annotations
+
+from onnx_qtypes.checker.emit import Report
+
+
+def render(report: Report) -> str:
+    lines = []
+    for d in report.diagnostics:
+        where = d.location.describe()
+        subject = f"{where}: " if where else ""
+        lines.append(f"{report.model}:{d.location.pointer}: {d.severity.value} {d.rule} {d.name}: {subject}{d.message}")
+    if report.diagnostics:
+        noun = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
+        lines.append(
+            f"{report.model}: {noun(report.errors, 'error')}, {noun(report.warnings, 'warning')} "
+            f"(profile {report.profile}; `onnx-qtypes rule QTnnn` explains a rule)"
+        )
+    else:
+        lines.append(f"{report.model}: no findings (profile {report.profile})")
+    return "\n".join(lines) + "\n"
