@@ -3,7 +3,10 @@
 ## What it checks
 Under a profile that lists storage types for a tensor's role (activation,
 weight, bias), the type's storage type is one of them, and its declared
-`[storage_min, storage_max]` lies inside the bounds the entry gives.
+`[storage_min, storage_max]` lies inside the bounds the entry gives — or,
+for an initializer or Constant, its stored values do (the data is what the
+target reads; a full-range declaration of weights that never use -128 is
+accepted).
 
 ## Why
 Targets support a few integer widths per role, and some reserve values:
@@ -12,12 +15,12 @@ symmetric. A model declaring the full int8 range for weights may hold -128,
 which such targets reject or misinterpret.
 
 ## Invalid example
-Under `tflite-int8`: a Conv weight `int8:float32:axis=0<...>` with the full
-range `[-128, 127]`; an activation stored as uint8.
+Under `tflite-int8`: a Conv weight holding -128; an activation stored as
+uint8; an activation type narrowed to nothing the entry allows.
 
 ## Valid example
-Under `tflite-int8`: the weight `int8<-127:127>:float32:axis=0<...>`; int8
-activations.
+Under `tflite-int8`: the weight `int8<-127:127>:float32:axis=0<...>`, or a
+full-range int8 weight whose values stay in [-127, 127]; int8 activations.
 
 ## Fix
 Requantize to a storage type and range the target accepts (for weights:
@@ -55,15 +58,29 @@ def check(ctx: Context) -> Iterator[Finding]:
                 f"{profile_label(ctx, role)} accepts storage {accepted}, found {qt.storage}",
             )
             continue
-        fits = [
-            a for a in entries
-            if (a.min is None or (qt.storage_min is not None and qt.storage_min >= a.min))
-            and (a.max is None or (qt.storage_max is not None and qt.storage_max <= a.max))
-        ]
-        if not fits:
-            field = "storage_min" if entries[0].min is not None and qt.storage_min < entries[0].min else "storage_max"
+        fits = [a for a in entries if _inside(a, qt.storage_min, qt.storage_max)]
+        if fits:
+            continue
+        data = ctx.constant_array(decl.scope, decl.name)
+        if data is not None and data.size and data.dtype.kind in "iu":
+            # A constant only needs its stored values inside the accepted range.
+            lo, hi = int(data.min()), int(data.max())
+            if any(_inside(a, lo, hi) for a in entries):
+                continue
             yield Finding(
-                decl_location(decl, "quantization", field),
-                f"{profile_label(ctx, role)} accepts storage {accepted}, but the type declares "
-                f"{qt.storage} [{qt.storage_min}, {qt.storage_max}]; narrow the declared storage range",
+                ctx.constants[(decl.scope, decl.name)].location(),
+                f"{profile_label(ctx, role)} accepts storage {accepted}, but the stored values span [{lo}, {hi}]",
             )
+            continue
+        field = "storage_min" if entries[0].min is not None and qt.storage_min < entries[0].min else "storage_max"
+        yield Finding(
+            decl_location(decl, "quantization", field),
+            f"{profile_label(ctx, role)} accepts storage {accepted}, but the type declares "
+            f"{qt.storage} [{qt.storage_min}, {qt.storage_max}]; narrow the declared storage range",
+        )
+
+
+def _inside(allowance, lo: int | None, hi: int | None) -> bool:  # noqa: ANN001
+    return (allowance.min is None or (lo is not None and lo >= allowance.min)) and (
+        allowance.max is None or (hi is not None and hi <= allowance.max)
+    )
