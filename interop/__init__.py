@@ -11,6 +11,7 @@
 
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.lift import LiftResult, LiftWarning, lift, lift_model
+from onnx_qtypes.interop.lower import LowerResult, lower, lower_model
 from onnx_qtypes.interop.ort_statistics import (
     load_calibration_cache,
     statistics_from_tensor_data,
@@ -21,11 +22,14 @@ __all__ = [
     "LiftResult",
     "LiftWarning",
     "LowerError",
+    "LowerResult",
     "MalformedQDQError",
     "StatisticsImportError",
     "lift",
     "lift_model",
     "load_calibration_cache",
+    "lower",
+    "lower_model",
     "statistics_from_tensor_data",
     "statistics_from_tensors_data",
 ]

@@ -3,7 +3,7 @@
 The face of the package: it re-exports the public names of every wing.
 """
 
-from onnx_qtypes.interop import lift
+from onnx_qtypes.interop import lift, lower
 from onnx_qtypes.proto import (
     MalformedExtensionError,
     ModelLoadError,
@@ -40,6 +40,7 @@ __all__ = [
     "get_statistics",
     "lift",
     "load",
+    "lower",
     "quantized_tensors",
     "save",
     "set_qtype",

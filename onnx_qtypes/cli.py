@@ -21,6 +21,7 @@ from onnx_qtypes.proto.errors import QTypesError
 COMMANDS = {
     "show": "print every quantized tensor with its parameters and statistics",
     "lift": "QDQ or QOperator ONNX model -> typed model",
+    "lower": "typed model -> standard ONNX (QDQ, or QOperator where it applies)",
     "check": "check a model against the validity rules and a hardware profile",
     "rule": "print a checker rule's documentation (or list every rule)",
 }

@@ -1,0 +1,467 @@
+"""Lower a typed model to standard ONNX that any runtime runs.
+
+    plain = onnx_qtypes.lower(typed)                    # QDQ for every operator
+    plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul where they apply
+
+Every operator that reads a quantized tensor reads it through a
+DequantizeLinear (one per tensor, shared by all readers); every operator that
+writes one writes a float value that a QuantizeLinear turns into the stored
+integers. That is the definition of an unmodified operator on quantized
+types, so the lowered model computes what the typed model means. Quantized
+initializers keep their integers. Boundary QuantizeLinear / DequantizeLinear
+nodes stay as they are (their parameters must equal the type's).
+
+The result has no extension fields: what QDQ cannot carry (declared schema,
+a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
+(``metadata``), so ``lift(lower(m))`` gives ``m`` back. A narrowed storage
+range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
+so that ``lift`` removes it again). The model is written at IR 10 / opset 21
+(IR 13 / opset 25 when a tensor is stored as int2 / uint2), which
+onnxruntime 1.31 loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+
+from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, node_label
+from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
+from onnx_qtypes.interop.passthrough import links
+from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
+from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
+from onnx_qtypes.proto import iter_declarations, iter_graphs, load, static_shape
+from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
+from onnx_qtypes.proto.model import read_qtype, read_statistics
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
+
+FORMS = ("qdq", "qoperator")
+TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
+TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist from opset 25 (IR 13)
+RANGE_ROLE_KEY = metadata.PREFIX + "role"
+RANGE_ROLE = "storage_range"  # a Clip that lower added to saturate at a narrowed storage range
+QLINEAR_STORAGE = ("int8", "uint8")
+
+
+@dataclasses.dataclass
+class LowerResult:
+    model: ModelProto
+    notes: list[str] = dataclasses.field(default_factory=list)
+    qlinear_nodes: int = 0
+
+
+def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> ModelProto:
+    """Standard ONNX (no extension fields) computing what the typed ``model`` means."""
+    return lower_model(model, form).model
+
+
+def _source(model: ModelProto | str | os.PathLike | bytes) -> tuple[ModelProto, str]:
+    if isinstance(model, ModelProto):
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        return copy, ""
+    if isinstance(model, (str, os.PathLike)):
+        return load(model), os.fspath(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return load(bytes(model)), ""
+    raise LowerError(f"lower: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+
+
+def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> LowerResult:
+    """``lower`` with its report."""
+    if form not in FORMS:
+        raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
+    source, where = _source(model)
+    try:
+        return _Lowering(source, form).run()
+    except (LowerError, MalformedExtensionError, QTypeError) as exc:
+        if where:
+            raise LowerError(f"{where}: {exc}") from None
+        raise
+
+
+def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | None, ...]]]:
+    """Every quantized tensor of the main graph (validated) and every declared shape."""
+    types: dict[str, QType] = {}
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for decl in iter_declarations(model):
+        qtype = read_qtype(decl.value_info, decl.pointer)
+        in_main = decl.pointer.startswith("/graph/") and decl.pointer.count("/") == 3
+        if qtype is not None and not in_main:
+            raise LowerError(f"{decl.pointer}: quantized tensor {decl.name!r} inside a subgraph or function; "
+                             "lower handles the main graph only")
+        shape = static_shape(decl.value_info)
+        if in_main and shape is not None:
+            shapes.setdefault(decl.name, shape)
+        if qtype is None or decl.name in types:
+            continue
+        try:
+            QType(
+                qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
+                qtype.storage_min, qtype.storage_max, qtype.expressed,
+            )
+        except QTypeError as exc:
+            raise LowerError(f"tensor {decl.name!r} ({decl.pointer}): {exc}; run `onnx-qtypes check`") from None
+        if qtype.is_dynamic:
+            raise LowerError(
+                f"tensor {decl.name!r}: a dynamic type (no scale) has no QuantizeLinear/DequantizeLinear form"
+            )
+        types[decl.name] = qtype
+    for init in model.graph.initializer:
+        shapes.setdefault(init.name, tuple(init.dims))
+    return types, shapes
+
+
+class _Lowering:
+    def __init__(self, model: ModelProto, form: str) -> None:
+        self.model, self.form = model, form
+        self.graph = model.graph
+        self.types, shapes = _types(model)
+        self.ix = GraphIndex(self.graph, Inferred({}, shapes))
+        self.names = Names(self.ix.all_names())
+        self.node_names = Names({n.name for _, g in iter_graphs(model) for n in g.node if n.name})
+        self.nodes: list[NodeProto] = []
+        self.initializers: list[TensorProto] = []
+        self.float_decls: list[ValueInfoProto] = []
+        self.params: dict[str, tuple[str, str | None]] = {}
+        self.dequantized: dict[str, str] = {}
+        self.result = LowerResult(model)
+        for name in self.types:
+            if name in self.ix.outer_refs:
+                raise LowerError(f"tensor {name!r} is quantized and read inside a subgraph; lower handles the main graph only")
+        self.integer_ops = {i for i, node in enumerate(self.ix.nodes) if self._runs_on_integers(i, node)}
+        self.integer_name = {name: self._integer_name(name) for name in self.types}
+
+    # -- naming ---------------------------------------------------------------------------------
+    def _integer_name(self, name: str) -> str:
+        """The name of the stored integers of quantized tensor ``name`` in the lowered graph."""
+        p = self.ix.producer.get(name)
+        if p is None or name in self.ix.output_set or p in self.integer_ops or self._boundary(p):
+            return name
+        return self.names.fresh(f"{name}_QuantizeLinear_Output")  # the float value keeps the name
+
+    def _float_name(self, name: str) -> str:
+        return self.names.fresh(f"{name}_QuantizeLinear_Input") if name in self.ix.output_set else name
+
+    # -- parameters -------------------------------------------------------------------------------
+    def _parameters(self, name: str) -> tuple[str, str | None]:
+        if name not in self.params:
+            scale, zp = parameter_tensors(
+                self.types[name], self.ix.shape(name), name,
+                self.names.fresh(f"{name}_scale"), self.names.fresh(f"{name}_zero_point"),
+            )
+            self.initializers.append(scale)
+            if zp is not None:
+                self.initializers.append(zp)
+            self.params[name] = (scale.name, None if zp is None else zp.name)
+        return self.params[name]
+
+    def _dequantize(self, name: str) -> str:
+        if name not in self.dequantized:
+            qtype = self.types[name]
+            scale, zp = self._parameters(name)
+            y = self.names.fresh(f"{name}_DequantizeLinear_Output")
+            node_name = self.node_names.fresh(f"{name}_DequantizeLinear")
+            self.nodes.append(dequantize_node(self.integer_name[name], y, scale, zp, qtype, node_name))
+            self._declare_float(y, name)
+            self.dequantized[name] = y
+        return self.dequantized[name]
+
+    def _quantize(self, float_name: str, name: str, producer: int) -> None:
+        qtype = self.types[name]
+        if qtype.storage == "int32":
+            raise LowerError(
+                f"{node_label(self.ix.nodes[producer], producer)} computes int32 tensor {name!r}; QuantizeLinear "
+                "cannot write int32, so only int32 constants (biases) have a standard form"
+            )
+        scale, zp = self._parameters(name)
+        st = qtype.storage_type
+        if (qtype.storage_min, qtype.storage_max) != (st.min, st.max):
+            float_name = self._clip_to_range(float_name, name, qtype)
+        node_name = self.node_names.fresh(f"{name}_QuantizeLinear")
+        self.nodes.append(quantize_node(float_name, self.integer_name[name], scale, zp, qtype, node_name))
+
+    def _clip_to_range(self, float_name: str, name: str, qtype: QType) -> str:
+        """Clip to the real range of [storage_min, storage_max], so that QuantizeLinear saturates there."""
+        if qtype.axis is not None:
+            raise LowerError(
+                f"tensor {name!r}: a narrowed storage range on a computed {qtype.granularity} tensor has no standard form"
+            )
+        scale, zp = qtype.scale[0], qtype.zero_point[0]
+        dtype = qtype.expressed_type.np_dtype
+        bounds = []
+        for bound, which in ((qtype.storage_min, "min"), (qtype.storage_max, "max")):
+            tensor = numpy_helper.from_array(np.asarray(scale * (bound - zp), dtype=dtype), self.names.fresh(f"{name}_range_{which}"))
+            self.initializers.append(tensor)
+            bounds.append(tensor.name)
+        clipped = self.names.fresh(f"{name}_range_clipped")
+        clip = helper.make_node("Clip", [float_name, *bounds], [clipped], name=self.node_names.fresh(f"{name}_storage_range"))
+        entry = clip.metadata_props.add()
+        entry.key, entry.value = RANGE_ROLE_KEY, RANGE_ROLE
+        self.nodes.append(clip)
+        self._declare_float(clipped, name)
+        return clipped
+
+    # -- boundary nodes ---------------------------------------------------------------------------------
+    def _boundary(self, i: int) -> bool:
+        node = self.ix.nodes[i]
+        return (is_quantize(node) and node.output[0] in self.types) or (
+            is_dequantize(node) and node.input[0] in self.types
+        )
+
+    def _check_boundary(self, i: int, node: NodeProto) -> None:
+        tensor = node.output[0] if is_quantize(node) else node.input[0]
+        qtype = self.types[tensor]
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        try:
+            given = read_parameters(
+                self.ix, i, tensor, node.input[1], zp, axis=int(attrs.get("axis", 1)),
+                block_size=int(attrs.get("block_size", 0)),
+                storage=int(attrs.get("output_dtype", 0)) or qtype.storage_type.data_type,
+            )
+        except Unrecognized as exc:
+            raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
+        if not metadata.same_parameters(given, qtype):
+            raise LowerError(
+                f"{node_label(node, i)} applies {given} to {tensor!r}, whose type is {qtype}; "
+                "a boundary QuantizeLinear/DequantizeLinear must use the type's parameters"
+            )
+
+    # -- QOperator ------------------------------------------------------------------------------------------
+    def _runs_on_integers(self, i: int, node: NodeProto) -> bool:
+        if self.form != "qoperator" or node.domain not in STANDARD_DOMAINS:
+            return False
+        if node.op_type in ("Conv", "MatMul"):
+            return self._qlinear_reason(node) is None
+        linked = links(node)
+        if not linked or not all(n in self.types for n in linked):
+            return False
+        kinds = {self.types[n] for n in linked}
+        if len(kinds) != 1:
+            return False
+        qtype = kinds.pop()
+        st = qtype.storage_type
+        full = (qtype.storage_min, qtype.storage_max) == (st.min, st.max)
+        return qtype.axis is None and full and qtype.storage in QLINEAR_STORAGE  # what QOperator runtimes take
+
+    def _qlinear_reason(self, node: NodeProto) -> str | None:
+        """Why this Conv / MatMul cannot be a standard QLinearConv / QLinearMatMul (None: it can)."""
+        data = [n for n in node.input[:2]]
+        if len(data) < 2 or not node.output or not all(n in self.types for n in (*data, node.output[0])):
+            return "not quantized on every side"
+        x, w, y = (self.types[n] for n in (*data, node.output[0]))
+        for qtype in (x, w, y):
+            st = qtype.storage_type
+            if qtype.storage not in QLINEAR_STORAGE or (qtype.storage_min, qtype.storage_max) != (st.min, st.max):
+                return "QLinear ops take int8 / uint8 over the full range"
+            if qtype.block_size is not None:
+                return "blocked parameters"
+        if x.axis is not None or y.axis is not None:
+            return "per-axis activations"
+        if node.op_type == "MatMul":
+            return "per-axis weights" if w.axis is not None else None
+        if x.expressed != "float32" or w.expressed != "float32" or y.expressed != "float32":
+            return "QLinearConv scales are float32"
+        if w.axis not in (None, 0):
+            return "per-axis weights on an axis other than 0"
+        if len(set(w.zero_point)) > 1:
+            return "per-channel weight zero points differ (onnxruntime's QLinearConv requires one value)"
+        if len(node.input) > 2 and node.input[2]:
+            bias = self.types.get(node.input[2])
+            expected = _bias_of(x, w)
+            if bias is None or not metadata.same_parameters(bias, expected):
+                return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
+        return None
+
+    def _emit_qlinear(self, i: int, node: NodeProto) -> None:
+        ins = []
+        for name in node.input[:2]:
+            ins += [self.integer_name[name], *self._parameters_with_zero(name)]
+        out = node.output[0]
+        ins += list(self._parameters_with_zero(out))
+        if node.op_type == "Conv" and len(node.input) > 2 and node.input[2]:
+            ins.append(self.integer_name[node.input[2]])
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        op = "QLinearConv" if node.op_type == "Conv" else "QLinearMatMul"
+        name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
+        self.nodes.append(helper.make_node(op, ins, [self.integer_name[out]], name=name, **attrs))
+        self.result.qlinear_nodes += 1
+
+    def _parameters_with_zero(self, name: str) -> tuple[str, str]:
+        scale, zp = self._parameters(name)
+        assert zp is not None  # int8 / uint8 always carry a zero point tensor
+        return scale, zp
+
+    # -- the walk ------------------------------------------------------------------------------------------------
+    def _declare_float(self, name: str, like: str) -> None:
+        qtype = self.types[like]
+        shape = self.ix.shape(like)
+        self.float_decls.append(
+            helper.make_tensor_value_info(name, qtype.expressed_type.data_type, None if shape is None else list(shape))
+        )
+
+    def _regular(self, i: int, node: NodeProto) -> None:
+        copy = NodeProto()
+        copy.CopyFrom(node)
+        for j, name in enumerate(copy.input):
+            if name in self.types:
+                copy.input[j] = self._dequantize(name)
+        produced = []
+        for k, name in enumerate(copy.output):
+            if name in self.types:
+                copy.output[k] = self._float_name(name)
+                self._declare_float(copy.output[k], name)
+                produced.append((copy.output[k], name))
+        self.nodes.append(copy)
+        for float_name, name in produced:
+            self._quantize(float_name, name, i)
+
+    def _walk(self) -> None:
+        for i, node in enumerate(self.ix.nodes):
+            if self._boundary(i):
+                self._check_boundary(i, node)
+                copy = NodeProto()
+                copy.CopyFrom(node)
+                if is_dequantize(copy):
+                    copy.input[0] = self.integer_name[copy.input[0]]
+                self.nodes.append(copy)
+            elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
+                self._emit_qlinear(i, node)
+            elif i in self.integer_ops:
+                copy = NodeProto()
+                copy.CopyFrom(node)
+                for j, name in enumerate(copy.input):
+                    if name in self.types:
+                        copy.input[j] = self.integer_name[name]
+                self.nodes.append(copy)
+            else:
+                self._regular(i, node)
+
+    def run(self) -> LowerResult:
+        self._walk()
+        graph = self.graph
+        kept_meta = self._declarations()
+        del graph.node[:]
+        graph.node.extend(self.nodes)
+        graph.initializer.extend(self.initializers)
+        self._set_versions(kept_meta)
+        if self.result.qlinear_nodes:
+            self.result.notes.append(f"{self.result.qlinear_nodes} QLinearConv / QLinearMatMul node(s)")
+        try:
+            onnx.checker.check_model(self.model)
+        except onnx.checker.ValidationError as exc:
+            raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
+        return self.result
+
+    # -- declarations --------------------------------------------------------------------------------------------
+    def _declarations(self) -> dict[str, dict[str, str]]:
+        """Plain declarations for every tensor; returns the metadata written (name -> entries)."""
+        graph = self.graph
+        meta: dict[str, dict[str, str]] = {}
+        interface = {vi.name for vi in (*graph.input, *graph.output)}
+        old = {vi.name: vi for vi in graph.value_info}
+        value_info: list[ValueInfoProto] = []
+        for name, qtype in self.types.items():
+            integer = self.integer_name[name]
+            entries = _metadata_for(qtype)
+            if name in interface:
+                continue
+            vi = _plain(old.get(name) or helper.make_tensor_value_info(name, 0, None), qtype.storage_type.data_type)
+            vi.name = integer
+            value_info.append(vi)
+            if integer != name:
+                value_info.append(_plain(old.get(name) or helper.make_empty_tensor_value_info(name), qtype.expressed_type.data_type))
+            if entries:
+                meta[integer] = entries
+        for vi in (*graph.input, *graph.output):
+            qtype = self.types.get(vi.name)
+            if qtype is not None:
+                entries = _metadata_for(qtype)
+                if entries:
+                    meta[vi.name] = entries
+                vi.CopyFrom(_plain(vi, qtype.storage_type.data_type))
+        for vi in graph.value_info:
+            if vi.name not in self.types:
+                value_info.append(vi)
+        value_info.extend(self.float_decls)
+        del graph.value_info[:]
+        graph.value_info.extend(value_info)
+        for decl in _all_declarations(self.model):
+            stats = read_statistics(decl, decl.name)
+            if stats is not None and decl.name not in self.types:
+                meta.setdefault(decl.name, {})[metadata.STATISTICS_KEY] = metadata.encode_statistics(stats)
+            decl.CopyFrom(_plain(decl, decl.type.tensor_type.elem_type))
+        for vi in _all_declarations(self.model):
+            for key, value in meta.get(vi.name, {}).items():
+                metadata.write(vi, key, value)
+        return meta
+
+    def _set_versions(self, meta: dict[str, dict[str, str]]) -> None:
+        model = self.model
+        ir, opset = TARGET_2BIT if any(q.storage in ("int2", "uint2") for q in self.types.values()) else TARGET
+        current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
+        if current is not None and current != opset:
+            try:
+                converted = onnx.version_converter.convert_version(model, opset)
+            except Exception as exc:  # the converter raises bare RuntimeErrors
+                raise LowerError(f"cannot convert the model from opset {current} to opset {opset}: {exc}") from None
+            model.CopyFrom(converted)
+            for vi in _all_declarations(model):  # the converter drops ValueInfo metadata_props
+                for key, value in meta.get(vi.name, {}).items():
+                    metadata.write(vi, key, value)
+        if current is None:
+            model.opset_import.add(domain="", version=opset)
+        for entry in model.opset_import:
+            if entry.domain in STANDARD_DOMAINS:
+                entry.version = opset
+        if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
+            imports = [o for o in model.opset_import if o.domain != MS_DOMAIN]
+            del model.opset_import[:]
+            model.opset_import.extend(imports)
+        model.ir_version = ir
+
+
+def _bias_of(x: QType, w: QType) -> QType:
+    """The bias type QLinearConv implies: int32, scale x_scale * w_scale in float32, zero point 0."""
+    scales = (np.asarray(x.scale, np.float32) * np.asarray(w.scale, np.float32)).astype(np.float64).tolist()
+    return QType("int32", scales, [0] * len(scales), axis=0 if w.axis is not None else None, expressed="float32")
+
+
+def _metadata_for(qtype: QType) -> dict[str, str]:
+    entries = {}
+    st = STORAGE_TYPES[qtype.storage]
+    if qtype.schema.value != 0 or (qtype.storage_min, qtype.storage_max) != (st.min, st.max):
+        entries[metadata.QTYPE_KEY] = metadata.encode_qtype(qtype.with_statistics(None))
+    if qtype.statistics is not None:
+        entries[metadata.STATISTICS_KEY] = metadata.encode_statistics(qtype.statistics)
+    return entries
+
+
+def _plain(vi: ValueInfoProto, elem_type: int) -> ValueInfoProto:
+    """A copy of ``vi`` with a plain tensor type: ``elem_type``, the same shape, no extension fields."""
+    out = ValueInfoProto()
+    out.CopyFrom(vi)
+    if vi.type.WhichOneof("value") != "tensor_type":
+        return out
+    shape = vi.type.tensor_type.shape if vi.type.tensor_type.HasField("shape") else None
+    out.type.tensor_type.Clear()
+    out.type.tensor_type.elem_type = elem_type
+    if shape is not None:
+        out.type.tensor_type.shape.CopyFrom(shape)
+    return out
+
+
+def _all_declarations(model: ModelProto) -> Iterator[ValueInfoProto]:
+    for decl in iter_declarations(model):
+        yield decl.value_info
+
+
+__all__ = ["FORMS", "LowerResult", "lower", "lower_model"]

@@ -1,0 +1,33 @@
+"""Lower a typed model to standard ONNX that any runtime runs.
+
+--form qdq (default) writes QuantizeLinear / DequantizeLinear around every
+operator; --form qoperator writes the standard QLinearConv / QLinearMatMul
+where they apply and runs data-movement operators (Reshape, Transpose,
+MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere. The output has
+no extension fields (schema, narrowed ranges and statistics are kept in
+ValueInfo metadata_props, so `onnx-qtypes lift` restores the typed model)
+and is written at IR 10 / opset 21, which onnxruntime 1.31 loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from onnx_qtypes.interop.lower import FORMS, lower_model
+from onnx_qtypes.proto import save
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="IN", help="typed .onnx model")
+    parser.add_argument("output", metavar="OUT", help="where to write the standard ONNX model")
+    parser.add_argument("--form", choices=FORMS, default="qdq", help="QDQ everywhere, or QOperator where it applies")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = lower_model(args.input, args.form)
+    save(result.model, args.output)
+    for message in result.notes:
+        print(f"note: {message}")
+    print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, "
+          f"opset {next(o.version for o in result.model.opset_import if o.domain in ('', 'ai.onnx'))}")
+    return 0
