@@ -21,13 +21,15 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
+import numpy as np
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, infer
+from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
@@ -119,6 +121,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
         result.notes.append("the model is already typed; nothing to lift")
         return result
     graph = model.graph
+    declared = _metadata(graph)
+    range_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
     rec = recognise(ix)
     result.warnings.extend(rec.warnings)
@@ -128,9 +132,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
             result.notes.append("the model has no quantization; it lifts to itself")
         _attach_float_statistics(graph, stats, result)
         return result
-    declared = _metadata(graph)
     expanded = expand(ix, rec)
-    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers}
+    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | range_bounds
     _replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
@@ -214,6 +217,46 @@ def _metadata(graph: GraphProto) -> dict[str, dict[str, str]]:
         if entries:
             found.setdefault(vi.name, {}).update(entries)
     return found
+
+
+def _drop_range_clips(graph: GraphProto, declared: dict[str, dict[str, str]]) -> set[str]:
+    """Remove the Clips ``lower`` put before a QuantizeLinear to saturate at a narrowed storage range.
+
+    Only when the QuantizeLinear's metadata still declares that range and the
+    Clip's bounds are exactly its real bounds; the narrowed type then
+    saturates there itself. Returns the names of the bound tensors.
+    """
+    readers: dict[str, list[NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    constants = {t.name: t for t in graph.initializer}
+    dropped: list[NodeProto] = []
+    bounds: set[str] = set()
+    for node in graph.node:
+        role = {p.key: p.value for p in node.metadata_props}.get(RANGE_ROLE_KEY)
+        if node.op_type != "Clip" or role != RANGE_ROLE or len(node.input) != 3:
+            continue
+        after = readers.get(node.output[0], [])
+        if len(after) != 1 or not is_quantize(after[0]) or after[0].input[0] != node.output[0]:
+            continue
+        text = declared.get(after[0].output[0], {}).get(metadata.QTYPE_KEY)
+        try:
+            qtype = metadata.decode_qtype(text) if text else None
+        except metadata.MetadataError:
+            qtype = None
+        if qtype is None or qtype.axis is not None or any(n not in constants for n in node.input[1:]):
+            continue
+        expected = range_bounds(qtype)
+        found = [numpy_helper.to_array(constants[n]) for n in node.input[1:]]
+        if not all(e.dtype == f.dtype and np.array_equal(e, f) for e, f in zip(expected, found)):
+            continue
+        after[0].input[0] = node.input[0]
+        dropped.append(node)
+        bounds.update(node.input[1:])
+    if dropped:
+        _replace_nodes(graph, [n for n in graph.node if not any(n.name == d.name and n.output == d.output for d in dropped)])
+    return bounds
 
 
 def _restore_declared(

@@ -36,7 +36,7 @@ from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, I
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
-from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
+from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
 from onnx_qtypes.proto.model import read_qtype, read_statistics
@@ -194,11 +194,9 @@ class _Lowering:
             raise LowerError(
                 f"tensor {name!r}: a narrowed storage range on a computed {qtype.granularity} tensor has no standard form"
             )
-        scale, zp = qtype.scale[0], qtype.zero_point[0]
-        dtype = qtype.expressed_type.np_dtype
         bounds = []
-        for bound, which in ((qtype.storage_min, "min"), (qtype.storage_max, "max")):
-            tensor = numpy_helper.from_array(np.asarray(scale * (bound - zp), dtype=dtype), self.names.fresh(f"{name}_range_{which}"))
+        for value, which in zip(range_bounds(qtype), ("min", "max")):
+            tensor = numpy_helper.from_array(value, self.names.fresh(f"{name}_range_{which}"))
             self.initializers.append(tensor)
             bounds.append(tensor.name)
         clipped = self.names.fresh(f"{name}_range_clipped")
@@ -230,8 +228,9 @@ class _Lowering:
         except Unrecognized as exc:
             raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
         if not metadata.same_parameters(given, qtype):
+            found, declared = describe_difference(given, qtype)
             raise LowerError(
-                f"{node_label(node, i)} applies {given} to {tensor!r}, whose type is {qtype}; "
+                f"{node_label(node, i)} applies {found} to {tensor!r}, whose type has {declared}; "
                 "a boundary QuantizeLinear/DequantizeLinear must use the type's parameters"
             )
 
@@ -248,9 +247,8 @@ class _Lowering:
         if len(kinds) != 1:
             return False
         qtype = kinds.pop()
-        st = qtype.storage_type
-        full = (qtype.storage_min, qtype.storage_max) == (st.min, st.max)
-        return qtype.axis is None and full and qtype.storage in QLINEAR_STORAGE  # what QOperator runtimes take
+        # data movement keeps values inside a narrowed range, so only the storage type matters
+        return qtype.axis is None and qtype.storage in QLINEAR_STORAGE  # what QOperator runtimes take
 
     def _qlinear_reason(self, node: NodeProto) -> str | None:
         """Why this Conv / MatMul cannot be a standard QLinearConv / QLinearMatMul (None: it can)."""
@@ -259,11 +257,12 @@ class _Lowering:
             return "not quantized on every side"
         x, w, y = (self.types[n] for n in (*data, node.output[0]))
         for qtype in (x, w, y):
-            st = qtype.storage_type
-            if qtype.storage not in QLINEAR_STORAGE or (qtype.storage_min, qtype.storage_max) != (st.min, st.max):
-                return "QLinear ops take int8 / uint8 over the full range"
+            if qtype.storage not in QLINEAR_STORAGE:
+                return "QLinear ops take int8 / uint8"
             if qtype.block_size is not None:
                 return "blocked parameters"
+        if (y.storage_min, y.storage_max) != (y.storage_type.min, y.storage_type.max):
+            return "a narrowed output range (QLinear ops saturate at the full range)"
         if x.axis is not None or y.axis is not None:
             return "per-axis activations"
         if node.op_type == "MatMul":
@@ -427,6 +426,19 @@ class _Lowering:
             del model.opset_import[:]
             model.opset_import.extend(imports)
         model.ir_version = ir
+
+
+def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
+    """Real values of storage_min and storage_max of a per-tensor type, in the expressed type.
+
+    Clip to these, then QuantizeLinear, saturates exactly at the narrowed
+    range: bound / scale rounds back to bound - zero_point (the float error
+    is far below half a step for 16-bit and narrower storage).
+    """
+    dtype = qtype.expressed_type.np_dtype
+    scale, zp = qtype.scale[0], qtype.zero_point[0]
+    assert qtype.storage_min is not None and qtype.storage_max is not None
+    return (np.asarray(scale * (qtype.storage_min - zp), dtype=dtype), np.asarray(scale * (qtype.storage_max - zp), dtype=dtype))
 
 
 def _bias_of(x: QType, w: QType) -> QType:

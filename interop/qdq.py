@@ -24,7 +24,7 @@ def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor:
     if not np.array_equal(stored.astype(np.float64), scale):
         bad = int(np.flatnonzero(stored.astype(np.float64) != scale)[0])
         raise LowerError(
-            f"tensor {tensor!r}: scale {scale[bad]!r} is not exactly representable in {qtype.expressed} "
+            f"tensor {tensor!r}: scale {float(scale[bad])!r} is not exactly representable in {qtype.expressed} "
             f"(nearest {float(stored[bad])!r}); QuantizeLinear/DequantizeLinear store scales in the expressed type, "
             "so round the scale in the type first"
         )

@@ -16,6 +16,10 @@ Stable API (other test modules import it; keep it small):
   for a corpus (or float) model, drawn apart from the calibration samples.
 - ``calibration_cache(name) -> pathlib.Path``: onnxruntime's calibration
   cache (``TensorsData`` as JSON) that quantized the model.
+- ``calibration_samples(name) -> list[dict[str, np.ndarray]]``: the inputs
+  that calibration saw.
+- ``run_onnxruntime(model, feeds) -> dict[str, np.ndarray]``: one CPU run
+  (outputs by name), optimizations at onnxruntime's defaults.
 - ``float_models() -> dict[str, onnx.ModelProto]``: the float sources
   (``"cnn"``, ``"mlp"``, ``"attention"``).
 - ``MODELS``, ``SETTINGS``: the names that make up the keys.
@@ -284,7 +288,7 @@ def _build() -> dict[str, pathlib.Path]:
             name = f"{model_name}-{setting}"
             path, cache = folder / f"{name}.onnx", folder / f"{name}.calibration.json"
             if not (path.exists() and cache.exists()):
-                samples = _samples(onnx.load(float_path), _seed(model_name), CALIBRATION_SAMPLES)
+                samples = calibration_samples(model_name)
                 tmp = folder / f".{name}.tmp.onnx"
                 with _quiet():
                     quantize_static(float_path, tmp, _Reader(samples), calibration_cache_path=cache, **kwargs)
@@ -323,6 +327,23 @@ def float_models() -> dict[str, onnx.ModelProto]:
 def calibration_cache(name: str) -> pathlib.Path:
     """onnxruntime's calibration cache (TensorsData JSON) for corpus model ``name``."""
     return _build()[name].with_suffix(".calibration.json")
+
+
+def calibration_samples(name: str) -> list[dict[str, np.ndarray]]:
+    """The inputs onnxruntime calibrated corpus model ``name`` (or a float model) with."""
+    model_name = name.split("-", 1)[0]
+    return _samples(FLOAT_MODELS[model_name](), _seed(model_name), CALIBRATION_SAMPLES)
+
+
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run ``model`` once on onnxruntime's CPU provider; outputs keyed by name."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
 
 
 def corpus_feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
