@@ -40,14 +40,14 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import count_problem
+from onnx_qtypes.proto.qtype import QType, count_problem
 
 
-def shape_is_checkable(axis: int | None, shape: tuple | None) -> bool:
-    """A shape the count can be checked against (axis problems belong to QT108/QT109)."""
-    if shape is None:
+def shape_is_checkable(qt: QType, shape: tuple | None) -> bool:
+    """A shape the count can be checked against (axis and block problems belong to QT108-QT110)."""
+    if shape is None or (qt.block_size is not None and qt.block_size <= 0):
         return False
-    return axis is None or (len(shape) > 0 and 0 <= axis < len(shape))
+    return qt.axis is None or (len(shape) > 0 and 0 <= qt.axis < len(shape))
 
 
 @rule("QT107", "parameter-count-mismatch", "error")
@@ -68,5 +68,5 @@ def check(ctx: Context) -> Iterator[Finding]:
                                  "set axis for per-axis parameters")
             continue
         shape = decl.shape if decl.shape is not None else ctx.constant_dims(decl.scope, decl.name)
-        if shape_is_checkable(qt.axis, shape) and (problem := count_problem(qt, shape)):
+        if shape_is_checkable(qt, shape) and (problem := count_problem(qt, shape)):
             yield Finding(where, problem)

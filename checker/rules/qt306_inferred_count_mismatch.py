@@ -32,11 +32,11 @@ from onnx_qtypes.checker.context import MAIN, Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.rules.qt107_parameter_count_mismatch import shape_is_checkable
-from onnx_qtypes.proto.qtype import count_problem, parameter_shape
+from onnx_qtypes.proto.qtype import QType, count_problem, parameter_shape
 
 
-def _decided(qt, shape) -> bool:  # noqa: ANN001
-    if not shape_is_checkable(qt.axis, shape):
+def _decided(qt: QType, shape: tuple | None) -> bool:
+    if not shape_is_checkable(qt, shape):
         return False
     expected = parameter_shape(qt, shape)
     return expected is not None and all(d is not None for d in expected)
@@ -52,7 +52,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if _decided(qt, declared):
             continue  # QT107 checked it against the declared shape
         inferred = ctx.inferred.shapes.get(decl.name)
-        if inferred is None or not shape_is_checkable(qt.axis, inferred):
+        if inferred is None or not shape_is_checkable(qt, inferred):
             continue
         if problem := count_problem(qt, inferred):
             shown = ["?" if d is None else d for d in inferred]

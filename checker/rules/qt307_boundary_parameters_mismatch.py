@@ -102,7 +102,8 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
     if problem := _granularity(ref, qt, scale, rank):
         yield Finding(ref.location("input", 1) if "scale" in problem else ref.location(), problem)
         return
-    expected_shape = parameter_shape(qt, shape) if shape is not None and qt.block_size is not None else None
+    blocked = qt.block_size is not None and qt.block_size > 0
+    expected_shape = parameter_shape(qt, shape) if shape is not None and blocked else None
     if expected_shape is not None and None not in expected_shape and tuple(scale.shape) != expected_shape:
         yield Finding(ref.location("input", 1), f"blocked scale has shape {list(scale.shape)}, the type's "
                       f"parameter shape is {list(expected_shape)}")

@@ -36,7 +36,7 @@ from onnx_qtypes.checker.context import MAIN, Context
 from onnx_qtypes.checker.diagnostics import Finding, Location
 from onnx_qtypes.checker.registry import rule
 
-_NODE = re.compile(r"Node \(([^)]*)\)")
+_NODE = re.compile(r"Node \(([^)]*)\)|node\. Name: (\S+) OpType")
 
 
 @rule("QT310", "float-view-invalid", "error")
@@ -48,7 +48,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         location = Location("/graph")
         named = _NODE.search(text)
         if named:
-            ref = next((r for r in ctx.nodes if r.scope == MAIN and r.name == named.group(1)), None)
+            name = named.group(1) or named.group(2)
+            ref = next((r for r in ctx.nodes if r.scope == MAIN and r.name == name), None)
             if ref is not None:
                 location = ref.location()
         yield Finding(location, f"onnx.checker rejects the float view: {text}")

@@ -1,0 +1,684 @@
+"""Typed models for the checker's tests, and the table of rule cases.
+
+``Graph`` builds small typed models directly (declarations written through
+onnx_qtypes.proto, invalid ones as raw QuantizedType messages). ``CASES``
+lists, for every rule, models that must fire it at an exact location and
+near misses that must not fire it; tests/test_checker_rules.py runs them and
+tests/test_checker_contract.py fails when a registered rule has none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes.proto import QType, Schema, Statistics, TensorStatistics
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.model import read_view, write_view
+
+IR_VERSION, OPSET = 10, 21
+FLOAT = TensorProto.FLOAT
+F32 = float(np.float32(0.02))  # a float32 scale, as a Python float
+
+
+def qmsg(storage: int = TensorProto.INT8, scale: Sequence[float] = (0.5,), zero_point: Sequence[int] = (),
+         axis: int | None = None, block_size: int | None = None, schema: int | None = None,
+         storage_min: int | None = None, storage_max: int | None = None, expressed: int | None = None,
+         extra: bytes = b"") -> pb.QuantizedType:
+    """A raw QuantizedType message: any field values, valid or not (``extra``: appended wire bytes)."""
+    msg = pb.QuantizedType(storage_type=storage)
+    msg.scale.extend(scale)
+    msg.zero_point.extend(zero_point)
+    for field, value in (("axis", axis), ("block_size", block_size), ("schema", schema),
+                         ("storage_min", storage_min), ("storage_max", storage_max), ("expressed_type", expressed)):
+        if value is not None:
+            setattr(msg, field, value)
+    if extra:
+        msg.MergeFromString(extra)
+    return msg
+
+
+def stats(**fields: object) -> TensorStatistics:
+    """Whole-tensor statistics; ``per_axis`` / ``axis`` pass through."""
+    per_axis = fields.pop("per_axis", ())
+    axis = fields.pop("axis", None)
+    return TensorStatistics(tensor=Statistics(**fields) if fields else None, axis=axis, per_axis=per_axis)
+
+
+Q = QType | pb.QuantizedType
+
+
+def declare(vi: onnx.ValueInfoProto, q: Q | None = None, statistics: TensorStatistics | None = None,
+            elem_type: int = TensorProto.UNDEFINED) -> None:
+    """Write a quantized type (and statistics) into a declaration, byte for byte as given."""
+    view = read_view(vi.type.tensor_type)
+    if q is not None:
+        message = q.to_proto() if isinstance(q, QType) else q
+        view.quantization.CopyFrom(message)
+        view.elem_type = elem_type
+        if isinstance(q, QType) and q.statistics is not None and statistics is None:
+            statistics = q.statistics
+    if statistics is not None:
+        view.statistics.CopyFrom(statistics.to_proto())
+    write_view(vi.type.tensor_type, view)
+
+
+class Graph:
+    """A tiny typed-graph builder: declarations, initializers and nodes in order."""
+
+    def __init__(self, name: str = "g") -> None:
+        self.name = name
+        self.nodes: list[onnx.NodeProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self.value_info: list[onnx.ValueInfoProto] = []
+        self.inits: list[onnx.TensorProto] = []
+
+    @staticmethod
+    def _vi(name: str, elem_type: int, shape: Sequence[int] | None, q: Q | None, st: TensorStatistics | None,
+            marker: int = TensorProto.UNDEFINED) -> onnx.ValueInfoProto:
+        vi = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q is not None else elem_type,
+                                           None if shape is None else list(shape))
+        if q is not None or st is not None:
+            declare(vi, q, st, marker)
+        return vi
+
+    def input(self, name: str, shape: Sequence[int] | None, q: Q | None = None, elem_type: int = FLOAT,
+              statistics: TensorStatistics | None = None, marker: int = TensorProto.UNDEFINED) -> Graph:
+        self.inputs.append(self._vi(name, elem_type, shape, q, statistics, marker))
+        return self
+
+    def output(self, name: str, shape: Sequence[int] | None, q: Q | None = None, elem_type: int = FLOAT) -> Graph:
+        self.outputs.append(self._vi(name, elem_type, shape, q, None))
+        return self
+
+    def value(self, name: str, shape: Sequence[int] | None, q: Q | None = None, elem_type: int = FLOAT,
+              statistics: TensorStatistics | None = None) -> Graph:
+        self.value_info.append(self._vi(name, elem_type, shape, q, statistics))
+        return self
+
+    def init(self, name: str, array: np.ndarray, q: Q | None = None, declare_shape: bool = True) -> Graph:
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        if q is not None:
+            self.value(name, array.shape if declare_shape else None, q)
+        return self
+
+    def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str | None = None,
+             **attrs: object) -> Graph:
+        self.nodes.append(helper.make_node(op, list(inputs), list(outputs), name=name or outputs[0], **attrs))
+        return self
+
+    def quantize(self, x: str, y: str, q: QType, shape: Sequence[int]) -> Graph:
+        """y = QuantizeLinear(x) with y's parameters as initializers (y declared ``q``)."""
+        self._qdq_params(y, q)
+        attrs = {"axis": q.axis} if q.axis is not None else {}
+        if q.block_size:
+            attrs["block_size"] = q.block_size
+        self.node("QuantizeLinear", [x, f"{y}_scale", f"{y}_zero_point"], [y], name=f"quantize_{y}", **attrs)
+        return self.value(y, shape, q)
+
+    def dequantize(self, x: str, y: str, q: QType) -> Graph:
+        """y = DequantizeLinear(x) reading x's parameters (x already declared ``q``)."""
+        self._qdq_params(x, q)
+        attrs = {"axis": q.axis} if q.axis is not None else {}
+        return self.node("DequantizeLinear", [x, f"{x}_scale", f"{x}_zero_point"], [y], name=f"dequantize_{x}",
+                         **attrs)
+
+    def _qdq_params(self, name: str, q: QType) -> None:
+        if any(i.name == f"{name}_scale" for i in self.inits):
+            return
+        shape = () if q.axis is None else (len(q.scale),)
+        self.inits.append(numpy_helper.from_array(np.asarray(q.scale, np.float32).reshape(shape), f"{name}_scale"))
+        zp = np.asarray(q.zero_point, np.int64).astype(q.storage_type.np_dtype).reshape(shape)
+        self.inits.append(numpy_helper.from_array(zp, f"{name}_zero_point"))
+
+    def build(self, opset: int = OPSET, ir_version: int = IR_VERSION) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits,
+                                  value_info=self.value_info)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+
+
+# --- building blocks ----------------------------------------------------------------
+
+
+def one_tensor(q: Q, shape: Sequence[int] | None = (2, 3), statistics: TensorStatistics | None = None,
+               marker: int = TensorProto.UNDEFINED) -> onnx.ModelProto:
+    """Graph input ``q`` of the given type, read by Identity into a float output ``y``."""
+    out_shape = None if shape is None else list(shape)
+    expressed = q.expressed_type.data_type if isinstance(q, QType) else q.expressed_type
+    out_type = expressed if expressed in (TensorProto.FLOAT16, TensorProto.BFLOAT16) else FLOAT
+    return (Graph().input("q", shape, q, statistics=statistics, marker=marker)
+            .node("Identity", ["q"], ["y"], name="identity").output("y", out_shape, elem_type=out_type).build())
+
+
+def int8(scale: float | Sequence[float] = F32, zero_point: int | Sequence[int] = 0, **kw: object) -> QType:
+    return QType("int8", scale, zero_point, **kw)
+
+
+X_SCALE, W_SCALES = F32, [float(np.float32(s)) for s in (0.01, 0.02, 0.04, 0.005)]
+
+
+def conv_model(w_axis: int = 0, bias: Q | None | str = "default", w_q: QType | None = None,
+               x_q: QType | None = None, y_q: QType | None = None, k: int = 3, cin: int = 3,
+               w_data: np.ndarray | None = None) -> onnx.ModelProto:
+    """x -> Q -> x_q -> Conv(x_q, w, b) -> y_q -> DQ -> y, with per-channel int8 weights and int32 bias."""
+    cout = 4
+    rng = np.random.default_rng(7)
+    x_q = x_q or int8(X_SCALE, 0)
+    y_q = y_q or int8(0.05, -10)
+    w_shape = (cout, cin, k, k)
+    data = w_data if w_data is not None else rng.integers(-127, 128, size=w_shape).astype(np.int8)
+    if w_q is None:
+        scales = W_SCALES if w_axis == 0 else [W_SCALES[0]] * w_shape[w_axis]
+        w_q = int8(scales, [0] * len(scales), axis=w_axis, schema=Schema.SYMMETRIC)
+    if bias == "default":
+        bias = QType("int32", [float(np.float32(X_SCALE) * np.float32(s)) for s in W_SCALES], [0] * cout, axis=0)
+    g = Graph("conv").input("x", (1, cin, 8, 8))
+    g.quantize("x", "x_q", x_q, (1, cin, 8, 8))
+    g.init("w", data, w_q)
+    inputs = ["x_q", "w"]
+    if bias is not None:
+        b_storage = bias.storage_type.np_dtype if isinstance(bias, QType) else np.int32
+        g.init("b", rng.integers(-50, 50, size=(cout,)).astype(b_storage), bias)
+        inputs.append("b")
+    pad = (k - 1) // 2
+    g.node("Conv", inputs, ["y_q"], name="conv", pads=[pad] * 4)
+    g.value("y_q", (1, cout, 8, 8), y_q)
+    g.dequantize("y_q", "y", y_q).output("y", (1, cout, 8, 8))
+    return g.build()
+
+
+def mover(op: str, in_shape: Sequence[int], out_shape: Sequence[int], in_q: QType, out_q: QType,
+          extra_inputs: Sequence[tuple[str, np.ndarray]] = (), **attrs: object) -> onnx.ModelProto:
+    """x_q (graph input) -> op -> y_q (declared) -> DQ -> y."""
+    g = Graph(op.lower()).input("x_q", in_shape, in_q)
+    for name, array in extra_inputs:
+        g.init(name, array)
+    g.node(op, ["x_q", *(n for n, _ in extra_inputs)], ["y_q"], name=op.lower(), **attrs)
+    g.value("y_q", out_shape, out_q)
+    return g.dequantize("y_q", "y", out_q).output("y", out_shape).build()
+
+
+def concat_model(scales: Sequence[float], out_scale: float) -> onnx.ModelProto:
+    """Concat of quantized graph inputs a, b along axis 1, output declared quantized."""
+    g = Graph("concat")
+    names = []
+    for i, s in enumerate(scales):
+        g.input(f"in{i}", (1, 2), int8(s, 0))
+        names.append(f"in{i}")
+    out = int8(out_scale, 0)
+    g.node("Concat", names, ["cat"], name="concat", axis=1).value("cat", (1, 2 * len(scales)), out)
+    return g.dequantize("cat", "y", out).output("y", (1, 2 * len(scales))).build()
+
+
+def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127) -> onnx.ModelProto:
+    """x_q [1, K] (int8, given zero point) @ w [K, 2] int8 constant filled with ``accumulate_weight``."""
+    x_q = int8(F32, x_zero_point)
+    w_q = int8(F32, 0)
+    y_q = int8(0.5, 0)
+    g = Graph("matmul").input("x_q", (1, k), x_q)
+    g.init("w", np.full((k, 2), accumulate_weight, np.int8), w_q)
+    g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
+    return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
+
+
+def unary_model(op: str, out_q: QType, **attrs: object) -> onnx.ModelProto:
+    """x_q (graph input, int8) -> op -> y_q -> DQ -> y."""
+    x_q = int8(0.1, 0)
+    g = Graph(op.lower()).input("x_q", (1, 8), x_q)
+    g.node(op, ["x_q"], ["y_q"], name=op.lower(), **attrs).value("y_q", (1, 8), out_q)
+    return g.dequantize("y_q", "y", out_q).output("y", (1, 8)).build()
+
+
+def with_subgraph(inner: QType, outer: QType) -> onnx.ModelProto:
+    """An If whose then-branch declares the outer tensor ``q`` again (outer-scope reference)."""
+    then_out = helper.make_tensor_value_info("t", FLOAT, [2])
+    then_vi = helper.make_tensor_value_info("q", TensorProto.UNDEFINED, [2])
+    declare(then_vi, inner)
+    then_graph = helper.make_graph([helper.make_node("Identity", ["q"], ["t"], name="then_id")], "then", [],
+                                   [then_out], value_info=[then_vi])
+    else_graph = helper.make_graph([helper.make_node("Identity", ["q"], ["e"], name="else_id")], "else", [],
+                                   [helper.make_tensor_value_info("e", FLOAT, [2])])
+    g = Graph("if").input("q", (2,), outer).input("c", (), elem_type=TensorProto.BOOL)
+    g.node("If", ["c"], ["r"], name="branch", then_branch=then_graph, else_branch=else_graph)
+    return g.output("r", (2,)).build()
+
+
+# --- the case table -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A model that must fire ``rule`` at ``pointer`` (``fires``), or must not fire it (near miss)."""
+
+    rule: str
+    id: str
+    build: Callable[[], onnx.ModelProto]
+    fires: bool = True
+    pointer: str | None = None
+    tensor: str | None = None
+    node: str | None = None
+    profile: str | dict | None = None
+    clean: bool = True  # near misses: no error of any rule either
+    message: str | None = None  # a fragment the message must contain
+
+
+IN = "/graph/input/0/type/tensor_type"
+QF = f"{IN}/quantization"
+SF = f"{IN}/statistics/tensor"
+
+
+def _fire(rule: str, id: str, build: Callable, pointer: str, tensor: str | None = None, node: str | None = None,
+          profile: str | dict | None = None, message: str | None = None) -> Case:
+    return Case(rule, id, build, True, pointer, tensor, node, profile, message=message)
+
+
+def _miss(rule: str, id: str, build: Callable, profile: str | dict | None = None, clean: bool = True) -> Case:
+    return Case(rule, id, build, False, profile=profile, clean=clean)
+
+
+def _per_axis(scales: Sequence[float], **kw: object) -> pb.QuantizedType:
+    return qmsg(scale=scales, zero_point=[0] * len(scales), axis=kw.pop("axis", 1), **kw)  # type: ignore[arg-type]
+
+
+def _raw_tensor(name: str, dims: list[int], data_type: int, raw: bytes) -> onnx.TensorProto:
+    return helper.make_tensor(name, data_type, dims, raw, raw=True)
+
+
+def _bogus_attribute() -> onnx.ModelProto:
+    model = one_tensor(int8())
+    model.graph.node[0].attribute.append(helper.make_attribute("bogus", 1))
+    return model
+
+
+def _cast_of_quantized_constant(also_input: bool) -> onnx.ModelProto:
+    g = Graph("cast")
+    w = QType("int8", 0.5, 0)
+    if also_input:
+        g.input("w", (2,), w)
+    g.init("w", np.array([100, 100], np.int8), None if also_input else w)
+    return g.node("Cast", ["w"], ["y"], name="cast", to=FLOAT).output("y", (2,)).build()
+
+
+def _undeclared_output(declared: bool) -> onnx.ModelProto:
+    q = int8(0.1, 0)
+    g = Graph("relu").input("x_q", (1, 4), q).node("Relu", ["x_q"], ["r"], name="relu")
+    if declared:
+        g.value("r", (1, 4), q)
+    return g.dequantize("r", "y", q).output("y", (1, 4)).build() if declared else \
+        g.node("Identity", ["r"], ["y"], name="identity").output("y", (1, 4)).build()
+
+
+def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None, scale_input: bool = False,
+         axis_attr: int | None = None) -> onnx.ModelProto:
+    """x -> QuantizeLinear(x, s, z) -> x_q (declared type_q) -> DQ (type's params) -> y."""
+    type_q = type_q or int8(F32, 0)
+    g = Graph("qdq").input("x", (1, 4))
+    if scale_input:
+        g.input("s", ())
+    else:
+        g.init("s", np.array(node_scale, np.float32))
+    g.init("z", np.array(node_zp, np.int8))
+    attrs = {} if axis_attr is None else {"axis": axis_attr}
+    g.node("QuantizeLinear", ["x", "s", "z"], ["x_q"], name="quantize", **attrs).value("x_q", (1, 4), type_q)
+    return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
+
+
+def _type_constraint(w_declared: bool) -> onnx.ModelProto:
+    g = Graph("tc").input("x", (1, 3, 4, 4))
+    g.quantize("x", "x_q", int8(F32, 0), (1, 3, 4, 4))
+    g.init("w", np.ones((2, 3, 1, 1), np.int8), int8(0.01, 0) if w_declared else None)
+    g.node("Conv", ["x_q", "w"], ["y"], name="conv")
+    return g.output("y", (1, 2, 4, 4)).build()
+
+
+def _mixed_expressed(b_expressed: str) -> onnx.ModelProto:
+    a = QType("int8", 0.0625, 0, expressed="float16")
+    b = QType("int8", 0.0625, 0, expressed=b_expressed)
+    g = Graph("add").input("a", (2,), a).input("b", (2,), b)
+    return g.node("Add", ["a", "b"], ["c"], name="add").output("c", (2,), elem_type=TensorProto.FLOAT16).build()
+
+
+def _inferred_count(scales: int) -> onnx.ModelProto:
+    """Conv output y_q declared without shape, per-axis on axis 1 with ``scales`` scales (4 channels)."""
+    y_q = int8([0.05] * scales, [0] * scales, axis=1)
+    model = conv_model(y_q=y_q)
+    for vi in model.graph.value_info:
+        if vi.name == "y_q":
+            vi.type.tensor_type.ClearField("shape")
+    for init in model.graph.initializer:  # the DQ reads y_q's parameters per-axis
+        if init.name == "y_q_scale":
+            init.CopyFrom(numpy_helper.from_array(np.full(scales, 0.05, np.float32), "y_q_scale"))
+        if init.name == "y_q_zero_point":
+            init.CopyFrom(numpy_helper.from_array(np.zeros(scales, np.int8), "y_q_zero_point"))
+    return model
+
+
+def _transpose(out_axis: int) -> onnx.ModelProto:
+    x = int8([0.1, 0.2], [0, 0], axis=0)
+    y = int8([0.1, 0.2], [0, 0], axis=out_axis)
+    return mover("Transpose", (2, 3), (3, 2), x, y, perm=[1, 0])
+
+
+def _slice(out_scales: Sequence[float]) -> onnx.ModelProto:
+    x = int8([0.1, 0.2, 0.3, 0.4], [0] * 4, axis=1)
+    y = int8(list(out_scales), [0] * len(out_scales), axis=1)
+    extra = [("starts", np.array([1], np.int64)), ("ends", np.array([3], np.int64)), ("axes", np.array([1], np.int64))]
+    return mover("Slice", (2, 4), (2, 2), x, y, extra_inputs=extra)
+
+
+def _reshape(out_shape: Sequence[int]) -> onnx.ModelProto:
+    x = int8([0.1, 0.2, 0.3, 0.4], [0] * 4, axis=1)
+    y = int8([0.1, 0.2, 0.3, 0.4], [0] * 4, axis=1)
+    return mover("Reshape", (1, 4, 2, 2), out_shape, x, y, extra_inputs=[("shape", np.array(out_shape, np.int64))])
+
+
+def _bias_conv(bias: QType) -> Callable[[], onnx.ModelProto]:
+    return lambda: conv_model(bias=bias)
+
+
+def _bias(scales: Sequence[float] | None = None, zero_point: int = 0, storage: str = "int32",
+          per_tensor: bool = False) -> QType:
+    scales = list(scales) if scales is not None else [float(np.float32(X_SCALE) * np.float32(s)) for s in W_SCALES]
+    if per_tensor:
+        return QType(storage, scales[0], zero_point)
+    return QType(storage, scales, [zero_point] * len(scales), axis=0)
+
+
+def _weight_data(low: int) -> Callable[[], onnx.ModelProto]:
+    data = np.random.default_rng(3).integers(low, 128, size=(4, 3, 3, 3)).astype(np.int8)
+    data[0, 0, 0, 0] = low
+    full_range = int8(W_SCALES, [0] * 4, axis=0, schema=Schema.SYMMETRIC)
+    return lambda: conv_model(w_data=data, w_q=full_range)
+
+
+USER_SCHEMA_PROFILE = {
+    "name": "symmetric-weights",
+    "description": "weights must declare the symmetric schema",
+    "sources": [],
+    "roles": {"weight": {"schemas": ["symmetric"]}},
+}
+USER_OPS_PROFILE = {
+    "name": "conv-only",
+    "description": "runs Conv, Relu and the boundary ops on quantized tensors",
+    "sources": [],
+    "supported_ops": ["Conv", "Relu", "QuantizeLinear", "DequantizeLinear"],
+}
+
+
+def _sigmoid() -> onnx.ModelProto:
+    return unary_model("Sigmoid", int8(1 / 256, -128))
+
+
+def cases() -> list[Case]:
+    """Every rule case: at least one that fires and one near miss per rule."""
+    h = [0.0, 1.0, 2.0, 3.0]
+    wf = "/graph/value_info/1/type/tensor_type/quantization"  # the weight's declaration in conv_model
+    return [
+        # QT101
+        _fire("QT101", "zero-scale", lambda: one_tensor(_per_axis([0.5, 0.0, 2.0])), f"{QF}/scale/1", "q"),
+        _fire("QT101", "nan-scale", lambda: one_tensor(qmsg(scale=[float("nan")])), f"{QF}/scale/0", "q"),
+        _fire("QT101", "negative-scale", lambda: one_tensor(qmsg(scale=[-0.02])), f"{QF}/scale/0", "q"),
+        _miss("QT101", "positive-scales", lambda: one_tensor(_per_axis([0.5, 0.001, 2.0]))),
+        # QT102
+        _fire("QT102", "float16-inexact", lambda: one_tensor(qmsg(scale=[0.1], expressed=TensorProto.FLOAT16)),
+              f"{QF}/scale/0", "q", message="nearest is 0.0999755859375"),
+        _fire("QT102", "float32-subnormal", lambda: one_tensor(qmsg(scale=[2.0**-140])), f"{QF}/scale/0", "q",
+              message="subnormal"),
+        _miss("QT102", "float16-exact", lambda: one_tensor(qmsg(scale=[0.0999755859375], expressed=TensorProto.FLOAT16))),
+        # QT103
+        _fire("QT103", "uint8-300", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [300])), f"{QF}/zero_point/0", "q"),
+        _fire("QT103", "narrowed-range", lambda: one_tensor(qmsg(scale=[0.1], zero_point=[-128], storage_min=-127)),
+              f"{QF}/zero_point/0", "q", message="[-127, 127]"),
+        _miss("QT103", "uint8-255", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [255]))),
+        # QT104
+        _fire("QT104", "int64", lambda: one_tensor(qmsg(TensorProto.INT64, [0.1])), f"{QF}/storage_type", "q"),
+        _fire("QT104", "absent", lambda: one_tensor(qmsg(0, [0.1])), f"{QF}/storage_type", "q"),
+        _miss("QT104", "int4", lambda: one_tensor(qmsg(TensorProto.INT4, [0.1], [7]))),
+        # QT105
+        _fire("QT105", "below-type", lambda: one_tensor(qmsg(scale=[0.1], storage_min=-129)), f"{QF}/storage_min", "q"),
+        _fire("QT105", "empty", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], storage_min=10, storage_max=10)),
+              f"{QF}/storage_min", "q"),
+        _miss("QT105", "narrow", lambda: one_tensor(qmsg(scale=[0.1], storage_min=-127, storage_max=127))),
+        # QT106
+        _fire("QT106", "int32-expressed", lambda: one_tensor(qmsg(scale=[1.0], expressed=TensorProto.INT32)),
+              f"{QF}/expressed_type", "q"),
+        _miss("QT106", "bfloat16", lambda: one_tensor(qmsg(scale=[0.0625], expressed=TensorProto.BFLOAT16))),
+        # QT107
+        _fire("QT107", "per-axis-short", lambda: one_tensor(_per_axis([0.1, 0.2])), f"{QF}/scale", "q",
+              message="needs 3 scales, found 2"),
+        _fire("QT107", "zero-point-count", lambda: one_tensor(qmsg(scale=[0.1, 0.2, 0.3], zero_point=[0, 0], axis=1)),
+              f"{QF}/zero_point", "q"),
+        _fire("QT107", "per-tensor-two", lambda: one_tensor(qmsg(scale=[0.1, 0.2], zero_point=[0, 0])), f"{QF}/scale",
+              "q"),
+        _fire("QT107", "blocked-floor-count", lambda: one_tensor(_per_axis([0.1] * 4, block_size=4), shape=(2, 10)),
+              f"{QF}/scale", "q", message="needs 6 scales"),
+        _miss("QT107", "per-axis-exact", lambda: one_tensor(_per_axis([0.1, 0.2, 0.3]))),
+        _miss("QT107", "blocked-ragged-last-block", lambda: one_tensor(_per_axis([0.1] * 6, block_size=4), shape=(2, 10))),
+        # QT108
+        _fire("QT108", "past-rank", lambda: one_tensor(_per_axis([0.1, 0.2, 0.3], axis=2)), f"{QF}/axis", "q"),
+        _fire("QT108", "negative", lambda: one_tensor(_per_axis([0.1, 0.2, 0.3], axis=-1)), f"{QF}/axis", "q"),
+        _miss("QT108", "last-axis", lambda: one_tensor(_per_axis([0.1, 0.2, 0.3], axis=1))),
+        # QT109
+        _fire("QT109", "scalar-per-axis", lambda: one_tensor(_per_axis([0.1], axis=0), shape=()), f"{QF}/axis", "q"),
+        _miss("QT109", "scalar-per-tensor", lambda: one_tensor(qmsg(scale=[0.1]), shape=())),
+        # QT110
+        _fire("QT110", "zero-block", lambda: one_tensor(_per_axis([0.1] * 3, block_size=0)), f"{QF}/block_size", "q"),
+        _fire("QT110", "no-axis", lambda: one_tensor(qmsg(scale=[0.1], block_size=2)), f"{QF}/block_size", "q"),
+        _miss("QT110", "block-2", lambda: one_tensor(_per_axis([0.1] * 4, block_size=2))),
+        # QT111
+        _fire("QT111", "symmetric-nonzero", lambda: one_tensor(qmsg(scale=[0.1, 0.1, 0.1], zero_point=[0, 3, 0], axis=1,
+                                                                    schema=pb.SYMMETRIC)), f"{QF}/zero_point/1", "q"),
+        _fire("QT111", "unsigned-127", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [127],
+                                                               schema=pb.SYMMETRIC_WITH_UNSIGNED)),
+              f"{QF}/zero_point/0", "q", message="[0, 128]"),
+        _miss("QT111", "unsigned-midpoint", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [128],
+                                                                    schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        # QT112
+        _fire("QT112", "pow2-0.3", lambda: one_tensor(qmsg(scale=[0.3], schema=pb.SYMMETRIC_POW2_SCALE)),
+              f"{QF}/scale/0", "q"),
+        _miss("QT112", "pow2-0.125", lambda: one_tensor(qmsg(scale=[0.125], schema=pb.SYMMETRIC_POW2_SCALE))),
+        # QT113
+        _fire("QT113", "dynamic-with-zero-point", lambda: one_tensor(qmsg(TensorProto.UINT8, [], [128])),
+              f"{QF}/zero_point", "q"),
+        _miss("QT113", "dynamic", lambda: one_tensor(qmsg(TensorProto.UINT8, []))),
+        # QT114
+        _fire("QT114", "int8-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.INT8), f"{IN}/elem_type",
+              "q"),
+        _miss("QT114", "undefined-marker", lambda: one_tensor(qmsg(scale=[0.1]))),
+        # QT115
+        _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
+              message="schema value 9"),
+        _fire("QT115", "field-12", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x01")), QF, "q",
+              message="field 12"),
+        _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),
+        # QT201
+        _fire("QT201", "inverted", lambda: one_tensor(int8(), statistics=stats(min=2.5, max=-2.4)), f"{SF}/min", "q"),
+        _fire("QT201", "nan-max", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=float("nan"))), f"{SF}/max",
+              "q"),
+        _miss("QT201", "equal", lambda: one_tensor(int8(), statistics=stats(min=0.5, max=0.5))),
+        # QT202
+        _fire("QT202", "mean-above", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=1.0, mean=1.5)),
+              f"{SF}/mean", "q"),
+        _miss("QT202", "mean-inside", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=1.0, mean=0.4))),
+        # QT203
+        _fire("QT203", "std-too-large", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=1.0, std=0.9)),
+              f"{SF}/std", "q", message="(max - min) / 2 = 0.5"),
+        _fire("QT203", "std-negative", lambda: one_tensor(int8(), statistics=stats(std=-0.1)), f"{SF}/std", "q"),
+        _miss("QT203", "std-at-bound", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=1.0, std=0.5))),
+        # QT204
+        _fire("QT204", "negative", lambda: one_tensor(int8(), statistics=stats(count=-5)), f"{SF}/count", "q"),
+        _miss("QT204", "zero", lambda: one_tensor(int8(), statistics=stats(count=0))),
+        # QT205
+        _fire("QT205", "repeated-edge", lambda: one_tensor(int8(), statistics=stats(
+            histogram_edges=(0.0, 1.0, 1.0, 2.0), histogram_counts=(3, 4, 5))), f"{SF}/histogram_edges/2", "q"),
+        _fire("QT205", "count-per-edge", lambda: one_tensor(int8(), statistics=stats(
+            histogram_edges=h, histogram_counts=(1, 2, 3, 4))), f"{SF}/histogram_counts", "q"),
+        _fire("QT205", "negative-count", lambda: one_tensor(int8(), statistics=stats(
+            histogram_edges=h, histogram_counts=(1, -2, 3))), f"{SF}/histogram_counts/1", "q"),
+        _miss("QT205", "well-formed", lambda: one_tensor(int8(), statistics=stats(
+            histogram_edges=h, histogram_counts=(1, 2, 3)))),
+        # QT206
+        _fire("QT206", "sum-short", lambda: one_tensor(int8(), statistics=stats(
+            count=7, histogram_edges=h, histogram_counts=(1, 2, 3))), f"{SF}/histogram_counts", "q"),
+        _miss("QT206", "sum-equal", lambda: one_tensor(int8(), statistics=stats(
+            count=6, histogram_edges=h, histogram_counts=(1, 2, 3)))),
+        # QT207
+        _fire("QT207", "two-of-three", lambda: one_tensor(int8(), statistics=stats(
+            axis=1, per_axis=(Statistics(min=0.0, max=1.0),) * 2)), f"{IN}/statistics/per_axis", "q"),
+        _fire("QT207", "no-axis", lambda: one_tensor(int8(), statistics=stats(
+            per_axis=(Statistics(min=0.0, max=1.0),) * 3)), f"{IN}/statistics/per_axis", "q"),
+        _miss("QT207", "three-of-three", lambda: one_tensor(int8(), statistics=stats(
+            axis=1, per_axis=(Statistics(min=0.0, max=1.0),) * 3))),
+        # QT208
+        _fire("QT208", "clips", lambda: one_tensor(int8(0.01, 0), statistics=stats(
+            min=-4.0, max=4.0, histogram_edges=(-4.0, -2.0, 0.0, 2.0, 4.0), histogram_counts=(10, 30, 30, 30))),
+              f"{IN}/statistics/tensor", "q", message="61.60% of 100"),
+        _fire("QT208", "per-axis-slice", lambda: one_tensor(int8([0.01, 0.02, 0.04], [0, 0, 0], axis=1), statistics=stats(
+            axis=1, per_axis=(Statistics(min=-1.0, max=1.0), Statistics(min=-3.0, max=1.0),
+                              Statistics(min=-1.0, max=1.0)))), f"{IN}/statistics/per_axis/1", "q"),
+        _miss("QT208", "half-step-rounds-in", lambda: one_tensor(int8(0.02, 0), statistics=stats(min=-2.565, max=2.549))),
+        # QT301
+        _fire("QT301", "value-info-differs", lambda: Graph().input("q", (2,), int8(0.5, 0)).value("q", (2,), int8(0.25, 0))
+              .node("Identity", ["q"], ["y"], name="identity").output("y", (2,)).build(), "/graph/value_info/0", "q"),
+        _fire("QT301", "plain-declaration", lambda: Graph().input("q", (2,), int8(0.5, 0))
+              .value("q", (2,), elem_type=TensorProto.INT8).node("Identity", ["q"], ["y"], name="identity")
+              .output("y", (2,)).build(), "/graph/value_info/0", "q"),
+        _fire("QT301", "subgraph-outer-reference", lambda: with_subgraph(int8(0.25, 0), int8(0.5, 0)),
+              "/graph/node/0/attribute/1/g/value_info/0", "q"),
+        _miss("QT301", "statistics-differ", lambda: Graph().input("q", (2,), int8(0.5, 0), statistics=stats(min=0.0))
+              .value("q", (2,), int8(0.5, 0), statistics=stats(min=-1.0)).node("Identity", ["q"], ["y"], name="identity")
+              .output("y", (2,)).build()),
+        _miss("QT301", "subgraph-same", lambda: with_subgraph(int8(0.5, 0), int8(0.5, 0))),
+        # QT302
+        _fire("QT302", "float-data", lambda: Graph().init("w", np.ones((2,), np.float32), int8(0.5, 0))
+              .node("Identity", ["w"], ["y"], name="identity").output("y", (2,)).build(), "/graph/initializer/0", "w"),
+        _miss("QT302", "int8-data", lambda: conv_model()),
+        # QT303
+        _fire("QT303", "minus-128-narrow", lambda: conv_model(w_data=np.full((4, 3, 3, 3), -128, np.int8),
+                                                              w_q=int8(W_SCALES, [0] * 4, axis=0, storage_min=-127)),
+              "/graph/initializer/2", "w", message="first is -128"),
+        _miss("QT303", "minus-127-narrow", lambda: conv_model(w_data=np.full((4, 3, 3, 3), -127, np.int8),
+                                                              w_q=int8(W_SCALES, [0] * 4, axis=0, storage_min=-127))),
+        # QT304
+        _fire("QT304", "transposed-declaration", lambda: Graph().init("w", np.ones((4, 3), np.int8), None)
+              .value("w", (3, 4), int8(0.5, 0)).node("Identity", ["w"], ["y"], name="identity").output("y", (4, 3))
+              .build(), "/graph/initializer/0", "w"),
+        _miss("QT304", "same-shape", lambda: conv_model()),
+        # QT305
+        _fire("QT305", "plain-int8-into-conv", lambda: _type_constraint(False), "/graph/node/1/input/1", "w", "conv",
+              message="accepts"),
+        _fire("QT305", "mixed-expressed", lambda: _mixed_expressed("float32"), "/graph/node/0/input/1", "b", "add",
+              message="already bound to float16"),
+        _miss("QT305", "declared-weight", lambda: _type_constraint(True)),
+        _miss("QT305", "same-expressed", lambda: _mixed_expressed("float16")),
+        # QT306
+        _fire("QT306", "three-of-four-channels", lambda: _inferred_count(3),
+              "/graph/value_info/3/type/tensor_type/quantization/scale", "y_q", message="[1, 4, 8, 8]"),
+        _miss("QT306", "four-channels", lambda: _inferred_count(4)),
+        # QT307
+        _fire("QT307", "scale-differs", lambda: _qdq(node_scale=0.05), "/graph/node/0/input/1", "s", "quantize"),
+        _fire("QT307", "zero-point-differs", lambda: _qdq(node_zp=3), "/graph/node/0/input/2", "z", "quantize"),
+        _fire("QT307", "per-axis-type-scalar-scale", lambda: _qdq(type_q=int8([F32] * 4, [0] * 4, axis=1)),
+              "/graph/node/0/input/1", "s", "quantize", message="scalar"),
+        _miss("QT307", "equal", lambda: _qdq()),
+        _miss("QT307", "conv-model", lambda: conv_model()),
+        # QT308
+        _fire("QT308", "scale-is-input", lambda: _qdq(scale_input=True), "/graph/node/0/input/1", "s", "quantize"),
+        _miss("QT308", "scale-is-initializer", lambda: _qdq()),
+        # QT309
+        _fire("QT309", "relu-undeclared", lambda: _undeclared_output(False), "/graph/node/0/output/0", "r", "relu"),
+        _miss("QT309", "relu-declared", lambda: _undeclared_output(True)),
+        # QT310
+        _fire("QT310", "bogus-attribute", _bogus_attribute, "/graph/node/0", node="identity", message="bogus"),
+        _miss("QT310", "plain", lambda: one_tensor(int8())),
+        # QT311
+        _fire("QT311", "cast-of-quantized-initializer", lambda: _cast_of_quantized_constant(False),
+              "/graph/node/0/input/0", "w", "cast"),
+        _miss("QT311", "declared-input-fails-closed", lambda: _cast_of_quantized_constant(True)),
+        # QT401
+        _fire("QT401", "reshape-new-scale", lambda: mover("Reshape", (1, 4, 2, 2), (1, 16), int8(F32, 0), int8(0.04, 0),
+                                                         extra_inputs=[("shape", np.array([1, 16], np.int64))]),
+              "/graph/node/0/output/0", "y_q", "reshape"),
+        _fire("QT401", "transpose-axis-stays", lambda: _transpose(0), "/graph/node/0/output/0", "y_q", "transpose",
+              message="axis=1"),
+        _fire("QT401", "reshape-merges-axis", lambda: _reshape((1, 16)), "/graph/node/0/output/0", "y_q", "reshape",
+              message="splits or merges axis 1"),
+        _fire("QT401", "slice-wrong-scales", lambda: _slice([0.1, 0.2]), "/graph/node/0/output/0", "y_q", "slice"),
+        _fire("QT401", "concat-scales", lambda: concat_model([0.1, 0.3], 0.3), "/graph/node/0/input/0", "in0",
+              "concat"),
+        _miss("QT401", "reshape-same", lambda: mover("Reshape", (1, 4, 2, 2), (1, 16), int8(F32, 0), int8(F32, 0),
+                                                     extra_inputs=[("shape", np.array([1, 16], np.int64))])),
+        _miss("QT401", "transpose-axis-moves", lambda: _transpose(1)),
+        _miss("QT401", "reshape-keeps-axis", lambda: _reshape((1, 4, 4))),
+        _miss("QT401", "slice-selected-scales", lambda: _slice([0.2, 0.3])),
+        _miss("QT401", "concat-shared", lambda: concat_model([0.3, 0.3], 0.3)),
+        # QT402
+        _fire("QT402", "conv-input-channels", lambda: conv_model(w_axis=1, bias=None), "/graph/node/1/input/1", "w",
+              "conv", message="axis 0"),
+        _miss("QT402", "conv-output-channels", lambda: conv_model()),
+        # QT403
+        _fire("QT403", "int8-bias", lambda: conv_model(bias=_bias(storage="int8", scales=[0.5] * 4)),
+              "/graph/node/1/input/2", "b", "conv"),
+        _miss("QT403", "int32-bias", lambda: conv_model()),
+        # QT404
+        _fire("QT404", "bias-zero-point-5", lambda: conv_model(bias=_bias(zero_point=5)), "/graph/node/1/input/2", "b",
+              "conv"),
+        _miss("QT404", "bias-zero-point-0", lambda: conv_model(bias=_bias())),
+        # QT405
+        _fire("QT405", "bias-scale-off", lambda: conv_model(bias=_bias(
+            [X_SCALE * W_SCALES[0], X_SCALE * W_SCALES[1] * 1.5, X_SCALE * W_SCALES[2], X_SCALE * W_SCALES[3]])),
+              "/graph/node/1/input/2", "b", "conv", message="scale[1]"),
+        _miss("QT405", "float32-product", lambda: conv_model(bias=_bias())),
+        _miss("QT405", "double-product", lambda: conv_model(bias=_bias([X_SCALE * s for s in W_SCALES]))),
+        # QT406
+        _fire("QT406", "per-tensor-bias", lambda: conv_model(bias=_bias(per_tensor=True)), "/graph/node/1/input/2", "b",
+              "conv"),
+        _miss("QT406", "per-axis-bias", lambda: conv_model(bias=_bias())),
+        # QT407
+        _fire("QT407", "k-70000", lambda: matmul_model(70000), "/graph/node/0", node="matmul",
+              message=f"= {70000 * 255 * 127}"),
+        _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
+              profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
+        _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        # QT501
+        _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
+              profile="tflite-int8"),
+        _fire("QT501", "weight-holds-minus-128", _weight_data(-128), "/graph/initializer/2", "w",
+              profile="tflite-int8", message="[-128, "),
+        _miss("QT501", "weight-full-range-unused", _weight_data(-127), profile="tflite-int8"),
+        _miss("QT501", "int8-activation", lambda: one_tensor(int8()), profile="tflite-int8"),
+        # QT502
+        _fire("QT502", "asymmetric-weight", lambda: conv_model(w_q=int8(W_SCALES, [0] * 4, axis=0)), f"{wf}/schema", "w",
+              profile=USER_SCHEMA_PROFILE),
+        _miss("QT502", "symmetric-weight", lambda: conv_model(), profile=USER_SCHEMA_PROFILE),
+        # QT503
+        _fire("QT503", "per-axis-activation", lambda: one_tensor(int8([0.1] * 3, [0] * 3, axis=1)), f"{QF}/axis", "q",
+              profile="tflite-int8"),
+        _fire("QT503", "dynamic-activation", lambda: one_tensor(QType("int8")), f"{QF}/scale", "q",
+              profile="tflite-int8"),
+        _miss("QT503", "per-channel-weights", lambda: conv_model(), profile="tflite-int8"),
+        # QT504
+        _fire("QT504", "activation-zero-point", lambda: one_tensor(int8(F32, -10)), f"{QF}/zero_point/0", "q",
+              profile="symmetric-int8"),
+        _miss("QT504", "activation-zero-point-0", lambda: one_tensor(int8(F32, 0)), profile="symmetric-int8"),
+        # QT505
+        _fire("QT505", "scale-0.02", lambda: one_tensor(int8(F32, 0)), f"{QF}/scale/0", "q", profile="pow2-int8"),
+        _miss("QT505", "scale-2^-6", lambda: one_tensor(int8(2.0**-6, 0)), profile="pow2-int8"),
+        # QT506
+        _fire("QT506", "concat-scales", lambda: concat_model([0.1, 0.3], 0.3), "/graph/node/0/input/0", "in0", "concat",
+              profile="tflite-int8"),
+        _miss("QT506", "concat-shared", lambda: concat_model([0.3, 0.3], 0.3), profile="tflite-int8"),
+        # QT507
+        _fire("QT507", "softmax-0.004", lambda: unary_model("Softmax", int8(0.004, -128)), "/graph/node/0/output/0", "y_q",
+              "softmax", profile="tflite-int8"),
+        _miss("QT507", "softmax-1/256", lambda: unary_model("Softmax", int8(1 / 256, -128)), profile="tflite-int8"),
+        # QT508
+        _fire("QT508", "sigmoid", _sigmoid, "/graph/node/0", node="sigmoid", profile=USER_OPS_PROFILE),
+        _miss("QT508", "sigmoid-listed", _sigmoid, profile={**USER_OPS_PROFILE, "supported_ops": [
+            *USER_OPS_PROFILE["supported_ops"], "Sigmoid"]}),
+    ]

@@ -1,0 +1,51 @@
+"""onnxruntime quantize_static output, lifted to typed form: valid under generic, flagged under tflite-int8."""
+
+from __future__ import annotations
+
+import pytest
+from corpus import corpus_models
+
+from onnx_qtypes import get_qtype
+from onnx_qtypes.checker import check_model, iter_diagnostics
+from onnx_qtypes.interop import lift
+
+LIFTED: dict = {}
+
+
+def _lifted(name: str):  # noqa: ANN202
+    if name not in LIFTED:
+        LIFTED[name] = lift(corpus_models()[name])
+    return LIFTED[name]
+
+
+@pytest.mark.parametrize("name", sorted(corpus_models()))
+def test_lifted_quantize_static_model_has_no_errors_under_generic(name):
+    warnings = check_model(_lifted(name), "generic")  # raises ValidationError on any error
+    assert all(not w.is_error for w in warnings)
+
+
+def test_concat_inputs_with_different_scales_are_reported_under_tflite_int8():
+    model = _lifted("attention-qdq_s8_perchannel")
+    concat_index, concat = next((i, n) for i, n in enumerate(model.graph.node) if n.op_type == "Concat")
+    # Independently of the checker: the tool wrote different scales on the Concat inputs.
+    input_scales = [get_qtype(model, name).scale for name in concat.input]
+    output_scale = get_qtype(model, concat.output[0]).scale
+    differing = [i for i, s in enumerate(input_scales) if s != output_scale]
+    assert differing, "the corpus model no longer has Concat inputs with different scales"
+
+    generic = [d for d in iter_diagnostics(model, "generic") if d.location.node == concat.name]
+    assert generic and all(not d.is_error for d in generic)  # valid: a requantizing Concat
+
+    tflite = [d for d in iter_diagnostics(model, "tflite-int8") if d.location.node == concat.name and d.is_error]
+    shared = {d.location.pointer for d in tflite if d.rule == "QT506"}
+    assert shared == {f"/graph/node/{concat_index}/input/{i}" for i in differing}
+    assert any(d.rule == "QT401" for d in tflite)  # raised from a warning by the profile
+
+
+def test_softmax_output_of_quantize_static_breaks_tflite_fixed_parameters():
+    model = _lifted("attention-qdq_s8_perchannel")
+    softmax = next(n for n in model.graph.node if n.op_type == "Softmax")
+    scale = get_qtype(model, softmax.output[0]).scale
+    assert scale != (1 / 256,)
+    found = [d for d in iter_diagnostics(model, "tflite-int8") if d.rule == "QT507"]
+    assert [d.location.node for d in found] == [softmax.name]
