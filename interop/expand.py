@@ -38,7 +38,10 @@ class Expanded:
 class _Expander:
     def __init__(self, ix: GraphIndex, rec: Recognition) -> None:
         self.ix, self.rec = ix, rec
-        self.names = Names(ix.all_names())
+        # stale declarations do not block a name: onnxruntime's QOperator models still declare the float
+        # tensors ("conv_out") whose integer twins ("conv_out_quantized") replaced them; reusing the name
+        # keeps its declared shape and lets calibration statistics keyed by it find the tensor
+        self.names = Names(ix.tensor_names())
         self.node_names = Names({n.name for n in ix.nodes if n.name})
         self.out = Expanded([], [], {}, set(), {})
         self.dequantized: dict[str, str] = {}

@@ -17,7 +17,9 @@ observed values:
   where onnxruntime stores the edges there), with count = sum of the bins;
   Distribution's ``avg`` / ``std`` become mean / std. A Percentile histogram
   of absolute values (symmetric calibration) describes |x|, not x, and is
-  left out.
+  left out. (onnxruntime 1.31's Percentile result actually keeps only the
+  first two bin counts, ``hist[:2]`` in ``compute_percentile``; that is not
+  a histogram and is left out too.)
 - Per-channel ranges (arrays with more than one value) become per-axis
   statistics along axis 1, the axis onnxruntime's per-channel calibration
   keeps.
