@@ -179,7 +179,9 @@ class Context:
             graphs.append((f"/functions/{f}", f"/functions/{f}", function, opsets))
         for pointer, scope, graph, opsets in graphs:
             for i, init in enumerate(getattr(graph, "initializer", ())):
-                self.constants[(scope, init.name)] = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
+                const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
+                _check_size(const)
+                self.constants[(scope, init.name)] = const
             for n, node in enumerate(graph.node):
                 ref = NodeRef(f"{pointer}/node/{n}", node, scope, opsets)
                 self.nodes.append(ref)
@@ -195,8 +197,9 @@ class Context:
     def _index_constant(self, ref: NodeRef) -> None:
         for a, attribute in enumerate(ref.node.attribute):
             if attribute.name == "value":
-                self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
-                    f"{ref.pointer}/attribute/{a}/t", ref.node.output[0], attribute.t, ref)
+                const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.node.output[0], attribute.t, ref)
+                _check_size(const)
+                self.constants[(ref.scope, ref.node.output[0])] = const
             elif attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
                 self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
                     f"{ref.pointer}/attribute/{a}", ref.node.output[0], None, ref, attribute)
@@ -380,22 +383,31 @@ def storage_range(qtype: QType) -> tuple[int, int] | None:
     return qtype.storage_min, qtype.storage_max
 
 
-def _tensor_to_array(const: ConstantRef) -> np.ndarray:
+def _check_size(const: ConstantRef) -> None:
+    """Refuse a tensor whose dims do not fit its raw data (hostile or truncated): an unreadable model."""
     tensor = const.tensor
-    assert tensor is not None
+    if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
+        return
     dims = list(tensor.dims)
     where = f"{const.pointer}: tensor {const.name!r}"
     if any(d < 0 for d in dims):
         raise ModelLoadError(f"{where}: dims {dims} contain a negative size")
-    count = math.prod(dims)
     if tensor.HasField("raw_data") and tensor.data_type in _BITS:
-        need = -(-count * _BITS[tensor.data_type] // 8)
+        need = -(-math.prod(dims) * _BITS[tensor.data_type] // 8)
         if len(tensor.raw_data) != need:
-            raise ModelLoadError(f"{where}: dims {dims} need {need} bytes of raw_data, found {len(tensor.raw_data)}")
+            raise ModelLoadError(
+                f"{where}: dims {dims} need {need} bytes of {TensorProto.DataType.Name(tensor.data_type)} raw_data, "
+                f"found {len(tensor.raw_data)}"
+            )
+
+
+def _tensor_to_array(const: ConstantRef) -> np.ndarray:
+    _check_size(const)
     try:
-        return numpy_helper.to_array(tensor)
+        return numpy_helper.to_array(const.tensor)
     except (ValueError, TypeError, MemoryError) as exc:
-        raise ModelLoadError(f"{where}: data does not match dims {dims} ({exc})") from None
+        dims = list(const.tensor.dims)
+        raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None
 
 
 _BITS = {

@@ -84,6 +84,8 @@ def _reshaped_axis(before: tuple, after: tuple, axis: int) -> int | None | str:
 
 
 def _select(qt: QType, index: list[int], axis: int) -> Expectation:
+    if any(not 0 <= i < len(qt.scale) for i in index) or len(qt.zero_point) != len(qt.scale):
+        return UNKNOWN
     scales = tuple(qt.scale[i] for i in index)
     zero_points = tuple(qt.zero_point[i] for i in index)
     return _same(qt, axis=axis, scale=scales, zero_point=zero_points)
@@ -115,6 +117,8 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
     axis = qt.axis
     if op == "Identity":
         return _same(qt)
+    if before is not None and axis >= len(before):
+        return UNKNOWN  # QT108
     if qt.block_size is not None:
         return _same(qt) if before is not None and before == after and None not in before else UNKNOWN
     if op == "Transpose":
@@ -140,14 +144,14 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         return UNKNOWN
     if before[axis] is not None and before[axis] == after[out_axis]:
         return _same(qt, axis=out_axis)
-    if before[axis] is None or after[out_axis] is None:
-        return UNKNOWN
+    if before[axis] is None or after[out_axis] is None or before[axis] != len(qt.scale):
+        return UNKNOWN  # selections index the parameters: only when they fit the data (QT107 reports otherwise)
     if op == "Slice":
         index = _slice_indices(ctx, ref, axis, before[axis])
         return UNKNOWN if index is None else _select(qt, index, axis)
     if op == "Split" and _norm(ref.attr("axis", 0), len(before)) == axis:
-        start = sum(ctx.shape(scope, n)[axis] or 0 for n in ref.node.output[:out_index] if ctx.shape(scope, n))
-        return _select(qt, list(range(start, start + after[axis])), axis)
+        start = sum((ctx.shape(scope, n) or (0,) * (axis + 1))[axis] or 0 for n in ref.node.output[:out_index])
+        return _select(qt, list(range(start, min(start + after[axis], len(qt.scale) + 1))), axis)
     return Expectation(
         impossible=f"{op} changes dimension {axis} from {before[axis]} to {after[out_axis]}, "
         f"so the {len(qt.scale)} per-axis parameters along it cannot follow"
@@ -168,10 +172,12 @@ def _gather(ctx: Context, ref: NodeRef, qt: QType, before: tuple) -> Expectation
     if qt.axis > gather_axis:
         return _same(qt, axis=qt.axis + len(indices_shape) - 1)
     indices = ctx.constant_array(ref.scope, ref.node.input[1])
-    if indices is None or indices.ndim > 1 or before[qt.axis] is None:
+    if indices is None or indices.ndim > 1 or before[qt.axis] != len(qt.scale):
         return UNKNOWN
     dim = before[qt.axis]
     picked = [int(i) + dim if i < 0 else int(i) for i in np.atleast_1d(indices)]
+    if any(not 0 <= i < dim for i in picked):
+        return UNKNOWN  # out-of-range indices are the op's own error
     if indices.ndim == 0:
         return _same(qt, axis=None, scale=(qt.scale[picked[0]],), zero_point=(qt.zero_point[picked[0]],))
     return _select(qt, picked, qt.axis)
@@ -190,8 +196,10 @@ def expect_concat(ctx: Context, ref: NodeRef, inputs: list[QType], out: QType) -
         if shape is None or shape[axis] is None:
             return UNKNOWN
         if qt.axis is None:
-            scales += [qt.scale[0]] * shape[axis] if qt.scale else []
-            zero_points += [qt.zero_point[0]] * shape[axis] if qt.zero_point else []
+            if not qt.scale or shape[axis] > len(out.scale):
+                return UNKNOWN
+            scales += [qt.scale[0]] * shape[axis]
+            zero_points += [qt.zero_point[0]] * shape[axis]
         elif qt.axis == axis:
             scales += qt.scale
             zero_points += qt.zero_point

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -43,7 +45,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         expressed = EXPRESSED_TYPES.get(decl.qtype.expressed)
         if expressed is None:
             continue  # QT106
-        problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, expressed))]
+        with np.errstate(over="ignore"):  # a scale beyond float16's range rounds to inf: that is the finding
+            problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, expressed))]
         if problems:
             index, message = summarize(problems, "scales")
             yield Finding(decl_location(decl, "quantization", "scale", index), message)

@@ -1,0 +1,32 @@
+"""proposal/rules.md is generated from the registry and must not drift; links point at real anchors."""
+
+from __future__ import annotations
+
+import re
+
+from builders import ROOT, load_script
+
+from onnx_qtypes.checker import all_rules
+
+
+def test_rules_md_matches_its_generator(tmp_path):
+    docs = load_script("checker/docs.py")
+    fresh = docs.main(tmp_path / "rules.md")
+    committed = ROOT / "proposal" / "rules.md"
+    assert committed.read_text() == fresh.read_text(), "proposal/rules.md is stale: run python checker/docs.py"
+
+
+def test_rules_md_links_resolve():
+    text = (ROOT / "proposal" / "rules.md").read_text()
+    validity = (ROOT / "proposal" / "spec" / "validity.md").read_text()
+    for anchor in set(re.findall(r"spec/validity\.md#(qt[0-9]{3})", text)):
+        assert f'<a id="{anchor}"></a>' in validity
+    for r in all_rules():
+        assert f"## {r.id} `{r.name}`" in text
+        assert (ROOT / "checker" / "rules" / f"{r.module.rsplit('.', 1)[1]}.py").is_file()
+
+
+def test_help_field_points_into_the_proposal():
+    for r in all_rules():
+        path, anchor = r.help.split("#")
+        assert (ROOT / path).is_file() and anchor == r.id.lower()
