@@ -28,12 +28,13 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, infer
+from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
-from onnx_qtypes.proto import iter_graphs, load, quantized_tensors, write_qtype
+from onnx_qtypes.interop.source import read_model
+from onnx_qtypes.proto import iter_graphs, quantized_tensors, write_qtype
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
@@ -84,18 +85,6 @@ def lift(model: ModelProto | str | os.PathLike | bytes, *, statistics: Statistic
     return result.model
 
 
-def _source(model: ModelProto | str | os.PathLike | bytes) -> tuple[ModelProto, str]:
-    if isinstance(model, ModelProto):
-        copy = ModelProto()
-        copy.CopyFrom(model)
-        return copy, ""
-    if isinstance(model, (str, os.PathLike)):
-        return load(model), os.fspath(model)
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return load(bytes(model)), ""
-    raise MalformedQDQError(f"lift: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
-
-
 def _statistics(source: StatisticsSource | None) -> dict[str, TensorStatistics]:
     if source is None:
         return {}
@@ -106,7 +95,7 @@ def _statistics(source: StatisticsSource | None) -> dict[str, TensorStatistics]:
 
 def lift_model(model: ModelProto | str | os.PathLike | bytes, *, statistics: StatisticsSource | None = None) -> LiftResult:
     """``lift`` with its report: notes, warnings and counts."""
-    source, where = _source(model)
+    source, where = read_model(model, "lift")
     try:
         return _lift(source, _statistics(statistics))
     except (MalformedQDQError, StatisticsImportError, LowerError) as exc:
@@ -167,9 +156,7 @@ def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
     graph.node.extend(copies)
 
 
-def _reuse(ix: GraphIndex):
-    from onnx_qtypes.interop.graph import Inferred
-
+def _reuse(ix: GraphIndex) -> Inferred:
     return Inferred(ix.elem_types, ix.shapes)
 
 
@@ -259,29 +246,37 @@ def _drop_range_clips(graph: GraphProto, declared: dict[str, dict[str, str]]) ->
     return bounds
 
 
+def _decoded(name: str, entries: dict[str, str], key: str, decode, result: LiftResult):
+    """The decoded metadata value under ``key``, or None (with a warning when it does not decode)."""
+    text = entries.get(key)
+    if text is None:
+        return None
+    try:
+        return decode(text)
+    except metadata.MetadataError as exc:
+        result.warnings.append(f"tensor {name!r}: metadata {key} does not decode ({exc}); ignored")
+        return None
+
+
 def _restore_declared(
     types: dict[str, QType], folded: Folded, declared: dict[str, dict[str, str]], result: LiftResult
 ) -> dict[str, QType]:
     """Take schema and storage range from ``lower``'s metadata when the QDQ parameters agree with it."""
     out = dict(types)
     for name, qtype in types.items():
-        for origin in [name, *folded.origins.get(name, [])]:
-            text = declared.get(origin, {}).get(metadata.QTYPE_KEY)
-            if text is None:
-                continue
-            try:
-                kept = metadata.decode_qtype(text)
-            except metadata.MetadataError as exc:
-                result.warnings.append(f"tensor {name!r}: metadata {metadata.QTYPE_KEY} does not decode ({exc}); ignored")
-                break
-            if metadata.same_parameters(kept, qtype):
-                out[name] = qtype.replace(schema=kept.schema, storage_min=kept.storage_min, storage_max=kept.storage_max)
-            else:
-                result.warnings.append(
-                    f"tensor {name!r}: metadata {metadata.QTYPE_KEY} says {kept} but its QuantizeLinear/"
-                    f"DequantizeLinear parameters say {qtype}; the nodes win, the metadata is ignored"
-                )
-            break
+        origin = next((o for o in [name, *folded.origins.get(name, [])] if metadata.QTYPE_KEY in declared.get(o, {})), None)
+        if origin is None:
+            continue
+        kept = _decoded(name, declared[origin], metadata.QTYPE_KEY, metadata.decode_qtype, result)
+        if kept is None:
+            continue
+        if metadata.same_parameters(kept, qtype):
+            out[name] = qtype.replace(schema=kept.schema, storage_min=kept.storage_min, storage_max=kept.storage_max)
+        else:
+            result.warnings.append(
+                f"tensor {name!r}: metadata {metadata.QTYPE_KEY} says {kept} but its QuantizeLinear/"
+                f"DequantizeLinear parameters say {qtype}; the nodes win, the metadata is ignored"
+            )
     return out
 
 
@@ -296,13 +291,8 @@ def _statistics_targets(
     """Tensor name in the lifted model -> statistics to record there."""
     targets: dict[str, TensorStatistics] = {}
     for name, entries in declared.items():  # statistics kept by lower
-        text = entries.get(metadata.STATISTICS_KEY)
-        if text is None:
-            continue
-        try:
-            decoded = metadata.decode_statistics(text)
-        except metadata.MetadataError as exc:
-            result.warnings.append(f"tensor {name!r}: metadata {metadata.STATISTICS_KEY} does not decode ({exc}); ignored")
+        decoded = _decoded(name, entries, metadata.STATISTICS_KEY, metadata.decode_statistics, result)
+        if decoded is None:
             continue
         target = folded.aliases.get(name, name)
         if target in types or target in final.tensor_names():

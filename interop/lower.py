@@ -37,7 +37,8 @@ from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
-from onnx_qtypes.proto import iter_declarations, iter_graphs, load, static_shape
+from onnx_qtypes.interop.source import read_model
+from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
 from onnx_qtypes.proto.model import read_qtype, read_statistics
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
@@ -62,23 +63,11 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> M
     return lower_model(model, form).model
 
 
-def _source(model: ModelProto | str | os.PathLike | bytes) -> tuple[ModelProto, str]:
-    if isinstance(model, ModelProto):
-        copy = ModelProto()
-        copy.CopyFrom(model)
-        return copy, ""
-    if isinstance(model, (str, os.PathLike)):
-        return load(model), os.fspath(model)
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return load(bytes(model)), ""
-    raise LowerError(f"lower: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
-
-
 def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> LowerResult:
     """``lower`` with its report."""
     if form not in FORMS:
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
-    source, where = _source(model)
+    source, where = read_model(model, "lower")
     try:
         return _Lowering(source, form).run()
     except (LowerError, MalformedExtensionError, QTypeError) as exc:

@@ -25,7 +25,7 @@ from onnx import NodeProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, attributes
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
-from onnx_qtypes.interop.passthrough import links, typed_input_only
+from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
 from onnx_qtypes.interop.qoperator import Spec, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
@@ -166,8 +166,6 @@ def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
     linked = links(node)
     if linked is not None:
         ports = {}
-        from onnx_qtypes.interop.passthrough import PASS_THROUGH
-
         ins, outs = PASS_THROUGH[node.op_type]
         for j, name in enumerate(node.input):
             if name and (ins is None or j in ins):
