@@ -259,6 +259,10 @@ class _TypedNode:
         return getattr(self._inner, name)
 
     def run(self, *args: Any, **kwargs: Any) -> tuple:
+        if self._node.op_type == "Loop" and len(args) > 1 and args[1] is None:
+            # onnx.reference runs no iteration when the optional `cond` input is absent; ONNX says
+            # the loop then runs M times (onnxruntime does), so supply the implied `true`.
+            args = (args[0], np.array(True), *args[2:])
         if not self._is_typed:
             return self._inner.run(*args, **kwargs)
         try:
