@@ -20,6 +20,7 @@ from onnx_qtypes.proto.errors import QTypesError
 # Subcommand name -> module in onnx_qtypes.commands with add_arguments(parser) and run(args) -> int.
 COMMANDS = {
     "show": "print every quantized tensor with its parameters and statistics",
+    "run": "run a typed model on .npz inputs (definitional or integer kernels)",
     "lift": "QDQ or QOperator ONNX model -> typed model",
     "lower": "typed model -> standard ONNX (QDQ, or QOperator where it applies)",
     "check": "check a model against the validity rules and a hardware profile",

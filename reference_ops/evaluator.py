@@ -254,6 +254,7 @@ class _TypedNode:
         self._is_typed = any(self._in) or any(self._out)
         self._kernel = session.kernel(node.op_type) if self._is_typed else None
         self._label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node -> {list(node.output)}"
+        self._key = node.name or f"{node.op_type}->{','.join(node.output)}"
 
     def __getattr__(self, name: str) -> Any:  # need_context, has_linked_attribute, op_type, ...
         return getattr(self._inner, name)
@@ -282,6 +283,8 @@ class _TypedNode:
         if op == "Constant":
             return self._pass_through(self._inner.run(*args, **kwargs))
         resolved = [self._resolve(value, qtype, name) for value, qtype, name in zip(args, self._in, self._node.input)]
+        if self._kernel is None and self._session.kernels == "integer":
+            self._session.kernel_log[self._key] = f"definitional: no integer kernel for {op}"
         if self._kernel is not None:
             outputs = self._integer(args, resolved, kwargs)
             if outputs is not None:
@@ -301,7 +304,7 @@ class _TypedNode:
     def _integer(self, args: list[Any], resolved: list[QType | None], kwargs: dict[str, Any]) -> tuple | None:
         from onnx_qtypes.reference_ops.ops import KernelContext, Unsupported  # noqa: PLC0415
 
-        key = self._node.name or f"{self._node.op_type}->{','.join(self._node.output)}"
+        key = self._key
         ctx = KernelContext(self._node, self._inner, args, resolved, self._out, kwargs)
         try:
             outputs = self._kernel.run(ctx)
