@@ -19,7 +19,7 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
@@ -68,7 +68,8 @@ class LiftResult:
         return ", ".join(parts)
 
 
-StatisticsSource = Mapping[str, TensorStatistics] | str | os.PathLike | Any
+# a mapping of tensor names to TensorStatistics, a calibration JSON path, or an onnxruntime TensorsData
+StatisticsSource = Union[Mapping[str, TensorStatistics], str, os.PathLike, Any]
 
 
 def lift(model: ModelProto | str | os.PathLike | bytes, *, statistics: StatisticsSource | None = None) -> ModelProto:

@@ -63,12 +63,15 @@ def read_parameters(
     where = f"{ix.label(node_index)}, tensor {data!r}"
     scales = ix.constant(scale)
     if scales is None:
-        raise Unrecognized(f"{where}: scale {scale!r} is computed at run time, so the tensor has no static type")
+        raise Unrecognized(
+            f"{where}: scale {scale!r} is not a constant (a graph input, or computed at run time), "
+            "so the tensor has no static type"
+        )
     zero_points = None
     if zero_point:
         zero_points = ix.constant(zero_point)
         if zero_points is None:
-            raise Unrecognized(f"{where}: zero point {zero_point!r} is computed at run time")
+            raise Unrecognized(f"{where}: zero point {zero_point!r} is not a constant (a graph input, or computed at run time)")
         storage = ix.constant_dtype(zero_point)
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
@@ -103,7 +106,7 @@ def read_parameters(
         return QType(storage, scale_values, zp_values, **kwargs, validate=False)
 
 
-def _normalized_axis(where: str, axis: int, rank: int | None, data: str = "") -> int:
+def _normalized_axis(where: str, axis: int, rank: int | None) -> int:
     if rank is None:
         if axis < 0:
             raise Unrecognized(f"{where}: axis {axis} is negative and the tensor's rank is unknown")

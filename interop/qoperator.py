@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Optional
 
 from onnx import NodeProto
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
 
-# rank -> axis of a per-axis scale (None: the operand takes a per-tensor scale only)
-AxisRule = Callable[[int | None, dict[str, object]], int | None] | None
+# (rank, attributes) -> axis of a per-axis scale; an operand without a rule takes a per-tensor scale only
+AxisRule = Optional[Callable[[Optional[int], dict], Optional[int]]]
 
 
 @dataclasses.dataclass(frozen=True)
