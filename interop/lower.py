@@ -132,7 +132,7 @@ class _Lowering:
     def _integer_name(self, name: str) -> str:
         """The name of the stored integers of quantized tensor ``name`` in the lowered graph."""
         p = self.ix.producer.get(name)
-        if p is None or name in self.ix.output_set or p in self.integer_ops or self._boundary(p):
+        if p is None or name in self.ix.output_set or p in self.integer_ops or self._boundary(p) or self._constant(p):
             return name
         return self.names.fresh(f"{name}_QuantizeLinear_Output")  # the float value keeps the name
 
@@ -202,6 +202,11 @@ class _Lowering:
         return (is_quantize(node) and node.output[0] in self.types) or (
             is_dequantize(node) and node.input[0] in self.types
         )
+
+    def _constant(self, i: int) -> bool:
+        """A Constant node's value holds storage integers, like an initializer."""
+        node = self.ix.nodes[i]
+        return node.op_type == "Constant" and node.domain in STANDARD_DOMAINS
 
     def _check_boundary(self, i: int, node: NodeProto) -> None:
         tensor = node.output[0] if is_quantize(node) else node.input[0]
@@ -321,6 +326,8 @@ class _Lowering:
                 if is_dequantize(copy):
                     copy.input[0] = self.integer_name[copy.input[0]]
                 self.nodes.append(copy)
+            elif self._constant(i):
+                self.nodes.append(node)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
                 self._emit_qlinear(i, node)
             elif i in self.integer_ops:

@@ -253,7 +253,7 @@ def recognise(ix: GraphIndex) -> Recognition:
 
     def uses(tensor: str) -> list[tuple[int, tuple[str, int]]]:
         found = [(c, ("in", j)) for c, j in ix.consumers.get(tensor, ())]
-        if tensor in ix.producer:
+        if tensor in ix.producer and not ix.is_constant(tensor):  # a Constant holds storage, like an initializer
             p = ix.producer[tensor]
             found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
         return found

@@ -64,7 +64,7 @@ def test_quantize_static_options(variant, tmp_path):
     assert np.array_equal(run_onnxruntime(lowered, feeds)["y"], run_onnxruntime(q, feeds)["y"])
 
 
-def test_parameters_in_constant_nodes():
+def test_parameters_and_weights_in_constant_nodes():
     """Exporters (torch.onnx) write scales and zero points as Constant nodes; they go away with their pairs."""
 
     def constant(name, value, dtype):
@@ -72,7 +72,7 @@ def test_parameters_in_constant_nodes():
 
     nodes = [
         constant("s", 0.125, np.float32), constant("z", 3, np.int8),
-        constant("ws", 0.25, np.float32), constant("wz", 0, np.int8),
+        constant("ws", 0.25, np.float32), constant("wz", 0, np.int8), constant("w", [1, -2, 3, -4], np.int8),
         helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
         helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_in"),
         helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], name="dq_w"),
@@ -83,14 +83,15 @@ def test_parameters_in_constant_nodes():
     graph = helper.make_graph(
         nodes, "exported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
-        [numpy_helper.from_array(np.asarray([1, -2, 3, -4], np.int8), "w")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
     typed = lift(model)
-    # the weight's parameters go; the edge pair still reads s and z
-    assert [n.op_type for n in typed.graph.node] == ["Constant", "Constant", "QuantizeLinear", "Add", "DequantizeLinear"]
-    assert [n.output[0] for n in typed.graph.node[:2]] == ["s", "z"]
+    # the weight's parameters go, the weight stays a typed Constant; the edge pair still reads s and z
+    assert [n.op_type for n in typed.graph.node] == ["Constant"] * 3 + ["QuantizeLinear", "Add", "DequantizeLinear"]
+    assert [n.output[0] for n in typed.graph.node[:3]] == ["s", "z", "w"]
     types = quantized_tensors(typed)
     assert types["w"].scale == (0.25,) and types["sum"].zero_point == (3,)
     feeds = {"x": np.asarray([0.5, -1.0, 2.0, 40.0], np.float32)}
-    assert np.array_equal(run_onnxruntime(lower(typed), feeds)["y"], run_onnxruntime(model, feeds)["y"])
+    lowered = lower(typed)
+    assert np.array_equal(run_onnxruntime(lowered, feeds)["y"], run_onnxruntime(model, feeds)["y"])
+    assert quantized_tensors(lift(lowered)) == types
