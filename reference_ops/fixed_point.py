@@ -98,7 +98,8 @@ def to_tosa(multiplier: int, shift: int) -> tuple[int, int]:
 
 
 def _max_abs(x: np.ndarray) -> int:
-    return int(np.max(np.abs(x))) if np.size(x) else 0
+    x = np.asarray(x)
+    return max(abs(int(x.min())), abs(int(x.max()))) if x.size else 0
 
 
 def _exact(values: np.ndarray) -> np.ndarray:
@@ -112,27 +113,30 @@ def rounding_shift_right(x: np.ndarray, shift: np.ndarray | int, rounding: str =
     ``rounding`` is "half_even", "half_up" or "half_away" (gemmlowp's
     RoundingDivideByPOT). Works on int64 or Python-int (object) arrays.
     """
+    if rounding not in ("half_even", "half_up", "half_away"):
+        raise ValueError(f"unknown rounding {rounding!r}; use half_even, half_up or half_away")
     x = np.asarray(x)
     if x.dtype != object:
-        x = x.astype(np.int64)
+        x = x.astype(np.int64, copy=False)
     shift = np.asarray(shift, dtype=np.int64)
+    if shift.size and shift.min() > 0:
+        return _round_right(x, shift if x.dtype != object else shift.astype(object), rounding)
     right = np.maximum(shift, 0)
     left = np.maximum(-shift, 0)
     if x.dtype == object:
         right, left = right.astype(object), left.astype(object)
-    floor = x >> right
-    remainder = x - (floor << right)
-    half = (np.ones_like(right) << np.maximum(right - 1, 0)) if x.dtype != object else _pow2(np.maximum(right - 1, 0))
-    if rounding == "half_even":
-        up = (remainder > half) | ((remainder == half) & ((floor & 1) == 1))
-    elif rounding == "half_up":
-        up = remainder >= half
-    elif rounding == "half_away":
-        up = (remainder > half) | ((remainder == half) & (x >= 0))
-    else:
-        raise ValueError(f"unknown rounding {rounding!r}; use half_even, half_up or half_away")
-    rounded = floor + np.where((right > 0) & up, 1, 0)
-    return np.where(left > 0, x << left, rounded)
+    rounded = _round_right(x, np.maximum(right, 1), rounding)
+    return np.where(left > 0, x << left, np.where(right > 0, rounded, x))
+
+
+def _round_right(x: np.ndarray, shift: np.ndarray, rounding: str) -> np.ndarray:
+    """Rounding right shift by ``shift >= 1``: floor((x + bias) / 2**shift) with a tie-dependent bias."""
+    half = _pow2(shift - 1) if x.dtype == object else np.left_shift(1, shift - 1)
+    if rounding == "half_up":
+        return (x + half) >> shift
+    if rounding == "half_even":  # ties go up only from an odd floor
+        return (x + (half - 1) + ((x >> shift) & 1)) >> shift
+    return (x + half - (x < 0)) >> shift  # half_away: ties go up for x >= 0, down below
 
 
 def _pow2(exponent: np.ndarray) -> np.ndarray:
@@ -194,7 +198,7 @@ def requantize(
         aligns = [common - s for _, _, s in arrays]  # >= 0: each term moves to the common shift
         bound = sum(_max_abs(x) * _max_abs(m) << _max_abs(a) for (x, m, _), a in zip(arrays, aligns))
         if bound < _INT64_SAFE and all(x.dtype != object for x, _, _ in arrays):
-            total = sum((x.astype(np.int64) * m) << a for (x, m, _), a in zip(arrays, aligns))
+            total = sum(_aligned(x.astype(np.int64, copy=False) * m, a) for (x, m, _), a in zip(arrays, aligns))
         else:  # beyond int64: Python integers, still exact
             total = sum(_exact(x) * _exact(m) * _pow2(a) for (x, m, _), a in zip(arrays, aligns))
         out = rounding_shift_right(np.asarray(total), common, rounding)
@@ -202,6 +206,10 @@ def requantize(
     if lo is not None or hi is not None:
         out = np.clip(out, lo, hi)
     return np.asarray(out).astype(np.int64)
+
+
+def _aligned(product: np.ndarray, align: np.ndarray) -> np.ndarray:
+    return product if not np.any(align) else product << align
 
 
 def rescale(

@@ -23,7 +23,15 @@ def _check(qtype: QType, rank: int, axis: int, what: str) -> None:
 
 
 def _result_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return np.matmul(np.zeros(a, np.int8), np.zeros(b, np.int8)).shape
+    """numpy.matmul's result shape (1-D operands gain, then lose, a dimension)."""
+    a2 = a if len(a) > 1 else (1, *a)
+    b2 = b if len(b) > 1 else (*b, 1)
+    shape = (*np.broadcast_shapes(a2[:-2], b2[:-2]), a2[-2], b2[-1])
+    if len(a) == 1:
+        shape = shape[:-2] + shape[-1:]
+    if len(b) == 1:
+        shape = shape[:-1]
+    return shape
 
 
 def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
