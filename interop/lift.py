@@ -112,18 +112,18 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
         return result
     graph = model.graph
     declared = _metadata(graph)
-    range_bounds = _drop_range_clips(graph, declared)
+    clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
     rec = recognise(ix)
     result.warnings.extend(rec.warnings)
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types:
-        if not rec.warnings:
+        if not result.warnings:
             result.notes.append("the model has no quantization; it lifts to itself")
         _attach_float_statistics(graph, stats, result)
         return result
     expanded = expand(ix, rec)
-    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | range_bounds
+    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds
     _replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
@@ -131,7 +131,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
     folded.aliases.update(expanded.synthetic)
     _replace_nodes(graph, folded.nodes)
 
-    final = _final_index(graph)
+    final = GraphIndex(graph)
     types = {name: qtype for name, qtype in folded.types.items() if name in final.tensor_names()}
     types = _restore_declared(types, folded, declared, result)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
@@ -159,10 +159,6 @@ def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
 
 def _reuse(ix: GraphIndex) -> Inferred:
     return Inferred(ix.elem_types, ix.shapes)
-
-
-def _final_index(graph: GraphProto) -> GraphIndex:
-    return GraphIndex(graph)
 
 
 def _subgraph_warnings(model: ModelProto) -> list[str]:
@@ -345,8 +341,8 @@ def _declare(
     """Typed declarations for quantized tensors, statistics, and no stale entries."""
     names = final.tensor_names()
     interface = {vi.name: vi for vi in (*graph.input, *graph.output)}
-    kept = [vi for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
-    old = {vi.name: vi for vi in graph.value_info}
+    kept = [_copy(vi) for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
+    docs = {vi.name: vi.doc_string for vi in graph.value_info if vi.doc_string}
     del graph.value_info[:]
     graph.value_info.extend(kept)
     for vi in _declarations(graph):
@@ -354,7 +350,7 @@ def _declare(
     order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
         vi = graph.value_info.add()
-        vi.CopyFrom(_typed_value_info(name, types[name], work, folded, old.get(name)))
+        vi.CopyFrom(_typed_value_info(name, types[name], work, folded, docs.get(name, "")))
     for name, vi in interface.items():
         if name in types:
             write_qtype(vi, types[name])
@@ -379,13 +375,17 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
     return None
 
 
-def _typed_value_info(name: str, qtype: QType, work: GraphIndex, folded: Folded, old: ValueInfoProto | None) -> ValueInfoProto:
+def _typed_value_info(name: str, qtype: QType, work: GraphIndex, folded: Folded, doc: str) -> ValueInfoProto:
     shape = _shape(name, work, folded)
-    vi = helper.make_tensor_value_info(name, qtype.storage_type.data_type, None if shape is None else list(shape))
-    if old is not None and old.doc_string:
-        vi.doc_string = old.doc_string
+    vi = helper.make_tensor_value_info(name, qtype.storage_type.data_type, None if shape is None else list(shape), doc)
     write_qtype(vi, qtype)
     return vi
+
+
+def _copy(vi: ValueInfoProto) -> ValueInfoProto:
+    out = ValueInfoProto()
+    out.CopyFrom(vi)
+    return out
 
 
 def _float_value_info(name: str, work: GraphIndex) -> ValueInfoProto:
@@ -416,24 +416,19 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
     graph = model.graph
     read = set(final.consumers) | final.outer_refs | final.output_set
     unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
-    if unused:
-        kept = [t for t in graph.initializer if t.name not in unused]
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
-        inputs = [vi for vi in graph.input if vi.name not in unused]
-        if len(inputs) != len(graph.input):
-            del graph.input[:]
-            graph.input.extend(inputs)
+    if unused:  # delete in place: the kept initializers may be large, so they are not copied
+        for field in (graph.initializer, graph.input):
+            for i in reversed([i for i, t in enumerate(field) if t.name in unused]):
+                del field[i]
+
     def dead(node: NodeProto) -> bool:
         return node.op_type == "Constant" and bool(node.output) and node.output[0] in parameters and node.output[0] not in read
 
     if any(dead(n) for n in graph.node):
         _replace_nodes(graph, [n for n in graph.node if not dead(n)])
     if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
-        imports = [o for o in model.opset_import if o.domain != MS_DOMAIN]
-        if len(imports) != len(model.opset_import):
-            del model.opset_import[:]
-            model.opset_import.extend(imports)
+        for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
+            del model.opset_import[i]
 
 
 __all__ = ["LiftResult", "LiftWarning", "lift", "lift_model"]

@@ -327,7 +327,9 @@ class _Lowering:
                     copy.input[0] = self.integer_name[copy.input[0]]
                 self.nodes.append(copy)
             elif self._constant(i):
-                self.nodes.append(node)
+                copy = NodeProto()
+                copy.CopyFrom(node)
+                self.nodes.append(copy)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
                 self._emit_qlinear(i, node)
             elif i in self.integer_ops:
@@ -385,7 +387,9 @@ class _Lowering:
                 vi.CopyFrom(_plain(vi, qtype.storage_type.data_type))
         for vi in graph.value_info:
             if vi.name not in self.types:
-                value_info.append(vi)
+                copy = ValueInfoProto()
+                copy.CopyFrom(vi)
+                value_info.append(copy)
         value_info.extend(self.float_decls)
         del graph.value_info[:]
         graph.value_info.extend(value_info)
@@ -418,9 +422,8 @@ class _Lowering:
             if entry.domain in STANDARD_DOMAINS:
                 entry.version = opset
         if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
-            imports = [o for o in model.opset_import if o.domain != MS_DOMAIN]
-            del model.opset_import[:]
-            model.opset_import.extend(imports)
+            for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
+                del model.opset_import[i]
         model.ir_version = ir
 
 

@@ -153,8 +153,12 @@ def test_statistics_on_float_tensors_survive():
                              method="minmax")
     from onnx_qtypes import set_statistics
 
+    typed.graph.node[-1].output[0] = "yd"  # y = Relu(yd): a float tensor inside the graph
+    typed.graph.node.append(helper.make_node("Relu", ["yd"], ["y"], name="relu"))
+    typed.graph.value_info.append(helper.make_tensor_value_info("yd", TensorProto.FLOAT, [2, 4]))
     set_statistics(typed, "x", stats)
     set_statistics(typed, "y", TensorStatistics(tensor=Statistics(min=0.0, max=1.0)))
+    set_statistics(typed, "yd", TensorStatistics(tensor=Statistics(min=-1.0, max=1.0), method="minmax"))
     lowered = assert_round_trip(typed, "qdq")
     x_decl = next(vi for vi in lowered.graph.input if vi.name == "x")
     assert x_decl.type.tensor_type.elem_type == TensorProto.FLOAT and len(x_decl.metadata_props) == 1
