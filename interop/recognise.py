@@ -59,9 +59,7 @@ class QuantOp:
 class Recognition:
     ops: dict[int, QuantOp]  # lifted nodes only
     types: dict[str, QType]  # every quantized tensor the lift types
-    evidence: dict[str, list[Evidence]]
     warnings: list[str]
-    pinned: set[str]
 
 
 def is_quantize(node: NodeProto) -> bool:
@@ -206,6 +204,7 @@ class _Classes:
 
 
 def recognise(ix: GraphIndex) -> Recognition:
+    """Every quantized tensor's type, the nodes to lift, and warnings for what stays; raises on malformed pairs."""
     ops: dict[int, QuantOp] = {}
     opaque: dict[int, str] = {}
     for i, node in enumerate(ix.nodes):
@@ -258,46 +257,42 @@ def recognise(ix: GraphIndex) -> Recognition:
             found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
         return found
 
-    for root in quantized:
-        for t in members[root] | {ev.tensor for ev in evidence[root]}:
+    warnings.extend(f"{reason}; left as it was" for reason in opaque.values())
+    roots = sorted(quantized, key=lambda r: min(ev.node for ev in evidence[r]))  # model order, for stable reports
+    for root in roots:
+        for t in sorted(members[root] | {ev.tensor for ev in evidence[root]}):
             if t in ix.outer_refs:
                 pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were")
             for node_index, port in uses(t):
                 op = active.get(node_index)
                 if op is None or op.ports.get(port) != t:
-                    reason = opaque.get(node_index)
-                    culprit = ix.label(node_index)
-                    pin(root, reason or f"{culprit} uses quantized tensor {t!r} as plain integers; "
-                        f"{t!r} and the quantization nodes around it are left as they were")
+                    culprit = None if node_index in opaque else (
+                        f"{ix.label(node_index)} uses quantized tensor {t!r} as plain integers; "
+                        f"{t!r} and the quantization nodes around it are left as they were"
+                    )
+                    pin(root, culprit)
         qtype = evidence[root][0].qtype
-        passes = [i for i in ops_of[root] if active[i].kind == "pass"]
+        passes = sorted(i for i in ops_of[root] if active[i].kind == "pass")
         if passes and qtype.axis is not None:
             pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was")
-    for i, reason in opaque.items():
-        if not any(classes.find(n) in quantized for n in (*ix.nodes[i].input, *ix.nodes[i].output) if n):
-            warnings.append(f"{reason}; left as it was")
 
     while queue:
         root = queue.pop()
-        for i in ops_of[root]:
+        for i in sorted(ops_of[root]):
             op = active.pop(i, None)
             if op is not None and op.kind in ("qlinear", "pass"):
                 for t in op.ports.values():
                     if classes.find(t) in quantized:
                         pin(classes.find(t), None)
 
-    for root in quantized:
+    for root in roots:
         _check_agreement(ix, evidence[root])
     types: dict[str, QType] = {}
-    for root in quantized - pinned:
+    for root in (r for r in roots if r not in pinned):
         for t in members[root] | {ev.tensor for ev in evidence[root]}:
             types[t] = evidence[root][0].qtype
-    by_tensor: dict[str, list[Evidence]] = defaultdict(list)
-    for root in quantized:
-        for ev in evidence[root]:
-            by_tensor[ev.tensor].append(ev)
     lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
-    return Recognition(lifted, types, dict(by_tensor), warnings, pinned)
+    return Recognition(lifted, types, warnings)
 
 
 def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
