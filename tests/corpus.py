@@ -289,7 +289,7 @@ def _build() -> dict[str, pathlib.Path]:
             path, cache = folder / f"{name}.onnx", folder / f"{name}.calibration.json"
             if not (path.exists() and cache.exists()):
                 samples = calibration_samples(model_name)
-                tmp = folder / f".{name}.tmp.onnx"
+                tmp = folder / f".{name}.{os.getpid()}.tmp.onnx"  # unique: sessions may share ONNX_QTYPES_CORPUS_DIR
                 with _quiet():
                     quantize_static(float_path, tmp, _Reader(samples), calibration_cache_path=cache, **kwargs)
                 os.replace(tmp, path)
