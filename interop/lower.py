@@ -311,7 +311,8 @@ class _Lowering:
         for k, name in enumerate(copy.output):
             if name in self.types:
                 copy.output[k] = self._float_name(name)
-                self._declare_float(copy.output[k], name)
+                if copy.output[k] != name:  # else the typed declaration becomes the float one
+                    self._declare_float(copy.output[k], name)
                 produced.append((copy.output[k], name))
         self.nodes.append(copy)
         for float_name, name in produced:

@@ -79,6 +79,8 @@ def assert_standard(model: onnx.ModelProto) -> None:
         assert not [f for f in UnknownFieldSet(view) if f.field_number in (QUANTIZATION_FIELD, STATISTICS_FIELD)]
         assert decl.value_info.type.tensor_type.elem_type != TensorProto.UNDEFINED, decl.name
     assert model.ir_version == 10 and [o.version for o in model.opset_import if o.domain == ""] == [21]
+    names = [vi.name for vi in model.graph.value_info]
+    assert len(names) == len(set(names)), "a tensor declared twice"
     onnx.checker.check_model(model, full_check=True)
 
 
