@@ -14,6 +14,8 @@ of fixed_point (half_even, used by the kernels; half_up = TFLite single
 rounding / TOSA; gemmlowp = TFLite's default double rounding), once with
 arbitrary scales and once with power-of-two scales, where ties are common.
 
+The random cases are derandomized (the same cases every run), so the numbers reproduce.
+
 Run: python benchmarks/bench_agreement.py [--examples 200] [--samples 1000000]
 """
 
@@ -57,7 +59,8 @@ class Tally:
 def measure(strategy, examples: int) -> Tally:
     tally = Tally()
 
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(strategy)
     def collect(case: Case) -> None:
         definitional, integer, log = compare(case.model, case.feeds)
