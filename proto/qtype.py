@@ -160,7 +160,7 @@ def storage_problem(value: object) -> str | None:
 
 def expressed_problem(value: object) -> str | None:
     """Why ``value`` is not an allowed expressed type, or None."""
-    known = value in EXPRESSED_TYPES if isinstance(value, str) else value in EXPRESSED_BY_DATA_TYPE
+    known = value in EXPRESSED_TYPES or value == "float" if isinstance(value, str) else value in EXPRESSED_BY_DATA_TYPE
     if known:
         return None
     allowed = ", ".join(EXPRESSED_TYPES)
@@ -434,8 +434,9 @@ class QType:
         *,
         validate: bool = True,
     ) -> None:
-        st = storage_type(storage) if validate or storage in STORAGE_TYPES or storage in STORAGE_BY_DATA_TYPE else None
-        ex = expressed_type(expressed) if validate else EXPRESSED_BY_DATA_TYPE.get(expressed, expressed)  # type: ignore[arg-type]
+        # Unvalidated construction keeps unknown storage / expressed types for reporting.
+        st = storage_type(storage) if validate or storage_problem(storage) is None else None
+        ex = expressed_type(expressed) if validate or expressed_problem(expressed) is None else None
         scales = _as_tuple(scale, float, "scale")
         zps = _as_tuple(zero_point, int, "zero_point")
         if scales and not zps:
@@ -449,7 +450,7 @@ class QType:
         sets(self, "schema", Schema.parse(schema))
         sets(self, "storage_min", int(storage_min) if storage_min is not None else (st.min if st else None))
         sets(self, "storage_max", int(storage_max) if storage_max is not None else (st.max if st else None))
-        sets(self, "expressed", ex.name if isinstance(ex, ExpressedType) else _data_type_name(expressed))
+        sets(self, "expressed", ex.name if ex else _data_type_name(expressed))
         sets(self, "statistics", statistics)
         if validate:
             self._validate()

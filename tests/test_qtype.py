@@ -157,3 +157,11 @@ def test_unvalidated_construction_keeps_bad_values_for_reporting():
     assert qt.scale == (0.0,) and qt.zero_point == (400,)
     with pytest.raises(QTypeError):
         QType.from_proto(msg)
+
+
+def test_unvalidated_construction_looks_up_names_and_numbers_alike():
+    by_name = QType("int32", 1.0, expressed="float16", validate=False)
+    by_number = QType(6, 1.0, expressed=10, validate=False)
+    assert by_name.expressed == by_number.expressed == "float16"
+    assert by_name.storage == by_number.storage == "int32"
+    assert QType(64, 1.0, expressed=99, validate=False).storage.startswith("data type 64")
