@@ -18,10 +18,14 @@ class BiasUse:
     w: QType | None  # input 1's type
 
 
-def bias_uses(ctx: Context) -> Iterator[BiasUse]:
+def bias_uses(ctx: Context) -> list[BiasUse]:
     """Every quantized bias (input 2 of Conv, ConvTranspose, Gemm) with the input and weight types."""
+    return ctx.memo("bias_uses", lambda: list(_bias_uses(ctx)))
+
+
+def _bias_uses(ctx: Context) -> Iterator[BiasUse]:
     for ref in ctx.nodes:
-        spec = WEIGHTED_OPS.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        spec = WEIGHTED_OPS.get(ref.op_type) if ref.is_onnx else None
         if spec is None or spec[1] is None or len(ref.node.input) <= spec[1] or not ref.node.input[spec[1]]:
             continue
         name = ref.node.input[spec[1]]

@@ -7,10 +7,10 @@ its helpers so that every report points the same way.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import onnx
@@ -19,11 +19,13 @@ from onnx import ModelProto, TensorProto, numpy_helper
 from onnx_qtypes.checker import float_view
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
+from onnx_qtypes.checker.qtypes import qtype_from_proto
 from onnx_qtypes.proto import iter_declarations, iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import read_view
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
 
+T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
 
 # Boundary ops: the inputs / outputs that hold storage integers when they are quantized.
@@ -42,9 +44,8 @@ WEIGHTED_OPS: dict[str, tuple[int, int | None]] = {
 ROLES = ("activation", "weight", "bias")
 
 
-@dataclasses.dataclass(frozen=True)
-class Declared:
-    """One ValueInfoProto of the model, with its extension fields decoded."""
+class Declared(NamedTuple):
+    """One ValueInfoProto of the model, with its extension fields decoded (a tuple: built by the thousand)."""
 
     pointer: str
     kind: str  # input | output | value_info
@@ -62,22 +63,20 @@ class Declared:
         return "/".join([self.pointer, "type", "tensor_type", *map(str, parts)])
 
 
-@dataclasses.dataclass(frozen=True)
-class NodeRef:
-    """One node with its pointer, scope and the opsets in force there."""
+class NodeRef(NamedTuple):
+    """One node with its pointer, scope and the opsets in force there (a tuple: built by the thousand)."""
 
     pointer: str
     node: onnx.NodeProto
     scope: str
     opsets: dict[str, int]
+    op_type: str  # copied out of the node: read by every rule
+    name: str | None
+    is_onnx: bool  # default domain ("" or "ai.onnx")
 
-    @property
-    def op_type(self) -> str:
-        return self.node.op_type
-
-    @property
-    def name(self) -> str | None:
-        return self.node.name or None
+    @classmethod
+    def of(cls, pointer: str, node: onnx.NodeProto, scope: str, opsets: dict[str, int]) -> NodeRef:
+        return cls(pointer, node, scope, opsets, node.op_type, node.name or None, node.domain in ("", "ai.onnx"))
 
     @property
     def opset(self) -> int:
@@ -100,18 +99,17 @@ class NodeRef:
         return f"{self.op_type} node {self.name!r}" if self.name else f"{self.op_type} node at {self.pointer}"
 
 
-@dataclasses.dataclass(frozen=True)
 class ConstantRef:
     """An initializer or a Constant node's value."""
 
-    pointer: str
-    name: str
-    tensor: TensorProto | None  # None for Constant value_float(s) / value_int(s)
-    node: NodeRef | None = None
-    attribute: onnx.AttributeProto | None = None
+    __slots__ = ("pointer", "name", "tensor", "node", "attribute", "dims")
 
-    @property
-    def dims(self) -> tuple[int, ...] | None:
+    def __init__(self, pointer: str, name: str, tensor: TensorProto | None, node: NodeRef | None = None,
+                 attribute: onnx.AttributeProto | None = None) -> None:
+        self.pointer, self.name, self.tensor, self.node, self.attribute = pointer, name, tensor, node, attribute
+        self.dims: tuple[int, ...] = self._dims()  # read once: repeated-field access copies
+
+    def _dims(self) -> tuple[int, ...]:
         if self.tensor is not None:
             return tuple(self.tensor.dims)
         if self.attribute is not None and self.attribute.name.endswith("s"):
@@ -143,16 +141,19 @@ class Context:
         self.source = source
         self.declarations: list[Declared] = []
         self._by_name: dict[tuple[str, str], list[Declared]] = {}
+        self._qtypes: dict[tuple[str, str], QType] = {}
         self.nodes: list[NodeRef] = []
         self.constants: dict[tuple[str, str], ConstantRef] = {}
         self.producers: dict[tuple[str, str], tuple[NodeRef, int]] = {}
         self.consumers: dict[tuple[str, str], list[tuple[NodeRef, int]]] = {}
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
+        self._memo: dict[str, object] = {}
         self._index_declarations()
         self._index_nodes()
 
     # -- indexing -------------------------------------------------------------
     def _index_declarations(self) -> None:
+        shapes: dict[bytes, tuple[int | None, ...] | None] = {}  # most declarations share a few shapes
         for decl in iter_declarations(self.model):
             vi = decl.value_info
             if vi.type.WhichOneof("value") != "tensor_type":
@@ -161,13 +162,19 @@ class Context:
             quantization = view.quantization if view.HasField("quantization") else None
             raw_stats = view.statistics if view.HasField("statistics") else None
             stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
-            qtype = QType.from_proto(quantization, stats, validate=False) if quantization is not None else None
+            qtype = qtype_from_proto(quantization, stats) if quantization is not None else None
+            shape_key = vi.type.tensor_type.shape.SerializeToString() if vi.type.tensor_type.HasField("shape") else None
+            if shape_key not in shapes:
+                shapes[shape_key] = static_shape(vi)
             declared = Declared(
                 decl.pointer, decl.kind, _scope_of(decl.pointer), vi.name, view.elem_type,
-                static_shape(vi), qtype, quantization, stats, raw_stats,
+                shapes[shape_key], qtype, quantization, stats, raw_stats,
             )
             self.declarations.append(declared)
-            self._by_name.setdefault((declared.scope, declared.name), []).append(declared)
+            key = (declared.scope, declared.name)
+            self._by_name.setdefault(key, []).append(declared)
+            if qtype is not None:
+                self._qtypes.setdefault(key, qtype)
 
     def _index_nodes(self) -> None:
         model_opsets = {o.domain or "": o.version for o in self.model.opset_import}
@@ -183,7 +190,7 @@ class Context:
                 _check_size(const)
                 self.constants[(scope, init.name)] = const
             for n, node in enumerate(graph.node):
-                ref = NodeRef(f"{pointer}/node/{n}", node, scope, opsets)
+                ref = NodeRef.of(f"{pointer}/node/{n}", node, scope, opsets)
                 self.nodes.append(ref)
                 for k, name in enumerate(node.output):
                     if name:
@@ -204,6 +211,12 @@ class Context:
                 self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
                     f"{ref.pointer}/attribute/{a}", ref.node.output[0], None, ref, attribute)
 
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A value computed once per model and shared between rules (e.g. every bias use)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
+
     # -- declarations ------------------------------------------------------------
     def declarations_of(self, scope: str, name: str) -> list[Declared]:
         return self._by_name.get((scope, name), [])
@@ -213,20 +226,31 @@ class Context:
 
     def quantized_declarations(self, unique: bool = True) -> Iterator[Declared]:
         """Declarations carrying a quantized type; with ``unique``, one per distinct (tensor, type, shape)."""
-        seen: set[tuple] = set()
+        if not unique:
+            return (d for d in self.declarations if d.quantization is not None)
+        return iter(self._unique_quantized)
+
+    @functools.cached_property
+    def _unique_quantized(self) -> list[Declared]:
+        seen: dict[tuple, list[pb.QuantizedType]] = {}
+        out = []
         for decl in self.declarations:
             if decl.quantization is None:
                 continue
-            if unique:
-                key = (decl.scope, decl.name, decl.quantization.SerializeToString(), decl.shape)
-                if key in seen:
-                    continue
-                seen.add(key)
-            yield decl
+            same = seen.setdefault((decl.scope, decl.name, decl.shape), [])
+            if not any(decl.quantization == other for other in same):  # message equality, unknown fields too
+                same.append(decl.quantization)
+                out.append(decl)
+        return out
 
     def statistics_declarations(self) -> Iterator[Declared]:
         """Declarations carrying statistics, one per distinct (tensor, statistics, type, shape)."""
+        return iter(self._unique_statistics)
+
+    @functools.cached_property
+    def _unique_statistics(self) -> list[Declared]:
         seen: set[tuple] = set()
+        out = []
         for decl in self.declarations:
             if decl.raw_statistics is None:
                 continue
@@ -234,7 +258,8 @@ class Context:
             key = (decl.scope, decl.name, decl.raw_statistics.SerializeToString(), quantization, decl.shape)
             if key not in seen:
                 seen.add(key)
-                yield decl
+                out.append(decl)
+        return out
 
     def declared(self, scope: str, name: str) -> Declared | None:
         """The first quantized declaration of a tensor, else its first declaration."""
@@ -243,10 +268,7 @@ class Context:
 
     def qtype(self, scope: str, name: str) -> QType | None:
         """The tensor's (first declared) quantized type, or None."""
-        for decl in self.declarations_of(scope, name):
-            if decl.qtype is not None:
-                return decl.qtype
-        return None
+        return self._qtypes.get((scope, name))
 
     # -- shapes and element types ------------------------------------------------------
     @functools.cached_property
@@ -295,7 +317,7 @@ class Context:
         qtype = self.qtype(ref.scope, name)
         if qtype is None:
             return self.elem_type(ref.scope, name)
-        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.is_onnx else None
         if side is not None and index in side[0 if kind == "input" else 1]:
             found = STORAGE_TYPES.get(qtype.storage)
             return found.data_type if found else None
@@ -333,7 +355,7 @@ class Context:
     def _roles(self) -> dict[tuple[str, str], str]:
         roles: dict[tuple[str, str], str] = {}
         for ref in self.nodes:
-            spec = WEIGHTED_OPS.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+            spec = WEIGHTED_OPS.get(ref.op_type) if ref.is_onnx else None
             if spec is None:
                 continue
             weight, bias = spec
@@ -350,7 +372,7 @@ class Context:
 
     def is_boundary(self, ref: NodeRef) -> bool:
         """A QuantizeLinear / DequantizeLinear whose integer side is a quantized tensor."""
-        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.node.domain in ("", "ai.onnx") else None
+        side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.is_onnx else None
         if side is None:
             return False
         names = [ref.node.input[i] for i in side[0][:1] if i < len(ref.node.input)]
@@ -388,12 +410,13 @@ def _check_size(const: ConstantRef) -> None:
     tensor = const.tensor
     if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
         return
-    dims = list(tensor.dims)
+    dims = list(const.dims)
     where = f"{const.pointer}: tensor {const.name!r}"
     if any(d < 0 for d in dims):
         raise ModelLoadError(f"{where}: dims {dims} contain a negative size")
-    if tensor.HasField("raw_data") and tensor.data_type in _BITS:
-        need = -(-math.prod(dims) * _BITS[tensor.data_type] // 8)
+    bits = _BITS.get(tensor.data_type)
+    if bits is not None and tensor.HasField("raw_data"):
+        need = -(-math.prod(dims) * bits // 8)
         if len(tensor.raw_data) != need:
             raise ModelLoadError(
                 f"{where}: dims {dims} need {need} bytes of {TensorProto.DataType.Name(tensor.data_type)} raw_data, "
@@ -402,14 +425,22 @@ def _check_size(const: ConstantRef) -> None:
 
 
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:
-    _check_size(const)
+    tensor = const.tensor  # its size was checked when the context indexed it
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
+        return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
     try:
         return numpy_helper.to_array(const.tensor)
     except (ValueError, TypeError, MemoryError) as exc:
-        dims = list(const.tensor.dims)
+        dims = list(const.dims)
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None
 
 
+_RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
+    TensorProto.INT8: np.dtype("i1"), TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"),
+    TensorProto.UINT16: np.dtype("<u2"), TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8"),
+    TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+}
 _BITS = {
     TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.INT4: 4, TensorProto.UINT4: 4,
     TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,

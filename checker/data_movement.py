@@ -52,7 +52,7 @@ UNKNOWN = Expectation()
 
 
 def is_data_movement(ref: NodeRef) -> bool:
-    if ref.node.domain not in ("", "ai.onnx") or ref.op_type not in DATA_MOVEMENT:
+    if not ref.is_onnx or ref.op_type not in DATA_MOVEMENT:
         return False
     return ref.op_type != "Resize" or ref.attr("mode", b"nearest") in (b"nearest", "nearest")
 

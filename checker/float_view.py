@@ -84,8 +84,12 @@ def build(ctx: Context) -> ModelProto:
             graph.initializer.append(init)
         elif init.name not in inputs:
             graph.input.append(helper.make_tensor_value_info(init.name, expressed_data_type(qtype), list(init.dims)))
+    containers: dict[str, object] = {}  # "/graph/value_info" -> that repeated field of the view, resolved once
     for decl in ctx.quantized_declarations(unique=False):
-        _retype(resolve(view, decl.pointer), expressed_data_type(decl.qtype))
+        container, index = decl.pointer.rsplit("/", 1)
+        if container not in containers:
+            containers[container] = resolve(view, container)
+        _retype(containers[container][int(index)], expressed_data_type(decl.qtype))
     dropped: list[int] = []
     for ref in ctx.nodes:
         node = resolve(view, ref.pointer)

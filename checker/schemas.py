@@ -28,6 +28,11 @@ def schema_for(ref: NodeRef) -> defs.OpSchema | None:
 
 def formal(schema: defs.OpSchema, kind: str, index: int) -> defs.OpSchema.FormalParameter | None:
     """The formal parameter an actual input/output binds to (variadic ones repeat the last)."""
+    return _formal(schema, kind, index)
+
+
+@functools.cache
+def _formal(schema: defs.OpSchema, kind: str, index: int) -> defs.OpSchema.FormalParameter | None:
     params = schema.inputs if kind == "input" else schema.outputs
     if index < len(params):
         return params[index]
@@ -50,6 +55,19 @@ def is_type_variable(schema: defs.OpSchema, type_str: str) -> bool:
     return type_str in _constraints(schema)
 
 
+@functools.cache
 def type_string(data_type: int) -> str:
     """'tensor(float)' for TensorProto.FLOAT, as onnx.defs spells it."""
     return f"tensor({TensorProto.DataType.Name(data_type).lower()})"
+
+
+@functools.cache
+def tensor_constraint(schema: defs.OpSchema, kind: str, index: int) -> tuple[str, frozenset[str], bool] | None:
+    """(type_str, allowed tensor types, binds one type) for an actual input/output; None if not a tensor element type."""
+    param = _formal(schema, kind, index)
+    if param is None:
+        return None
+    allowed = allowed_types(schema, param.type_str)
+    if not any(a.startswith("tensor(") for a in allowed):
+        return None  # sequence / optional parameters
+    return param.type_str, allowed, is_type_variable(schema, param.type_str) and param.is_homogeneous

@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -35,7 +38,10 @@ from onnx_qtypes.proto.qtype import scale_problem
 
 @rule("QT101", "scale-not-positive", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    with np.errstate(invalid="ignore"):
+        suspect = ~(np.isfinite(cols.scales) & (cols.scales > 0))  # screen every scale at once
+    for decl in cols.owners(suspect):
         problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_problem(s))]
         if problems:
             index, message = summarize(problems, "scales")

@@ -28,10 +28,13 @@ that writes the model), and recalibrate tensors whose scale is subnormal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
+import ml_dtypes
 import numpy as np
 
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -41,12 +44,23 @@ from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, scale_warning
 
 @rule("QT102", "scale-not-representable", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
-        expressed = EXPRESSED_TYPES.get(decl.qtype.expressed)
-        if expressed is None:
-            continue  # QT106
-        with np.errstate(over="ignore"):  # a scale beyond float16's range rounds to inf: that is the finding
-            problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, expressed))]
-        if problems:
-            index, message = summarize(problems, "scales")
-            yield Finding(decl_location(decl, "quantization", "scale", index), message)
+    cols = columns(ctx)
+    expressed = [EXPRESSED_TYPES.get(d.qtype.expressed) for d in cols.decls]  # None: QT106's business
+    suspect = np.zeros(cols.scales.shape, bool)
+    with np.errstate(over="ignore", invalid="ignore"):  # a scale beyond float16's range rounds to inf: a finding
+        for dtype in {e.np_dtype for e in expressed if e is not None}:
+            mine = cols.per_scale([e is not None and e.np_dtype == dtype for e in expressed], bool)
+            values = cols.scales[mine]
+            rounded = values.astype(dtype).astype(np.float64)
+            suspect[mine] = (rounded != values) | (values < _smallest_normal(dtype))
+        for decl in cols.owners(suspect):
+            kind = EXPRESSED_TYPES[decl.qtype.expressed]
+            problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, kind))]
+            if problems:
+                index, message = summarize(problems, "scales")
+                yield Finding(decl_location(decl, "quantization", "scale", index), message)
+
+
+@functools.cache
+def _smallest_normal(dtype: np.dtype) -> float:
+    return float(ml_dtypes.finfo(dtype).smallest_normal)

@@ -56,7 +56,6 @@ def check(ctx: Context) -> Iterator[Finding]:
         qt, raw = decl.qtype, decl.quantization
         if qt.is_dynamic:
             continue  # QT113 covers zero points without scales
-        where = decl_location(decl, "quantization", "scale")
         if raw.zero_point and len(raw.zero_point) != len(raw.scale):
             yield Finding(
                 decl_location(decl, "quantization", "zero_point"),
@@ -64,9 +63,12 @@ def check(ctx: Context) -> Iterator[Finding]:
                 f"found {len(raw.zero_point)}",
             )
         if qt.axis is None and len(qt.scale) != 1:
-            yield Finding(where, f"a per-tensor type needs exactly 1 scale, found {len(qt.scale)}; "
+            yield Finding(decl_location(decl, "quantization", "scale"), f"a per-tensor type needs exactly 1 scale, found {len(qt.scale)}; "
                                  "set axis for per-axis parameters")
             continue
         shape = decl.shape if decl.shape is not None else ctx.constant_dims(decl.scope, decl.name)
+        if qt.axis is None or (qt.block_size is None and shape is not None and 0 <= qt.axis < len(shape)
+                               and shape[qt.axis] in (None, len(qt.scale))):
+            continue  # per-tensor with one scale, or per-axis with one scale per slice
         if shape_is_checkable(qt, shape) and (problem := count_problem(qt, shape)):
-            yield Finding(where, problem)
+            yield Finding(decl_location(decl, "quantization", "scale"), problem)

@@ -37,10 +37,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         axis = decl.qtype.axis
         if axis is None:
             continue
-        where = decl_location(decl, "quantization", "axis")
         if axis < 0:
-            yield Finding(where, f"axis {axis} must be >= 0: store the normalized axis (axis + rank)")
+            yield Finding(decl_location(decl, "quantization", "axis"), f"axis {axis} must be >= 0: store the normalized axis (axis + rank)")
             continue
         shape = decl.shape if decl.shape is not None else ctx.shape(decl.scope, decl.name)
         if shape is not None and len(shape) > 0 and axis >= len(shape):
-            yield Finding(where, f"axis {axis} is outside [0, {len(shape)}) for a rank-{len(shape)} tensor")
+            yield Finding(decl_location(decl, "quantization", "axis"), f"axis {axis} is outside [0, {len(shape)}) for a rank-{len(shape)} tensor")

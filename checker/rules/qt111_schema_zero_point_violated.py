@@ -27,20 +27,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize
-from onnx_qtypes.proto.qtype import schema_problem
+from onnx_qtypes.proto.qtype import Schema, schema_problem
 
 
 @rule("QT111", "schema-zero-point-violated", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    constrained = cols.per_zero_point([d.qtype.schema.symmetric or d.qtype.schema is Schema.SYMMETRIC_WITH_UNSIGNED
+                                       for d in cols.decls], bool)
+    for decl in cols.owners(constrained & (cols.zero_points != 0), of_zero_points=True):
         qt = decl.qtype
         bounds = storage_range(qt)
-        if bounds is None:
-            continue
+        if bounds is None or not (qt.schema.symmetric or qt.schema is Schema.SYMMETRIC_WITH_UNSIGNED):
+            continue  # the other schemas say nothing about zero points
         # Zero points only (the scale part of the schema is QT112's), one at a time to point at it.
         problems = [
             (i, p) for i, z in enumerate(decl.quantization.zero_point)

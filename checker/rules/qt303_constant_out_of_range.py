@@ -45,8 +45,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         if bounds == (storage.min, storage.max):
             continue  # the data type itself keeps the values in range
         data = ctx.constant_array(scope, name)
-        if data is None or data.size == 0:
-            continue
+        if data is None or data.size == 0 or (bounds[0] <= data.min() and data.max() <= bounds[1]):
+            continue  # screened in the storage dtype, without a copy
         values = data.astype(np.int64).reshape(-1)
         bad = np.flatnonzero((values < bounds[0]) | (values > bounds[1]))
         if bad.size:

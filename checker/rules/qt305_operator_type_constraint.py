@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.schemas import allowed_types, formal, is_type_variable, schema_for, type_string
+from onnx_qtypes.checker.schemas import formal, schema_for, tensor_constraint, type_string
 
 
 def _what(ctx: Context, ref: NodeRef, kind: str, index: int, type_str: str) -> str:
@@ -56,34 +56,33 @@ def _check_node(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
     bound: dict[str, tuple[str, str, int]] = {}
     for kind, names in (("input", ref.node.input), ("output", ref.node.output)):
         for index, name in enumerate(names):
-            param = formal(schema, kind, index) if name else None
-            if param is None:
+            found = tensor_constraint(schema, kind, index) if name else None
+            if found is None:
                 continue
             data_type = ctx.stands_for(ref, kind, index)
             if not data_type:
                 continue
-            allowed = allowed_types(schema, param.type_str)
-            if not any(a.startswith("tensor(") for a in allowed):
-                continue  # sequence / optional parameters: not a tensor element type question
+            type_str, allowed, binds = found
             actual = type_string(data_type)
-            what = _what(ctx, ref, kind, index, actual)
             if actual not in allowed:
+                what = _what(ctx, ref, kind, index, actual)
                 shown = ", ".join(sorted(a[len("tensor("):-1] for a in allowed if a.startswith("tensor(")))
+                param = formal(schema, kind, index)
                 yield Finding(
                     ref.location(kind, index),
-                    f"{what}, but {ref.op_type}-{schema.since_version} {param.name!r} ({param.type_str}) accepts "
-                    f"{shown}",
+                    f"{what}, but {ref.op_type}-{schema.since_version} {param.name!r} ({type_str}) accepts {shown}",
                 )
                 continue
-            if not (is_type_variable(schema, param.type_str) and param.is_homogeneous):
+            if not binds:
                 continue
-            first = bound.setdefault(param.type_str, (actual, kind, index))
+            first = bound.setdefault(type_str, (actual, kind, index))
             if first[0] != actual:
+                what = _what(ctx, ref, kind, index, actual)
+                other = (ref.node.input if first[1] == "input" else ref.node.output)[first[2]]
                 yield Finding(
                     ref.location(kind, index),
-                    f"{what}, but {param.type_str} is already bound to {first[0][len('tensor('):-1]} by "
-                    f"{first[1]} {first[2]} {(ref.node.input if first[1] == 'input' else ref.node.output)[first[2]]!r}; "
-                    f"all {param.type_str} of {ref.op_type} must have one type",
+                    f"{what}, but {type_str} is already bound to {first[0][len('tensor('):-1]} by "
+                    f"{first[1]} {first[2]} {other!r}; all {type_str} of {ref.op_type} must have one type",
                 )
 
 

@@ -51,7 +51,7 @@ QUANTIZE, DEQUANTIZE = "QuantizeLinear", "DequantizeLinear"
 
 def boundary_type(ctx: Context, ref: NodeRef) -> tuple[str, QType] | None:
     """(quantized tensor name, its type) of a Q/DQ boundary node."""
-    if ref.node.domain not in ("", "ai.onnx") or ref.op_type not in (QUANTIZE, DEQUANTIZE):
+    if not ref.is_onnx or ref.op_type not in (QUANTIZE, DEQUANTIZE):
         return None
     names = ref.node.output if ref.op_type == QUANTIZE else ref.node.input
     if not names or not names[0]:

@@ -38,7 +38,7 @@ from onnx_qtypes.checker.weights import output_channel_axis
 @rule("QT402", "weight-axis-not-output-channel", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes:
-        if ref.op_type not in WEIGHTED_OPS or ref.node.domain not in ("", "ai.onnx") or len(ref.node.input) < 2:
+        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2:
             continue
         weight = ref.node.input[1]
         qt = ctx.qtype(ref.scope, weight)

@@ -51,7 +51,8 @@ def _type_reach(qt: QType) -> int | None:
     lo, hi = bounds
     if qt.is_dynamic:
         return hi - lo
-    return max(max(z - lo, hi - z) for z in (qt.zero_point or (0,)))
+    zero_points = qt.zero_point or (0,)
+    return max(max(zero_points) - lo, hi - min(zero_points))
 
 
 def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
@@ -73,22 +74,23 @@ def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
 def check(ctx: Context) -> Iterator[Finding]:
     limit = 2 ** (ctx.profile.accumulator_bits - 1)
     for ref in ctx.nodes:
-        if ref.op_type not in WEIGHTED_OPS or ref.node.domain not in ("", "ai.onnx") or len(ref.node.input) < 2:
+        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2:
             continue
         x_name, w_name = ref.node.input[0], ref.node.input[1]
         x, w = ctx.qtype(ref.scope, x_name), ctx.qtype(ref.scope, w_name)
         if x is None or w is None:
             continue
         k = reduction_length(ctx, ref)
-        x_reach = _type_reach(x)
-        w_reach = _data_reach(ctx, ref, w_name, w)
-        w_reach = _type_reach(w) if w_reach is None else w_reach
+        x_reach, w_reach = _type_reach(x), _type_reach(w)
         if k is None or x_reach is None or w_reach is None:
             continue
         bias = 0
         if len(ref.node.input) > 2 and ref.node.input[2]:
             data = ctx.constant_array(ref.scope, ref.node.input[2])
             bias = int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
+        if k * x_reach * w_reach + bias < limit:
+            continue  # safe even at the weight type's worst case: no need to read the weights
+        w_reach = min(w_reach, _data_reach(ctx, ref, w_name, w) or w_reach)  # the data can only tighten the bound
         worst = k * x_reach * w_reach + bias
         if worst >= limit:
             yield Finding(
