@@ -15,7 +15,7 @@ keyed ``<parent node>/<attribute>/<node>``)::
      "zero_points": {"x": [...], "w": [...], "y": [...]},
      "storage_ranges": {"y": [lo, hi], ...},
      "multipliers": {"accumulator": {"real": [...], "multiplier": [...], "shift": [...]}, ...},
-     "constants": {"low": [...], ...},    # integer constants (clamp bounds, pad values)
+     "constants": {"low": [...], ...},    # integer constants (clamp bounds, pad values, averaging counts)
      "tables": {"table": [...], ...}}     # lookup tables (element-wise functions, softmax)
 
 ``multiplier`` / ``shift`` follow ``fixed_point``: real ~= multiplier * 2**-shift,
@@ -36,7 +36,7 @@ from onnx_qtypes.reference_ops.evaluator import ReferenceEvaluator, _TypedNode
 
 __all__ = ["fixed_point_parameters"]
 
-_INTEGER_CONSTANTS = ("low", "high", "pad_value")
+_INTEGER_CONSTANTS = ("low", "high", "pad_value", "count")
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:

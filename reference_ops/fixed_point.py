@@ -240,19 +240,25 @@ def exact_multiplier(multiplier: int, shift: int) -> float:
     return math.ldexp(multiplier, -shift)
 
 
-def rounding_divide(numerator: np.ndarray, denominator: np.ndarray, shift: int = 0, rounding: str = "half_even") -> np.ndarray:
+def rounding_divide(
+    numerator: np.ndarray, denominator: np.ndarray, shift: np.ndarray | int = 0, rounding: str = "half_even"
+) -> np.ndarray:
     """``round(numerator / (denominator * 2**shift))`` for integers, ``denominator > 0``.
 
-    "half_even" or "half_up" ties; exact (Python integers when int64 would overflow).
+    ``shift`` may be an array (broadcast); "half_even" or "half_up" ties;
+    exact (Python integers when int64 would overflow).
     """
     numerator = np.asarray(numerator)
     denominator = np.asarray(denominator)
-    left, right = max(-shift, 0), max(shift, 0)
-    wide = (_max_abs(numerator) << left) >= _INT64_SAFE or (_max_abs(denominator) << (right + 1)) >= _INT64_SAFE
+    shift = np.asarray(shift, dtype=np.int64)
+    left, right = np.maximum(-shift, 0), np.maximum(shift, 0)
+    wide = (_max_abs(numerator) << _max_abs(left)) >= _INT64_SAFE or (_max_abs(denominator) << (_max_abs(right) + 1)) >= _INT64_SAFE
     if wide or numerator.dtype == object or denominator.dtype == object:
-        numerator, denominator = _exact(numerator), _exact(denominator)
-    numerator = numerator * (1 << left) if left else numerator
-    denominator = denominator * (1 << right) if right else denominator
+        numerator = _exact(numerator) * _pow2(np.broadcast_to(left, np.broadcast_shapes(left.shape, numerator.shape)))
+        denominator = _exact(denominator) * _pow2(np.broadcast_to(right, np.broadcast_shapes(right.shape, denominator.shape)))
+    else:
+        numerator = np.left_shift(numerator.astype(np.int64), left)
+        denominator = np.left_shift(denominator.astype(np.int64), right)
     quotient = numerator // denominator
     twice = 2 * (numerator - quotient * denominator)
     if rounding == "half_even":

@@ -225,8 +225,8 @@ def average_pool(draw: st.DrawFn) -> Case:
     out = (n, c, *_pool_out(g))
     shape = (n, c, *g.pop("size"))
     xq = draw(qtypes(INT8, shape, axes=(None, 1)))
-    yq = draw(qtypes(INT8, out, axes=(None, 1)))
-    return _build("AveragePool", draw, [T("x", shape, xq)], [T("y", out, yq)], 1,
+    yq = _same_or_other(draw, xq, out, axes=(None, 1))  # equal scales: the exact division makes it exact
+    return _build("AveragePool", draw, [T("x", shape, xq)], [T("y", out, yq)], _tolerance(xq, yq),
                   count_include_pad=draw(st.integers(0, 1)), **g)
 
 
@@ -235,8 +235,8 @@ def global_average_pool(draw: st.DrawFn) -> Case:
     shape = (draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(1, 6)))
     out = (*shape[:2], 1, 1)
     xq = draw(qtypes(INT8, shape, axes=(None, 1)))
-    yq = draw(qtypes(INT8, out, axes=(None, 1)))
-    return _build("GlobalAveragePool", draw, [T("x", shape, xq)], [T("y", out, yq)], 1)
+    yq = _same_or_other(draw, xq, out, axes=(None, 1))
+    return _build("GlobalAveragePool", draw, [T("x", shape, xq)], [T("y", out, yq)], _tolerance(xq, yq))
 
 
 @st.composite

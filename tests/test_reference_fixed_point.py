@@ -148,3 +148,12 @@ def test_unknown_rounding_is_refused():
         fp.rounding_shift_right(np.array([1]), 1, "stochastic")
     with pytest.raises(ValueError, match="single term"):
         fp.requantize([(np.array([1]), 1 << 30, 31)] * 2, 0, None, None, "gemmlowp")
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-(2**40), 2**40), st.integers(1, 10**6), st.integers(-20, 40)), min_size=1, max_size=20),
+       st.sampled_from(["half_even", "half_up"]))
+def test_rounding_divide_rounds_the_exact_quotient(rows, rounding):
+    numerator, denominator, shift = (np.array(column, np.int64) for column in zip(*rows))
+    got = fp.rounding_divide(numerator, denominator, shift, rounding).tolist()
+    assert got == [round_fraction(Fraction(n, d) / Fraction(2) ** s, rounding) for n, d, s in rows]

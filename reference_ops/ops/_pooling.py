@@ -7,8 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.reference_ops import fixed_point
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.ops._windows import pad_spatial, spatial_attributes, windows
+from onnx_qtypes.reference_ops.quant import broadcast_parameters, storage_range, to_storage
 
 
 def per_channel_only(*qtypes: QType) -> None:
@@ -53,3 +55,14 @@ def window_counts(g: dict, include_pad: bool) -> np.ndarray:
         ones = pad_spatial(ones, g["begin"], g["end"], 1)
         g = {**g, "begin": [0] * len(g["begin"]), "end": [0] * len(g["end"])}
     return window_sums(ones, g)
+
+
+def average(sums: np.ndarray, counts: np.ndarray, ratio: np.ndarray, out: QType) -> np.ndarray:
+    """Storage of ``zero_point + round(sum * ratio / count)``: the scale ratio s_x / s_y as a
+    fixed-point multiplier, the division by the element count exact (rounded half to even),
+    so equal scales give exactly the definition's average."""
+    multiplier, shift = fixed_point.quantize_multipliers(np.asarray(ratio, np.float64))
+    values = fixed_point.rounding_divide(sums * multiplier, counts, shift)
+    _, zero_point = broadcast_parameters(out, sums.shape)
+    lo, hi = storage_range(out)
+    return to_storage(np.clip(values + zero_point, lo, hi), out)

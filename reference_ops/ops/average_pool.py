@@ -1,14 +1,14 @@
-"""AveragePool: exact integer window sums of (x - zp_x), then one fixed-point multiply
-by s_x / (count * s_y) per output, count being the window's element count
-(with or without the explicit padding, per count_include_pad)."""
+"""AveragePool: exact integer window sums of (x - zp_x), times s_x / s_y as a fixed-point
+multiplier, divided exactly by the window's element count (with or without the
+explicit padding, per count_include_pad) with one rounding, half to even."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext
-from onnx_qtypes.reference_ops.ops._pooling import geometry, per_channel_only, window_counts, window_sums
-from onnx_qtypes.reference_ops.ops._requant import offsets, output, scales
+from onnx_qtypes.reference_ops.ops._pooling import average, geometry, per_channel_only, window_counts, window_sums
+from onnx_qtypes.reference_ops.ops._requant import offsets, scales
 
 
 def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
@@ -17,11 +17,11 @@ def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
     shape = ctx.shape(0)
     counts = window_counts(geometry(ctx, shape), bool(int(ctx.attr("count_include_pad", 0))))
     channels = (1, shape[1]) + (1,) * (len(shape) - 2)
-    return {"average": np.asarray(scales(source, channels) / (counts * scales(out, channels)))}
+    return {"rescale": np.asarray(scales(source, channels) / scales(out, channels)), "count": counts}
 
 
 def run(ctx: KernelContext) -> tuple:
-    multiplier = plan(ctx)["average"]
+    constants = plan(ctx)
     q, source = ctx.typed_input(0)
     sums = window_sums(offsets(q, source), geometry(ctx, q.shape))
-    return (output([(sums, multiplier)], ctx.output_type(0), sums.shape),)
+    return (average(sums, constants["count"], constants["rescale"], ctx.output_type(0)),)

@@ -1,5 +1,6 @@
-"""GlobalAveragePool: exact integer sum of (x - zp_x) over the spatial dims, then one
-fixed-point multiply by s_x / (count * s_y). Per-tensor or per-channel types."""
+"""GlobalAveragePool: exact integer sum of (x - zp_x) over the spatial dims, times s_x / s_y
+as a fixed-point multiplier, divided exactly by the element count (one rounding, half
+to even). Per-tensor or per-channel types."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import math
 import numpy as np
 
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext
-from onnx_qtypes.reference_ops.ops._pooling import per_channel_only
-from onnx_qtypes.reference_ops.ops._requant import offsets, output, scales
+from onnx_qtypes.reference_ops.ops._pooling import average, per_channel_only
+from onnx_qtypes.reference_ops.ops._requant import offsets, scales
 
 
 def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
@@ -17,11 +18,12 @@ def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
     per_channel_only(source, out)
     shape = ctx.shape(0)
     channels = (1, shape[1]) + (1,) * (len(shape) - 2)
-    return {"average": np.asarray(scales(source, channels) / (math.prod(shape[2:]) * scales(out, channels)))}
+    return {"rescale": np.asarray(scales(source, channels) / scales(out, channels)),
+            "count": np.asarray(math.prod(shape[2:]))}
 
 
 def run(ctx: KernelContext) -> tuple:
-    multiplier = plan(ctx)["average"]
+    constants = plan(ctx)
     q, source = ctx.typed_input(0)
     sums = offsets(q, source).sum(axis=tuple(range(2, q.ndim)), keepdims=True)
-    return (output([(sums, multiplier)], ctx.output_type(0), sums.shape),)
+    return (average(sums, constants["count"], constants["rescale"], ctx.output_type(0)),)

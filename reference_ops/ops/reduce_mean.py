@@ -1,5 +1,6 @@
-"""ReduceMean: exact integer sum of (x - zp_x) over the reduced axes, then one fixed-point
-multiply by s_x / (count * s_y). A per-axis input may not be quantized along a reduced axis."""
+"""ReduceMean: exact integer sum of (x - zp_x) over the reduced axes, times s_x / s_y as a
+fixed-point multiplier, divided exactly by the element count (one rounding, half to
+even). A per-axis input may not be quantized along a reduced axis."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import math
 import numpy as np
 
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
-from onnx_qtypes.reference_ops.ops._requant import convert_type, offsets, output, scales
+from onnx_qtypes.reference_ops.ops._pooling import average
+from onnx_qtypes.reference_ops.ops._requant import convert_type, offsets, scales
 
 
 def _axes(ctx: KernelContext, rank: int) -> tuple[int, ...] | None:
@@ -39,7 +41,7 @@ def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
     s_in = np.broadcast_to(scales(source, shape), shape)[tuple(slice(0, 1) if i in axes else slice(None) for i in range(len(shape)))]
     reduced = _reduced_shape(shape, axes, keepdims)
     count = math.prod(shape[a] for a in axes)
-    return {"average": s_in.reshape(reduced) / (count * scales(out, reduced))}
+    return {"rescale": s_in.reshape(reduced) / scales(out, reduced), "count": np.asarray(count)}
 
 
 def run(ctx: KernelContext) -> tuple:
@@ -48,6 +50,6 @@ def run(ctx: KernelContext) -> tuple:
     axes = _axes(ctx, q.ndim)
     if axes is None:
         return (convert_type(q, source, out),)
-    multiplier = plan(ctx)["average"]
+    constants = plan(ctx)
     sums = offsets(q, source).sum(axis=axes, keepdims=bool(int(ctx.attr("keepdims", 1))))
-    return (output([(sums, multiplier)], out, sums.shape),)
+    return (average(sums, constants["count"], constants["rescale"], out),)
