@@ -31,6 +31,16 @@ def has_bias(ctx: KernelContext) -> bool:
     return len(ctx.node.input) > 2 and bool(ctx.node.input[2])
 
 
+def requantize_channels(ctx: KernelContext, acc: np.ndarray, multipliers: dict[str, np.ndarray]) -> np.ndarray:
+    """The output of an (N, M, *spatial) accumulator plus the optional bias, per output channel."""
+    channel = (1, acc.shape[1]) + (1,) * (acc.ndim - 2)
+    terms = [(acc, multipliers["accumulator"].reshape(channel))]
+    if has_bias(ctx):
+        b, b_t = ctx.typed_input(2)
+        terms.append(((b - broadcast_parameters(b_t, b.shape)[1]).reshape(channel), multipliers["bias"].reshape(channel)))
+    return output(terms, ctx.output_type(0), acc.shape)
+
+
 def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
     x_t, w_t, y_t = ctx.input_type(0), ctx.input_type(1), ctx.output_type(0)
     if x_t.axis is not None:
@@ -48,7 +58,6 @@ def run(ctx: KernelContext) -> tuple:
     multipliers = plan(ctx)
     x, x_t = ctx.typed_input(0)
     w, w_t = ctx.typed_input(1)
-    y_t = ctx.output_type(0)
     group = int(ctx.attr("group", 1))
     m, kernel = w.shape[0], w.shape[2:]
     if list(ctx.attr("kernel_shape", None) or kernel) != list(kernel):
@@ -68,10 +77,4 @@ def run(ctx: KernelContext) -> tuple:
     order = (0, 1, *range(2 + spatial, 2 + 2 * spatial), *range(2, 2 + spatial))
     cols = view.transpose(order).reshape(n, group, k, math.prod(out_shape))
     acc = exact_matmul(ws.astype(dtype).reshape(1, group, mg, k), cols, dtype, chunk)
-    acc = acc.reshape((n, m, *out_shape))
-    channel = (1, m) + (1,) * spatial
-    terms = [(acc, multipliers["accumulator"].reshape(channel))]
-    if has_bias(ctx):
-        b, b_t = ctx.typed_input(2)
-        terms.append(((b - broadcast_parameters(b_t, b.shape)[1]).reshape(channel), multipliers["bias"].reshape(channel)))
-    return (output(terms, y_t, acc.shape),)
+    return (requantize_channels(ctx, acc.reshape((n, m, *out_shape)), multipliers),)

@@ -15,8 +15,7 @@ import numpy as np
 
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.ops._matmul import exact_matmul
-from onnx_qtypes.reference_ops.ops._requant import output
-from onnx_qtypes.reference_ops.ops.conv import channel_scales, has_bias
+from onnx_qtypes.reference_ops.ops.conv import channel_scales, has_bias, requantize_channels
 from onnx_qtypes.reference_ops.quant import broadcast_parameters
 
 
@@ -66,7 +65,6 @@ def run(ctx: KernelContext) -> tuple:
     multipliers = plan(ctx)
     x, x_t = ctx.typed_input(0)
     w, w_t = ctx.typed_input(1)
-    y_t = ctx.output_type(0)
     group = int(ctx.attr("group", 1))
     n, c = x.shape[:2]
     size = list(x.shape[2:])
@@ -88,9 +86,4 @@ def run(ctx: KernelContext) -> tuple:
         target = tuple(slice(p * d, p * d + (s - 1) * st + 1, st) for p, d, s, st in zip(position, dilations, size, strides))
         acc[(slice(None), slice(None), *target)] += contrib[(slice(None), slice(None), *position)]
     acc = acc[(slice(None), slice(None), *(slice(b, f - e) for b, f, e in zip(begin, full, end)))]
-    channel = (1, m) + (1,) * spatial
-    terms = [(acc, multipliers["accumulator"].reshape(channel))]
-    if has_bias(ctx):
-        b, b_t = ctx.typed_input(2)
-        terms.append(((b - broadcast_parameters(b_t, b.shape)[1]).reshape(channel), multipliers["bias"].reshape(channel)))
-    return (output(terms, y_t, acc.shape),)
+    return (requantize_channels(ctx, acc, multipliers),)
