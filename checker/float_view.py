@@ -1,7 +1,8 @@
 """The float view of a typed model, and what onnx.shape_inference says about it.
 
 The float view is the model a stock ONNX tool understands: every quantized
-tensor takes its expressed type, quantized initializers become graph inputs
+tensor takes its expressed type (the main graph's value_info is left out:
+declarations are read from the typed model, inference fills the gaps), quantized initializers become graph inputs
 of that type (their integers carry no shape information), and the boundary
 ops whose integer side is quantized (QuantizeLinear / DequantizeLinear)
 become Identity — in the float view they map a real value to itself.
@@ -75,7 +76,9 @@ def build(ctx: Context) -> ModelProto:
     view.functions.extend(model.functions)
     src, graph = model.graph, view.graph
     graph.name = src.name
-    for name in ("node", "input", "output", "value_info", "sparse_initializer"):
+    # The main graph's value_info stays out: declared shapes are read from the typed model itself, and
+    # inference only has to fill the gaps (copying and retyping thousands of declarations costs more).
+    for name in ("node", "input", "output", "sparse_initializer"):
         getattr(graph, name).extend(getattr(src, name))
     inputs = {vi.name for vi in src.input}
     for init in src.initializer:
@@ -87,6 +90,8 @@ def build(ctx: Context) -> ModelProto:
     containers: dict[str, object] = {}  # "/graph/value_info" -> that repeated field of the view, resolved once
     for decl in ctx.quantized_declarations(unique=False):
         container, index = decl.pointer.rsplit("/", 1)
+        if container == "/graph/value_info":
+            continue  # not in the view
         if container not in containers:
             containers[container] = resolve(view, container)
         _retype(containers[container][int(index)], expressed_data_type(decl.qtype))

@@ -657,6 +657,11 @@ def cases() -> list[Case]:
         _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
               profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
         _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        # QT408
+        _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
+              message="2^-32 <= M < 2^29"),
+        _fire("QT408", "output-scale-tiny", lambda: conv_model(y_q=int8(1e-20, 0)), "/graph/node/1", node="conv"),
+        _miss("QT408", "output-scale-0.05", lambda: conv_model(y_q=int8(0.05, 0))),
         # QT501
         _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
               profile="tflite-int8"),

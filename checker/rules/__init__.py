@@ -46,6 +46,7 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt405_bias_scale_mismatch,
     qt406_bias_granularity_mismatch,
     qt407_accumulator_overflow_risk,
+    qt408_requantization_multiplier_out_of_range,
     qt501_storage_not_supported,
     qt502_schema_not_supported,
     qt503_granularity_not_supported,

@@ -1,0 +1,74 @@
+"""The requantization multiplier of a Conv / ConvTranspose / MatMul / Gemm is out of fixed-point range.
+
+## What it checks
+For a node whose input, weight and output have static per-tensor input and
+output types, each output channel's requantization multiplier
+`M = x_scale * w_scale[c] / y_scale` is represented the way integer kernels
+do (`reference_ops/fixed_point.py`: a 31-bit multiplier and a right shift,
+`M ~= m * 2^-shift`), and the shift must lie in `[2, 62]` — TOSA RESCALE's
+range, and the range in which TFLite's single-rounding path keeps every bit.
+That is `2^-32 <= M < 2^29`.
+
+## Why
+Outside that range the parameters cannot be what the producer meant: below
+`2^-32` every int32 accumulator rounds to the output zero point (the op
+outputs a constant), above `2^29` a single accumulator unit moves the output
+by hundreds of millions of steps (the op saturates). Such models are valid
+under the semantics but compute nothing useful, and fixed-point targets
+reject them. This is a warning.
+
+## Invalid example
+A Conv with input scale 0.02, weight scale 0.01 and output scale 1e12
+(`M = 2e-16`).
+
+## Valid example
+The same Conv with output scale 0.05 (`M = 0.004`, shift 38).
+
+## Fix
+Recalibrate the output (its scale is usually the culprit), or the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from onnx_qtypes.checker.context import WEIGHTED_OPS, Context
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import fmt
+from onnx_qtypes.reference_ops.fixed_point import MULTIPLIER_BITS, quantize_multipliers
+
+SHIFT_RANGE = (2, 62)  # TOSA RESCALE (scale32)
+
+
+@rule("QT408", "requantization-multiplier-out-of-range", "warning")
+def check(ctx: Context) -> Iterator[Finding]:
+    for ref in ctx.nodes:
+        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2 or not ref.node.output:
+            continue
+        x, w = ctx.qtype(ref.scope, ref.node.input[0]), ctx.qtype(ref.scope, ref.node.input[1])
+        y = ctx.qtype(ref.scope, ref.node.output[0])
+        if x is None or w is None or y is None or any(t.is_dynamic for t in (x, w, y)):
+            continue
+        if x.axis is not None or y.axis is not None or w.block_size is not None:
+            continue
+        scales = np.asarray((x.scale[0],) + w.scale + (y.scale[0],), dtype=np.float64)
+        if not np.all(np.isfinite(scales) & (scales > 0)):
+            continue  # QT101
+        reals = x.scale[0] * np.asarray(w.scale, dtype=np.float64) / y.scale[0]
+        multipliers, shifts = quantize_multipliers(reals)
+        # quantize_multipliers caps the shift at 62 by shrinking the multiplier: a short multiplier means "too small"
+        clipped = multipliers < (1 << (MULTIPLIER_BITS - 1))
+        bad = np.flatnonzero((shifts < SHIFT_RANGE[0]) | (shifts > SHIFT_RANGE[1]) | clipped)
+        if bad.size:
+            c = int(bad[0])
+            channel = f" (channel {c}; {bad.size} of {len(reals)} channels)" if len(reals) > 1 else ""
+            yield Finding(
+                ref.location(),
+                f"requantization multiplier x_scale * w_scale / y_scale = {fmt(reals[c])}{channel} is outside "
+                f"2^-32 <= M < 2^29: as a 31-bit fixed-point multiplier it becomes {int(multipliers[c])} * "
+                f"2^{-int(shifts[c])}, and integer kernels need a shift in [{SHIFT_RANGE[0]}, {SHIFT_RANGE[1]}] with "
+                "all 31 bits",
+            )
