@@ -24,8 +24,8 @@ def bias_uses(ctx: Context) -> list[BiasUse]:
 
 
 def _bias_uses(ctx: Context) -> Iterator[BiasUse]:
-    for ref in ctx.nodes:
-        spec = WEIGHTED_OPS.get(ref.op_type) if ref.is_onnx else None
+    for ref in ctx.nodes_of(*WEIGHTED_OPS):
+        spec = WEIGHTED_OPS.get(ref.op_type)
         if spec is None or spec[1] is None or len(ref.node.input) <= spec[1] or not ref.node.input[spec[1]]:
             continue
         name = ref.node.input[spec[1]]

@@ -22,7 +22,7 @@ class Columns:
     decls: list[Declared]  # the unique quantized declarations, in model order
     scales: np.ndarray  # float64, every scale of every declaration
     scale_owner: np.ndarray  # index into decls, per scale
-    zero_points: np.ndarray  # int64, every zero point as stored (raw field)
+    zero_points: np.ndarray  # int64, every zero point of the types (absent ones read as 0, as they mean)
     zero_point_owner: np.ndarray
 
     def owners(self, mask: np.ndarray, of_zero_points: bool = False) -> list[Declared]:
@@ -46,9 +46,9 @@ def columns(ctx: Context) -> Columns:
 def _build(ctx: Context) -> Columns:
     decls = list(ctx.quantized_declarations())
     scale_counts = [len(d.qtype.scale) for d in decls]
-    zp_counts = [len(d.quantization.zero_point) for d in decls]
+    zp_counts = [len(d.qtype.zero_point) for d in decls]
     scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in decls), np.float64, sum(scale_counts))
-    zero_points = np.fromiter(itertools.chain.from_iterable(d.quantization.zero_point for d in decls), np.int64,
+    zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in decls), np.int64,
                               sum(zp_counts))
     index = np.arange(len(decls))
     return Columns(decls, scales, np.repeat(index, scale_counts), zero_points, np.repeat(index, zp_counts))

@@ -154,6 +154,7 @@ class Context:
     # -- indexing -------------------------------------------------------------
     def _index_declarations(self) -> None:
         shapes: dict[bytes, tuple[int | None, ...] | None] = {}  # most declarations share a few shapes
+        types: dict[bytes, QType] = {}
         for decl in iter_declarations(self.model):
             vi = decl.value_info
             if vi.type.WhichOneof("value") != "tensor_type":
@@ -162,7 +163,14 @@ class Context:
             quantization = view.quantization if view.HasField("quantization") else None
             raw_stats = view.statistics if view.HasField("statistics") else None
             stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
-            qtype = qtype_from_proto(quantization, stats) if quantization is not None else None
+            qtype = None
+            if quantization is not None and stats is None:
+                type_key = quantization.SerializeToString()  # tensors moved by data-movement ops share a type
+                qtype = types.get(type_key)
+                if qtype is None:
+                    qtype = types[type_key] = qtype_from_proto(quantization)
+            elif quantization is not None:
+                qtype = qtype_from_proto(quantization, stats)
             shape_key = vi.type.tensor_type.shape.SerializeToString() if vi.type.tensor_type.HasField("shape") else None
             if shape_key not in shapes:
                 shapes[shape_key] = static_shape(vi)
@@ -216,6 +224,11 @@ class Context:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[return-value]
+
+    def nodes_of(self, *op_types: str) -> list[NodeRef]:
+        """The default-domain nodes of these op types, in model order (shared between rules)."""
+        key = "nodes:" + ",".join(sorted(op_types))
+        return self.memo(key, lambda: [r for r in self.nodes if r.is_onnx and r.op_type in op_types])
 
     # -- declarations ------------------------------------------------------------
     def declarations_of(self, scope: str, name: str) -> list[Declared]:

@@ -154,7 +154,7 @@ def _show(values: np.ndarray, index: int | None) -> str:
 
 @rule("QT307", "boundary-parameters-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes:
+    for ref in ctx.nodes_of(QUANTIZE, DEQUANTIZE):
         found = boundary_type(ctx, ref)
         if found is not None:
             yield from _check(ctx, ref, *found)

@@ -31,12 +31,12 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.rules.qt307_boundary_parameters_mismatch import boundary_type
+from onnx_qtypes.checker.rules.qt307_boundary_parameters_mismatch import DEQUANTIZE, QUANTIZE, boundary_type
 
 
 @rule("QT308", "boundary-parameters-not-constant", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes:
+    for ref in ctx.nodes_of(QUANTIZE, DEQUANTIZE):
         found = boundary_type(ctx, ref)
         if found is None or found[1].is_dynamic:
             continue

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from onnx_qtypes.checker.context import Context, NodeRef
-from onnx_qtypes.checker.data_movement import data_indices, expect, expect_concat, is_data_movement
+from onnx_qtypes.checker.data_movement import DATA_MOVEMENT, data_indices, expect, expect_concat, is_data_movement
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.qtype import QType
@@ -83,7 +83,7 @@ def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
 
 @rule("QT401", "data-movement-parameters-changed", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes:
+    for ref in ctx.nodes_of(*DATA_MOVEMENT):
         if not is_data_movement(ref):
             continue
         if ref.op_type == "Concat":

@@ -37,8 +37,8 @@ from onnx_qtypes.checker.weights import output_channel_axis
 
 @rule("QT402", "weight-axis-not-output-channel", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes:
-        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2:
+    for ref in ctx.nodes_of(*WEIGHTED_OPS):
+        if len(ref.node.input) < 2:
             continue
         weight = ref.node.input[1]
         qt = ctx.qtype(ref.scope, weight)

@@ -73,8 +73,8 @@ def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
 @rule("QT407", "accumulator-overflow-risk", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     limit = 2 ** (ctx.profile.accumulator_bits - 1)
-    for ref in ctx.nodes:
-        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2:
+    for ref in ctx.nodes_of(*WEIGHTED_OPS):
+        if len(ref.node.input) < 2:
             continue
         x_name, w_name = ref.node.input[0], ref.node.input[1]
         x, w = ctx.qtype(ref.scope, x_name), ctx.qtype(ref.scope, w_name)

@@ -30,6 +30,7 @@ Recalibrate the output (its scale is usually the culprit), or the weights.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -41,12 +42,13 @@ from onnx_qtypes.checker.walk import fmt
 from onnx_qtypes.reference_ops.fixed_point import MULTIPLIER_BITS, quantize_multipliers
 
 SHIFT_RANGE = (2, 62)  # TOSA RESCALE (scale32)
+SAFE = (2.0**-31, 2.0**28)  # one binade inside the limits, clear of the multiplier's rounding carry
 
 
 @rule("QT408", "requantization-multiplier-out-of-range", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes:
-        if ref.op_type not in WEIGHTED_OPS or not ref.is_onnx or len(ref.node.input) < 2 or not ref.node.output:
+    for ref in ctx.nodes_of(*WEIGHTED_OPS):
+        if len(ref.node.input) < 2 or not ref.node.output:
             continue
         x, w = ctx.qtype(ref.scope, ref.node.input[0]), ctx.qtype(ref.scope, ref.node.input[1])
         y = ctx.qtype(ref.scope, ref.node.output[0])
@@ -54,9 +56,11 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         if x.axis is not None or y.axis is not None or w.block_size is not None:
             continue
-        scales = np.asarray((x.scale[0],) + w.scale + (y.scale[0],), dtype=np.float64)
-        if not np.all(np.isfinite(scales) & (scales > 0)):
+        scales = (x.scale[0], *w.scale, y.scale[0])
+        if not all(0.0 < s < math.inf for s in scales):
             continue  # QT101
+        if SAFE[0] < x.scale[0] * min(w.scale) / y.scale[0] and x.scale[0] * max(w.scale) / y.scale[0] < SAFE[1]:
+            continue  # well inside the range: no need for the exact fixed-point form
         reals = x.scale[0] * np.asarray(w.scale, dtype=np.float64) / y.scale[0]
         multipliers, shifts = quantize_multipliers(reals)
         # quantize_multipliers caps the shift at 62 by shrinking the multiplier: a short multiplier means "too small"

@@ -45,9 +45,7 @@ def _parameters(qt: QType) -> tuple:
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.profile.shared_parameters:
         return
-    for ref in ctx.nodes:
-        if ref.op_type not in ctx.profile.shared_parameters:
-            continue
+    for ref in ctx.nodes_of(*ctx.profile.shared_parameters):
         operands = [("output", i, n) for i, n in enumerate(ref.node.output) if n]
         operands += [("input", i, n) for i, n in enumerate(ref.node.input) if n]
         typed = [(kind, i, n, qt) for kind, i, n in operands if (qt := ctx.qtype(ref.scope, n)) is not None]

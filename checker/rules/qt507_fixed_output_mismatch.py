@@ -36,7 +36,7 @@ from onnx_qtypes.checker.walk import fmt
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.profile.fixed_output:
         return
-    for ref in ctx.nodes:
+    for ref in ctx.nodes_of(*ctx.profile.fixed_output):
         entries = ctx.profile.fixed_output.get(ref.op_type)
         if not entries or not ref.node.output or not ref.node.output[0]:
             continue
