@@ -41,7 +41,6 @@ WEIGHTED_OPS: dict[str, tuple[int, int | None]] = {
     "Gemm": (1, 2),
     "MatMul": (1, None),
 }
-ROLES = ("activation", "weight", "bias")
 
 
 class Declared(NamedTuple):
@@ -94,9 +93,6 @@ class NodeRef(NamedTuple):
             return Location(self.pointer, node=self.name, op_type=self.op_type)
         names = self.node.input if kind == "input" else self.node.output
         return Location(f"{self.pointer}/{kind}/{index}", node=self.name, tensor=names[index], op_type=self.op_type)
-
-    def label(self) -> str:
-        return f"{self.op_type} node {self.name!r}" if self.name else f"{self.op_type} node at {self.pointer}"
 
 
 class ConstantRef:
