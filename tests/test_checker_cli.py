@@ -122,6 +122,13 @@ def test_report_to_a_missing_folder_exits_2_and_writes_nothing(clean_path, tmp_p
     assert out == "" and not (tmp_path / "no").exists()
 
 
+def test_report_never_overwrites_the_model(clean_path, capsys):
+    before = clean_path.read_bytes()
+    code, _, err = _main(capsys, "check", str(clean_path), "-o", str(clean_path))
+    _one_line_error(code, err, "is the model being checked")
+    assert clean_path.read_bytes() == before
+
+
 def test_profile_by_name_and_by_file(broken_path, tmp_path, capsys):
     profile = tmp_path / "npu.json"
     profile.write_text(json.dumps({

@@ -53,6 +53,8 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output and pathlib.Path(args.output).resolve() == pathlib.Path(args.model).resolve():
+        raise QTypesError(f"{args.output}: is the model being checked; write the report to another file")
     profile = load_profile(args.profile)
     report = Report(args.model, profile.name, tuple(iter_diagnostics(args.model, profile)))
     text = render(report, args.format)
