@@ -19,7 +19,6 @@ from onnx import ModelProto, TensorProto, numpy_helper
 from onnx_qtypes.checker import float_view
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
-from onnx_qtypes.checker.qtypes import qtype_from_proto
 from onnx_qtypes.proto import iter_declarations, iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import read_view
@@ -164,9 +163,9 @@ class Context:
                 type_key = quantization.SerializeToString()  # tensors moved by data-movement ops share a type
                 qtype = types.get(type_key)
                 if qtype is None:
-                    qtype = types[type_key] = qtype_from_proto(quantization)
+                    qtype = types[type_key] = QType.from_proto(quantization, validate=False)
             elif quantization is not None:
-                qtype = qtype_from_proto(quantization, stats)
+                qtype = QType.from_proto(quantization, stats, validate=False)
             shape_key = vi.type.tensor_type.shape.SerializeToString() if vi.type.tensor_type.HasField("shape") else None
             if shape_key not in shapes:
                 shapes[shape_key] = static_shape(vi)

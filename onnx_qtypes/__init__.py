@@ -20,6 +20,7 @@ from onnx_qtypes.proto import (
     quantized_tensors,
     save,
     set_qtype,
+    set_qtypes,
     set_statistics,
 )
 
@@ -44,5 +45,6 @@ __all__ = [
     "quantized_tensors",
     "save",
     "set_qtype",
+    "set_qtypes",
     "set_statistics",
 ]

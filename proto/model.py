@@ -12,7 +12,7 @@ import dataclasses
 import os
 import pathlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
@@ -159,14 +159,42 @@ def iter_declarations(model: ModelProto) -> Iterator[Declaration]:
             yield Declaration(f"/functions/{f}/value_info/{i}", "value_info", function, vi)
 
 
-def _defining_graph(model: ModelProto, name: str) -> tuple[onnx.GraphProto, TensorProto | None] | None:
-    for _, graph in iter_graphs(model):
-        for init in graph.initializer:
-            if init.name == name:
-                return graph, init
-        if any(name in node.output for node in graph.node):
-            return graph, None
-    return None
+class _Index:
+    """Declarations and definitions of every tensor name, built in one pass."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.declarations: dict[str, list[Declaration]] = {}
+        for decl in iter_declarations(model):
+            self.declarations.setdefault(decl.name, []).append(decl)
+        # name -> (graph, initializer or None); the first definition wins, as in get_qtype's search order
+        self.definitions: dict[str, tuple[onnx.GraphProto, TensorProto | None]] = {}
+        for _, graph in iter_graphs(model):
+            for init in graph.initializer:
+                self.definitions.setdefault(init.name, (graph, init))
+            for node in graph.node:
+                for out in node.output:
+                    if out:
+                        self.definitions.setdefault(out, (graph, None))
+
+    def known(self, name: str) -> bool:
+        return name in self.declarations or name in self.definitions
+
+    def targets(self, name: str) -> list[ValueInfoProto]:
+        """The declarations of ``name``; a new value_info in its defining graph when there are none."""
+        if name in self.declarations:
+            return [d.value_info for d in self.declarations[name]]
+        if name not in self.definitions:
+            raise UnknownTensorError(f"model has no tensor named {name!r}")
+        graph, init = self.definitions[name]
+        if init is not None:
+            vi = onnx.helper.make_tensor_value_info(name, init.data_type, list(init.dims))
+        else:
+            vi = onnx.helper.make_empty_tensor_value_info(name)
+            vi.type.tensor_type.elem_type = TensorProto.UNDEFINED
+        graph.value_info.append(vi)
+        added = graph.value_info[-1]
+        self.declarations[name] = [Declaration("", "value_info", graph, added)]
+        return [added]
 
 
 # --- public API ---------------------------------------------------------------
@@ -178,15 +206,13 @@ def get_qtype(model: ModelProto, name: str) -> QType | None:
     None means the tensor exists but is not quantized. Raises
     UnknownTensorError when the model has no tensor of that name.
     """
-    found = False
-    for decl in iter_declarations(model):
-        if decl.name == name:
-            found = True
-            qtype = read_qtype(decl.value_info, decl.pointer)
-            if qtype is not None:
-                return qtype
-    if not found and _defining_graph(model, name) is None:
+    index = _Index(model)
+    if not index.known(name):
         raise UnknownTensorError(f"model has no tensor named {name!r}")
+    for decl in index.declarations.get(name, ()):
+        qtype = read_qtype(decl.value_info, decl.pointer)
+        if qtype is not None:
+            return qtype
     return None
 
 
@@ -200,23 +226,6 @@ def get_statistics(model: ModelProto, name: str) -> TensorStatistics | None:
     return None
 
 
-def _declarations_or_new(model: ModelProto, name: str) -> list[ValueInfoProto]:
-    found = [d.value_info for d in iter_declarations(model) if d.name == name]
-    if found:
-        return found
-    defined = _defining_graph(model, name)
-    if defined is None:
-        raise UnknownTensorError(f"model has no tensor named {name!r}")
-    graph, init = defined
-    if init is not None:
-        vi = onnx.helper.make_tensor_value_info(name, init.data_type, list(init.dims))
-    else:
-        vi = onnx.helper.make_empty_tensor_value_info(name)
-        vi.type.tensor_type.elem_type = TensorProto.UNDEFINED
-    graph.value_info.append(vi)
-    return [graph.value_info[-1]]
-
-
 def set_qtype(model: ModelProto, name: str, qtype: QType | None) -> ModelProto:
     """Declare ``qtype`` on every declaration of tensor ``name``, in place.
 
@@ -225,33 +234,47 @@ def set_qtype(model: ModelProto, name: str, qtype: QType | None) -> ModelProto:
     parameters are checked against the declared or initializer shape. With
     None the tensor goes back to plain storage integers. Returns ``model``.
     """
-    if qtype is not None and not isinstance(qtype, QType):
-        raise QTypesError(f"set_qtype({name!r}): expected a QType or None, got {type(qtype).__name__}")
-    targets = _declarations_or_new(model, name)
-    if qtype is not None:
-        for vi in targets:
-            shape = static_shape(vi)
+    return set_qtypes(model, {name: qtype})
+
+
+def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None]) -> ModelProto:
+    """``set_qtype`` for many tensors in one pass over the model (linear, not quadratic).
+
+    Every type is checked before any is written: on error the model is unchanged.
+    """
+    index = _Index(model)
+    for name, qtype in qtypes.items():
+        if qtype is not None and not isinstance(qtype, QType):
+            raise QTypesError(f"set_qtype({name!r}): expected a QType or None, got {type(qtype).__name__}")
+        if not index.known(name):
+            raise UnknownTensorError(f"model has no tensor named {name!r}")
+        if qtype is None:
+            continue
+        for decl in index.declarations.get(name, ()):
+            shape = static_shape(decl.value_info)
             if shape is not None:
                 qtype.check_shape(shape, name)
-        defined = _defining_graph(model, name)
-        if defined is not None and defined[1] is not None:
-            init = defined[1]
+        init = index.definitions.get(name, (None, None))[1]
+        if init is not None:
             qtype.check_shape(tuple(init.dims), name)
             if init.data_type != qtype.storage_type.data_type:
                 raise QTypesError(
                     f"set_qtype({name!r}): initializer holds {TensorProto.DataType.Name(init.data_type)}, "
                     f"but the type stores {qtype.storage}; convert the data first"
                 )
-    for vi in targets:
-        write_qtype(vi, qtype)
+    for name, qtype in qtypes.items():
+        for vi in index.targets(name):
+            write_qtype(vi, qtype)
     return model
 
 
 def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None) -> ModelProto:
     """Record statistics on every declaration of tensor ``name``, in place."""
-    for vi in _declarations_or_new(model, name):
+    targets = _Index(model).targets(name)
+    for vi in targets:
         if vi.type.tensor_type.elem_type == TensorProto.UNDEFINED and read_qtype(vi) is None:
             raise QTypesError(f"set_statistics({name!r}): the tensor's element type is unknown; declare it first")
+    for vi in targets:
         write_statistics(vi, statistics)
     return model
 

@@ -115,6 +115,9 @@ class Schema(enum.Enum):
         raise QTypeError("schema", f"unknown schema {value!r}; expected one of {names}")
 
 
+_SCHEMAS = {s.value: s for s in Schema}
+
+
 def storage_type(value: str | int | StorageType) -> StorageType:
     """Look up a storage type by name ("int8") or onnx data type (3)."""
     if isinstance(value, StorageType):
@@ -189,7 +192,8 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
     if scale_problem(scale):
         return None
     dtype = expressed.np_dtype
-    stored = float(np.asarray(scale, dtype=np.float64).astype(dtype))
+    with np.errstate(over="ignore"):  # beyond float16's range the cast gives inf, reported below
+        stored = float(np.asarray(scale, dtype=np.float64).astype(dtype))
     if stored != scale:
         return f"scale {scale!r} is not exactly representable in {expressed.name} (nearest is {stored!r})"
     if scale < float(ml_dtypes.finfo(dtype).smallest_normal):
@@ -559,19 +563,42 @@ class QType:
     def from_proto(
         cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
     ) -> QType:
-        return cls(
-            storage=msg.storage_type,
-            scale=tuple(msg.scale),
-            zero_point=tuple(msg.zero_point),
-            axis=msg.axis if msg.HasField("axis") else None,
-            block_size=msg.block_size if msg.HasField("block_size") else None,
-            schema=msg.schema if msg.schema in {s.value for s in Schema} else Schema.ASYMMETRIC,
-            storage_min=msg.storage_min if msg.HasField("storage_min") else None,
-            storage_max=msg.storage_max if msg.HasField("storage_max") else None,
-            expressed=msg.expressed_type,
+        """The QType a message declares; ``validate=False`` keeps invalid values for reporting."""
+        storage = STORAGE_BY_DATA_TYPE.get(msg.storage_type)
+        expressed = EXPRESSED_BY_DATA_TYPE.get(msg.expressed_type)
+        has = msg.HasField
+        if storage is None or expressed is None:  # unknown types: the general constructor names them
+            return cls(
+                storage=msg.storage_type,
+                scale=tuple(msg.scale),
+                zero_point=tuple(msg.zero_point),
+                axis=msg.axis if has("axis") else None,
+                block_size=msg.block_size if has("block_size") else None,
+                schema=_SCHEMAS.get(msg.schema, Schema.ASYMMETRIC),
+                storage_min=msg.storage_min if has("storage_min") else None,
+                storage_max=msg.storage_max if has("storage_max") else None,
+                expressed=msg.expressed_type,
+                statistics=statistics,
+                validate=validate,
+            )
+        # Protobuf already typed every field: skip the generic coercion (checker reads thousands of these).
+        scales = tuple(msg.scale)
+        qtype = object.__new__(cls)
+        object.__getattribute__(qtype, "__dict__").update(
+            storage=storage.name,
+            scale=scales,
+            zero_point=tuple(msg.zero_point) or (0,) * len(scales),
+            axis=msg.axis if has("axis") else None,
+            block_size=msg.block_size if has("block_size") else None,
+            schema=_SCHEMAS.get(msg.schema, Schema.ASYMMETRIC),
+            storage_min=msg.storage_min if has("storage_min") else storage.min,
+            storage_max=msg.storage_max if has("storage_max") else storage.max,
+            expressed=expressed.name,
             statistics=statistics,
-            validate=validate,
         )
+        if validate:
+            qtype._validate()
+        return qtype
 
     def __str__(self) -> str:
         params = "dynamic" if self.is_dynamic else _format_params(self)

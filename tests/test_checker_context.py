@@ -1,41 +1,14 @@
-"""The checker's model index: fast QType reading equals QType.from_proto; roles, float view, shapes."""
+"""The checker's model index: roles, float view, shapes."""
 
 from __future__ import annotations
 
 import onnx
 from checker_models import Graph, conv_model, int8, qmsg, stats
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from onnx import TensorProto
 
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.profile import load_profile
-from onnx_qtypes.checker.qtypes import qtype_from_proto
 from onnx_qtypes.proto import QType, Statistics, TensorStatistics
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    storage=st.sampled_from([0, 2, 3, 4, 5, 6, 21, 22, 25, 26, 7, 1]),
-    expressed=st.none() | st.sampled_from([1, 10, 16, 6]),
-    scales=st.lists(st.floats(allow_nan=False, width=32), max_size=5),
-    zero_points=st.lists(st.integers(-(2**62), 2**62), max_size=5),
-    axis=st.none() | st.integers(-2, 5),
-    block=st.none() | st.integers(-1, 4),
-    schema=st.none() | st.integers(0, 4),
-    lo=st.none() | st.integers(-500, 500),
-    hi=st.none() | st.integers(-500, 500),
-    with_stats=st.booleans(),
-)
-def test_fast_reading_equals_from_proto(storage, expressed, scales, zero_points, axis, block, schema, lo, hi,
-                                        with_stats):
-    msg = qmsg(storage, scales, zero_points, axis, block, schema, lo, hi, expressed)
-    statistics = TensorStatistics(tensor=Statistics(min=-1.0, max=1.0)) if with_stats else None
-    fast = qtype_from_proto(msg, statistics)
-    slow = QType.from_proto(msg, statistics, validate=False)
-    assert fast == slow
-    assert fast.to_dict() == slow.to_dict()  # every field, statistics included
-    assert str(fast) == str(slow)
 
 
 def test_roles_follow_the_operators():

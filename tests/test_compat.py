@@ -12,7 +12,7 @@ import pytest
 from builders import add_model, weights_model
 from onnx import TensorProto
 
-from onnx_qtypes import ModelLoadError, QType, get_qtype, load, save, set_qtype
+from onnx_qtypes import ModelLoadError, QType, get_qtype, load, save, set_qtype, set_qtypes
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.model import write_view
 
@@ -206,3 +206,26 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
         save(add_model(), target)
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]  # no temp file left
+
+
+def test_set_qtypes_checks_everything_before_writing_anything():
+    model = weights_model(16)
+    before = model.SerializeToString()
+    with pytest.raises(Exception, match="needs 16 scales"):
+        set_qtypes(model, {"y": QType("int8", 0.5), "w": QType("int8", [1.0, 2.0], axis=0)})
+    assert model.SerializeToString() == before
+
+
+def test_set_qtypes_equals_one_set_qtype_per_tensor(example_model):
+    names = ["x_q", "conv_q", "relu_q", "pool_q", "w", "b"]
+    types = {n: get_qtype(example_model, n) for n in names}
+    one_by_one, bulk = add_model(), add_model()
+    for model in (one_by_one, bulk):
+        model.CopyFrom(example_model)
+        for n in names:
+            set_qtype(model, n, None)
+    for n in names:
+        set_qtype(one_by_one, n, types[n])
+    set_qtypes(bulk, types)
+    assert bulk.SerializeToString() == one_by_one.SerializeToString()
+    assert all(get_qtype(bulk, n) == types[n] for n in names)

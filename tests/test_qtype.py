@@ -165,3 +165,47 @@ def test_unvalidated_construction_looks_up_names_and_numbers_alike():
     assert by_name.expressed == by_number.expressed == "float16"
     assert by_name.storage == by_number.storage == "int32"
     assert QType(64, 1.0, expressed=99, validate=False).storage.startswith("data type 64")
+
+
+@st.composite
+def messages(draw):
+    """QuantizedType messages with any field values, valid or not."""
+    msg = pb.QuantizedType(storage_type=draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 21, 22, 25, 26])))
+    expressed = draw(st.none() | st.sampled_from([1, 6, 10, 16]))
+    if expressed is not None:
+        msg.expressed_type = expressed
+    msg.scale.extend(draw(st.lists(st.floats(width=32), max_size=4)))
+    msg.zero_point.extend(draw(st.lists(st.integers(-(2**40), 2**40), max_size=4)))
+    for field, strategy in (("axis", st.integers(-2, 4)), ("block_size", st.integers(-1, 4)),
+                            ("schema", st.integers(0, 4)), ("storage_min", st.integers(-300, 300)),
+                            ("storage_max", st.integers(-300, 300))):
+        value = draw(st.none() | strategy)
+        if value is not None:
+            setattr(msg, field, value)
+    return msg
+
+
+def _general(msg, stats, validate):
+    """The same message through QType's general constructor."""
+    has = msg.HasField
+    return QType(msg.storage_type, tuple(msg.scale), tuple(msg.zero_point),
+                 axis=msg.axis if has("axis") else None, block_size=msg.block_size if has("block_size") else None,
+                 schema=msg.schema, storage_min=msg.storage_min if has("storage_min") else None,
+                 storage_max=msg.storage_max if has("storage_max") else None, expressed=msg.expressed_type,
+                 statistics=stats, validate=validate)
+
+
+@given(messages(), st.booleans())
+def test_from_proto_equals_the_general_constructor(msg, with_stats):
+    stats = TensorStatistics(tensor=Statistics(min=-1.0, max=1.0)) if with_stats else None
+    fast = QType.from_proto(msg, stats, validate=False)
+    slow = _general(msg, stats, validate=False)
+    # repr, not ==: NaN scales are kept for reporting and NaN != NaN
+    assert repr(fast) == repr(slow) and repr(fast.statistics) == repr(slow.statistics)
+    try:
+        expected = _general(msg, stats, validate=True)
+    except QTypeError as exc:
+        with pytest.raises(QTypeError, match=str(exc.field)):
+            QType.from_proto(msg, stats)
+    else:
+        assert QType.from_proto(msg, stats) == expected
