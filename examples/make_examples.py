@@ -1,5 +1,7 @@
 """Build the bundled example models (run: python examples/make_examples.py).
 
+broken_cnn.onnx: the same model with mistakes the checker reports.
+
 typed_cnn.onnx: float input -> QuantizeLinear -> typed Conv (per-channel
 int8 symmetric weights, int32 bias) -> Relu -> MaxPool -> DequantizeLinear
 -> float output, with calibration statistics on the activations. Every op
@@ -17,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, save, set_qtype
+from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, get_qtype, save, set_qtype
 
 HERE = pathlib.Path(__file__).resolve().parent
 IR_VERSION, OPSET = 10, 21  # what onnxruntime 1.31 accepts
@@ -83,7 +85,23 @@ def typed_cnn() -> onnx.ModelProto:
     return model
 
 
-EXAMPLES = {"typed_cnn.onnx": typed_cnn}
+def broken_cnn() -> onnx.ModelProto:
+    """typed_cnn with mistakes a checker must catch before the model reaches hardware.
+
+    - the bias scale is not input scale x weight scale (a factor 10 off on channel 2);
+    - MaxPool writes a different scale than it reads, so the DequantizeLinear at the
+      output no longer uses the parameters of the tensor it reads.
+    """
+    model = typed_cnn()
+    b = get_qtype(model, "b")
+    scales = list(b.scale)
+    scales[2] = float(np.float32(scales[2]) * np.float32(10))  # stays a float32 value
+    set_qtype(model, "b", b.replace(scale=tuple(scales)))
+    set_qtype(model, "pool_q", get_qtype(model, "pool_q").replace(scale=(float(np.float32(0.1)),)))
+    return model
+
+
+EXAMPLES = {"typed_cnn.onnx": typed_cnn, "broken_cnn.onnx": broken_cnn}
 
 
 def main(out_dir: pathlib.Path = HERE) -> None:
