@@ -103,9 +103,9 @@ def part1(examples: int) -> None:
           f"{total.integer_more:>7} {total.ort_cases:>9} {_rate(total.ort_one, total.ort_elements):>9} {total.ort_more:>7}")
     print(f"integer kernels fell back to the definition in {total.fallbacks} case(s)")
     print("ort: the lowered QDQ model, fused by onnxruntime into QLinear* kernels when every activation is per-tensor.\n"
-          "AveragePool '>1' rows come from onnxruntime's fused QLinearAveragePool, which divides a ceil_mode edge window\n"
-          "by the whole kernel under count_include_pad=1 (its float AveragePool and onnx.reference do not; see\n"
-          "tests/test_reference_onnxruntime.py::test_fused_average_pool_divergence_is_real).")
+          "'ort >1' counts come from divergences of onnxruntime's fused kernels listed in proposal/spec/semantics.md §9\n"
+          "(QLinearAveragePool with ceil_mode and count_include_pad, QLinearSoftmax overflow, QGemm bias parameters),\n"
+          "each shown by a test in tests/test_reference_onnxruntime.py.")
 
 
 def part2(samples: int, seed: int = 0) -> None:

@@ -13,7 +13,7 @@ from reference_models import compare, steps_apart
 
 from onnx_qtypes.reference_ops.ops import KERNELS
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("QT_EXAMPLES", 25)), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("QT_EXAMPLES", 40)), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def check(case: Case) -> None:
