@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 import onnx.reference
 from onnx import FunctionProto, GraphProto, ModelProto
-from onnx.reference.op_run import OpRun
+from onnx.reference.op_run import OpFunction, OpRun
 
 from onnx_qtypes.proto import load, quantized_tensors
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
@@ -296,10 +296,18 @@ class _TypedNode:
         if op == "DynamicQuantizeLinear" and self._out[0] is not None:
             return self._dynamic_quantize_linear(args, kwargs)
         reals = [
-            quant.dequantize(np.asarray(v), qt, tensor=name) if qt is not None and v is not None else v
+            self._real(np.asarray(v), qt, name) if qt is not None and v is not None else v
             for v, qt, name in zip(args, resolved, self._node.input)
         ]
         return self._finish(self._inner.run(*reals, **kwargs), args, resolved)
+
+    def _real(self, storage: np.ndarray, qtype: QType, name: str) -> np.ndarray:
+        real = quant.dequantize(storage, qtype, tensor=name)
+        if isinstance(self._inner, OpFunction):
+            # onnx.reference runs this operator through its ONNX function body, whose constants are
+            # typed (an epsilon in float32): feed it the expressed type, as the body expects.
+            return real.astype(qtype.expressed_type.np_dtype)
+        return real
 
     def _integer(self, args: list[Any], resolved: list[QType | None], kwargs: dict[str, Any]) -> tuple | None:
         from onnx_qtypes.reference_ops.ops import KernelContext, Unsupported  # noqa: PLC0415

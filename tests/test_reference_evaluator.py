@@ -77,6 +77,39 @@ def test_models_load_from_paths_and_bytes(tmp_path, example_model):
     assert isinstance(ReferenceEvaluator(example_model), onnx.reference.ReferenceEvaluator)
 
 
+@pytest.mark.parametrize(
+    ("op", "attrs", "function"),
+    [
+        ("Abs", {}, np.abs),
+        ("Exp", {}, np.exp),
+        ("Sqrt", {}, lambda v: np.sqrt(np.maximum(v, 0))),
+        ("Erf", {}, lambda v: np.vectorize(__import__("math").erf)(v)),
+        ("Softplus", {}, lambda v: np.log1p(np.exp(v))),
+        ("ReduceMax", {"keepdims": 1}, lambda v: v.max(keepdims=True)),
+        ("LogSoftmax", {"axis": -1}, lambda v: v - v.max(-1, keepdims=True) - np.log(np.exp(v - v.max(-1, keepdims=True)).sum(-1, keepdims=True))),
+        # implemented by onnx.reference through its function body (typed float32 constants)
+        ("MeanVarianceNormalization", {"axes": [0, 1]},
+         lambda v: (v - v.mean((0, 1), keepdims=True)) / (v.std((0, 1), keepdims=True) + 1e-9)),
+    ],
+)
+def test_any_operator_onnx_reference_implements_runs_on_typed_tensors(op, attrs, function):
+    x_t, y_t = QType("int8", 0.05, 3), QType("int8", 0.04, -2)
+    x = (np.arange(24) * 7 % 50 - 25).astype(np.int8).reshape(2, 12)
+    out_shape = (1, 1) if op == "ReduceMax" else (2, 12)
+    model = typed_model(op, [T("x", (2, 12), x_t)], [T("y", out_shape, y_t)], **attrs)
+    want = quantize(function(dequantize(x, x_t)), y_t).astype(np.int64)
+    got = ReferenceEvaluator(model).run(None, {"x": x})[0].astype(np.int64)
+    assert np.abs(got - want).max() <= (1 if op == "MeanVarianceNormalization" else 0)  # float32 body vs float64 here
+
+
+def test_typed_and_plain_outputs_of_one_node():
+    x_t = QType("int8", 0.5, 0)
+    model = typed_model("TopK", [T("x", (1, 4), x_t), T("k", (1,), dtype=TensorProto.INT64, value=np.array([2], np.int64))],
+                        [T("v", (1, 2), QType("int8", 0.25, 0)), T("i", (1, 2), dtype=TensorProto.INT64)])
+    values, indices = ReferenceEvaluator(model).run(None, {"x": np.array([[1, 9, -3, 4]], np.int8)})
+    assert values.tolist() == [[18, 8]] and indices.tolist() == [[1, 3]]  # reals 4.5, 2 on the 0.25 grid
+
+
 # --- boundary ops -------------------------------------------------------------------------------
 
 
