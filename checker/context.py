@@ -19,9 +19,9 @@ from onnx import ModelProto, TensorProto, numpy_helper
 from onnx_qtypes.checker import float_view
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
-from onnx_qtypes.proto import iter_declarations, iter_graphs, onnx_qtypes_pb2 as pb, static_shape
+from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
-from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.model import parse_view
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
 
 T = TypeVar("T")
@@ -127,6 +127,28 @@ def _scope_of(pointer: str) -> str:
     return MAIN if pointer.startswith("/graph") else "/".join(pointer.split("/")[:3])
 
 
+def _decode(data: bytes, vi: onnx.ValueInfoProto, pointer: str, qtypes: dict[bytes, QType],
+            shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple:
+    """The Declared fields after the name, from a declaration and its TypeProto.Tensor's bytes."""
+    view = parse_view(data, pointer)
+    quantization = view.quantization if view.HasField("quantization") else None
+    raw_stats = view.statistics if view.HasField("statistics") else None
+    stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
+    qtype = None
+    if quantization is not None and stats is None:
+        type_key = quantization.SerializeToString()  # tensors moved by data-movement ops share a type
+        qtype = qtypes.get(type_key)
+        if qtype is None:
+            qtype = qtypes[type_key] = QType.from_proto(quantization, validate=False)
+    elif quantization is not None:
+        qtype = QType.from_proto(quantization, stats, validate=False)
+    tensor_type = vi.type.tensor_type
+    shape_key = tensor_type.shape.SerializeToString() if tensor_type.HasField("shape") else None
+    if shape_key not in shapes:  # most declarations share a few shapes
+        shapes[shape_key] = static_shape(vi)
+    return view.elem_type, shapes[shape_key], qtype, quantization, stats, raw_stats
+
+
 class Context:
     """Everything the rules need to know about one model."""
 
@@ -139,70 +161,84 @@ class Context:
         self._qtypes: dict[tuple[str, str], QType] = {}
         self.nodes: list[NodeRef] = []
         self.constants: dict[tuple[str, str], ConstantRef] = {}
-        self.producers: dict[tuple[str, str], tuple[NodeRef, int]] = {}
-        self.consumers: dict[tuple[str, str], list[tuple[NodeRef, int]]] = {}
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
         self._memo: dict[str, object] = {}
+        self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
 
     # -- indexing -------------------------------------------------------------
     def _index_declarations(self) -> None:
-        shapes: dict[bytes, tuple[int | None, ...] | None] = {}  # most declarations share a few shapes
-        types: dict[bytes, QType] = {}
-        for decl in iter_declarations(self.model):
-            vi = decl.value_info
-            if vi.type.WhichOneof("value") != "tensor_type":
-                continue
-            view = read_view(vi.type.tensor_type, decl.pointer)
-            quantization = view.quantization if view.HasField("quantization") else None
-            raw_stats = view.statistics if view.HasField("statistics") else None
-            stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
-            qtype = None
-            if quantization is not None and stats is None:
-                type_key = quantization.SerializeToString()  # tensors moved by data-movement ops share a type
-                qtype = types.get(type_key)
-                if qtype is None:
-                    qtype = types[type_key] = QType.from_proto(quantization, validate=False)
-            elif quantization is not None:
-                qtype = QType.from_proto(quantization, stats, validate=False)
-            shape_key = vi.type.tensor_type.shape.SerializeToString() if vi.type.tensor_type.HasField("shape") else None
-            if shape_key not in shapes:
-                shapes[shape_key] = static_shape(vi)
-            declared = Declared(
-                decl.pointer, decl.kind, _scope_of(decl.pointer), vi.name, view.elem_type,
-                shapes[shape_key], qtype, quantization, stats, raw_stats,
-            )
-            self.declarations.append(declared)
-            key = (declared.scope, declared.name)
-            self._by_name.setdefault(key, []).append(declared)
-            if qtype is not None:
-                self._qtypes.setdefault(key, qtype)
+        """Every ValueInfoProto in iter_declarations order, decoded once per distinct TypeProto.Tensor."""
+        decoded: dict[bytes, tuple] = {}  # most declarations repeat a few types (activations, data movement)
+        qtypes: dict[bytes, QType] = {}
+        shapes: dict[bytes | None, tuple[int | None, ...] | None] = {}
+        lists = [(pointer, _scope_of(pointer), kind, getattr(graph, kind))
+                 for pointer, graph in self.graphs for kind in ("input", "output", "value_info")]
+        lists += [(f"/functions/{f}", f"/functions/{f}", "value_info", function.value_info)
+                  for f, function in enumerate(self.model.functions)]
+        declarations, by_name, first_qtype = self.declarations, self._by_name, self._qtypes
+        for graph_pointer, scope, kind, values in lists:
+            for i, vi in enumerate(values):
+                type_proto = vi.type
+                if type_proto.WhichOneof("value") != "tensor_type":
+                    continue
+                key = type_proto.tensor_type.SerializeToString()
+                fields = decoded.get(key)
+                if fields is None:
+                    fields = decoded[key] = _decode(key, vi, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
+                declared = Declared(f"{graph_pointer}/{kind}/{i}", kind, scope, vi.name, *fields)
+                declarations.append(declared)
+                name_key = (scope, declared.name)
+                same = by_name.get(name_key)
+                if same is None:
+                    by_name[name_key] = [declared]
+                else:
+                    same.append(declared)
+                if fields[2] is not None and name_key not in first_qtype:
+                    first_qtype[name_key] = fields[2]
 
     def _index_nodes(self) -> None:
         model_opsets = {o.domain or "": o.version for o in self.model.opset_import}
         graphs: list[tuple[str, str, onnx.GraphProto | onnx.FunctionProto, dict[str, int]]] = [
-            (pointer, MAIN, graph, model_opsets) for pointer, graph in iter_graphs(self.model)
+            (pointer, MAIN, graph, model_opsets) for pointer, graph in self.graphs
         ]
         for f, function in enumerate(self.model.functions):
             opsets = {**model_opsets, **{o.domain or "": o.version for o in function.opset_import}}
             graphs.append((f"/functions/{f}", f"/functions/{f}", function, opsets))
+        nodes, constants = self.nodes, self.constants
         for pointer, scope, graph, opsets in graphs:
             for i, init in enumerate(getattr(graph, "initializer", ())):
                 const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
                 _check_size(const)
-                self.constants[(scope, init.name)] = const
+                constants[(scope, const.name)] = const
             for n, node in enumerate(graph.node):
-                ref = NodeRef.of(f"{pointer}/node/{n}", node, scope, opsets)
-                self.nodes.append(ref)
-                for k, name in enumerate(node.output):
-                    if name:
-                        self.producers[(scope, name)] = (ref, k)
-                for k, name in enumerate(node.input):
-                    if name:
-                        self.consumers.setdefault((scope, name), []).append((ref, k))
-                if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+                op_type = node.op_type
+                ref = NodeRef(f"{pointer}/node/{n}", node, scope, opsets, op_type, node.name or None,
+                              node.domain in ("", "ai.onnx"))
+                nodes.append(ref)
+                if op_type == "Constant" and ref.is_onnx and node.output:
                     self._index_constant(ref)
+
+    @functools.cached_property
+    def producers(self) -> dict[tuple[str, str], tuple[NodeRef, int]]:
+        """(scope, tensor) -> (the node writing it, output index)."""
+        producers: dict[tuple[str, str], tuple[NodeRef, int]] = {}
+        for ref in self.nodes:
+            for k, name in enumerate(ref.node.output):
+                if name:
+                    producers[(ref.scope, name)] = (ref, k)
+        return producers
+
+    @functools.cached_property
+    def consumers(self) -> dict[tuple[str, str], list[tuple[NodeRef, int]]]:
+        """(scope, tensor) -> every (node reading it, input index), in model order."""
+        consumers: dict[tuple[str, str], list[tuple[NodeRef, int]]] = {}
+        for ref in self.nodes:
+            for k, name in enumerate(ref.node.input):
+                if name:
+                    consumers.setdefault((ref.scope, name), []).append((ref, k))
+        return consumers
 
     def _index_constant(self, ref: NodeRef) -> None:
         for a, attribute in enumerate(ref.node.attribute):

@@ -32,9 +32,14 @@ PROTOBUF_LIMIT = 2**31 - 1  # a serialized ModelProto must stay below 2 GiB
 
 def read_view(tensor_type: onnx.TypeProto.Tensor, where: str = "") -> pb.TensorTypeView:
     """Parse a TypeProto.Tensor's bytes as the extended view."""
+    return parse_view(tensor_type.SerializeToString(), where)
+
+
+def parse_view(data: bytes, where: str = "") -> pb.TensorTypeView:
+    """Parse the serialized bytes of a TypeProto.Tensor as the extended view (what read_view does)."""
     view = pb.TensorTypeView()
     try:
-        view.ParseFromString(tensor_type.SerializeToString())
+        view.ParseFromString(data)
     except DecodeError as exc:
         raise MalformedExtensionError(f"{where or 'tensor type'}: onnx-qtypes field does not decode ({exc})") from None
     if view.HasField("quantization") or view.HasField("statistics"):

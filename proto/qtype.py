@@ -582,12 +582,12 @@ class QType:
                 validate=validate,
             )
         # Protobuf already typed every field: skip the generic coercion (checker reads thousands of these).
-        scales = tuple(msg.scale)
+        scales = tuple(msg.scale[:])  # a slice converts in one call, iteration one element at a time
         qtype = object.__new__(cls)
         object.__getattribute__(qtype, "__dict__").update(
             storage=storage.name,
             scale=scales,
-            zero_point=tuple(msg.zero_point) or (0,) * len(scales),
+            zero_point=tuple(msg.zero_point[:]) or (0,) * len(scales),
             axis=msg.axis if has("axis") else None,
             block_size=msg.block_size if has("block_size") else None,
             schema=_SCHEMAS.get(msg.schema, Schema.ASYMMETRIC),
