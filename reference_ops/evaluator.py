@@ -296,10 +296,20 @@ class _TypedNode:
         if op == "DynamicQuantizeLinear" and self._out[0] is not None:
             return self._dynamic_quantize_linear(args, kwargs)
         reals = [
-            self._real(np.asarray(v), qt, name) if qt is not None and v is not None else v
+            self._real(np.asarray(v), qt, name) if qt is not None and v is not None else self._widened(v)
             for v, qt, name in zip(args, resolved, self._node.input)
         ]
         return self._finish(self._inner.run(*reals, **kwargs), args, resolved)
+
+    def _widened(self, value: Any) -> Any:
+        """A plain float input next to dequantized ones, in float64 too: onnx.reference requires equal
+        float types (MatMul(float32 activations, int4 weights) would not run), and the node computes
+        in float64 either way. CastLike keeps its target's type; operators run through a function
+        body get the expressed type instead (see _real)."""
+        if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.float64
+                and self._node.op_type != "CastLike" and not isinstance(self._inner, OpFunction)):
+            return value.astype(np.float64)
+        return value
 
     def _real(self, storage: np.ndarray, qtype: QType, name: str) -> np.ndarray:
         real = quant.dequantize(storage, qtype, tensor=name)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, set_qtype
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, parameter_shape
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema, parameter_shape, unsigned_midpoint
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 IR_VERSION, OPSET = 10, 21
@@ -203,26 +203,30 @@ def qtypes(
     storages: Sequence[str] = ("int8", "uint8"),
     shape: tuple[int, ...] | None = None,
     axes: Sequence[int | None] = (None,),
-    symmetric: bool | None = None,
-    narrow: bool = False,
+    schemas: Sequence[str] = tuple(s.name.lower() for s in Schema),
+    narrow: bool = True,
 ) -> QType:
-    """A random static QType for a tensor of ``shape``: storage, granularity, parameters, schema."""
+    """A random static QType for a tensor of ``shape``: storage, granularity, schema, parameters
+    satisfying the schema, and (signed storage) sometimes the narrow range [-max, max]."""
     storage = STORAGE_TYPES[draw(st.sampled_from(list(storages)))]
     axis = draw(st.sampled_from(list(axes)))
     count = 1 if axis is None else shape[axis]  # type: ignore[index]
     lo, hi = storage.min, storage.max
-    if narrow and draw(st.booleans()) and lo < 0:
-        lo = lo + 1
-    is_symmetric = draw(st.booleans()) if symmetric is None else symmetric
-    if is_symmetric and lo > 0:
-        is_symmetric = False
-    zp_lo, zp_hi = (max(lo, -(2**15)), min(hi, 2**15)) if storage.bits > 16 else (lo, hi)  # see test_onnxruntime_int32_dequantize_wraps_around
-    zero_points = [0] * count if is_symmetric else [draw(st.integers(zp_lo, zp_hi)) for _ in range(count)]
-    if is_symmetric and lo >= 0:
+    if narrow and lo < 0 and draw(st.integers(0, 3)) == 0:
+        lo = -hi
+    schema = Schema.parse(draw(st.sampled_from(list(schemas))))
+    if schema.symmetric:
         zero_points = [0] * count
-    values = draw(scales(count))
-    return QType(storage.name, values, zero_points, axis=axis, schema="symmetric" if is_symmetric else "asymmetric",
-                 storage_min=lo, storage_max=hi)
+    elif schema is Schema.SYMMETRIC_WITH_UNSIGNED:
+        zero_points = [draw(st.sampled_from(sorted({0, unsigned_midpoint(lo, hi)}))) for _ in range(count)]
+    else:  # int32: small zero points, see test_onnxruntime_int32_dequantize_wraps_around
+        zp_lo, zp_hi = (max(lo, -(2**15)), min(hi, 2**15)) if storage.bits > 16 else (lo, hi)
+        zero_points = [draw(st.integers(zp_lo, zp_hi)) for _ in range(count)]
+    if schema.pow2:
+        values = [2.0 ** draw(st.integers(*SCALE_EXPONENTS)) for _ in range(count)]
+    else:
+        values = draw(scales(count))
+    return QType(storage.name, values, zero_points, axis=axis, schema=schema, storage_min=lo, storage_max=hi)
 
 
 def storage_data(rng: np.random.Generator, qtype: QType, shape: tuple[int, ...]) -> np.ndarray:

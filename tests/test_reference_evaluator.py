@@ -102,6 +102,31 @@ def test_any_operator_onnx_reference_implements_runs_on_typed_tensors(op, attrs,
     assert np.abs(got - want).max() <= (1 if op == "MeanVarianceNormalization" else 0)  # float32 body vs float64 here
 
 
+def test_blocked_int4_weights_run_by_the_definition_and_match_onnxruntime():
+    """Weight-only int4 with blocks along K (the LLM layout): no integer kernel, the definition runs."""
+    rng = np.random.default_rng(5)
+    k, n, block = 10, 3, 4
+    w_t = QType("int4", (rng.uniform(0.01, 0.05, (3, n))).astype(np.float32).astype(np.float64).reshape(-1),
+                rng.integers(-8, 8, 3 * n), axis=0, block_size=block)  # ceil(10 / 4) = 3 blocks, the last short
+    w = rng.integers(-8, 8, (k, n)).astype(np.int8)
+    import ml_dtypes
+
+    model = typed_model("MatMul", [T("x", (2, k), dtype=TensorProto.FLOAT), T("w", (k, n), w_t, value=w.astype(ml_dtypes.int4))],
+                        [T("y", (2, n), dtype=TensorProto.FLOAT)])
+    x = rng.normal(size=(2, k)).astype(np.float32)
+    ev = ReferenceEvaluator(model, kernels="integer")
+    y = ev.run(None, {"x": x})[0]
+    assert "definitional" in ev.kernel_log["node"]
+    scale = np.repeat(np.asarray(w_t.scale).reshape(3, n), block, axis=0)[:k]
+    zero = np.repeat(np.asarray(w_t.zero_point).reshape(3, n), block, axis=0)[:k]
+    np.testing.assert_allclose(y, x.astype(np.float64) @ (scale * (w - zero)), rtol=1e-6)
+    assert y.dtype == np.float32
+    from reference_models import lower_to_qdq, run_onnxruntime
+
+    runtime = run_onnxruntime(lower_to_qdq(model, {"w": (k, n)}), {"x": x})[0]
+    np.testing.assert_allclose(y, runtime, rtol=1e-5, atol=1e-6)
+
+
 def test_typed_and_plain_outputs_of_one_node():
     x_t = QType("int8", 0.5, 0)
     model = typed_model("TopK", [T("x", (1, 4), x_t), T("k", (1,), dtype=TensorProto.INT64, value=np.array([2], np.int64))],
