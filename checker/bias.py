@@ -26,12 +26,12 @@ def bias_uses(ctx: Context) -> list[BiasUse]:
 def _bias_uses(ctx: Context) -> Iterator[BiasUse]:
     for ref in ctx.nodes_of(*WEIGHTED_OPS):
         spec = WEIGHTED_OPS.get(ref.op_type)
-        if spec is None or spec[1] is None or len(ref.node.input) <= spec[1] or not ref.node.input[spec[1]]:
+        if spec is None or spec[1] is None or len(ref.inputs) <= spec[1] or not ref.inputs[spec[1]]:
             continue
-        name = ref.node.input[spec[1]]
+        name = ref.inputs[spec[1]]
         qt = ctx.qtype(ref.scope, name)
         if qt is None:
             continue
-        x = ctx.qtype(ref.scope, ref.node.input[0]) if ref.node.input[0] else None
-        w = ctx.qtype(ref.scope, ref.node.input[1]) if ref.node.input[1] else None
+        x = ctx.qtype(ref.scope, ref.inputs[0]) if ref.inputs[0] else None
+        w = ctx.qtype(ref.scope, ref.inputs[1]) if ref.inputs[1] else None
         yield BiasUse(ref, name, qt, x, w)

@@ -71,14 +71,19 @@ class NodeRef(NamedTuple):
     op_type: str  # copied out of the node: read by every rule
     name: str | None
     is_onnx: bool  # default domain ("" or "ai.onnx")
+    inputs: tuple[str, ...]  # node.input, read once ("" for an omitted optional input)
+    outputs: tuple[str, ...]
+    domain: str
 
     @classmethod
     def of(cls, pointer: str, node: onnx.NodeProto, scope: str, opsets: dict[str, int]) -> NodeRef:
-        return cls(pointer, node, scope, opsets, node.op_type, node.name or None, node.domain in ("", "ai.onnx"))
+        domain = node.domain
+        return cls(pointer, node, scope, opsets, node.op_type, node.name or None, domain in ("", "ai.onnx"),
+                   tuple(node.input[:]), tuple(node.output[:]), domain)
 
     @property
     def opset(self) -> int:
-        return self.opsets.get(self.node.domain or "", 0)
+        return self.opsets.get(self.domain or "", 0)
 
     def attr(self, name: str, default: object = None) -> object:
         for attribute in self.node.attribute:
@@ -90,7 +95,7 @@ class NodeRef(NamedTuple):
         """The node itself, or one of its inputs / outputs."""
         if kind is None:
             return Location(self.pointer, node=self.name, op_type=self.op_type)
-        names = self.node.input if kind == "input" else self.node.output
+        names = self.inputs if kind == "input" else self.outputs
         return Location(f"{self.pointer}/{kind}/{index}", node=self.name, tensor=names[index], op_type=self.op_type)
 
 
@@ -142,8 +147,7 @@ def _decode(data: bytes, vi: onnx.ValueInfoProto, pointer: str, qtypes: dict[byt
             qtype = qtypes[type_key] = QType.from_proto(quantization, validate=False)
     elif quantization is not None:
         qtype = QType.from_proto(quantization, stats, validate=False)
-    tensor_type = vi.type.tensor_type
-    shape_key = tensor_type.shape.SerializeToString() if tensor_type.HasField("shape") else None
+    shape_key = view.shape if view.HasField("shape") else None  # the TensorShapeProto's bytes
     if shape_key not in shapes:  # most declarations share a few shapes
         shapes[shape_key] = static_shape(vi)
     return view.elem_type, shapes[shape_key], qtype, quantization, stats, raw_stats
@@ -177,7 +181,7 @@ class Context:
                  for pointer, graph in self.graphs for kind in ("input", "output", "value_info")]
         lists += [(f"/functions/{f}", f"/functions/{f}", "value_info", function.value_info)
                   for f, function in enumerate(self.model.functions)]
-        declarations, by_name, first_qtype = self.declarations, self._by_name, self._qtypes
+        declarations, by_name, first_qtype, make_declared = self.declarations, self._by_name, self._qtypes, Declared._make
         for graph_pointer, scope, kind, values in lists:
             for i, vi in enumerate(values):
                 type_proto = vi.type
@@ -187,7 +191,7 @@ class Context:
                 fields = decoded.get(key)
                 if fields is None:
                     fields = decoded[key] = _decode(key, vi, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
-                declared = Declared(f"{graph_pointer}/{kind}/{i}", kind, scope, vi.name, *fields)
+                declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, vi.name, *fields))
                 declarations.append(declared)
                 name_key = (scope, declared.name)
                 same = by_name.get(name_key)
@@ -213,11 +217,9 @@ class Context:
                 _check_size(const)
                 constants[(scope, const.name)] = const
             for n, node in enumerate(graph.node):
-                op_type = node.op_type
-                ref = NodeRef(f"{pointer}/node/{n}", node, scope, opsets, op_type, node.name or None,
-                              node.domain in ("", "ai.onnx"))
+                ref = NodeRef.of(f"{pointer}/node/{n}", node, scope, opsets)
                 nodes.append(ref)
-                if op_type == "Constant" and ref.is_onnx and node.output:
+                if ref.op_type == "Constant" and ref.is_onnx and ref.outputs:
                     self._index_constant(ref)
 
     @functools.cached_property
@@ -225,7 +227,7 @@ class Context:
         """(scope, tensor) -> (the node writing it, output index)."""
         producers: dict[tuple[str, str], tuple[NodeRef, int]] = {}
         for ref in self.nodes:
-            for k, name in enumerate(ref.node.output):
+            for k, name in enumerate(ref.outputs):
                 if name:
                     producers[(ref.scope, name)] = (ref, k)
         return producers
@@ -235,7 +237,7 @@ class Context:
         """(scope, tensor) -> every (node reading it, input index), in model order."""
         consumers: dict[tuple[str, str], list[tuple[NodeRef, int]]] = {}
         for ref in self.nodes:
-            for k, name in enumerate(ref.node.input):
+            for k, name in enumerate(ref.inputs):
                 if name:
                     consumers.setdefault((ref.scope, name), []).append((ref, k))
         return consumers
@@ -243,12 +245,12 @@ class Context:
     def _index_constant(self, ref: NodeRef) -> None:
         for a, attribute in enumerate(ref.node.attribute):
             if attribute.name == "value":
-                const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.node.output[0], attribute.t, ref)
+                const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.outputs[0], attribute.t, ref)
                 _check_size(const)
-                self.constants[(ref.scope, ref.node.output[0])] = const
+                self.constants[(ref.scope, ref.outputs[0])] = const
             elif attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
-                self.constants[(ref.scope, ref.node.output[0])] = ConstantRef(
-                    f"{ref.pointer}/attribute/{a}", ref.node.output[0], None, ref, attribute)
+                self.constants[(ref.scope, ref.outputs[0])] = ConstantRef(
+                    f"{ref.pointer}/attribute/{a}", ref.outputs[0], None, ref, attribute)
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """A value computed once per model and shared between rules (e.g. every bias use)."""
@@ -356,16 +358,31 @@ class Context:
         A quantized tensor stands for its expressed type, except on the
         integer side of a boundary op, where it stands for its storage type.
         """
-        names = ref.node.input if kind == "input" else ref.node.output
-        name = names[index]
-        qtype = self.qtype(ref.scope, name)
-        if qtype is None:
-            return self.elem_type(ref.scope, name)
+        name = (ref.inputs if kind == "input" else ref.outputs)[index]
         side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.is_onnx else None
         if side is not None and index in side[0 if kind == "input" else 1]:
-            found = STORAGE_TYPES.get(qtype.storage)
-            return found.data_type if found else None
-        return float_view.expressed_data_type(qtype)
+            qtype = self.qtype(ref.scope, name)
+            if qtype is not None:
+                found = STORAGE_TYPES.get(qtype.storage)
+                return found.data_type if found else None
+        return self.tensor_stands_for(ref.scope, name)
+
+    def tensor_stands_for(self, scope: str, name: str) -> int | None:
+        """A tensor's element type, or a quantized tensor's expressed type (away from a boundary's integer side)."""
+        return self.stands_for_map[(scope, name)]
+
+    @functools.cached_property
+    def stands_for_map(self) -> dict[tuple[str, str], int | None]:
+        """(scope, tensor) -> tensor_stands_for, filled on first use (for rules that ask per operand of every node)."""
+        ctx = self
+
+        class StandsFor(dict):
+            def __missing__(self, key: tuple[str, str]) -> int | None:
+                qtype = ctx._qtypes.get(key)
+                found = self[key] = ctx.elem_type(*key) if qtype is None else float_view.expressed_data_type(qtype)
+                return found
+
+        return StandsFor()
 
     # -- constants ------------------------------------------------------------------
     def constant_dims(self, scope: str, name: str) -> tuple[int, ...] | None:
@@ -403,7 +420,7 @@ class Context:
             if spec is None:
                 continue
             weight, bias = spec
-            inputs = ref.node.input
+            inputs = ref.inputs
             if bias is not None and len(inputs) > bias and inputs[bias]:
                 roles[(ref.scope, inputs[bias])] = "bias"
             if len(inputs) > weight and self.is_constant(ref.scope, inputs[weight]):
@@ -419,8 +436,8 @@ class Context:
         side = BOUNDARY_INTEGER_SIDE.get(ref.op_type) if ref.is_onnx else None
         if side is None:
             return False
-        names = [ref.node.input[i] for i in side[0][:1] if i < len(ref.node.input)]
-        names += [ref.node.output[i] for i in side[1][:1] if i < len(ref.node.output)]
+        names = [ref.inputs[i] for i in side[0][:1] if i < len(ref.inputs)]
+        names += [ref.outputs[i] for i in side[1][:1] if i < len(ref.outputs)]
         return any(name and self.qtype(ref.scope, name) is not None for name in names)
 
     # -- locations ---------------------------------------------------------------------------

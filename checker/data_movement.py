@@ -59,7 +59,7 @@ def is_data_movement(ref: NodeRef) -> bool:
 
 def data_indices(ref: NodeRef, kind: str) -> list[int]:
     spec = DATA_MOVEMENT[ref.op_type][0 if kind == "input" else 1]
-    names = ref.node.input if kind == "input" else ref.node.output
+    names = ref.inputs if kind == "input" else ref.outputs
     indices = range(len(names)) if spec is None else spec
     return [i for i in indices if i < len(names) and names[i]]
 
@@ -92,12 +92,12 @@ def _select(qt: QType, index: list[int], axis: int) -> Expectation:
 
 
 def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> list[int] | None:
-    inputs = list(ref.node.input) + [""] * 5
+    inputs = list(ref.inputs) + [""] * 5
     values = [ctx.constant_array(ref.scope, n) if n else None for n in inputs[1:5]]
     starts, ends, axes, steps = values
     if starts is None or ends is None or (inputs[3] and axes is None) or (inputs[4] and steps is None):
         return None
-    rank = len(ctx.shape(ref.scope, ref.node.input[0]) or ())
+    rank = len(ctx.shape(ref.scope, ref.inputs[0]) or ())
     axes_list = [int(a) + rank if a < 0 else int(a) for a in (axes if axes is not None else range(len(starts)))]
     if axis not in axes_list:
         return list(range(dim))
@@ -111,9 +111,9 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
     if qt.axis is None or qt.axis < 0:
         return _same(qt)
     scope, op = ref.scope, ref.op_type
-    source = ref.node.input[0]
+    source = ref.inputs[0]
     before = ctx.shape(scope, source)
-    after = ctx.shape(scope, ref.node.output[out_index])
+    after = ctx.shape(scope, ref.outputs[out_index])
     axis = qt.axis
     if op == "Identity":
         return _same(qt)
@@ -150,7 +150,7 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         index = _slice_indices(ctx, ref, axis, before[axis])
         return UNKNOWN if index is None else _select(qt, index, axis)
     if op == "Split" and _norm(ref.attr("axis", 0), len(before)) == axis:
-        start = sum((ctx.shape(scope, n) or (0,) * (axis + 1))[axis] or 0 for n in ref.node.output[:out_index])
+        start = sum((ctx.shape(scope, n) or (0,) * (axis + 1))[axis] or 0 for n in ref.outputs[:out_index])
         return _select(qt, list(range(start, min(start + after[axis], len(qt.scale) + 1))), axis)
     return Expectation(
         impossible=f"{op} changes dimension {axis} from {before[axis]} to {after[out_axis]}, "
@@ -164,14 +164,14 @@ def _norm(axis: int, rank: int) -> int:
 
 def _gather(ctx: Context, ref: NodeRef, qt: QType, before: tuple) -> Expectation:
     gather_axis = _norm(int(ref.attr("axis", 0)), len(before))
-    indices_shape = ctx.shape(ref.scope, ref.node.input[1]) if len(ref.node.input) > 1 else None
+    indices_shape = ctx.shape(ref.scope, ref.inputs[1]) if len(ref.inputs) > 1 else None
     if indices_shape is None:
         return UNKNOWN
     if qt.axis < gather_axis:
         return _same(qt)
     if qt.axis > gather_axis:
         return _same(qt, axis=qt.axis + len(indices_shape) - 1)
-    indices = ctx.constant_array(ref.scope, ref.node.input[1])
+    indices = ctx.constant_array(ref.scope, ref.inputs[1])
     if indices is None or indices.ndim > 1 or before[qt.axis] != len(qt.scale):
         return UNKNOWN
     dim = before[qt.axis]
@@ -185,13 +185,13 @@ def _gather(ctx: Context, ref: NodeRef, qt: QType, before: tuple) -> Expectation
 
 def expect_concat(ctx: Context, ref: NodeRef, inputs: list[QType], out: QType) -> Expectation:
     """The output type of a Concat whose data inputs all have (the listed) types."""
-    rank = len(ctx.shape(ref.scope, ref.node.output[0]) or ()) or None
+    rank = len(ctx.shape(ref.scope, ref.outputs[0]) or ()) or None
     axis = _norm(int(ref.attr("axis", 0)), rank) if rank else None
     if out.axis is None or axis is None or out.axis != axis:
         return UNKNOWN  # each input is compared with the output instead
     scales: list[float] = []
     zero_points: list[int] = []
-    for name, qt in zip(ref.node.input, inputs):
+    for name, qt in zip(ref.inputs, inputs):
         shape = ctx.shape(ref.scope, name)
         if shape is None or shape[axis] is None:
             return UNKNOWN

@@ -81,31 +81,32 @@ def build(ctx: Context) -> ModelProto:
     for name in ("node", "input", "output", "sparse_initializer"):
         getattr(graph, name).extend(getattr(src, name))
     inputs = {vi.name for vi in src.input}
+    new_input = _InputMaker(graph)
     for init in src.initializer:
         qtype = ctx.qtype("", init.name)
         if qtype is None:
             graph.initializer.append(init)
         elif init.name not in inputs:
-            graph.input.append(helper.make_tensor_value_info(init.name, expressed_data_type(qtype), list(init.dims)))
-    containers: dict[str, object] = {}  # "/graph/value_info" -> that repeated field of the view, resolved once
+            new_input(init.name, expressed_data_type(qtype), tuple(init.dims))
+    containers: dict[str, object] = {}  # "/graph/input" -> that repeated field of the view, resolved once
     for decl in ctx.quantized_declarations(unique=False):
-        container, index = decl.pointer.rsplit("/", 1)
-        if container == "/graph/value_info":
+        if decl.pointer.startswith("/graph/value_info/"):
             continue  # not in the view
+        container, index = decl.pointer.rsplit("/", 1)
         if container not in containers:
             containers[container] = resolve(view, container)
         _retype(containers[container][int(index)], expressed_data_type(decl.qtype))
     dropped: list[int] = []
-    for ref in ctx.nodes:
-        node = resolve(view, ref.pointer)
+    for ref in ctx.memo("float_view:nodes", lambda: [r for r in ctx.nodes if r.op_type in _EDITED]):
         if ctx.is_boundary(ref):
-            _to_identity(node)
-        elif ref.op_type == "Constant" and ref.node.output and ctx.qtype(ref.scope, ref.node.output[0]) is not None:
-            qtype = ctx.qtype(ref.scope, ref.node.output[0])
-            dims = ctx.constant_dims(ref.scope, ref.node.output[0])
+            _to_identity(resolve(view, ref.pointer))
+        elif ref.op_type == "Constant" and ref.outputs and ctx.qtype(ref.scope, ref.outputs[0]) is not None:
+            node = resolve(view, ref.pointer)
+            qtype = ctx.qtype(ref.scope, ref.outputs[0])
+            dims = ctx.constant_dims(ref.scope, ref.outputs[0])
             if ref.pointer.count("/") == 3 and ref.pointer.startswith("/graph/node/"):  # main graph: becomes an input
                 dropped.append(int(ref.pointer.rsplit("/", 1)[1]))
-                graph.input.append(helper.make_tensor_value_info(node.output[0], expressed_data_type(qtype), dims))
+                new_input(node.output[0], expressed_data_type(qtype), dims)
             elif dims is not None and int(np.prod(dims, dtype=np.float64)) <= _MAX_CONSTANT_ELEMENTS:
                 dtype = helper.tensor_dtype_to_np_dtype(expressed_data_type(qtype))
                 del node.attribute[:]
@@ -113,6 +114,32 @@ def build(ctx: Context) -> ModelProto:
     for index in sorted(dropped, reverse=True):
         del graph.node[index]
     return view
+
+
+# The only nodes build() edits: boundary ops (when their integer side is quantized) and quantized Constants.
+_EDITED = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant"})
+
+
+class _InputMaker:
+    """Appends graph inputs equal to helper.make_tensor_value_info(name, data_type, dims), from templates.
+
+    Thousands of quantized initializers become inputs of a few (type, shape) pairs: each pair's
+    ValueInfoProto is made once by onnx.helper and copied from its bytes.
+    """
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self.graph = graph
+        self.templates: dict[tuple[int, tuple[int, ...] | None], bytes] = {}
+
+    def __call__(self, name: str, data_type: int, dims: tuple[int, ...] | None) -> None:
+        key = (data_type, dims)
+        template = self.templates.get(key)
+        if template is None:
+            shape = None if dims is None else list(dims)
+            template = self.templates[key] = helper.make_tensor_value_info("", data_type, shape).SerializeToString()
+        vi = self.graph.input.add()
+        vi.MergeFromString(template)
+        vi.name = name
 
 
 def infer(view: ModelProto) -> Inferred:

@@ -21,8 +21,8 @@ def _lookup(op_type: str, version: int, domain: str) -> defs.OpSchema | None:
 
 def schema_for(ref: NodeRef) -> defs.OpSchema | None:
     """The operator's schema at the opset in force, or None (unknown op or domain)."""
-    domain = ref.node.domain or ""
-    version = ref.opset if ref.opset else defs.onnx_opset_version()
+    domain = ref.domain or ""
+    version = ref.opset or defs.onnx_opset_version()
     return _lookup(ref.op_type, version, "" if domain == "ai.onnx" else domain)
 
 

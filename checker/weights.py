@@ -28,7 +28,7 @@ def output_channel_axis(ref: NodeRef, weight_rank: int | None) -> int | None:
 
 def reduction_length(ctx: Context, ref: NodeRef) -> int | None:
     """K: how many products one output accumulates (an upper bound for ConvTranspose)."""
-    inputs = ref.node.input
+    inputs = ref.inputs
     w = ctx.shape(ref.scope, inputs[1]) if len(inputs) > 1 else None
     a = ctx.shape(ref.scope, inputs[0]) if inputs else None
     if ref.op_type == "Conv" and w is not None and None not in w[1:]:

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.checker.context import BOUNDARY_INTEGER_SIDE, Context, NodeRef
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.schemas import formal, schema_for, tensor_constraint, type_string
 
 
 def _what(ctx: Context, ref: NodeRef, kind: str, index: int, type_str: str) -> str:
-    name = (ref.node.input if kind == "input" else ref.node.output)[index]
+    name = (ref.inputs if kind == "input" else ref.outputs)[index]
     qt = ctx.qtype(ref.scope, name)
     stands = type_str[len("tensor("):-1]
     if qt is None:
@@ -54,7 +54,7 @@ def _check_node(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
     if schema is None:
         return
     bound: dict[str, tuple[str, str, int]] = {}
-    for kind, names in (("input", ref.node.input), ("output", ref.node.output)):
+    for kind, names in (("input", ref.inputs), ("output", ref.outputs)):
         for index, name in enumerate(names):
             found = tensor_constraint(schema, kind, index) if name else None
             if found is None:
@@ -78,7 +78,7 @@ def _check_node(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
             first = bound.setdefault(type_str, (actual, kind, index))
             if first[0] != actual:
                 what = _what(ctx, ref, kind, index, actual)
-                other = (ref.node.input if first[1] == "input" else ref.node.output)[first[2]]
+                other = (ref.inputs if first[1] == "input" else ref.outputs)[first[2]]
                 yield Finding(
                     ref.location(kind, index),
                     f"{what}, but {type_str} is already bound to {first[0][len('tensor('):-1]} by "
@@ -86,7 +86,39 @@ def _check_node(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
                 )
 
 
+def _signature(ctx: Context, ref: NodeRef) -> tuple:
+    """Everything _check_node decides on: which operands are present and the types they stand for."""
+    if ref.is_onnx and ref.op_type in BOUNDARY_INTEGER_SIDE:  # an integer side: ask operand by operand
+        return (
+            ref.op_type, ref.is_onnx,
+            tuple(ctx.stands_for(ref, "input", i) if name else _ABSENT for i, name in enumerate(ref.inputs)),
+            tuple(ctx.stands_for(ref, "output", i) if name else _ABSENT for i, name in enumerate(ref.outputs)),
+        )
+    stands, scope = ctx.stands_for_map, ref.scope  # what stands_for answers away from an integer side
+    return (
+        ref.op_type, ref.is_onnx,
+        tuple([stands[(scope, name)] if name else _ABSENT for name in ref.inputs]),
+        tuple([stands[(scope, name)] if name else _ABSENT for name in ref.outputs]),
+    )
+
+
+_ABSENT = -1  # an omitted optional operand (no element type is negative)
+
+
 @rule("QT305", "operator-type-constraint", "error")
 def check(ctx: Context) -> Iterator[Finding]:
+    # Nodes of one schema whose operands stand for the same types pass or fail alike: a model of
+    # thousands of nodes has a few signatures, and only a signature not seen clean is checked in full.
+    clean: set[tuple] = set()
     for ref in ctx.nodes:
-        yield from _check_node(ctx, ref)
+        schema = schema_for(ref)
+        if schema is None:
+            continue
+        signature = (schema, _signature(ctx, ref))
+        if signature in clean:
+            continue
+        findings = list(_check_node(ctx, ref))
+        if findings:
+            yield from findings
+        else:
+            clean.add(signature)

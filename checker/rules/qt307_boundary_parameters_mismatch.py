@@ -53,7 +53,7 @@ def boundary_type(ctx: Context, ref: NodeRef) -> tuple[str, QType] | None:
     """(quantized tensor name, its type) of a Q/DQ boundary node."""
     if not ref.is_onnx or ref.op_type not in (QUANTIZE, DEQUANTIZE):
         return None
-    names = ref.node.output if ref.op_type == QUANTIZE else ref.node.input
+    names = ref.outputs if ref.op_type == QUANTIZE else ref.inputs
     if not names or not names[0]:
         return None
     qt = ctx.qtype(ref.scope, names[0])
@@ -61,7 +61,7 @@ def boundary_type(ctx: Context, ref: NodeRef) -> tuple[str, QType] | None:
 
 
 def _input(ref: NodeRef, index: int) -> str | None:
-    return ref.node.input[index] if len(ref.node.input) > index and ref.node.input[index] else None
+    return ref.inputs[index] if len(ref.inputs) > index and ref.inputs[index] else None
 
 
 def _granularity(ref: NodeRef, qt: QType, scale: np.ndarray, rank: int | None) -> str | None:

@@ -42,8 +42,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         name, qt = found
         for index, what in ((1, "scale"), (2, "zero point")):
-            if len(ref.node.input) > index and ref.node.input[index]:
-                if not ctx.is_constant(ref.scope, ref.node.input[index]):
+            if len(ref.inputs) > index and ref.inputs[index]:
+                if not ctx.is_constant(ref.scope, ref.inputs[index]):
                     yield Finding(
                         ref.location("input", index),
                         f"the {what} is not a constant, so it cannot be checked against the static type of "

@@ -38,11 +38,11 @@ from onnx_qtypes.checker.schemas import formal, is_type_variable, schema_for
 @rule("QT309", "output-type-undeclared", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes:
-        if ref.scope != MAIN or all(not n or ctx.declarations_of(MAIN, n) for n in ref.node.output):
+        if ref.scope != MAIN or all(not n or ctx.declarations_of(MAIN, n) for n in ref.outputs):
             continue  # every output declared: nothing to ask
         if ctx.is_boundary(ref):
             continue
-        quantized = [i for i, name in enumerate(ref.node.input) if name and ctx.qtype(ref.scope, name) is not None]
+        quantized = [i for i, name in enumerate(ref.inputs) if name and ctx.qtype(ref.scope, name) is not None]
         if not quantized:
             continue
         schema = schema_for(ref)
@@ -50,11 +50,11 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         variables = {p.type_str for i in quantized if (p := formal(schema, "input", i)) is not None}
         variables = {v for v in variables if is_type_variable(schema, v)}
-        for index, name in enumerate(ref.node.output):
+        for index, name in enumerate(ref.outputs):
             param = formal(schema, "output", index) if name else None
             if param is None or param.type_str not in variables or ctx.declarations_of(ref.scope, name):
                 continue
-            source = ref.node.input[quantized[0]]
+            source = ref.inputs[quantized[0]]
             yield Finding(
                 ref.location("output", index),
                 f"output {name!r} follows the quantized input {source!r} ({param.type_str}) but is not declared; "

@@ -53,7 +53,7 @@ from onnx_qtypes.proto.qtype import QType
 
 
 def _mismatch(ref: NodeRef, out_index: int, source: str, want: QType, have: QType) -> Finding:
-    out = ref.node.output[out_index]
+    out = ref.outputs[out_index]
     return Finding(
         ref.location("output", out_index),
         f"output {out!r} is {have}, but {ref.op_type} copies stored values: keeping the parameters of "
@@ -62,8 +62,8 @@ def _mismatch(ref: NodeRef, out_index: int, source: str, want: QType, have: QTyp
 
 
 def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
-    out = ctx.qtype(ref.scope, ref.node.output[0])
-    names = [n for n in ref.node.input if n]
+    out = ctx.qtype(ref.scope, ref.outputs[0])
+    names = [n for n in ref.inputs if n]
     types = [ctx.qtype(ref.scope, n) for n in names]
     if out is None or any(t is None for t in types):
         return
@@ -89,12 +89,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         if ref.op_type == "Concat":
             yield from _concat(ctx, ref)
             continue
-        source = ref.node.input[0] if ref.node.input else ""
+        source = ref.inputs[0] if ref.inputs else ""
         qt = ctx.qtype(ref.scope, source) if source else None
         if qt is None:
             continue
         for out_index in data_indices(ref, "output"):
-            have = ctx.qtype(ref.scope, ref.node.output[out_index])
+            have = ctx.qtype(ref.scope, ref.outputs[out_index])
             if have is None:
                 continue
             expected = expect(ctx, ref, qt, out_index)
@@ -102,15 +102,15 @@ def check(ctx: Context) -> Iterator[Finding]:
                 yield Finding(
                     ref.location("output", out_index),
                     f"{expected.impossible}: {source!r} is {qt}, so {ref.op_type} must requantize; use a per-tensor "
-                    f"type before {ref.op_type}, or declare {ref.node.output[out_index]!r} float",
+                    f"type before {ref.op_type}, or declare {ref.outputs[out_index]!r} float",
                 )
             elif expected.qtype is not None and expected.qtype != have:
                 yield _mismatch(ref, out_index, source, expected.qtype, have)
-        if ref.op_type == "Pad" and len(ref.node.input) > 2 and ref.node.input[2]:
-            value = ctx.qtype(ref.scope, ref.node.input[2])
+        if ref.op_type == "Pad" and len(ref.inputs) > 2 and ref.inputs[2]:
+            value = ctx.qtype(ref.scope, ref.inputs[2])
             if value is not None and value != qt:
                 yield Finding(
                     ref.location("input", 2),
-                    f"the pad value {ref.node.input[2]!r} is {value}, but the padded data {source!r} is {qt}; "
+                    f"the pad value {ref.inputs[2]!r} is {value}, but the padded data {source!r} is {qt}; "
                     "they must have the same type",
                 )

@@ -38,9 +38,9 @@ from onnx_qtypes.checker.weights import output_channel_axis
 @rule("QT402", "weight-axis-not-output-channel", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        if len(ref.node.input) < 2:
+        if len(ref.inputs) < 2:
             continue
-        weight = ref.node.input[1]
+        weight = ref.inputs[1]
         qt = ctx.qtype(ref.scope, weight)
         if qt is None or qt.granularity != "per-axis":
             continue

@@ -43,7 +43,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield Finding(where, f"bias {use.bias!r} is blocked ({b}); a bias is per-tensor or per output channel")
         elif w.axis is None and b.axis is not None:
             yield Finding(where, f"bias {use.bias!r} is {b.granularity} ({len(b.scale)} scales) but weight "
-                                 f"{use.ref.node.input[1]!r} is per-tensor; the bias must be per-tensor too")
+                                 f"{use.ref.inputs[1]!r} is per-tensor; the bias must be per-tensor too")
         elif w.axis is not None and w.block_size is None:
             shape = ctx.shape(use.ref.scope, use.bias)
             last = None if shape is None else len(shape) - 1
@@ -51,6 +51,6 @@ def check(ctx: Context) -> Iterator[Finding]:
                 yield Finding(
                     where,
                     f"bias {use.bias!r} is {b.granularity} with {len(b.scale)} scale(s), but weight "
-                    f"{use.ref.node.input[1]!r} is per-axis with {len(w.scale)}; the bias needs one scale per "
+                    f"{use.ref.inputs[1]!r} is per-axis with {len(w.scale)}; the bias needs one scale per "
                     "output channel, per-axis along its last axis",
                 )

@@ -74,9 +74,9 @@ def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
 def check(ctx: Context) -> Iterator[Finding]:
     limit = 2 ** (ctx.profile.accumulator_bits - 1)
     for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        if len(ref.node.input) < 2:
+        if len(ref.inputs) < 2:
             continue
-        x_name, w_name = ref.node.input[0], ref.node.input[1]
+        x_name, w_name = ref.inputs[0], ref.inputs[1]
         x, w = ctx.qtype(ref.scope, x_name), ctx.qtype(ref.scope, w_name)
         if x is None or w is None:
             continue
@@ -85,8 +85,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         if k is None or x_reach is None or w_reach is None:
             continue
         bias = 0
-        if len(ref.node.input) > 2 and ref.node.input[2]:
-            data = ctx.constant_array(ref.scope, ref.node.input[2])
+        if len(ref.inputs) > 2 and ref.inputs[2]:
+            data = ctx.constant_array(ref.scope, ref.inputs[2])
             bias = int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
         if k * x_reach * w_reach + bias < limit:
             continue  # safe even at the weight type's worst case: no need to read the weights

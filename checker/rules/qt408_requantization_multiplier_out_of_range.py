@@ -48,10 +48,10 @@ SAFE = (2.0**-31, 2.0**28)  # one binade inside the limits, clear of the multipl
 @rule("QT408", "requantization-multiplier-out-of-range", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        if len(ref.node.input) < 2 or not ref.node.output:
+        if len(ref.inputs) < 2 or not ref.outputs:
             continue
-        x, w = ctx.qtype(ref.scope, ref.node.input[0]), ctx.qtype(ref.scope, ref.node.input[1])
-        y = ctx.qtype(ref.scope, ref.node.output[0])
+        x, w = ctx.qtype(ref.scope, ref.inputs[0]), ctx.qtype(ref.scope, ref.inputs[1])
+        y = ctx.qtype(ref.scope, ref.outputs[0])
         if x is None or w is None or y is None or any(t.is_dynamic for t in (x, w, y)):
             continue
         if x.axis is not None or y.axis is not None or w.block_size is not None:

@@ -46,8 +46,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.profile.shared_parameters:
         return
     for ref in ctx.nodes_of(*ctx.profile.shared_parameters):
-        operands = [("output", i, n) for i, n in enumerate(ref.node.output) if n]
-        operands += [("input", i, n) for i, n in enumerate(ref.node.input) if n]
+        operands = [("output", i, n) for i, n in enumerate(ref.outputs) if n]
+        operands += [("input", i, n) for i, n in enumerate(ref.inputs) if n]
         typed = [(kind, i, n, qt) for kind, i, n in operands if (qt := ctx.qtype(ref.scope, n)) is not None]
         if len(typed) < 2:
             continue

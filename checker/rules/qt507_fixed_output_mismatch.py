@@ -38,9 +38,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         return
     for ref in ctx.nodes_of(*ctx.profile.fixed_output):
         entries = ctx.profile.fixed_output.get(ref.op_type)
-        if not entries or not ref.node.output or not ref.node.output[0]:
+        if not entries or not ref.outputs or not ref.outputs[0]:
             continue
-        qt = ctx.qtype(ref.scope, ref.node.output[0])
+        qt = ctx.qtype(ref.scope, ref.outputs[0])
         fixed = next((e for e in entries if qt is not None and e.storage == qt.storage), None)
         if fixed is None:
             continue

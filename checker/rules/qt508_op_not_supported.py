@@ -39,7 +39,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes:
         if ref.op_type in supported:
             continue
-        names = [n for n in (*ref.node.input, *ref.node.output) if n]
+        names = [n for n in (*ref.inputs, *ref.outputs) if n]
         touched = next((n for n in names if ctx.qtype(ref.scope, n) is not None), None)
         if touched is not None:
             yield Finding(
