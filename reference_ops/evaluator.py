@@ -33,12 +33,13 @@ import numpy as np
 import onnx
 import onnx.reference
 from onnx import FunctionProto, GraphProto, ModelProto
-from onnx.reference.op_run import OpFunction, OpRun
+from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import load, quantized_tensors
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
+from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
 
 __all__ = ["KERNEL_MODES", "EvaluationError", "QuantizedArray", "ReferenceEvaluator"]
@@ -307,17 +308,12 @@ class _TypedNode:
         in float64 either way. CastLike keeps its target's type; operators run through a function
         body get the expressed type instead (see _real)."""
         if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.float64
-                and self._node.op_type != "CastLike" and not isinstance(self._inner, OpFunction)):
+                and self._node.op_type != "CastLike" and not runs_function_body(self._inner)):
             return value.astype(np.float64)
         return value
 
     def _real(self, storage: np.ndarray, qtype: QType, name: str) -> np.ndarray:
-        real = quant.dequantize(storage, qtype, tensor=name)
-        if isinstance(self._inner, OpFunction):
-            # onnx.reference runs this operator through its ONNX function body, whose constants are
-            # typed (an epsilon in float32): feed it the expressed type, as the body expects.
-            return real.astype(qtype.expressed_type.np_dtype)
-        return real
+        return operator_input(self._inner, quant.dequantize(storage, qtype, tensor=name), qtype)
 
     def _integer(self, args: list[Any], resolved: list[QType | None], kwargs: dict[str, Any]) -> tuple | None:
         from onnx_qtypes.reference_ops.ops import KernelContext, Unsupported  # noqa: PLC0415

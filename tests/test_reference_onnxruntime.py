@@ -104,8 +104,8 @@ def _fused_gemm_bias_unchecked(case: Case) -> bool:
     qtypes = quantized_tensors(case.model)
     a, b, c = qtypes["a"], qtypes["b"], qtypes["c"]
     expected = np.float32(a.scale[0]) * np.asarray(b.scale, np.float32)
-    return c.storage != "int32" or any(c.zero_point) or not np.array_equal(
-        np.broadcast_to(np.asarray(c.scale, np.float32), expected.shape), expected)
+    given, expected = np.broadcast_arrays(np.asarray(c.scale, np.float32), expected)
+    return c.storage != "int32" or any(c.zero_point) or not np.array_equal(given, expected)
 
 
 def test_fused_gemm_misreads_a_bias_with_other_parameters():

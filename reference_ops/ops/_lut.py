@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.reference_ops.definition import operator_input
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.quant import dequantize, quantize, storage_range, to_storage
 
@@ -28,7 +29,7 @@ def table(ctx: KernelContext, source: QType, out: QType) -> np.ndarray:
     cache = ctx.cache()
     if key not in cache:
         grid = to_storage(np.arange(lo, hi + 1), source)
-        reals = dequantize(grid, source)
+        reals = operator_input(ctx.inner, dequantize(grid, source), source)
         with np.errstate(over="ignore", invalid="ignore"):  # the grid spans the whole storage range
             cache[key] = quantize(np.asarray(ctx.reference(reals)[0], np.float64), out).astype(np.int64)
     return cache[key]
