@@ -87,8 +87,19 @@ def boundary_type(
     if not same_parameters(declared, operands, shape):
         raise QTypeError(
             "scale",
-            f"the op's scale / zero point operands ({operands}) differ from the type ({declared}); "
-            "a boundary op must use the parameters of the type it converts",
+            f"the op's scale / zero point operands ({operands}) differ from the type ({declared})"
+            f"{_first_difference(operands, declared)}; a boundary op must use the parameters of the type it converts",
             tensor,
         )
     return declared
+
+
+def _first_difference(a: QType, b: QType) -> str:
+    """Exact values where the short forms of two types print alike (e.g. float32 0.02 vs double 0.02)."""
+    if str(a) != str(b):
+        return ""
+    for field in ("scale", "zero_point"):
+        for i, (x, y) in enumerate(zip(getattr(a, field), getattr(b, field))):
+            if x != y:
+                return f" at {field}[{i}]: {x!r} vs {y!r}"
+    return ""

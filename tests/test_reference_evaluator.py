@@ -158,6 +158,12 @@ def test_boundary_op_with_other_parameters_than_its_type_is_refused():
             ReferenceEvaluator(model, kernels=kernels).run(None, {"x": np.zeros(3, np.float32)})
 
 
+def test_boundary_mismatch_that_prints_alike_names_the_exact_values():
+    model = _q_model(0.1, 1, QType("int8", 0.1, 1))  # float32 operand 0.1 vs double 0.1 in the type
+    with pytest.raises(EvaluationError, match=r"at scale\[0\]: 0\.10000000149011612 vs 0\.1;"):
+        ReferenceEvaluator(model).run(None, {"x": np.zeros(3, np.float32)})
+
+
 def test_quantize_linear_binds_the_parameters_of_a_dynamic_type():
     model = _q_model(0.5, 1, QType("int8"))
     y = ReferenceEvaluator(model).run(None, {"x": np.array([1.0, -1.0, 0.0], np.float32)})[0]
