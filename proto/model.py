@@ -17,9 +17,9 @@ from collections.abc import Iterator, Mapping
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
 from onnx import ModelProto, TensorProto, ValueInfoProto
-
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
+from onnx_qtypes.proto.files import atomic_write, writable_target
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
 QUANTIZATION_FIELD = 1000
@@ -389,46 +389,34 @@ def save(
     """
     if not isinstance(model, ModelProto):
         raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
-    target = pathlib.Path(os.fspath(path))
-    folder = target.parent if str(target.parent) else pathlib.Path(".")
-    if not folder.is_dir():
-        raise QTypesError(f"{target}: folder {folder} does not exist")
-    if target.is_dir():
-        raise QTypesError(f"{target}: is a directory")
+    target, folder = writable_target(path)
     if external_data is None:
         external_data = _too_big_for_protobuf(model)
-    tmp_files: list[pathlib.Path] = []
-    try:
-        if external_data:
-            from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+    if not external_data:
+        with atomic_write(target) as fh:
+            fh.write(model.SerializeToString())
+        return
+    from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
 
-            location = location or f"{target.name}.data"
-            _check_relative(location)
-            work = ModelProto()
-            work.CopyFrom(model)
-            convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
-            staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
-            tmp_files.append(staging)
-            write_external_data_tensors(work, str(staging))
-            data_tmp = staging / location
-            body = work.SerializeToString()
-            model_tmp = _write_temp(folder, body, tmp_files)
-            if data_tmp.exists():
-                os.replace(data_tmp, folder / location)
-            os.replace(model_tmp, target)
-        else:
-            body = model.SerializeToString()
-            os.replace(_write_temp(folder, body, tmp_files), target)
+    location = location or f"{target.name}.data"
+    _check_relative(location)
+    work = ModelProto()
+    work.CopyFrom(model)
+    convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
+    staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
+    try:
+        write_external_data_tensors(work, str(staging))
+        with atomic_write(target) as fh:
+            fh.write(work.SerializeToString())
+            data = staging / location
+            if data.exists():  # the data file lands just before the model that points at it
+                os.replace(data, folder / location)
     except (OSError, ValueError) as exc:
         raise QTypesError(f"{target}: cannot write ({exc})") from None
     finally:
-        for tmp in tmp_files:
-            if tmp.is_dir():
-                for child in tmp.iterdir():
-                    child.unlink()
-                tmp.rmdir()
-            elif tmp.exists():
-                tmp.unlink()
+        for child in staging.iterdir():
+            child.unlink()
+        staging.rmdir()
 
 
 def _too_big_for_protobuf(model: ModelProto) -> bool:
@@ -441,14 +429,3 @@ def _too_big_for_protobuf(model: ModelProto) -> bool:
 def _check_relative(location: str) -> None:
     if os.path.isabs(location) or ".." in pathlib.PurePath(location).parts or "/" in location or "\\" in location:
         raise QTypesError(f"external data location {location!r} must be a plain file name beside the model")
-
-
-def _write_temp(folder: pathlib.Path, body: bytes, tmp_files: list[pathlib.Path]) -> pathlib.Path:
-    fd, name = tempfile.mkstemp(prefix=".qtypes-", suffix=".onnx.tmp", dir=folder)
-    tmp = pathlib.Path(name)
-    tmp_files.append(tmp)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(body)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return tmp

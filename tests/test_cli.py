@@ -13,8 +13,6 @@ from builders import add_model
 
 from onnx_qtypes import QType, save, set_qtype
 from onnx_qtypes.cli import main
-from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.model import write_view
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -229,3 +229,15 @@ def test_set_qtypes_equals_one_set_qtype_per_tensor(example_model):
     set_qtypes(bulk, types)
     assert bulk.SerializeToString() == one_by_one.SerializeToString()
     assert all(get_qtype(bulk, n) == types[n] for n in names)
+
+
+def test_atomic_write_leaves_nothing_on_error(tmp_path):
+    from onnx_qtypes.proto.files import atomic_write
+
+    (tmp_path / "r.txt").write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_write(tmp_path / "r.txt", "w") as fh:
+            fh.write("half")
+            raise RuntimeError("writer failed")
+    assert (tmp_path / "r.txt").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.txt"]

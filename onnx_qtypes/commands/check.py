@@ -9,14 +9,13 @@ cannot be read.
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
-import tempfile
 
 from onnx_qtypes.checker import builtin_names, iter_diagnostics, load_profile
 from onnx_qtypes.checker.emit import FORMAT_NAMES, Report, render
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.files import atomic_write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,26 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file: never a half-written report."""
-    target = pathlib.Path(path)
-    folder = target.parent if str(target.parent) else pathlib.Path(".")
-    if not folder.is_dir():
-        raise QTypesError(f"{target}: folder {folder} does not exist")
-    if target.is_dir():
-        raise QTypesError(f"{target}: is a directory, expected a file name for the report")
-    fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".report.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise QTypesError(f"{target}: cannot write the report ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.output and pathlib.Path(args.output).resolve() == pathlib.Path(args.model).resolve():
         raise QTypesError(f"{args.output}: is the model being checked; write the report to another file")
@@ -59,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     report = Report(args.model, profile.name, tuple(iter_diagnostics(args.model, profile)))
     text = render(report, args.format)
     if args.output:
-        write_atomically(args.output, text)
+        with atomic_write(args.output, "w") as fh:
+            fh.write(text)
     else:
         sys.stdout.write(text)
     return 1 if report.errors else 0

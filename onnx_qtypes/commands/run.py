@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import sys
-import tempfile
 import zipfile
 from typing import Any
 
@@ -24,6 +22,7 @@ import onnx
 
 from onnx_qtypes.proto import load, static_shape
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.files import atomic_write
 from onnx_qtypes.proto.qtype import QType
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
@@ -142,23 +141,9 @@ def output_arrays(evaluator: Any, names: list[str], values: list[Any]) -> dict[s
 
 
 def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    target = pathlib.Path(path)
-    folder = target.parent if str(target.parent) else pathlib.Path(".")
-    if not folder.is_dir():
-        raise QTypesError(f"{path}: folder {folder} does not exist")
-    if target.is_dir():
-        raise QTypesError(f"{path}: is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".npz", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise QTypesError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write the outputs atomically (never a half-written .npz)."""
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,45 @@
+"""Writing files atomically: a temporary file beside the target, then a rename.
+
+A reader never sees a half-written model, report or .npz, and a failed write
+leaves the old file (if any) untouched and no temporary file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+from onnx_qtypes.proto.errors import QTypesError
+
+
+def writable_target(path: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path]:
+    """(target, folder) for ``path``; QTypesError when it cannot be a file we write."""
+    target = pathlib.Path(os.fspath(path))
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if not folder.is_dir():
+        raise QTypesError(f"{target}: folder {folder} does not exist")
+    if target.is_dir():
+        raise QTypesError(f"{target}: is a directory, expected a file name")
+    return target, folder
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary file for writing; on success it replaces ``path``."""
+    target, folder = writable_target(path)
+    fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise QTypesError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
