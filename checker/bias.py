@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
+from onnx_qtypes.checker.weights import weighted
 from onnx_qtypes.proto.qtype import QType
 
 
-@dataclasses.dataclass(frozen=True)
-class BiasUse:
+class BiasUse(NamedTuple):
     ref: NodeRef
     bias: str
     qtype: QType
@@ -24,14 +24,12 @@ def bias_uses(ctx: Context) -> list[BiasUse]:
 
 
 def _bias_uses(ctx: Context) -> Iterator[BiasUse]:
-    for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        spec = WEIGHTED_OPS.get(ref.op_type)
-        if spec is None or spec[1] is None or len(ref.inputs) <= spec[1] or not ref.inputs[spec[1]]:
+    for ref, x, w, _ in weighted(ctx):
+        spec = WEIGHTED_OPS[ref.op_type]
+        if spec[1] is None or len(ref.inputs) <= spec[1] or not ref.inputs[spec[1]]:
             continue
         name = ref.inputs[spec[1]]
         qt = ctx.qtype(ref.scope, name)
         if qt is None:
             continue
-        x = ctx.qtype(ref.scope, ref.inputs[0]) if ref.inputs[0] else None
-        w = ctx.qtype(ref.scope, ref.inputs[1]) if ref.inputs[1] else None
-        yield BiasUse(ref, name, qt, x, w)
+        yield BiasUse(ref, name, qt, x if ref.inputs[0] else None, w if ref.inputs[1] else None)

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from onnx_qtypes.checker import float_view
+from onnx_qtypes.checker import declared_bytes, float_view
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
@@ -132,10 +132,13 @@ def _scope_of(pointer: str) -> str:
     return MAIN if pointer.startswith("/graph") else "/".join(pointer.split("/")[:3])
 
 
-def _decode(data: bytes, vi: onnx.ValueInfoProto, pointer: str, qtypes: dict[bytes, QType],
-            shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple:
-    """The Declared fields after the name, from a declaration and its TypeProto.Tensor's bytes."""
-    view = parse_view(data, pointer)
+def _decode(data: bytes, pointer: str, qtypes: dict[bytes, QType],
+            shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple | None:
+    """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor."""
+    type_proto = onnx.TypeProto.FromString(data)
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    view = parse_view(type_proto.tensor_type.SerializeToString(), pointer)
     quantization = view.quantization if view.HasField("quantization") else None
     raw_stats = view.statistics if view.HasField("statistics") else None
     stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
@@ -149,7 +152,7 @@ def _decode(data: bytes, vi: onnx.ValueInfoProto, pointer: str, qtypes: dict[byt
         qtype = QType.from_proto(quantization, stats, validate=False)
     shape_key = view.shape if view.HasField("shape") else None  # the TensorShapeProto's bytes
     if shape_key not in shapes:  # most declarations share a few shapes
-        shapes[shape_key] = static_shape(vi)
+        shapes[shape_key] = static_shape(onnx.ValueInfoProto(type=type_proto))
     return view.elem_type, shapes[shape_key], qtype, quantization, stats, raw_stats
 
 
@@ -165,42 +168,43 @@ class Context:
         self._qtypes: dict[tuple[str, str], QType] = {}
         self.nodes: list[NodeRef] = []
         self.constants: dict[tuple[str, str], ConstantRef] = {}
+        self.initializers: list[ConstantRef] = []  # the main graph's, in order (duplicate names too)
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
         self._memo: dict[str, object] = {}
+        self.stands_for_known: dict[tuple[str, str], int | None] = {}  # tensor_stands_for's answers so far
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
 
     # -- indexing -------------------------------------------------------------
     def _index_declarations(self) -> None:
-        """Every ValueInfoProto in iter_declarations order, decoded once per distinct TypeProto.Tensor."""
-        decoded: dict[bytes, tuple] = {}  # most declarations repeat a few types (activations, data movement)
+        """Every ValueInfoProto in iter_declarations order, decoded once per distinct TypeProto."""
+        decoded: dict[bytes, tuple | None] = {}  # most declarations repeat a few types (activations, data movement)
         qtypes: dict[bytes, QType] = {}
         shapes: dict[bytes | None, tuple[int | None, ...] | None] = {}
-        lists = [(pointer, _scope_of(pointer), kind, getattr(graph, kind))
-                 for pointer, graph in self.graphs for kind in ("input", "output", "value_info")]
-        lists += [(f"/functions/{f}", f"/functions/{f}", "value_info", function.value_info)
-                  for f, function in enumerate(self.model.functions)]
+        lists = [(pointer, {kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+                 for pointer, graph in self.graphs]
+        lists += [(f"/functions/{f}", {"value_info": function.value_info}) for f, function in enumerate(self.model.functions)]
         declarations, by_name, first_qtype, make_declared = self.declarations, self._by_name, self._qtypes, Declared._make
-        for graph_pointer, scope, kind, values in lists:
-            for i, vi in enumerate(values):
-                type_proto = vi.type
-                if type_proto.WhichOneof("value") != "tensor_type":
-                    continue
-                key = type_proto.tensor_type.SerializeToString()
-                fields = decoded.get(key)
-                if fields is None:
-                    fields = decoded[key] = _decode(key, vi, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
-                declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, vi.name, *fields))
-                declarations.append(declared)
-                name_key = (scope, declared.name)
-                same = by_name.get(name_key)
-                if same is None:
-                    by_name[name_key] = [declared]
-                else:
-                    same.append(declared)
-                if fields[2] is not None and name_key not in first_qtype:
-                    first_qtype[name_key] = fields[2]
+        for graph_pointer, kinds in lists:
+            scope = _scope_of(graph_pointer)
+            for kind, values in declared_bytes.read(kinds).items():
+                for i, (name, key) in enumerate(values):
+                    fields = decoded.get(key, decoded)
+                    if fields is decoded:
+                        fields = decoded[key] = _decode(key, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
+                    if fields is None:
+                        continue  # not a tensor type
+                    declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, name, *fields))
+                    declarations.append(declared)
+                    name_key = (scope, name)
+                    same = by_name.get(name_key)
+                    if same is None:
+                        by_name[name_key] = [declared]
+                    else:
+                        same.append(declared)
+                    if fields[2] is not None and name_key not in first_qtype:
+                        first_qtype[name_key] = fields[2]
 
     def _index_nodes(self) -> None:
         model_opsets = {o.domain or "": o.version for o in self.model.opset_import}
@@ -216,6 +220,8 @@ class Context:
                 const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
                 _check_size(const)
                 constants[(scope, const.name)] = const
+                if pointer == "/graph":
+                    self.initializers.append(const)
             for n, node in enumerate(graph.node):
                 ref = NodeRef.of(f"{pointer}/node/{n}", node, scope, opsets)
                 nodes.append(ref)
@@ -369,20 +375,13 @@ class Context:
 
     def tensor_stands_for(self, scope: str, name: str) -> int | None:
         """A tensor's element type, or a quantized tensor's expressed type (away from a boundary's integer side)."""
-        return self.stands_for_map[(scope, name)]
-
-    @functools.cached_property
-    def stands_for_map(self) -> dict[tuple[str, str], int | None]:
-        """(scope, tensor) -> tensor_stands_for, filled on first use (for rules that ask per operand of every node)."""
-        ctx = self
-
-        class StandsFor(dict):
-            def __missing__(self, key: tuple[str, str]) -> int | None:
-                qtype = ctx._qtypes.get(key)
-                found = self[key] = ctx.elem_type(*key) if qtype is None else float_view.expressed_data_type(qtype)
-                return found
-
-        return StandsFor()
+        key = (scope, name)
+        found = self.stands_for_known.get(key, self)  # self: not asked yet (None is an answer)
+        if found is self:
+            qtype = self._qtypes.get(key)
+            found = self.elem_type(scope, name) if qtype is None else float_view.expressed_data_type(qtype)
+            self.stands_for_known[key] = found
+        return found
 
     # -- constants ------------------------------------------------------------------
     def constant_dims(self, scope: str, name: str) -> tuple[int, ...] | None:
@@ -410,6 +409,44 @@ class Context:
 
     def is_constant(self, scope: str, name: str) -> bool:
         return (scope, name) in self.constants
+
+    def quantized_constants(self) -> list[tuple[tuple[str, str], ConstantRef, QType]]:
+        """((scope, name), constant, its quantized type) for every quantized constant, in ``constants`` order."""
+        return self.memo("quantized_constants", lambda: [
+            (key, const, qtype) for key, const in self.constants.items() if (qtype := self._qtypes.get(key)) is not None
+        ])
+
+    def constant_extrema(self, scope: str, name: str) -> tuple[int, int] | None:
+        """(min, max) of an integer constant of up to 32 bits, as constant_array's min() and max() give them.
+
+        None when the constant has no such values (not a constant, external, empty, float or 64-bit).
+        Quantized constants stored as raw data are reduced together, a few vector operations for all.
+        """
+        table = self.memo("constant_extrema", self._raw_extrema)
+        key = (scope, name)
+        if key not in table:
+            data = self.constant_array(scope, name)
+            small_int = data is not None and data.size > 0 and data.dtype.kind in "iu" and data.dtype.itemsize <= 4
+            table[key] = (int(data.min()), int(data.max())) if small_int else None
+        return table[key]
+
+    def _raw_extrema(self) -> dict[tuple[str, str], tuple[int, int] | None]:
+        groups: dict[np.dtype, list[tuple[tuple[str, str], bytes]]] = {}
+        for key, const, _ in self.quantized_constants():
+            tensor = const.tensor
+            if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
+                continue
+            dtype = _RAW_DTYPES.get(tensor.data_type)
+            if dtype is not None and dtype.kind in "iu" and dtype.itemsize <= 4 and tensor.HasField("raw_data"):
+                if raw := tensor.raw_data:  # its size was checked against the dims when indexed
+                    groups.setdefault(dtype, []).append((key, raw))
+        table: dict[tuple[str, str], tuple[int, int] | None] = {}
+        for dtype, items in groups.items():
+            values = np.frombuffer(b"".join(raw for _, raw in items), dtype)
+            starts = np.cumsum([0] + [len(raw) // dtype.itemsize for _, raw in items[:-1]])
+            lows, highs = np.minimum.reduceat(values, starts).tolist(), np.maximum.reduceat(values, starts).tolist()
+            table.update(((key, (lo, hi)) for (key, _), lo, hi in zip(items, lows, highs)))
+        return table
 
     # -- roles -------------------------------------------------------------------------
     @functools.cached_property

@@ -82,12 +82,12 @@ def build(ctx: Context) -> ModelProto:
         getattr(graph, name).extend(getattr(src, name))
     inputs = {vi.name for vi in src.input}
     new_input = _InputMaker(graph)
-    for init in src.initializer:
+    for init in ctx.initializers:
         qtype = ctx.qtype("", init.name)
         if qtype is None:
-            graph.initializer.append(init)
+            graph.initializer.append(init.tensor)
         elif init.name not in inputs:
-            new_input(init.name, expressed_data_type(qtype), tuple(init.dims))
+            new_input(init.name, expressed_data_type(qtype), init.dims)
     containers: dict[str, object] = {}  # "/graph/input" -> that repeated field of the view, resolved once
     for decl in ctx.quantized_declarations(unique=False):
         if decl.pointer.startswith("/graph/value_info/"):

@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
-from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
+from onnx_qtypes.proto.qtype import QType
+
+
+class Weighted(NamedTuple):
+    """A Conv / ConvTranspose / Gemm / MatMul node with the quantized types of its operands (None: not quantized)."""
+
+    ref: NodeRef
+    x: QType | None  # input 0
+    w: QType | None  # input 1 (None as well when the node has no input 1)
+    y: QType | None  # output 0
+
+
+def weighted(ctx: Context) -> list[Weighted]:
+    """Every default-domain node of WEIGHTED_OPS with its operand types, in model order (shared between rules)."""
+    return ctx.memo("weighted", lambda: [_weighted(ctx, ref) for ref in ctx.nodes_of(*WEIGHTED_OPS)])
+
+
+def _weighted(ctx: Context, ref: NodeRef) -> Weighted:
+    inputs, outputs = ref.inputs, ref.outputs
+    x = ctx.qtype(ref.scope, inputs[0]) if inputs else None
+    w = ctx.qtype(ref.scope, inputs[1]) if len(inputs) > 1 else None
+    y = ctx.qtype(ref.scope, outputs[0]) if outputs else None
+    return Weighted(ref, x, w, y)
 
 
 def output_channel_axis(ref: NodeRef, weight_rank: int | None) -> int | None:
@@ -30,11 +54,11 @@ def reduction_length(ctx: Context, ref: NodeRef) -> int | None:
     """K: how many products one output accumulates (an upper bound for ConvTranspose)."""
     inputs = ref.inputs
     w = ctx.shape(ref.scope, inputs[1]) if len(inputs) > 1 else None
-    a = ctx.shape(ref.scope, inputs[0]) if inputs else None
     if ref.op_type == "Conv" and w is not None and None not in w[1:]:
         return math.prod(w[1:])
     if ref.op_type == "ConvTranspose" and w is not None and len(w) >= 2 and None not in w[:1] + w[2:]:
         return w[0] // max(int(ref.attr("group", 1)), 1) * math.prod(w[2:])
+    a = ctx.shape(ref.scope, inputs[0]) if inputs else None
     if ref.op_type == "MatMul":
         if a is not None and a and a[-1] is not None:
             return a[-1]

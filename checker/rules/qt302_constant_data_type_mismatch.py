@@ -36,9 +36,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT302", "constant-data-type-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for (scope, name), const in ctx.constants.items():
-        qt = ctx.qtype(scope, name)
-        storage = storage_of(qt) if qt is not None else None
+    for (scope, name), const, qt in ctx.quantized_constants():
+        storage = storage_of(qt)
         if storage is None or const.data_type == storage.data_type:
             continue
         have = helper.tensor_dtype_to_string(const.data_type) if const.data_type in helper.get_all_tensor_dtypes() \

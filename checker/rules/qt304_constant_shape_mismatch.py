@@ -36,9 +36,7 @@ def _agree(dims: tuple[int, ...], shape: tuple[int | None, ...]) -> bool:
 
 @rule("QT304", "constant-shape-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for (scope, name), const in ctx.constants.items():
-        if ctx.qtype(scope, name) is None:
-            continue
+    for (scope, name), const, _ in ctx.quantized_constants():
         dims = const.dims
         for decl in ctx.declarations_of(scope, name):
             if decl.shape is not None and dims is not None and not _agree(dims, decl.shape):

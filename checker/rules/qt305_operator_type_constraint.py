@@ -94,12 +94,14 @@ def _signature(ctx: Context, ref: NodeRef) -> tuple:
             tuple(ctx.stands_for(ref, "input", i) if name else _ABSENT for i, name in enumerate(ref.inputs)),
             tuple(ctx.stands_for(ref, "output", i) if name else _ABSENT for i, name in enumerate(ref.outputs)),
         )
-    stands, scope = ctx.stands_for_map, ref.scope  # what stands_for answers away from an integer side
-    return (
-        ref.op_type, ref.is_onnx,
-        tuple([stands[(scope, name)] if name else _ABSENT for name in ref.inputs]),
-        tuple([stands[(scope, name)] if name else _ABSENT for name in ref.outputs]),
-    )
+    return ref.op_type, ref.is_onnx, _stand_for(ctx, ref.scope, ref.inputs), _stand_for(ctx, ref.scope, ref.outputs)
+
+
+def _stand_for(ctx: Context, scope: str, names: tuple[str, ...]) -> tuple[int | None, ...]:
+    """tensor_stands_for of each name (what stands_for answers away from an integer side), _ABSENT for ""."""
+    known, ask = ctx.stands_for_known, ctx.tensor_stands_for
+    return tuple([_ABSENT if not name else known[key] if (key := (scope, name)) in known else ask(scope, name)
+                  for name in names])
 
 
 _ABSENT = -1  # an omitted optional operand (no element type is negative)

@@ -36,10 +36,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef, storage_range
+from onnx_qtypes.checker.context import Context, NodeRef, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.weights import reduction_length
+from onnx_qtypes.checker.weights import reduction_length, weighted
 from onnx_qtypes.proto.qtype import QType
 
 
@@ -70,26 +70,31 @@ def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
     return int(np.abs(values - np.asarray(qt.zero_point).reshape(shape)).max())
 
 
+def _bias_reach(ctx: Context, ref: NodeRef) -> int:
+    """max |bias| over the constant bias data (0 without a constant bias)."""
+    if len(ref.inputs) <= 2 or not ref.inputs[2]:
+        return 0
+    extrema = ctx.constant_extrema(ref.scope, ref.inputs[2])  # integers of up to 32 bits: |int64| is exact
+    if extrema is not None:
+        return max(abs(extrema[0]), abs(extrema[1]))
+    data = ctx.constant_array(ref.scope, ref.inputs[2])
+    return int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
+
+
 @rule("QT407", "accumulator-overflow-risk", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     limit = 2 ** (ctx.profile.accumulator_bits - 1)
-    for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        if len(ref.inputs) < 2:
-            continue
-        x_name, w_name = ref.inputs[0], ref.inputs[1]
-        x, w = ctx.qtype(ref.scope, x_name), ctx.qtype(ref.scope, w_name)
-        if x is None or w is None:
+    for ref, x, w, _ in weighted(ctx):
+        if len(ref.inputs) < 2 or x is None or w is None:
             continue
         k = reduction_length(ctx, ref)
         x_reach, w_reach = _type_reach(x), _type_reach(w)
         if k is None or x_reach is None or w_reach is None:
             continue
-        bias = 0
-        if len(ref.inputs) > 2 and ref.inputs[2]:
-            data = ctx.constant_array(ref.scope, ref.inputs[2])
-            bias = int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
+        bias = _bias_reach(ctx, ref)
         if k * x_reach * w_reach + bias < limit:
             continue  # safe even at the weight type's worst case: no need to read the weights
+        w_name = ref.inputs[1]
         w_reach = min(w_reach, _data_reach(ctx, ref, w_name, w) or w_reach)  # the data can only tighten the bound
         worst = k * x_reach * w_reach + bias
         if worst >= limit:
