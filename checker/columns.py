@@ -1,10 +1,15 @@
-"""Every scale and zero point of the model in flat arrays, for rules that screen them all at once.
+"""The model's quantized types in flat arrays, for rules that screen them all at once.
 
 Type rules call the validity helpers of proto/qtype.py for their messages;
 on a model with thousands of per-channel types, calling a helper per scale
-costs more than the whole of onnx.checker. The rules screen these arrays
-with one vector operation and call the helper only for the declarations it
-flags, so the helper still decides every finding.
+(or even a few attribute reads per declaration, rule after rule) costs more
+than the whole of onnx.checker. So the distinct declared types are read once
+into columns: one row per type (a declaration with its TypeProto repeated by
+other declarations shares that row: same type, same shape) and every scale
+and zero point in flat arrays. Rules compute a mask that holds for every
+type they might report (a superset: a screen, never the verdict), and run
+their per-declaration code only on the declarations of those types, so the
+helper still decides every finding.
 """
 
 from __future__ import annotations
@@ -14,28 +19,58 @@ import itertools
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, Declared
+from onnx_qtypes.checker.context import Context, Declared, storage_of
+
+UNKNOWN = -1  # rank of a declaration without a shape
+# axis_state: what the declared shape says about the type's axis
+DIM, DIM_UNKNOWN, NO_DIM = 0, 1, 2  # axis_dim holds its size / a symbolic or absent dim / no axis or shape, or outside
 
 
 @dataclasses.dataclass(frozen=True)
 class Columns:
     decls: list[Declared]  # the unique quantized declarations, in model order
-    scales: np.ndarray  # float64, every scale of every declaration
-    scale_owner: np.ndarray  # index into decls, per scale
-    zero_points: np.ndarray  # int64, every zero point of the types (absent ones read as 0, as they mean)
+    row_of: np.ndarray  # per declaration, its type's row
+    types: list[Declared]  # per row, the first declaration of that type (and shape)
+    # per row: the raw message's fields and counts, the QType's reading of them
+    storage_type: np.ndarray  # as written (QuantizedType.storage_type)
+    expressed_type: np.ndarray
+    scale_count: np.ndarray
+    zero_point_count: np.ndarray  # as written (0: none, meaning all 0)
+    has_axis: np.ndarray
+    axis: np.ndarray  # 0 without an axis
+    has_block: np.ndarray
+    block_size: np.ndarray  # 0 without a block size
+    known_storage: np.ndarray  # an allowed storage type (the next four are 0 otherwise)
+    storage_min: np.ndarray
+    storage_max: np.ndarray
+    type_min: np.ndarray  # the storage type's limits
+    type_max: np.ndarray
+    rank: np.ndarray  # the declared shape's rank, UNKNOWN without one
+    axis_state: np.ndarray  # DIM, DIM_UNKNOWN or NO_DIM
+    axis_dim: np.ndarray  # shape[axis] when axis_state is DIM, else 0
+    # every scale and zero point of every row (absent zero points read as 0, as they mean)
+    scales: np.ndarray  # float64
+    scale_owner: np.ndarray  # row, per scale
+    zero_points: np.ndarray  # int64
     zero_point_owner: np.ndarray
 
+    def declarations(self, rows: np.ndarray) -> list[Declared]:
+        """The declarations whose row is flagged in the boolean mask ``rows``, in model order."""
+        return [self.decls[i] for i in np.flatnonzero(rows[self.row_of])]
+
     def owners(self, mask: np.ndarray, of_zero_points: bool = False) -> list[Declared]:
-        """The declarations owning at least one flagged element, in model order."""
+        """The declarations whose type owns at least one flagged scale (zero point), in model order."""
         owner = self.zero_point_owner if of_zero_points else self.scale_owner
-        return [self.decls[i] for i in np.unique(owner[mask])]
+        rows = np.zeros(len(self.types), bool)
+        rows[owner[mask]] = True
+        return self.declarations(rows)
 
     def per_scale(self, values: list, dtype: type) -> np.ndarray:
-        """A per-declaration value broadcast to every scale."""
+        """A per-row value broadcast to every scale."""
         return np.asarray(values, dtype=dtype)[self.scale_owner]
 
     def per_zero_point(self, values: list, dtype: type) -> np.ndarray:
-        """A per-declaration value broadcast to every zero point."""
+        """A per-row value broadcast to every zero point."""
         return np.asarray(values, dtype=dtype)[self.zero_point_owner]
 
 
@@ -45,10 +80,36 @@ def columns(ctx: Context) -> Columns:
 
 def _build(ctx: Context) -> Columns:
     decls = list(ctx.quantized_declarations())
-    scale_counts = [len(d.qtype.scale) for d in decls]
-    zp_counts = [len(d.qtype.zero_point) for d in decls]
-    scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in decls), np.float64, sum(scale_counts))
-    zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in decls), np.int64,
+    row_by_message: dict[int, int] = {}  # declarations decoded from one TypeProto share their message object
+    types: list[Declared] = []
+    rows = []
+    for decl in decls:
+        if id(decl.quantization) not in row_by_message:
+            row_by_message[id(decl.quantization)] = len(types)
+            types.append(decl)
+    for decl in types:
+        qt, raw, shape = decl.qtype, decl.quantization, decl.shape
+        storage = storage_of(qt)
+        axis = qt.axis
+        rank = UNKNOWN if shape is None else len(shape)
+        axis_state, axis_dim = NO_DIM, 0
+        if axis is not None and 0 <= axis < rank:
+            axis_state, axis_dim = (DIM_UNKNOWN, 0) if shape[axis] is None else (DIM, shape[axis])
+        rows.append((
+            raw.storage_type, raw.expressed_type, len(qt.scale), len(raw.zero_point),
+            axis is not None, axis or 0, qt.block_size is not None, qt.block_size or 0,
+            storage is not None, qt.storage_min if storage else 0, qt.storage_max if storage else 0,
+            storage.min if storage else 0, storage.max if storage else 0, rank, axis_state, axis_dim,
+        ))
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), 16).T
+    scale_counts = table[2]
+    zp_counts = [len(d.qtype.zero_point) for d in types]
+    scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in types), np.float64, int(scale_counts.sum()))
+    zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in types), np.int64,
                               sum(zp_counts))
-    index = np.arange(len(decls))
-    return Columns(decls, scales, np.repeat(index, scale_counts), zero_points, np.repeat(index, zp_counts))
+    index = np.arange(len(types))
+    return Columns(
+        decls, np.array([row_by_message[id(d.quantization)] for d in decls], dtype=np.intp), types,
+        *table[:4], table[4].astype(bool), table[5], table[6].astype(bool), table[7], table[8].astype(bool),
+        *table[9:], scales, np.repeat(index, scale_counts), zero_points, np.repeat(index, zp_counts),
+    )

@@ -102,25 +102,23 @@ class NodeRef(NamedTuple):
 class ConstantRef:
     """An initializer or a Constant node's value."""
 
-    __slots__ = ("pointer", "name", "tensor", "node", "attribute", "dims")
+    __slots__ = ("pointer", "name", "tensor", "node", "attribute", "dims", "data_type", "external")
 
     def __init__(self, pointer: str, name: str, tensor: TensorProto | None, node: NodeRef | None = None,
                  attribute: onnx.AttributeProto | None = None) -> None:
         self.pointer, self.name, self.tensor, self.node, self.attribute = pointer, name, tensor, node, attribute
-        self.dims: tuple[int, ...] = self._dims()  # read once: repeated-field access copies
-
-    def _dims(self) -> tuple[int, ...]:
-        if self.tensor is not None:
-            return tuple(self.tensor.dims)
-        if self.attribute is not None and self.attribute.name.endswith("s"):
-            return (len(onnx.helper.get_attribute_value(self.attribute)),)
-        return ()
-
-    @property
-    def data_type(self) -> int:
-        if self.tensor is not None:
-            return self.tensor.data_type
-        return TensorProto.FLOAT if self.attribute is not None and "float" in self.attribute.name else TensorProto.INT64
+        # read once: rules ask for these again and again, and every protobuf read costs a call
+        self.dims: tuple[int, ...]
+        self.data_type: int
+        self.external = False  # data in an external file (not read)
+        if tensor is not None:
+            self.dims, self.data_type = tuple(tensor.dims[:]), tensor.data_type
+            self.external = tensor.data_location == TensorProto.EXTERNAL
+        else:
+            self.dims = (len(onnx.helper.get_attribute_value(attribute)),) \
+                if attribute is not None and attribute.name.endswith("s") else ()
+            self.data_type = TensorProto.FLOAT if attribute is not None and "float" in attribute.name \
+                else TensorProto.INT64
 
     def location(self) -> Location:
         if self.node is not None:
@@ -286,8 +284,12 @@ class Context:
     def _unique_quantized(self) -> list[Declared]:
         seen: dict[tuple, list[pb.QuantizedType]] = {}
         out = []
+        by_name = self._by_name
         for decl in self.declarations:
             if decl.quantization is None:
+                continue
+            if len(by_name[(decl.scope, decl.name)]) == 1:
+                out.append(decl)  # the tensor's only declaration (most are)
                 continue
             same = seen.setdefault((decl.scope, decl.name, decl.shape), [])
             if not any(decl.quantization == other for other in same):  # message equality, unknown fields too
@@ -402,7 +404,7 @@ class Context:
         if const is not None:
             if const.tensor is None:
                 array = np.asarray(onnx.helper.get_attribute_value(const.attribute))
-            elif const.tensor.data_location != TensorProto.EXTERNAL:
+            elif not const.external:
                 array = _tensor_to_array(const)
         self._arrays[key] = array
         return array
@@ -434,9 +436,9 @@ class Context:
         groups: dict[np.dtype, list[tuple[tuple[str, str], bytes]]] = {}
         for key, const, _ in self.quantized_constants():
             tensor = const.tensor
-            if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
+            if tensor is None or const.external:
                 continue
-            dtype = _RAW_DTYPES.get(tensor.data_type)
+            dtype = _RAW_DTYPES.get(const.data_type)
             if dtype is not None and dtype.kind in "iu" and dtype.itemsize <= 4 and tensor.HasField("raw_data"):
                 if raw := tensor.raw_data:  # its size was checked against the dims when indexed
                     groups.setdefault(dtype, []).append((key, raw))
@@ -506,19 +508,18 @@ def storage_range(qtype: QType) -> tuple[int, int] | None:
 def _check_size(const: ConstantRef) -> None:
     """Refuse a tensor whose dims do not fit its raw data (hostile or truncated): an unreadable model."""
     tensor = const.tensor
-    if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
+    if tensor is None or const.external:
         return
-    dims = list(const.dims)
-    where = f"{const.pointer}: tensor {const.name!r}"
-    if any(d < 0 for d in dims):
-        raise ModelLoadError(f"{where}: dims {dims} contain a negative size")
-    bits = _BITS.get(tensor.data_type)
+    dims = const.dims
+    if dims and min(dims) < 0:
+        raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} contain a negative size")
+    bits = _BITS.get(const.data_type)
     if bits is not None and tensor.HasField("raw_data"):
         need = -(-math.prod(dims) * bits // 8)
-        if len(tensor.raw_data) != need:
+        if (found := len(tensor.raw_data)) != need:
             raise ModelLoadError(
-                f"{where}: dims {dims} need {need} bytes of {TensorProto.DataType.Name(tensor.data_type)} raw_data, "
-                f"found {len(tensor.raw_data)}"
+                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} bytes of "
+                f"{TensorProto.DataType.Name(const.data_type)} raw_data, found {found}"
             )
 
 

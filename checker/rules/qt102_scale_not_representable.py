@@ -45,7 +45,7 @@ from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, scale_warning
 @rule("QT102", "scale-not-representable", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    expressed = [EXPRESSED_TYPES.get(d.qtype.expressed) for d in cols.decls]  # None: QT106's business
+    expressed = [EXPRESSED_TYPES.get(d.qtype.expressed) for d in cols.types]  # None: QT106's business
     suspect = np.zeros(cols.scales.shape, bool)
     with np.errstate(over="ignore", invalid="ignore"):  # a scale beyond float16's range rounds to inf: a finding
         for dtype in {e.np_dtype for e in expressed if e is not None}:

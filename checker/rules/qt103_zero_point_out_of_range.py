@@ -32,7 +32,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from onnx_qtypes.checker.columns import columns
-from onnx_qtypes.checker.context import Context, decl_location, storage_of, storage_range
+from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize
@@ -42,8 +42,7 @@ from onnx_qtypes.proto.qtype import range_problem, zero_point_problem
 @rule("QT103", "zero-point-out-of-range", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    lo = cols.per_zero_point([d.qtype.storage_min if storage_range(d.qtype) else 0 for d in cols.decls], np.int64)
-    hi = cols.per_zero_point([d.qtype.storage_max if storage_range(d.qtype) else 0 for d in cols.decls], np.int64)
+    lo, hi = cols.storage_min[cols.zero_point_owner], cols.storage_max[cols.zero_point_owner]  # 0, 0: QT104's
     for decl in cols.owners((cols.zero_points < lo) | (cols.zero_points > hi), of_zero_points=True):
         qt = decl.qtype
         storage = storage_of(qt)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -32,7 +33,9 @@ from onnx_qtypes.proto.qtype import range_problem
 
 @rule("QT105", "storage-range-invalid", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    valid = (cols.type_min <= cols.storage_min) & (cols.storage_min < cols.storage_max) & (cols.storage_max <= cols.type_max)
+    for decl in cols.declarations(cols.known_storage & ~valid):
         qt = decl.qtype
         storage = storage_of(qt)
         if storage is None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import DIM, DIM_UNKNOWN, columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -52,7 +53,12 @@ def shape_is_checkable(qt: QType, shape: tuple | None) -> bool:
 
 @rule("QT107", "parameter-count-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    counts_agree = (cols.zero_point_count == 0) | (cols.zero_point_count == cols.scale_count)
+    per_tensor = ~cols.has_axis & (cols.scale_count == 1)
+    per_axis = cols.has_axis & ~cols.has_block & (
+        (cols.axis_state == DIM_UNKNOWN) | ((cols.axis_state == DIM) & (cols.axis_dim == cols.scale_count)))
+    for decl in cols.declarations(~(counts_agree & (per_tensor | per_axis))):  # a declared shape that fits: skip
         qt, raw = decl.qtype, decl.quantization
         if qt.is_dynamic:
             continue  # QT113 covers zero points without scales

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import NO_DIM, columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -33,7 +34,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT108", "axis-out-of-range", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    for decl in cols.declarations(cols.has_axis & ((cols.axis < 0) | (cols.axis_state == NO_DIM))):
         axis = decl.qtype.axis
         if axis is None:
             continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -28,7 +29,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT109", "axis-on-scalar", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    for decl in cols.declarations(cols.has_axis & (cols.rank <= 0)):  # a scalar, or no declared shape
         qt = decl.qtype
         if qt.axis is None:
             continue

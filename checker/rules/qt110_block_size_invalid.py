@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -33,7 +34,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT110", "block-size-invalid", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    for decl in cols.declarations(cols.has_block):
         qt = decl.qtype
         if qt.block_size is None:
             continue

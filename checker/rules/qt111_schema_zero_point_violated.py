@@ -39,7 +39,7 @@ from onnx_qtypes.proto.qtype import Schema, schema_problem
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
     constrained = cols.per_zero_point([d.qtype.schema.symmetric or d.qtype.schema is Schema.SYMMETRIC_WITH_UNSIGNED
-                                       for d in cols.decls], bool)
+                                       for d in cols.types], bool)
     for decl in cols.owners(constrained & (cols.zero_points != 0), of_zero_points=True):
         qt = decl.qtype
         bounds = storage_range(qt)

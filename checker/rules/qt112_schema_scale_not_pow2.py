@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -34,7 +37,8 @@ from onnx_qtypes.proto.qtype import schema_problem
 
 @rule("QT112", "schema-scale-not-pow2", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    for decl in cols.declarations(np.array([d.qtype.schema.pow2 for d in cols.types], bool)):
         qt = decl.qtype
         if not qt.schema.pow2:
             continue

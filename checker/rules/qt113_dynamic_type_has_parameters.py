@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -31,7 +32,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT113", "dynamic-type-has-parameters", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    for decl in cols.declarations((cols.scale_count == 0) & (cols.zero_point_count > 0)):
         raw = decl.quantization
         if not raw.scale and raw.zero_point:
             yield Finding(

@@ -39,7 +39,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for (scope, name), const, _ in ctx.quantized_constants():
         dims = const.dims
         for decl in ctx.declarations_of(scope, name):
-            if decl.shape is not None and dims is not None and not _agree(dims, decl.shape):
+            if decl.shape is not None and dims is not None and decl.shape != dims and not _agree(dims, decl.shape):
                 shape = ["?" if d is None else d for d in decl.shape]
                 yield Finding(
                     const.location(),

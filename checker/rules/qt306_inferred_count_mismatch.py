@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import DIM, columns
 from onnx_qtypes.checker.context import MAIN, Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -44,7 +45,9 @@ def _decided(qt: QType, shape: tuple | None) -> bool:
 
 @rule("QT306", "inferred-count-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for decl in ctx.quantized_declarations():
+    cols = columns(ctx)
+    decided = ~cols.has_block & (cols.axis_state == DIM)  # per-axis on a declared size: QT107's business
+    for decl in cols.declarations((cols.scale_count > 0) & cols.has_axis & ~decided):
         qt = decl.qtype
         if decl.scope != MAIN or qt.is_dynamic or qt.axis is None:
             continue

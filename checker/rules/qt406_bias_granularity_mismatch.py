@@ -38,18 +38,19 @@ def check(ctx: Context) -> Iterator[Finding]:
         b, w = use.qtype, use.w
         if w is None or w.is_dynamic or b.is_dynamic:
             continue
-        where = use.ref.location("input", 2)
         if b.block_size is not None:
-            yield Finding(where, f"bias {use.bias!r} is blocked ({b}); a bias is per-tensor or per output channel")
+            yield Finding(use.ref.location("input", 2),
+                          f"bias {use.bias!r} is blocked ({b}); a bias is per-tensor or per output channel")
         elif w.axis is None and b.axis is not None:
-            yield Finding(where, f"bias {use.bias!r} is {b.granularity} ({len(b.scale)} scales) but weight "
-                                 f"{use.ref.inputs[1]!r} is per-tensor; the bias must be per-tensor too")
+            yield Finding(use.ref.location("input", 2),
+                          f"bias {use.bias!r} is {b.granularity} ({len(b.scale)} scales) but weight "
+                          f"{use.ref.inputs[1]!r} is per-tensor; the bias must be per-tensor too")
         elif w.axis is not None and w.block_size is None:
             shape = ctx.shape(use.ref.scope, use.bias)
             last = None if shape is None else len(shape) - 1
             if b.axis is None or len(b.scale) != len(w.scale) or (last is not None and b.axis != last):
                 yield Finding(
-                    where,
+                    use.ref.location("input", 2),
                     f"bias {use.bias!r} is {b.granularity} with {len(b.scale)} scale(s), but weight "
                     f"{use.ref.inputs[1]!r} is per-axis with {len(w.scale)}; the bias needs one scale per "
                     "output channel, per-axis along its last axis",

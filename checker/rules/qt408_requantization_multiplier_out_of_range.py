@@ -30,14 +30,16 @@ Recalibrate the output (its scale is usually the culprit), or the weights.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.context import WEIGHTED_OPS, Context
+from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.weights import Weighted, weighted
 from onnx_qtypes.checker.walk import fmt
 from onnx_qtypes.reference_ops.fixed_point import MULTIPLIER_BITS, quantize_multipliers
 
@@ -45,17 +47,41 @@ SHIFT_RANGE = (2, 62)  # TOSA RESCALE (scale32)
 SAFE = (2.0**-31, 2.0**28)  # one binade inside the limits, clear of the multiplier's rounding carry
 
 
+def _per_tensor_around(use: Weighted) -> bool:
+    """Static per-tensor input and output around a weight that is not blocked: one multiplier per channel."""
+    ref, x, w, y = use
+    if len(ref.inputs) < 2 or not ref.outputs or x is None or w is None or y is None:
+        return False
+    if x.is_dynamic or w.is_dynamic or y.is_dynamic:
+        return False
+    return x.axis is None and y.axis is None and w.block_size is None
+
+
+def _screen(uses: list[Weighted]) -> list[Weighted]:
+    """The uses whose multipliers may leave the safe range, every channel of every use in a few vector operations.
+
+    A use passes when all its scales are finite and > 0 (else QT101's) and x_scale * w_scale / y_scale stays
+    inside SAFE (narrowed a little, so that a value near a limit gets the exact test).
+    """
+    if not uses:
+        return []
+    counts = [len(u.w.scale) for u in uses]
+    weight = np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, sum(counts))
+    x = np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses))
+    y = np.fromiter((u.y.scale[0] for u in uses), np.float64, len(uses))
+    owner = np.repeat(np.arange(len(uses)), counts)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        starts = np.cumsum([0] + counts[:-1])
+        low, high = np.minimum.reduceat(weight, starts), np.maximum.reduceat(weight, starts)
+        positive = (0.0 < weight) & (weight < math.inf)
+        valid = (0.0 < x) & (x < math.inf) & (0.0 < y) & (y < math.inf) & ~np.isin(np.arange(len(uses)), owner[~positive])
+        safe = (SAFE[0] * (1 + 1e-9) < x * low / y) & (x * high / y < SAFE[1] * (1 - 1e-9))
+    return [uses[i] for i in np.flatnonzero(valid & ~safe)]
+
+
 @rule("QT408", "requantization-multiplier-out-of-range", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    for ref in ctx.nodes_of(*WEIGHTED_OPS):
-        if len(ref.inputs) < 2 or not ref.outputs:
-            continue
-        x, w = ctx.qtype(ref.scope, ref.inputs[0]), ctx.qtype(ref.scope, ref.inputs[1])
-        y = ctx.qtype(ref.scope, ref.outputs[0])
-        if x is None or w is None or y is None or any(t.is_dynamic for t in (x, w, y)):
-            continue
-        if x.axis is not None or y.axis is not None or w.block_size is not None:
-            continue
+    for ref, x, w, y in _screen([u for u in weighted(ctx) if _per_tensor_around(u)]):
         scales = (x.scale[0], *w.scale, y.scale[0])
         if not all(0.0 < s < math.inf for s in scales):
             continue  # QT101
