@@ -14,6 +14,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto, numpy_helper
 
 from onnx_qtypes.checker import declared_bytes, float_view
@@ -133,10 +134,14 @@ def _scope_of(pointer: str) -> str:
 def _decode(data: bytes, pointer: str, qtypes: dict[bytes, QType],
             shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple | None:
     """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor."""
-    type_proto = onnx.TypeProto.FromString(data)
-    if type_proto.WhichOneof("value") != "tensor_type":
+    try:
+        view = declared_bytes.tensor_type_view(data)
+    except DecodeError:  # field 1000 or 1001 does not decode: read_view's error, in its words
+        view = parse_view(onnx.TypeProto.FromString(data).tensor_type.SerializeToString(), pointer)
+    if view is None:
         return None
-    view = parse_view(type_proto.tensor_type.SerializeToString(), pointer)
+    if not (view.HasField("quantization") or view.HasField("statistics")):
+        view = parse_view(view.SerializeToString(), pointer)  # read_view's test for a 1000/1001 of the wrong wire type
     quantization = view.quantization if view.HasField("quantization") else None
     raw_stats = view.statistics if view.HasField("statistics") else None
     stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
@@ -150,7 +155,9 @@ def _decode(data: bytes, pointer: str, qtypes: dict[bytes, QType],
         qtype = QType.from_proto(quantization, stats, validate=False)
     shape_key = view.shape if view.HasField("shape") else None  # the TensorShapeProto's bytes
     if shape_key not in shapes:  # most declarations share a few shapes
-        shapes[shape_key] = static_shape(onnx.ValueInfoProto(type=type_proto))
+        vi = onnx.ValueInfoProto()
+        vi.type.ParseFromString(data)
+        shapes[shape_key] = static_shape(vi)
     return view.elem_type, shapes[shape_key], qtype, quantization, stats, raw_stats
 
 

@@ -7,7 +7,9 @@ Here a graph's declarations are copied into one GraphProto, serialized once
 and parsed as ``Declarations``: a wire-compatible reading of GraphProto that
 keeps each declaration's name and its TypeProto as bytes (fields onnx.proto
 gives them: ValueInfoProto.name = 1, .type = 2; GraphProto.input = 11,
-.output = 12, .value_info = 13; everything else stays unread).
+.output = 12, .value_info = 13; everything else stays unread). A distinct
+TypeProto is then parsed once more, straight into the extended view
+(``TypeView``: TypeProto.tensor_type = 1 read as TensorTypeView).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from collections.abc import Iterable
 import onnx
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+
 _KINDS = {"input": 11, "output": 12, "value_info": 13}
 
 
-def _message_classes() -> type:
+def _message_classes() -> tuple[type, type]:
     file = descriptor_pb2.FileDescriptorProto(name="onnx_qtypes_checker_declarations.proto",
-                                              package="onnx_qtypes_checker", syntax="proto2")
+                                              package="onnx_qtypes_checker", syntax="proto2",
+                                              dependency=[pb.DESCRIPTOR.name])
     label, types = descriptor_pb2.FieldDescriptorProto, descriptor_pb2.FieldDescriptorProto
     decl = file.message_type.add(name="Declaration")
     decl.field.add(name="name", number=1, type=types.TYPE_STRING, label=label.LABEL_OPTIONAL)
@@ -31,12 +36,29 @@ def _message_classes() -> type:
     for kind, number in _KINDS.items():
         lists.field.add(name=kind, number=number, type=types.TYPE_MESSAGE, label=label.LABEL_REPEATED,
                         type_name=".onnx_qtypes_checker.Declaration")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("onnx_qtypes_checker.Declarations"))
+    # TypeProto read with its tensor_type as the extended view (TypeProto.tensor_type = 1; other members unread)
+    type_view = file.message_type.add(name="TypeView")
+    type_view.field.add(name="tensor_type", number=1, type=types.TYPE_MESSAGE, label=label.LABEL_OPTIONAL,
+                        type_name=".onnx_qtypes.TensorTypeView")
+    pool = descriptor_pool.Default()  # where the generated onnx_qtypes.proto lives
+    try:
+        pool.FindFileByName(file.name)
+    except KeyError:
+        pool.Add(file)
+    return (message_factory.GetMessageClass(pool.FindMessageTypeByName("onnx_qtypes_checker.Declarations")),
+            message_factory.GetMessageClass(pool.FindMessageTypeByName("onnx_qtypes_checker.TypeView")))
 
 
-_Declarations = _message_classes()
+_Declarations, _TypeView = _message_classes()
+
+
+def tensor_type_view(type_bytes: bytes) -> pb.TensorTypeView | None:
+    """A serialized TypeProto's tensor_type parsed as the extended view in one step; None if not a tensor type.
+
+    Raises DecodeError when field 1000 or 1001 does not decode.
+    """
+    type_view = _TypeView.FromString(type_bytes)
+    return type_view.tensor_type if type_view.HasField("tensor_type") else None
 
 
 def read(lists: dict[str, Iterable[onnx.ValueInfoProto]]) -> dict[str, list[tuple[str, bytes]]]:
