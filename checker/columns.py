@@ -19,7 +19,8 @@ import itertools
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, Declared, storage_of
+from onnx_qtypes.checker.context import Context, Declared
+from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES
 
 UNKNOWN = -1  # rank of a declaration without a shape
 # axis_state: what the declared shape says about the type's axis
@@ -31,11 +32,10 @@ class Columns:
     decls: list[Declared]  # the unique quantized declarations, in model order
     row_of: np.ndarray  # per declaration, its type's row
     types: list[Declared]  # per row, the first declaration of that type (and shape)
-    # per row: the raw message's fields and counts, the QType's reading of them
-    storage_type: np.ndarray  # as written (QuantizedType.storage_type)
-    expressed_type: np.ndarray
+    # per row, as the QType reads the message
+    known_expressed: np.ndarray  # an allowed expressed type
     scale_count: np.ndarray
-    zero_point_count: np.ndarray  # as written (0: none, meaning all 0)
+    zero_point_count: np.ndarray  # with scales, none written reads as one 0 per scale
     has_axis: np.ndarray
     axis: np.ndarray  # 0 without an axis
     has_block: np.ndarray
@@ -88,28 +88,28 @@ def _build(ctx: Context) -> Columns:
             row_by_message[id(decl.quantization)] = len(types)
             types.append(decl)
     for decl in types:
-        qt, raw, shape = decl.qtype, decl.quantization, decl.shape
-        storage = storage_of(qt)
+        qt, shape = decl.qtype, decl.shape
+        storage = STORAGE_TYPES.get(qt.storage)  # None when the written storage_type is not allowed
         axis = qt.axis
         rank = UNKNOWN if shape is None else len(shape)
         axis_state, axis_dim = NO_DIM, 0
         if axis is not None and 0 <= axis < rank:
             axis_state, axis_dim = (DIM_UNKNOWN, 0) if shape[axis] is None else (DIM, shape[axis])
         rows.append((
-            raw.storage_type, raw.expressed_type, len(qt.scale), len(raw.zero_point),
+            qt.expressed in EXPRESSED_TYPES, len(qt.scale), len(qt.zero_point),
             axis is not None, axis or 0, qt.block_size is not None, qt.block_size or 0,
             storage is not None, qt.storage_min if storage else 0, qt.storage_max if storage else 0,
             storage.min if storage else 0, storage.max if storage else 0, rank, axis_state, axis_dim,
         ))
-    table = np.array(rows, dtype=np.int64).reshape(len(rows), 16).T
-    scale_counts = table[2]
-    zp_counts = [len(d.qtype.zero_point) for d in types]
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), 15).T
+    scale_counts, zp_counts = table[1], table[2]
     scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in types), np.float64, int(scale_counts.sum()))
     zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in types), np.int64,
-                              sum(zp_counts))
+                              int(zp_counts.sum()))
     index = np.arange(len(types))
     return Columns(
         decls, np.array([row_by_message[id(d.quantization)] for d in decls], dtype=np.intp), types,
-        *table[:4], table[4].astype(bool), table[5], table[6].astype(bool), table[7], table[8].astype(bool),
-        *table[9:], scales, np.repeat(index, scale_counts), zero_points, np.repeat(index, zp_counts),
+        table[0].astype(bool), scale_counts, zp_counts, table[3].astype(bool), table[4], table[5].astype(bool),
+        table[6], table[7].astype(bool), *table[8:], scales, np.repeat(index, scale_counts), zero_points,
+        np.repeat(index, zp_counts),
     )

@@ -169,6 +169,8 @@ class Context:
         self.profile = profile
         self.source = source
         self.declarations: list[Declared] = []
+        # the first declaration of each distinct TypeProto: the others share its decoded fields (the same objects)
+        self.distinct_declarations: list[Declared] = []
         self._by_name: dict[tuple[str, str], list[Declared]] = {}
         self._qtypes: dict[tuple[str, str], QType] = {}
         self.nodes: list[NodeRef] = []
@@ -196,12 +198,15 @@ class Context:
             for kind, values in declared_bytes.read(kinds).items():
                 for i, (name, key) in enumerate(values):
                     fields = decoded.get(key, decoded)
-                    if fields is decoded:
+                    new = fields is decoded
+                    if new:
                         fields = decoded[key] = _decode(key, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
                     if fields is None:
                         continue  # not a tensor type
                     declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, name, *fields))
                     declarations.append(declared)
+                    if new:
+                        self.distinct_declarations.append(declared)
                     name_key = (scope, name)
                     same = by_name.get(name_key)
                     if same is None:
@@ -280,6 +285,10 @@ class Context:
 
     def names(self) -> Iterator[tuple[str, str]]:
         return iter(self._by_name)
+
+    def repeated_names(self) -> list[tuple[str, str]]:
+        """The (scope, name) of tensors declared more than once, in names() order."""
+        return self.memo("repeated_names", lambda: [key for key, decls in self._by_name.items() if len(decls) > 1])
 
     def quantized_declarations(self, unique: bool = True) -> Iterator[Declared]:
         """Declarations carrying a quantized type; with ``unique``, one per distinct (tensor, type, shape)."""

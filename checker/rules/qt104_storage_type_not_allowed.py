@@ -27,18 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE, storage_problem
+from onnx_qtypes.proto.qtype import storage_problem
 
 
 @rule("QT104", "storage-type-not-allowed", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    for decl in cols.declarations(~np.isin(cols.storage_type, list(STORAGE_BY_DATA_TYPE))):
+    for decl in cols.declarations(~cols.known_storage):
         if problem := storage_problem(decl.quantization.storage_type):
             yield Finding(decl_location(decl, "quantization", "storage_type"), problem)

@@ -25,18 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, expressed_problem
+from onnx_qtypes.proto.qtype import expressed_problem
 
 
 @rule("QT106", "expressed-type-not-float", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    for decl in cols.declarations(~np.isin(cols.expressed_type, list(EXPRESSED_BY_DATA_TYPE))):
+    for decl in cols.declarations(~cols.known_expressed):
         if problem := expressed_problem(decl.quantization.expressed_type):
             yield Finding(decl_location(decl, "quantization", "expressed_type"), problem)

@@ -35,6 +35,8 @@ from onnx_qtypes.checker.registry import rule
 
 @rule("QT114", "elem-type-not-undefined", "error")
 def check(ctx: Context) -> Iterator[Finding]:
+    if not any(d.elem_type for d in ctx.distinct_declarations if d.quantization is not None):
+        return  # every declaration shares its elem_type with one of these
     for decl in ctx.quantized_declarations(unique=False):
         if decl.elem_type:
             name = helper.tensor_dtype_to_string(decl.elem_type) if decl.elem_type in helper.get_all_tensor_dtypes() \

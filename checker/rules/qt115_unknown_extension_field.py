@@ -56,17 +56,17 @@ def _unknown(message: Message, path: tuple) -> Iterator[tuple[tuple, str]]:
 
 @rule("QT115", "unknown-extension-field", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    found_in: dict[tuple[int, int], list[tuple[tuple, str]]] = {}  # declarations decoded together share messages
+    found_in: dict[tuple[int, int], list[tuple[tuple, str]]] = {}  # per distinct declared type: its messages
+    for decl in ctx.distinct_declarations:
+        found: list[tuple[tuple, str]] = []
+        if decl.quantization is not None:
+            found += _unknown(decl.quantization, ("quantization",))
+        if decl.raw_statistics is not None:
+            found += _unknown(decl.raw_statistics, ("statistics",))
+        if found:
+            found_in[(id(decl.quantization), id(decl.raw_statistics))] = found
+    if not found_in:
+        return
     for decl in ctx.declarations:
-        if decl.quantization is None and decl.raw_statistics is None:
-            continue
-        key = (id(decl.quantization), id(decl.raw_statistics))
-        found = found_in.get(key)
-        if found is None:
-            found = found_in[key] = []
-            if decl.quantization is not None:
-                found += _unknown(decl.quantization, ("quantization",))
-            if decl.raw_statistics is not None:
-                found += _unknown(decl.raw_statistics, ("statistics",))
-        for path, message in found:
+        for path, message in found_in.get((id(decl.quantization), id(decl.raw_statistics)), ()):
             yield Finding(decl_location(decl, *path), f"{message}; a consumer that ignores it may misread the tensor")

@@ -50,10 +50,8 @@ def _describe(decl: Declared) -> str:
 
 @rule("QT301", "declarations-disagree", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for key in ctx.names():
+    for key in ctx.repeated_names():
         decls = ctx.declarations_of(*key)
-        if len(decls) < 2:
-            continue
         first = next((d for d in decls if d.qtype is not None), None)
         if first is None:
             continue

@@ -37,12 +37,12 @@ from onnx_qtypes.proto.qtype import range_problem
 @rule("QT303", "constant-out-of-range", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for (scope, name), const, qt in ctx.quantized_constants():
-        bounds = storage_range(qt)
         storage = storage_of(qt)
-        if bounds is None or const.data_type != storage.data_type or range_problem(storage, *bounds):
-            continue  # QT104 / QT105 / QT302 report those
-        if bounds == (storage.min, storage.max):
-            continue  # the data type itself keeps the values in range
+        if storage is None or const.data_type != storage.data_type:
+            continue  # QT104 / QT302 report those
+        bounds = storage_range(qt)
+        if bounds is None or bounds == (storage.min, storage.max) or range_problem(storage, *bounds):
+            continue  # the data type itself keeps the values in range, or QT105 reports the range
         extrema = ctx.constant_extrema(scope, name)
         if extrema is not None and bounds[0] <= extrema[0] and extrema[1] <= bounds[1]:
             continue  # screened with every other constant at once
