@@ -24,7 +24,7 @@ from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 _KINDS = {"input": 11, "output": 12, "value_info": 13}
 
 
-def _message_classes() -> tuple[type, type]:
+def _message_classes() -> tuple[type, ...]:
     file = descriptor_pb2.FileDescriptorProto(name="onnx_qtypes_checker_declarations.proto",
                                               package="onnx_qtypes_checker", syntax="proto2",
                                               dependency=[pb.DESCRIPTOR.name])
@@ -45,11 +45,12 @@ def _message_classes() -> tuple[type, type]:
         pool.FindFileByName(file.name)
     except KeyError:
         pool.Add(file)
-    return (message_factory.GetMessageClass(pool.FindMessageTypeByName("onnx_qtypes_checker.Declarations")),
-            message_factory.GetMessageClass(pool.FindMessageTypeByName("onnx_qtypes_checker.TypeView")))
+    return tuple(message_factory.GetMessageClass(pool.FindMessageTypeByName(f"onnx_qtypes_checker.{name}"))
+                 for name in ("Declarations", "TypeView", "Declaration"))
 
 
-_Declarations, _TypeView = _message_classes()
+# Declaration is held as well: a class made on demand for each parse would be a reference cycle per run.
+_Declarations, _TypeView, _Declaration = _message_classes()
 
 
 def tensor_type_view(type_bytes: bytes) -> pb.TensorTypeView | None:

@@ -139,18 +139,19 @@ class Declaration:
 
 def iter_graphs(model: ModelProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     """Every graph of the model with its JSON pointer: main graph, then subgraphs."""
+    yield from _walk("/graph", model.graph)
 
-    def walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
-        yield pointer, graph
-        for n, node in enumerate(graph.node):
-            for a, attr in enumerate(node.attribute):
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    yield from walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    for k, sub in enumerate(attr.graphs):
-                        yield from walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
 
-    yield from walk("/graph", model.graph)
+def _walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    # A module-level function, not a closure that calls itself: that closure is a reference cycle per call.
+    yield pointer, graph
+    for n, node in enumerate(graph.node):
+        for a, attr in enumerate(node.attribute):
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for k, sub in enumerate(attr.graphs):
+                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
 
 
 def iter_declarations(model: ModelProto) -> Iterator[Declaration]:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+import pathlib
+
+import numpy as np
 import onnx
-from checker_models import Graph, conv_model, int8, qmsg, stats
+from checker_models import F32, X_SCALE, W_SCALES, Graph, conv_model, int8, qmsg, stats
 from onnx import TensorProto
 
+from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.profile import load_profile
 from onnx_qtypes.proto import QType, Statistics, TensorStatistics
@@ -54,3 +59,61 @@ def test_duplicate_declarations_are_checked_once():
     ctx = Context(g.build(), load_profile(None))
     assert len(list(ctx.quantized_declarations())) == 1
     assert len(list(ctx.quantized_declarations(unique=False))) == 2
+
+
+def test_declarations_sharing_a_type_are_each_reported():
+    # Three tensors decoded from one TypeProto share its decoded fields; every one is still its own finding.
+    bad = qmsg(scale=[0.0], extra=b"\x60\x01")  # a zero scale and an undefined field 12
+    g = Graph()
+    for name in ("a", "b", "c"):
+        g.input(name, (2,), bad, marker=TensorProto.INT8)
+    g.node("Concat", ["a", "b", "c"], ["y"], name="cat", axis=0).output("y", (6,))
+    found = {(d.rule, d.location.pointer) for d in iter_diagnostics(g.build())}
+    for i in range(3):
+        assert ("QT101", f"/graph/input/{i}/type/tensor_type/quantization/scale/0") in found
+        assert ("QT114", f"/graph/input/{i}/type/tensor_type/elem_type") in found
+        assert ("QT115", f"/graph/input/{i}/type/tensor_type/quantization") in found
+
+
+def test_screens_leave_the_verdict_near_a_limit_to_the_rule():
+    # QT405 and QT408 screen every channel in vector form; values at a hair's breadth from the limit
+    # go to the exact test, which decides alone.
+    def bias(relative: float) -> QType:
+        scales = [float(np.float32(X_SCALE) * np.float32(s)) * (1 + relative) for s in W_SCALES]
+        return QType("int32", scales, [0] * 4, axis=0)
+
+    def fired(model: onnx.ModelProto, rule: str) -> bool:
+        return any(d.rule == rule for d in iter_diagnostics(model))
+
+    assert not fired(conv_model(bias=bias(0.9e-6)), "QT405")
+    assert fired(conv_model(bias=bias(1.1e-6)), "QT405")
+    # the largest multiplier x_scale * w_scale / y_scale (w_scale 0.04) just inside SAFE, then just outside 2^29
+    w_max = float(np.float32(max(W_SCALES)))
+    assert not fired(conv_model(y_q=int8(F32 * w_max / 2.0**28 * (1 + 1e-6), 0)), "QT408")
+    assert fired(conv_model(y_q=int8(F32 * w_max / 2.0**29 * (1 - 1e-6), 0)), "QT408")
+
+
+def test_the_collector_is_paused_only_while_the_checker_computes():
+    states = []
+    for _ in iter_diagnostics(conv_model(w_axis=1)):  # fires QT402: findings are handed over one by one
+        states.append(gc.isenabled())
+    assert states and all(states) and gc.isenabled()
+    gc.disable()
+    try:
+        list(iter_diagnostics(conv_model()))
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
+
+
+def test_a_run_leaves_no_reference_cycles():
+    # What justifies pausing the cycle collector: everything a run builds is freed by reference counting.
+    model = onnx.load(str(pathlib.Path(__file__).parents[1] / "examples" / "broken_cnn.onnx"))
+    list(iter_diagnostics(model))
+    gc.collect()
+    gc.disable()
+    try:
+        list(iter_diagnostics(model))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
