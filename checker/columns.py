@@ -103,7 +103,8 @@ def _build(ctx: Context) -> Columns:
         ))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), 15).T
     scale_counts, zp_counts = table[1], table[2]
-    scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in types), np.float64, int(scale_counts.sum()))
+    scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in types), np.float64,
+                         int(scale_counts.sum()))
     zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in types), np.int64,
                               int(zp_counts.sum()))
     index = np.arange(len(types))

@@ -103,7 +103,7 @@ class NodeRef(NamedTuple):
 class ConstantRef:
     """An initializer or a Constant node's value."""
 
-    __slots__ = ("pointer", "name", "tensor", "node", "attribute", "dims", "data_type", "external")
+    __slots__ = ("attribute", "data_type", "dims", "external", "name", "node", "pointer", "tensor")
 
     def __init__(self, pointer: str, name: str, tensor: TensorProto | None, node: NodeRef | None = None,
                  attribute: onnx.AttributeProto | None = None) -> None:
@@ -178,7 +178,6 @@ class Context:
         self.initializers: list[ConstantRef] = []  # the main graph's, in order (duplicate names too)
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
         self._memo: dict[str, object] = {}
-        self.stands_for_known: dict[tuple[str, str], int | None] = {}  # tensor_stands_for's answers so far
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
@@ -191,8 +190,10 @@ class Context:
         shapes: dict[bytes | None, tuple[int | None, ...] | None] = {}
         lists = [(pointer, {kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
                  for pointer, graph in self.graphs]
-        lists += [(f"/functions/{f}", {"value_info": function.value_info}) for f, function in enumerate(self.model.functions)]
-        declarations, by_name, first_qtype, make_declared = self.declarations, self._by_name, self._qtypes, Declared._make
+        lists += [(f"/functions/{f}", {"value_info": function.value_info})
+                  for f, function in enumerate(self.model.functions)]
+        declarations, by_name, first_qtype = self.declarations, self._by_name, self._qtypes
+        make_declared = Declared._make
         for graph_pointer, kinds in lists:
             scope = _scope_of(graph_pointer)
             for kind, values in declared_bytes.read(kinds).items():
@@ -391,6 +392,15 @@ class Context:
                 return found.data_type if found else None
         return self.tensor_stands_for(ref.scope, name)
 
+    @functools.cached_property
+    def stands_for_known(self) -> dict[tuple[str, str], int | None]:
+        """tensor_stands_for's answers so far: from the start, every quantized tensor's (its expressed type)."""
+        by_expressed: dict[str, int] = {}  # QType.expressed -> its data type
+        for qt in self._qtypes.values():
+            if qt.expressed not in by_expressed:
+                by_expressed[qt.expressed] = float_view.expressed_data_type(qt)
+        return {key: by_expressed[qt.expressed] for key, qt in self._qtypes.items()}
+
     def tensor_stands_for(self, scope: str, name: str) -> int | None:
         """A tensor's element type, or a quantized tensor's expressed type (away from a boundary's integer side)."""
         key = (scope, name)
@@ -455,9 +465,10 @@ class Context:
             if tensor is None or const.external:
                 continue
             dtype = _RAW_DTYPES.get(const.data_type)
-            if dtype is not None and dtype.kind in "iu" and dtype.itemsize <= 4 and tensor.HasField("raw_data"):
-                if raw := tensor.raw_data:  # its size was checked against the dims when indexed
-                    groups.setdefault(dtype, []).append((key, raw))
+            if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 4 or not tensor.HasField("raw_data"):
+                continue
+            if raw := tensor.raw_data:  # its size was checked against the dims when indexed
+                groups.setdefault(dtype, []).append((key, raw))
         table: dict[tuple[str, str], tuple[int, int] | None] = {}
         for dtype, items in groups.items():
             values = np.frombuffer(b"".join(raw for _, raw in items), dtype)

@@ -34,7 +34,8 @@ from onnx_qtypes.proto.qtype import range_problem
 @rule("QT105", "storage-range-invalid", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    valid = (cols.type_min <= cols.storage_min) & (cols.storage_min < cols.storage_max) & (cols.storage_max <= cols.type_max)
+    lo, hi = cols.storage_min, cols.storage_max
+    valid = (cols.type_min <= lo) & (lo < hi) & (hi <= cols.type_max)
     for decl in cols.declarations(cols.known_storage & ~valid):
         qt = decl.qtype
         storage = storage_of(qt)

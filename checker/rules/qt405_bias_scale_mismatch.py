@@ -59,7 +59,8 @@ def _screen(uses: list[BiasUse]) -> list[BiasUse]:
     weight = np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, total)
     product = np.repeat(np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses)), counts) * weight
     with np.errstate(over="ignore", invalid="ignore"):  # half the tolerance: channels near it get the exact test
-        differ = ~((bias > 0) & (product > 0)) | (np.abs(bias - product) > RELATIVE_TOLERANCE / 2 * np.minimum(bias, product))
+        tolerance = RELATIVE_TOLERANCE / 2 * np.minimum(bias, product)
+        differ = ~((bias > 0) & (product > 0)) | (np.abs(bias - product) > tolerance)
     return [uses[i] for i in np.unique(np.repeat(np.arange(len(uses)), counts)[differ])]
 
 
