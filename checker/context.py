@@ -284,6 +284,9 @@ class Context:
     def declarations_of(self, scope: str, name: str) -> list[Declared]:
         return self._by_name.get((scope, name), [])
 
+    def is_declared(self, scope: str, name: str) -> bool:
+        return (scope, name) in self._by_name
+
     def names(self) -> Iterator[tuple[str, str]]:
         return iter(self._by_name)
 
@@ -461,14 +464,11 @@ class Context:
     def _raw_extrema(self) -> dict[tuple[str, str], tuple[int, int] | None]:
         groups: dict[np.dtype, list[tuple[tuple[str, str], bytes]]] = {}
         for key, const, _ in self.quantized_constants():
-            tensor = const.tensor
-            if tensor is None or const.external:
+            dtype = _SMALL_INT_DTYPES.get(const.data_type)
+            if dtype is None or const.tensor is None or const.external:
                 continue
-            dtype = _RAW_DTYPES.get(const.data_type)
-            if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 4 or not tensor.HasField("raw_data"):
-                continue
-            if raw := tensor.raw_data:  # its size was checked against the dims when indexed
-                groups.setdefault(dtype, []).append((key, raw))
+            if raw := const.tensor.raw_data:  # its size was checked against the dims when indexed
+                groups.setdefault(dtype, []).append((key, raw))  # (values outside raw_data: one by one)
         table: dict[tuple[str, str], tuple[int, int] | None] = {}
         for dtype, items in groups.items():
             values = np.frombuffer(b"".join(raw for _, raw in items), dtype)
@@ -567,6 +567,7 @@ _RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
     TensorProto.UINT16: np.dtype("<u2"), TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8"),
     TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
 }
+_SMALL_INT_DTYPES = {t: d for t, d in _RAW_DTYPES.items() if d.kind in "iu" and d.itemsize <= 4}
 _BITS = {
     TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.INT4: 4, TensorProto.UINT4: 4,
     TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,

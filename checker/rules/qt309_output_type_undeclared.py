@@ -37,8 +37,9 @@ from onnx_qtypes.checker.schemas import formal, is_type_variable, schema_for
 
 @rule("QT309", "output-type-undeclared", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
+    declared = ctx.is_declared
     for ref in ctx.nodes:
-        if ref.scope != MAIN or all(not n or ctx.declarations_of(MAIN, n) for n in ref.outputs):
+        if ref.scope != MAIN or all(not n or declared(MAIN, n) for n in ref.outputs):
             continue  # every output declared: nothing to ask
         if ctx.is_boundary(ref):
             continue

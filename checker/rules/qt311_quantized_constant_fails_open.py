@@ -60,7 +60,7 @@ def _accepts_storage(schema, type_str: str, storage: StorageType | None) -> bool
 
 @rule("QT311", "quantized-constant-fails-open", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
-    constants = [k for k in ctx.constants if k[0] == MAIN and ctx.qtype(*k) is not None]
+    constants = [key for key, _, _ in ctx.quantized_constants() if key[0] == MAIN]
     if not constants or _fails_closed(ctx):
         return
     for key in constants:
