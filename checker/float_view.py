@@ -12,12 +12,14 @@ Shapes are then inferred by onnx.shape_inference, never by hand.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from onnx_qtypes.checker import declared_bytes
 from onnx_qtypes.proto import iter_graphs
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES, QType
 
@@ -151,17 +153,30 @@ def infer(view: ModelProto) -> Inferred:
         inferred, error = view, f"{type(exc).__name__}: {exc}"
     elem_types: dict[str, int] = {}
     shapes: dict[str, tuple[int | None, ...]] = {}
+    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # inferred types repeat a few shapes
     for _, graph in iter_graphs(inferred):
-        for group in (graph.input, graph.output, graph.value_info):
-            for vi in group:
-                if vi.type.WhichOneof("value") != "tensor_type":
-                    continue
-                tensor_type = vi.type.tensor_type
-                if tensor_type.elem_type:
-                    elem_types.setdefault(vi.name, tensor_type.elem_type)
-                if tensor_type.HasField("shape") and vi.name not in shapes:
-                    shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+        lists = declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+        for name, type_bytes in itertools.chain.from_iterable(lists.values()):
+            if type_bytes not in read:
+                read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
+            if (found := read[type_bytes]) is None:
+                continue
+            elem_type, shape = found
+            if elem_type:
+                elem_types.setdefault(name, elem_type)
+            if shape is not None and name not in shapes:
+                shapes[name] = shape
     return Inferred(elem_types, shapes, error)
+
+
+def _tensor_type(type_proto: onnx.TypeProto) -> tuple[int, tuple[int | None, ...] | None] | None:
+    """(elem_type, shape or None) of a tensor type; None for other types."""
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor_type = type_proto.tensor_type
+    if not tensor_type.HasField("shape"):
+        return tensor_type.elem_type, None
+    return tensor_type.elem_type, tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
 
 
 def expressed_name(data_type: int) -> str:
