@@ -43,3 +43,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | None) -> None:
+    """QTypesError when ``output`` is the same file as one of the named inputs (e.g. model=..., inputs=...)."""
+    out = pathlib.Path(os.fspath(output)).resolve()
+    for role, path in inputs.items():
+        if path is not None and pathlib.Path(os.fspath(path)).resolve() == out:
+            raise QTypesError(f"{output}: is the {role.replace('_', ' ')} being read; write the output to another file")

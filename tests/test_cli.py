@@ -117,6 +117,16 @@ def test_usage_errors_exit_2_with_one_line():
     assert_one_line_error(run_cli("frobnicate"), "invalid choice")
     assert_one_line_error(run_cli("show"), "MODEL")
     assert_one_line_error(run_cli("show", "x.onnx", "--format", "xml"), "invalid choice")
+    assert run_cli("frobnicate").stderr.count("onnx-qtypes: error:") == 1  # no doubled prefix
+
+
+def test_output_that_is_an_input_is_refused(tmp_path):
+    from onnx_qtypes.proto.files import refuse_overwrite
+
+    (tmp_path / "m.onnx").write_bytes(b"x")
+    with pytest.raises(Exception, match="is the model being read"):
+        refuse_overwrite(tmp_path / "sub" / ".." / "m.onnx", model=tmp_path / "m.onnx")
+    refuse_overwrite(tmp_path / "out.onnx", model=tmp_path / "m.onnx", inputs=None)  # a different file is fine
 
 
 def test_help_and_version_exit_0(capsys):
