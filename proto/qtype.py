@@ -479,10 +479,16 @@ class QType:
         return "per-axis" if self.block_size is None else "blocked"
 
     def with_statistics(self, statistics: TensorStatistics | None) -> QType:
-        return dataclasses.replace(self, statistics=statistics)
+        """The same type with other statistics (never revalidated: statistics do not affect validity)."""
+        copy = object.__new__(QType)
+        object.__getattribute__(copy, "__dict__").update(self.__dict__, statistics=statistics)
+        return copy
 
-    def replace(self, **changes: Any) -> QType:
-        return dataclasses.replace(self, **changes)
+    def replace(self, *, validate: bool = True, **changes: Any) -> QType:
+        """A copy with ``changes``; ``validate=False`` keeps invalid values (as in from_proto)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields.update(changes)
+        return QType(**fields, validate=validate)
 
     # -- validation (shape-independent; see count_problem for the rest)
     def _validate(self) -> None:

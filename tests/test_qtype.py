@@ -209,3 +209,14 @@ def test_from_proto_equals_the_general_constructor(msg, with_stats):
             QType.from_proto(msg, stats)
     else:
         assert QType.from_proto(msg, stats) == expected
+
+
+def test_replace_validates_unless_told_not_to():
+    bad = QType("int8", 0.0, validate=False)
+    with pytest.raises(QTypeError, match="finite and > 0"):
+        bad.replace(zero_point=(1,))
+    kept = bad.replace(zero_point=(1,), validate=False)
+    assert kept.scale == (0.0,) and kept.zero_point == (1,)
+    stats = TensorStatistics(tensor=Statistics(min=0.0, max=1.0))
+    assert bad.with_statistics(stats).statistics == stats  # no revalidation for metadata
+    assert QType("int8", 0.5).replace(scale=(0.25,)) == QType("int8", 0.25)
