@@ -40,8 +40,11 @@ def parse_view(data: bytes, where: str = "") -> pb.TensorTypeView:
     view = pb.TensorTypeView()
     try:
         view.ParseFromString(data)
-    except DecodeError as exc:
-        raise MalformedExtensionError(f"{where or 'tensor type'}: onnx-qtypes field does not decode ({exc})") from None
+    except DecodeError:
+        raise MalformedExtensionError(
+            f"{where or 'tensor type'}: the onnx-qtypes extension (field 1000 quantization, 1001 statistics) "
+            "does not decode as a protobuf message (truncated or corrupt bytes)"
+        ) from None
     if view.HasField("quantization") or view.HasField("statistics"):
         return view
     # A field 1000/1001 with the wrong wire type parses as unknown: report it.
@@ -313,6 +316,8 @@ def _check_external_location(location: str, base_dir: pathlib.Path, tensor: str)
     target = (base_dir / location).resolve()
     if root != target and root not in target.parents:
         raise ModelLoadError(f"{where} resolves to {target}, outside the model's folder {root} (symlink?)")
+    if target.is_dir():
+        raise ModelLoadError(f"{where} is a directory, expected a data file")
     if not target.is_file():
         raise ModelLoadError(f"{where}: no such file {target}")
 

@@ -160,6 +160,12 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path, kind):
     assert {"dotdot": "'..'", "absolute": "absolute", "symlink": "outside the model's folder"}[kind] in message
 
 
+def test_external_data_location_that_is_a_folder_is_a_load_error(tmp_path):
+    path = _external_model(tmp_path, ".")
+    with pytest.raises(ModelLoadError, match="is a directory"):
+        load(path)
+
+
 def test_external_data_missing_file_is_a_load_error(tmp_path):
     path = _external_model(tmp_path, "nothere.bin")
     with pytest.raises(ModelLoadError, match="no such file"):
