@@ -11,7 +11,7 @@
 
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.lift import LiftResult, LiftWarning, lift, lift_model
-from onnx_qtypes.interop.lower import LowerResult, lower, lower_model
+from onnx_qtypes.interop.lower import LowerResult, LowerWarning, lower, lower_model
 from onnx_qtypes.interop.ort_statistics import (
     load_calibration_cache,
     statistics_from_tensor_data,
@@ -23,6 +23,7 @@ __all__ = [
     "LiftWarning",
     "LowerError",
     "LowerResult",
+    "LowerWarning",
     "MalformedQDQError",
     "StatisticsImportError",
     "lift",

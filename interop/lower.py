@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -38,10 +39,11 @@ from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
+from onnx_qtypes.interop.validate import unknown_field
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
-from onnx_qtypes.proto.model import read_qtype, read_statistics
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
+from onnx_qtypes.proto.model import Declaration, read_statistics, read_view
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, TensorStatistics, count_problem
 
 FORMS = ("qdq", "qoperator")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
@@ -55,12 +57,24 @@ QLINEAR_STORAGE = ("int8", "uint8")
 class LowerResult:
     model: ModelProto
     notes: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     qlinear_nodes: int = 0
 
 
+class LowerWarning(UserWarning):
+    """The lowered model is valid ONNX that a known runtime cannot run (the message says which and why)."""
+
+
 def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> ModelProto:
-    """Standard ONNX (no extension fields) computing what the typed ``model`` means."""
-    return lower_model(model, form).model
+    """Standard ONNX (no extension fields) computing what the typed ``model`` means.
+
+    Warnings (valid output that onnxruntime cannot run) are issued as
+    LowerWarning; ``lower_model`` returns them instead.
+    """
+    result = lower_model(model, form)
+    for message in result.warnings:
+        warnings.warn(message, LowerWarning, stacklevel=2)
+    return result.model
 
 
 def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> LowerResult:
@@ -76,12 +90,24 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
         raise
 
 
+CHECK_HINT = "run `onnx-qtypes check` for every problem in the model"
+
+
 def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | None, ...]]]:
-    """Every quantized tensor of the main graph (validated) and every declared shape."""
+    """Every quantized tensor of the main graph (valid, or LowerError) and every declared shape.
+
+    A type lower cannot vouch for is refused, never lowered: invalid values
+    (``QType`` validation), parameters that do not fit a declared shape or
+    the initializer (``count_problem``), fields or schema values this version
+    does not define (a rewrite would drop them), and declarations that
+    disagree. The same problems the checker reports as QT101-QT115 / QT301 /
+    QT302 / QT304.
+    """
     types: dict[str, QType] = {}
+    first: dict[str, str] = {}  # tensor -> pointer of the declaration its type came from
     shapes: dict[str, tuple[int | None, ...]] = {}
     for decl in iter_declarations(model):
-        qtype = read_qtype(decl.value_info, decl.pointer)
+        qtype = _declared(decl)
         in_main = decl.pointer.startswith("/graph/") and decl.pointer.count("/") == 3
         if qtype is not None and not in_main:
             raise LowerError(f"{decl.pointer}: quantized tensor {decl.name!r} inside a subgraph or function; "
@@ -89,23 +115,90 @@ def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | N
         shape = static_shape(decl.value_info)
         if in_main and shape is not None:
             shapes.setdefault(decl.name, shape)
-        if qtype is None or decl.name in types:
+        if qtype is None:
             continue
-        try:
-            QType(
-                qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
-                qtype.storage_min, qtype.storage_max, qtype.expressed,
-            )
-        except QTypeError as exc:
-            raise LowerError(f"tensor {decl.name!r} ({decl.pointer}): {exc}; run `onnx-qtypes check`") from None
+        if shape is not None:
+            _fits(qtype, shape, f"tensor {decl.name!r} ({decl.pointer})")
+        if decl.name in types:
+            if types[decl.name] != qtype:
+                raise LowerError(
+                    f"tensor {decl.name!r}: declared as {types[decl.name]} ({first[decl.name]}) and as {qtype} "
+                    f"({decl.pointer}); give every declaration the same type ({CHECK_HINT})"
+                )
+            continue
         if qtype.is_dynamic:
             raise LowerError(
                 f"tensor {decl.name!r}: a dynamic type (no scale) has no QuantizeLinear/DequantizeLinear form"
             )
-        types[decl.name] = qtype
+        types[decl.name], first[decl.name] = qtype, decl.pointer
     for init in model.graph.initializer:
         shapes.setdefault(init.name, tuple(init.dims))
+        if init.name in types:
+            _fits_constant(types[init.name], init, f"initializer {init.name!r}")
+    for i, node in enumerate(model.graph.node):
+        if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output and node.output[0] in types:
+            for a in node.attribute:
+                if a.name == "value":
+                    _fits_constant(types[node.output[0]], a.t, f"{node_label(node, i)}, the value of {node.output[0]!r},")
     return types, shapes
+
+
+def _declared(decl: Declaration) -> QType | None:
+    """The valid quantized type ``decl`` declares, or None; LowerError naming the tensor when it is not valid."""
+    vi = decl.value_info
+    if vi.type.WhichOneof("value") != "tensor_type":
+        return None
+    view = read_view(vi.type.tensor_type, decl.pointer)
+    has_q, has_s = view.HasField("quantization"), view.HasField("statistics")
+    if not (has_q or has_s):
+        return None
+    where = f"tensor {decl.name!r} ({decl.pointer})"
+    unknown = (unknown_field(view.quantization, "quantization") if has_q else None) or (
+        unknown_field(view.statistics, "statistics") if has_s else None
+    )
+    if unknown:
+        raise LowerError(f"{where}: {unknown}, and lowering would drop it; {CHECK_HINT}")
+    if not has_q:
+        return None
+    if view.elem_type != TensorProto.UNDEFINED:
+        raise LowerError(
+            f"{where}: elem_type is {_data_type(view.elem_type)} beside a quantized type; a quantized tensor "
+            f"declares elem_type UNDEFINED (0); {CHECK_HINT}"
+        )
+    try:
+        return QType.from_proto(view.quantization, TensorStatistics.from_proto(view.statistics) if has_s else None)
+    except QTypeError as exc:
+        raise LowerError(f"{where}: invalid quantized type: {_problem(exc)}; {CHECK_HINT}") from None
+
+
+def _fits(qtype: QType, shape: tuple[int | None, ...], where: str) -> None:
+    """LowerError when the parameter count or axis of ``qtype`` does not fit ``shape``."""
+    problem = count_problem(qtype, shape)
+    if problem:
+        raise LowerError(f"{where}: {problem}; {CHECK_HINT}")
+
+
+def _fits_constant(qtype: QType, value: TensorProto, where: str) -> None:
+    """The stored integers of a quantized constant must have the storage type and fit the parameters."""
+    if value.data_type != qtype.storage_type.data_type:
+        raise LowerError(
+            f"{where} holds {_data_type(value.data_type)}, but its type {qtype} stores {qtype.storage}; {CHECK_HINT}"
+        )
+    _fits(qtype, tuple(value.dims), where)
+
+
+def _data_type(value: int) -> str:
+    try:
+        return f"{TensorProto.DataType.Name(value)} ({value})"
+    except ValueError:
+        return f"data type {value}"
+
+
+def _problem(exc: QTypeError) -> str:
+    """The message of a QTypeError without its ``QType.<field>:`` prefix (a field of the proto message)."""
+    text = str(exc)
+    prefix = f"QType.{exc.field}: "
+    return f"{exc.field}: {text[len(prefix):]}" if text.startswith(prefix) else text
 
 
 class _Lowering:
@@ -357,6 +450,15 @@ class _Lowering:
             onnx.checker.check_model(self.model)
         except onnx.checker.ValidationError as exc:
             raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
+        bf16 = _bfloat16_scaled(self.model.graph)
+        if bf16:
+            shown = ", ".join(repr(t) for t in bf16[:3]) + (f" and {len(bf16) - 3} more" if len(bf16) > 3 else "")
+            self.result.warnings.append(
+                f"{'tensor' if len(bf16) == 1 else 'tensors'} {shown} {'is' if len(bf16) == 1 else 'are'} expressed in bfloat16: the lowered QuantizeLinear / "
+                "DequantizeLinear nodes take bfloat16 scales, which is valid ONNX, but onnxruntime 1.31 has no "
+                "kernel for them (NOT_IMPLEMENTED when the session is created); run the model on another runtime, "
+                "or express the types in float32 or float16"
+            )
         return self.result
 
     # -- declarations --------------------------------------------------------------------------------------------
@@ -428,6 +530,22 @@ class _Lowering:
         model.ir_version = ir
 
 
+def _bfloat16_scaled(graph: onnx.GraphProto) -> list[str]:
+    """The integer tensors a QuantizeLinear / DequantizeLinear of ``graph`` maps with a bfloat16 scale."""
+    scale_types = {t.name: t.data_type for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
+            for a in node.attribute:
+                if a.name == "value":
+                    scale_types[node.output[0]] = a.t.data_type
+    found = []
+    for node in graph.node:
+        scaled = (is_quantize(node) or is_dequantize(node)) and len(node.input) > 1
+        if scaled and scale_types.get(node.input[1]) == TensorProto.BFLOAT16:
+            found.append(node.output[0] if is_quantize(node) else node.input[0])
+    return list(dict.fromkeys(found))
+
+
 def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     """Real values of storage_min and storage_max of a per-tensor type, in the expressed type.
 
@@ -476,4 +594,4 @@ def _all_declarations(model: ModelProto) -> Iterator[ValueInfoProto]:
         yield decl.value_info
 
 
-__all__ = ["FORMS", "LowerResult", "lower", "lower_model"]
+__all__ = ["FORMS", "LowerResult", "LowerWarning", "lower", "lower_model"]

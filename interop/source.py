@@ -6,18 +6,32 @@ import os
 
 from onnx import ModelProto
 
+from onnx_qtypes.interop.validate import invalid_utf8
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import QTypesError
 
 
 def read_model(model: ModelProto | str | os.PathLike | bytes, who: str) -> tuple[ModelProto, str]:
-    """A private copy of ``model`` and the path it came from ("" for objects and bytes)."""
+    """A private copy of ``model`` and the path it came from ("" for objects and bytes).
+
+    Refuses (QTypesError naming the field) a model with a string field that
+    is not UTF-8: every name lift and lower read or write is a ``str``.
+    """
     if isinstance(model, ModelProto):
         copy = ModelProto()
         copy.CopyFrom(model)
-        return copy, ""
-    if isinstance(model, (str, os.PathLike)):
-        return load(model), os.fspath(model)
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return load(bytes(model)), ""
-    raise QTypesError(f"{who}: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+        source, where = copy, ""
+    elif isinstance(model, (str, os.PathLike)):
+        source, where = load(model), os.fspath(model)
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        source, where = load(bytes(model)), ""
+    else:
+        raise QTypesError(f"{who}: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+    found = invalid_utf8(source)
+    if found is not None:
+        pointer, value = found
+        raise QTypesError(
+            f"{where or who}: {pointer} holds {value[:40]!r}, which is not UTF-8; names and other ONNX strings "
+            "must be UTF-8 text (rename it)"
+        )
+    return source, where

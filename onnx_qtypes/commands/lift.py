@@ -18,6 +18,7 @@ import sys
 
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.proto import save
+from onnx_qtypes.proto.files import refuse_overwrite
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_overwrite(args.output, model=args.input, statistics=args.statistics)
     result = lift_model(args.input, statistics=args.statistics)
     save(result.model, args.output)
     if args.format == "json":

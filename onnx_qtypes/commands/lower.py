@@ -12,9 +12,11 @@ and is written at IR 10 / opset 21, which onnxruntime 1.31 loads.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from onnx_qtypes.interop.lower import FORMS, lower_model
 from onnx_qtypes.proto import save
+from onnx_qtypes.proto.files import refuse_overwrite
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_overwrite(args.output, model=args.input)
     result = lower_model(args.input, args.form)
     save(result.model, args.output)
+    for message in result.warnings:
+        print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
     for message in result.notes:
         print(f"note: {message}")
     print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, "

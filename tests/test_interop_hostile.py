@@ -1,0 +1,268 @@
+"""Hostile input to lift and lower: invalid types, inputs named as outputs, non-UTF-8 names, bfloat16.
+
+Every refusal is exit 2 with one line naming the file and the tensor (or
+field); nothing is written. Models are built here, byte by byte where the
+public API (rightly) refuses to build them.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from builders import IR_VERSION, OPSET
+from corpus import run_onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes import QType, QTypesError, lift, lower, save, set_qtype
+from onnx_qtypes.cli import main
+from onnx_qtypes.interop import LowerError, LowerWarning, lower_model
+from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+SCHEMA_99 = b"\x38\x63"  # field 7 (schema), varint 99
+FIELD_100 = b"\xa0\x06\x01"  # field 100, varint 1
+
+
+def _model(nodes, inputs, outputs, inits=(), value_info=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits), value_info=list(value_info))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+
+
+def raw_declare(vi: onnx.ValueInfoProto, *, extra: bytes = b"", statistics_extra: bytes | None = None,
+                elem_type: int = TensorProto.UNDEFINED, **fields) -> onnx.ValueInfoProto:
+    """Write a QuantizedType field by field (no validation), plus raw bytes the schema does not define."""
+    view = pb.TensorTypeView.FromString(vi.type.tensor_type.SerializeToString())
+    view.elem_type = elem_type
+    q = pb.QuantizedType(storage_type=TensorProto.INT8, **fields)
+    view.quantization.ParseFromString(q.SerializeToString() + extra)
+    if statistics_extra is not None:
+        view.statistics.tensor.ParseFromString(pb.Statistics(min=-1.0, max=1.0).SerializeToString() + statistics_extra)
+    vi.type.tensor_type.Clear()
+    vi.type.tensor_type.MergeFromString(view.SerializeToString())
+    return vi
+
+
+def relu_model(**a_fields) -> onnx.ModelProto:
+    """b = Relu(a), both [4, 2]; a declared with raw fields, b a valid int8 type."""
+    a = raw_declare(helper.make_tensor_value_info("a", TensorProto.INT8, [4, 2]), **a_fields)
+    model = _model([helper.make_node("Relu", ["a"], ["b"], name="relu")], [a],
+                   [helper.make_tensor_value_info("b", TensorProto.INT8, [4, 2])])
+    set_qtype(model, "b", QType("int8", 0.125, 0))
+    return model
+
+
+INVALID = {
+    "scale-count": (dict(scale=[0.125] * 3, zero_point=[0] * 3, axis=0),
+                    "a per-axis type on axis 0 of shape [4, 2] needs 4 scales, found 3"),
+    "axis-out-of-range": (dict(scale=[0.125] * 4, zero_point=[0] * 4, axis=5),
+                          "axis 5 is outside [0, 2) for a rank-2 tensor"),
+    "blocked-count": (dict(scale=[0.125], zero_point=[0], axis=0, block_size=2),
+                      "a blocked type (axis 0, block_size 2) of shape [4, 2] needs 4 scales (parameter shape [2, 2]), "
+                      "found 1"),
+    "schema-99": (dict(scale=[0.125], extra=SCHEMA_99),
+                  "quantization.schema: value 99 is not defined by this version of the extension (known: asymmetric"),
+    "unknown-field": (dict(scale=[0.125], extra=FIELD_100),
+                      "quantization: QuantizedType field 100 is not defined by this version of the extension"),
+    "unknown-statistics-field": (dict(scale=[0.125], statistics_extra=FIELD_100),
+                                 "statistics.tensor: Statistics field 100 is not defined"),
+    "zero-point-count": (dict(scale=[0.125] * 4, zero_point=[0], axis=0),
+                         "zero_point: 4 scales need 4 zero points, found 1"),
+    "scale-zero": (dict(scale=[0.0]), "scale: scale 0.0 must be finite and > 0"),
+    "negative-axis": (dict(scale=[0.125] * 4, axis=-2), "axis: axis -2 must be >= 0"),
+    "symmetric-zero-point": (dict(scale=[0.125], zero_point=[3], schema=pb.SYMMETRIC),
+                             "schema symmetric requires every zero point to be 0, found 3"),
+    "elem-type-set": (dict(scale=[0.125], elem_type=TensorProto.INT8),
+                      "elem_type is INT8 (3) beside a quantized type"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_lower_refuses_every_invalid_type_naming_tensor_and_problem(case):
+    fields, fragment = INVALID[case]
+    with pytest.raises(LowerError) as info:
+        lower(relu_model(**fields))
+    message = str(info.value)
+    assert message.startswith("tensor 'a' (/graph/input/0): "), message
+    assert fragment in message
+    assert message.endswith("run `onnx-qtypes check` for every problem in the model")
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_cli_lower_refuses_every_invalid_type_in_one_line(tmp_path, capsys, case):
+    path, out = tmp_path / f"{case}.onnx", tmp_path / "out.onnx"
+    onnx.save(relu_model(**INVALID[case][0]), path)
+    assert main(["lower", str(path), str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert lines[0].startswith(f"onnx-qtypes: error: {path}: tensor 'a' (/graph/input/0): ")
+    assert INVALID[case][1] in lines[0] and "onnx-qtypes check" in lines[0]
+    assert not out.exists()
+
+
+def test_a_valid_type_with_an_unknown_dimension_still_lowers():
+    """The near miss: counts are checked against known dimensions only (the runtime checks the rest)."""
+    a = raw_declare(helper.make_tensor_value_info("a", TensorProto.INT8, ["n", 2]), scale=[0.125, 0.25], axis=1)
+    model = _model([helper.make_node("Relu", ["a"], ["b"], name="relu")], [a],
+                   [helper.make_tensor_value_info("b", TensorProto.INT8, ["n", 2])])
+    set_qtype(model, "b", QType("int8", 0.125, 0))
+    lowered = lower(model)
+    out = run_onnxruntime(lowered, {"a": np.array([[-8, 8], [4, -4]], np.int8)})["b"]
+    assert out.tolist() == [[0, 16], [4, 0]]  # a: 0.125 / 0.25 per column; Relu; b: 0.125
+
+
+def _weights(w: np.ndarray, w_decl: onnx.ValueInfoProto) -> onnx.ModelProto:
+    """y = Add(a, w), a and y int8 [4] typed 0.5; w an initializer declared by ``w_decl``."""
+    model = _model([helper.make_node("Add", ["a", "w"], ["y"], name="add")],
+                   [helper.make_tensor_value_info("a", TensorProto.INT8, [4])],
+                   [helper.make_tensor_value_info("y", TensorProto.INT8, [4])],
+                   [numpy_helper.from_array(w, "w")], [w_decl])
+    set_qtype(model, "a", QType("int8", 0.5, 0))
+    set_qtype(model, "y", QType("int8", 0.5, 0))
+    return model
+
+
+def test_lower_checks_the_parameters_against_the_initializer_when_nothing_declares_a_shape():
+    w_decl = raw_declare(helper.make_tensor_value_info("w", TensorProto.INT8, None),
+                         scale=[0.5] * 4, zero_point=[0] * 4, axis=0)
+    with pytest.raises(LowerError, match=re.escape(
+            "initializer 'w': a per-axis type on axis 0 of shape [3] needs 3 scales, found 4")):
+        lower(_weights(np.ones(3, np.int8), w_decl))
+
+
+def test_lower_refuses_an_initializer_that_does_not_hold_its_storage_type():
+    w_decl = raw_declare(helper.make_tensor_value_info("w", TensorProto.INT8, [4]), scale=[0.5])
+    with pytest.raises(LowerError, match=re.escape("initializer 'w' holds UINT8 (2), but its type "
+                                                   "int8:float32<0.5:0> stores int8")):
+        lower(_weights(np.ones(4, np.uint8), w_decl))
+
+
+def test_lower_refuses_declarations_that_disagree():
+    model = relu_model(scale=[0.125])
+    model.graph.value_info.append(raw_declare(helper.make_tensor_value_info("a", TensorProto.INT8, [4, 2]),
+                                              scale=[0.25]))
+    with pytest.raises(LowerError, match=re.escape(
+            "tensor 'a': declared as int8:float32<0.125:0> (/graph/input/0) and as int8:float32<0.25:0> "
+            "(/graph/value_info/0)")):
+        lower(model)
+
+
+# -- the output is one of the inputs ------------------------------------------------------------------
+
+
+def _qdq_model() -> onnx.ModelProto:
+    """x -> Quantize -> Dequantize -> Relu -> y (float edges)."""
+    return _model(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+         helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq"),
+         helper.make_node("Relu", ["xd"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.asarray(0.5, np.float32), "s"), numpy_helper.from_array(np.asarray(0, np.int8), "z")],
+    )
+
+
+@pytest.mark.parametrize("command", ["lift", "lower"])
+def test_cli_refuses_to_write_over_its_input(tmp_path, capsys, command):
+    path = tmp_path / "m.onnx"
+    save(_qdq_model() if command == "lift" else relu_model(scale=[0.125]), path)
+    before = path.read_bytes()
+    spelled_otherwise = str(tmp_path / "sub" / ".." / "m.onnx")
+    (tmp_path / "sub").mkdir()
+    for output in (str(path), spelled_otherwise):
+        assert main([command, str(path), output]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"onnx-qtypes: error: {output}: is the model being read; write the output to another file"]
+    assert path.read_bytes() == before
+
+
+def test_cli_lift_refuses_to_write_over_its_statistics(tmp_path, capsys):
+    model, cache = tmp_path / "q.onnx", tmp_path / "calibration.json"
+    onnx.save(_qdq_model(), model)
+    cache.write_text('{"x": {"lowest": -1.0, "highest": 1.0}}')
+    assert main(["lift", str(model), str(cache), "--statistics", str(cache)]) == 2
+    assert "is the statistics being read" in capsys.readouterr().err
+    assert cache.read_text() == '{"x": {"lowest": -1.0, "highest": 1.0}}'
+
+
+# -- names that are not UTF-8 ---------------------------------------------------------------------------
+
+
+def _not_utf8(model: onnx.ModelProto) -> bytes:
+    """``model`` with every name "@@" turned into the bytes ff fe (same length, so the framing holds)."""
+    return model.SerializeToString().replace(b"@@", b"\xff\xfe")
+
+
+@pytest.mark.parametrize("command", ["lift", "lower"])
+def test_names_that_are_not_utf8_are_refused_in_one_line(tmp_path, capsys, command):
+    if command == "lower":
+        a = helper.make_tensor_value_info("@@", TensorProto.INT8, [2])
+        model = _model([helper.make_node("Relu", ["@@"], ["b"], name="relu")], [a],
+                       [helper.make_tensor_value_info("b", TensorProto.INT8, [2])])
+        set_qtype(model, "@@", QType("int8", 0.5, 0))
+        set_qtype(model, "b", QType("int8", 0.5, 0))
+    else:
+        model = _qdq_model()
+        model.graph.node[2].input[0] = model.graph.node[1].output[0] = "@@"
+    path, out = tmp_path / "names.onnx", tmp_path / "out.onnx"
+    path.write_bytes(_not_utf8(model))
+    assert main([command, str(path), str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in err, err
+    pointer = "/graph/node/0/input/0" if command == "lower" else "/graph/node/1/output/0"
+    assert lines[0] == (f"onnx-qtypes: error: {path}: {pointer} holds b'\\xff\\xfe', which is not UTF-8; names "
+                        "and other ONNX strings must be UTF-8 text (rename it)")
+    assert not out.exists()
+    with pytest.raises(QTypesError, match="not UTF-8"):
+        (lower if command == "lower" else lift)(path.read_bytes())
+
+
+# -- bfloat16: valid ONNX that onnxruntime 1.31 does not run ------------------------------------------
+
+
+def _typed_relu(expressed: str) -> onnx.ModelProto:
+    model = _model([helper.make_node("Relu", ["a"], ["b"], name="relu")],
+                   [helper.make_tensor_value_info("a", TensorProto.INT8, [4])],
+                   [helper.make_tensor_value_info("b", TensorProto.INT8, [4])])
+    set_qtype(model, "a", QType("int8", 0.5, 0, expressed=expressed))
+    set_qtype(model, "b", QType("int8", 0.25, 0, expressed=expressed))
+    return model
+
+
+def test_bfloat16_lowers_to_valid_onnx_with_a_warning_about_onnxruntime(tmp_path, capsys):
+    typed = _typed_relu("bfloat16")
+    result = lower_model(typed)
+    assert result.warnings == [
+        "tensors 'a', 'b' are expressed in bfloat16: the lowered QuantizeLinear / DequantizeLinear nodes take "
+        "bfloat16 scales, which is valid ONNX, but onnxruntime 1.31 has no kernel for them (NOT_IMPLEMENTED when "
+        "the session is created); run the model on another runtime, or express the types in float32 or float16"
+    ]
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"a": np.array([-3, 0, 5, 100], np.int8)}
+    want = ReferenceEvaluator(typed).run(None, feeds)[0]
+    got = onnx.reference.ReferenceEvaluator(result.model).run(None, feeds)[0]
+    assert np.asarray(got).tolist() == np.asarray(want).tolist() == [0, 0, 10, 127]
+    with pytest.raises(Exception, match=r"NOT_IMPLEMENTED.*(Quantize|Dequantize)Linear\(21\)"):
+        run_onnxruntime(result.model, feeds)  # the measured gap the warning reports
+    with pytest.warns(LowerWarning, match="bfloat16"):
+        lower(typed)
+
+    save(typed, tmp_path / "bf16.onnx")
+    assert main(["lower", str(tmp_path / "bf16.onnx"), str(tmp_path / "out.onnx")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [f"onnx-qtypes: warning: {result.warnings[0]}"]
+    assert (tmp_path / "out.onnx").exists()
+
+
+def test_float16_lowers_without_a_warning_and_runs_on_onnxruntime():
+    typed = _typed_relu("float16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LowerWarning)
+        lowered = lower(typed)
+    feeds = {"a": np.array([-3, 0, 5, 100], np.int8)}
+    assert run_onnxruntime(lowered, feeds)["b"].tolist() == [0, 0, 10, 127]
