@@ -1,4 +1,4 @@
-"""Lower a typed model to standard ONNX that any runtime runs.
+"""Lower a typed model to standard ONNX that runtimes without the extension run.
 
     plain = onnx_qtypes.lower(typed)                    # QDQ for every operator
     plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul where they apply
@@ -17,7 +17,11 @@ a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
 range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
 so that ``lift`` removes it again). The model is written at IR 10 / opset 21
 (IR 13 / opset 25 when a tensor is stored as int2 / uint2), which
-onnxruntime 1.31 loads.
+onnxruntime 1.31 loads; it has no kernels for bfloat16 scales, so a bfloat16
+type lowers with a warning (proposal/spec/interop.md#runtimes).
+
+A type that is not valid is refused (LowerError naming the tensor), never
+lowered: see ``_types``.
 """
 
 from __future__ import annotations

@@ -35,18 +35,28 @@ def _submessages(message: Message) -> Iterator[tuple[str, int | None, Message]]:
 
 
 def invalid_utf8(message: Message, pointer: str = "") -> tuple[str, bytes] | None:
-    """(JSON pointer, bytes) of the first string field of ``message`` that is not UTF-8, or None."""
+    """(JSON pointer, bytes) of the first string field of ``message`` that is not UTF-8, or None.
+
+    One pass over every message of the model (about 15 µs per node), so it
+    walks the fields itself rather than through ``_submessages``.
+    """
+    inside = []
     for field, value in message.ListFields():
-        if field.type != _STRING:
-            continue
-        items = enumerate(value) if field.is_repeated else [(None, value)]
-        for i, item in items:
-            if isinstance(item, bytes):
-                return f"{pointer}/{field.name}" + ("" if i is None else f"/{i}"), item
-    for name, i, sub in _submessages(message):
-        found = invalid_utf8(sub, f"{pointer}/{name}" + ("" if i is None else f"/{i}"))
-        if found:
-            return found
+        if field.type == _STRING:
+            if not field.is_repeated:
+                if value.__class__ is bytes:
+                    return f"{pointer}/{field.name}", value
+                continue
+            for i, item in enumerate(value):
+                if item.__class__ is bytes:
+                    return f"{pointer}/{field.name}/{i}", item
+        elif field.type == _MESSAGE:
+            inside.append((field, value))
+    for field, value in inside:
+        for i, item in enumerate(value) if field.is_repeated else [(None, value)]:
+            found = invalid_utf8(item, f"{pointer}/{field.name}" + ("" if i is None else f"/{i}"))
+            if found:
+                return found
     return None
 
 

@@ -266,3 +266,45 @@ def test_float16_lowers_without_a_warning_and_runs_on_onnxruntime():
         lowered = lower(typed)
     feeds = {"a": np.array([-3, 0, 5, 100], np.int8)}
     assert run_onnxruntime(lowered, feeds)["b"].tolist() == [0, 0, 10, 127]
+
+
+GRANULARITY = {"per-tensor": {}, "per-axis": {"axis": 1}, "blocked": {"axis": 0, "block_size": 2}}
+
+
+def _one_kernel(kernel: str, storage: str, granularity: str, expressed: str) -> onnx.ModelProto:
+    """A typed model whose lowered form has exactly one ``kernel`` node: Identity of a typed [4, 4] tensor."""
+    params = GRANULARITY[granularity]
+    count = {"per-tensor": 1, "per-axis": 4, "blocked": 8}[granularity]
+    qtype = QType(storage, [0.5] * count, [0] * count, expressed=expressed, **params)
+    float_type = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}[expressed]
+    storage_type = qtype.storage_type
+    if kernel == "DequantizeLinear":  # a typed weight read by a float operator
+        w = numpy_helper.from_array(np.ones((4, 4), storage_type.np_dtype), "w")
+        model = _model([helper.make_node("Identity", ["w"], ["y"], name="id")], [],
+                       [helper.make_tensor_value_info("y", float_type, [4, 4])], [w])
+        set_qtype(model, "w", qtype)
+    else:  # a float operator writing a typed output
+        model = _model([helper.make_node("Identity", ["x"], ["q"], name="id")],
+                       [helper.make_tensor_value_info("x", float_type, [4, 4])],
+                       [helper.make_tensor_value_info("q", storage_type.data_type, [4, 4])])
+        set_qtype(model, "q", qtype)
+    lowered = lower_model(model).model
+    assert [n.op_type for n in lowered.graph.node].count(kernel) == 1
+    return lowered
+
+
+@pytest.mark.parametrize("granularity", sorted(GRANULARITY))
+@pytest.mark.parametrize("storage", ["int8", "uint8", "int16", "uint16", "int4", "uint4"])
+@pytest.mark.parametrize("kernel", ["QuantizeLinear", "DequantizeLinear"])
+def test_onnxruntime_has_kernels_for_float16_but_not_bfloat16_scales(kernel, storage, granularity):
+    """The measurement behind the bfloat16 warning (proposal/spec/interop.md#runtimes)."""
+    import onnxruntime
+
+    def session(model):
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 4
+        return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+    session(_one_kernel(kernel, storage, granularity, "float16"))
+    with pytest.raises(Exception, match=rf"NOT_IMPLEMENTED.*{kernel}\(21\)"):
+        session(_one_kernel(kernel, storage, granularity, "bfloat16"))

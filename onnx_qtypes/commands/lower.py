@@ -1,4 +1,4 @@
-"""Lower a typed model to standard ONNX that any runtime runs.
+"""Lower a typed model to standard ONNX that runtimes without the extension run.
 
 --form qdq (default) writes QuantizeLinear / DequantizeLinear around every
 operator; --form qoperator writes the standard QLinearConv / QLinearMatMul
@@ -6,7 +6,11 @@ where they apply and runs data-movement operators (Reshape, Transpose,
 MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere. The output has
 no extension fields (schema, narrowed ranges and statistics are kept in
 ValueInfo metadata_props, so `onnx-qtypes lift` restores the typed model)
-and is written at IR 10 / opset 21, which onnxruntime 1.31 loads.
+and is written at IR 10 / opset 21, which onnxruntime 1.31 loads. A type
+expressed in bfloat16 is lowered with a warning: onnxruntime 1.31 has no
+QuantizeLinear / DequantizeLinear kernel for bfloat16 scales. An invalid type
+is refused (exit 2); `onnx-qtypes check` lists every problem. The output may
+not be the input file.
 """
 
 from __future__ import annotations
