@@ -40,16 +40,16 @@ from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
+from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError, type_problem
+from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
+from onnx_qtypes.reference_ops.feeds import kind as element_kind
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
+from onnx_qtypes.reference_ops.single_assignment import check_single_assignment
 
-__all__ = ["KERNEL_MODES", "EvaluationError", "QuantizedArray", "ReferenceEvaluator"]
+__all__ = ["KERNEL_MODES", "EvaluationError", "FeedError", "QuantizedArray", "ReferenceEvaluator"]
 
 KERNEL_MODES = ("definitional", "integer")
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
-
-
-class EvaluationError(QTypesError):
-    """A typed model that cannot be run as given (names the node or tensor)."""
 
 
 class QuantizedArray(np.ndarray):
@@ -77,7 +77,7 @@ def _validated(name: str, qtype: QType) -> QType:
         return QType(qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
                      qtype.storage_min, qtype.storage_max, qtype.expressed)
     except QTypeError as exc:
-        raise EvaluationError(f"tensor {name!r}: {exc}") from None
+        raise EvaluationError(f"tensor {name!r}: its type is invalid: {type_problem(exc)}") from None
 
 
 class _Session:
@@ -86,12 +86,13 @@ class _Session:
     def __init__(self, model: ModelProto, kernels: str) -> None:
         if kernels not in KERNEL_MODES:
             raise EvaluationError(f"kernels={kernels!r}: expected one of {', '.join(KERNEL_MODES)}")
+        check_single_assignment(model)
         self.model = model
         self.kernels = kernels
         self.qtypes = {name: _validated(name, qt) for name, qt in quantized_tensors(model).items()}
         self.functions = {(f.domain, f.name) for f in model.functions}
-        initializers = {i.name for i in model.graph.initializer}
-        self.inputs = [i.name for i in model.graph.input if i.name not in initializers]
+        self.specs: list[InputSpec] = input_specs(model, self.qtypes)
+        self.inputs = [s.name for s in self.specs if s.required]
         self.kernel_log: dict[str, str] = {}
 
     def kernel(self, op_type: str) -> Any:
@@ -102,41 +103,34 @@ class _Session:
         return kernel(op_type)
 
     def prepare_feeds(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """The feeds checked against the declared inputs (``feeds.check_feeds``: FeedError otherwise),
+        quantized inputs as storage (dynamic ones quantized by their schema)."""
+        checked = check_feeds(self.specs, feeds)
+        declared = {s.name for s in self.specs}
         out: dict[str, Any] = {}
-        for name, value in feeds.items():
-            qtype = self.qtypes.get(name) if name in self.inputs else None
-            if qtype is None:
-                if not (name.endswith((".scale", ".zero_point")) and name.rsplit(".", 1)[0] in self.qtypes):
-                    out[name] = value
-                continue
-            out[name] = self._storage_feed(name, np.asarray(value), qtype, feeds)
+        for name, value in checked.items():
+            if name not in declared:
+                continue  # <x>.scale / <x>.zero_point: read with x
+            qtype = self.qtypes.get(name)
+            dynamic = qtype is not None and qtype.is_dynamic
+            out[name] = self._dynamic_feed(name, value, qtype, checked) if dynamic else value
         return out
 
-    def _storage_feed(self, name: str, value: np.ndarray, qtype: QType, feeds: Mapping[str, Any]) -> np.ndarray:
-        is_int = value.dtype.kind in "iu" or value.dtype.name in ("int2", "uint2", "int4", "uint4")
-        if qtype.is_dynamic:
-            if value.dtype.kind == "f":
-                storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
-                return attach(storage, resolved)
-            if is_int and f"{name}.scale" in feeds:
-                zero_point = feeds.get(f"{name}.zero_point")
-                given = operand_qtype(qtype.storage, np.asarray(feeds[f"{name}.scale"]), zero_point, value.shape,
-                                      axis=qtype.axis if qtype.axis is not None else 1, block_size=qtype.block_size or 0)
-                resolved = qtype.replace(scale=given.scale, zero_point=given.zero_point, axis=given.axis,
-                                         block_size=given.block_size)
-                return attach(quant.to_storage(value, resolved, tensor=name), resolved)
-            raise EvaluationError(
-                f"input {name!r}: its type {qtype} is dynamic; feed float values (quantized by its schema) "
-                f"or storage integers with {name}.scale and {name}.zero_point"
-            )
-        if not is_int:
-            raise EvaluationError(
-                f"input {name!r}: quantized type {qtype} takes its storage integers ({qtype.storage}), got {value.dtype} values"
-            )
+    def _dynamic_feed(self, name: str, value: np.ndarray, qtype: QType, feeds: Mapping[str, Any]) -> np.ndarray:
+        if element_kind(value.dtype) == "f":
+            storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
+            return attach(storage, resolved)
+        zero_point = feeds.get(f"{name}.zero_point")
         try:
-            return quant.to_storage(value, qtype, tensor=name)
+            given = operand_qtype(qtype.storage, np.asarray(feeds[f"{name}.scale"]), zero_point, value.shape,
+                                  axis=qtype.axis if qtype.axis is not None else 1, block_size=qtype.block_size or 0)
+            resolved = qtype.replace(scale=given.scale, zero_point=given.zero_point, axis=given.axis,
+                                     block_size=given.block_size)
+            return attach(quant.to_storage(value, resolved, tensor=name), resolved)
         except QTypeError as exc:
-            raise EvaluationError(f"input {name!r}: {exc}") from None
+            raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {type_problem(exc)}") from None
+        except QTypesError as exc:
+            raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {exc}") from None
 
 
 class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
@@ -204,6 +198,11 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         return self._session.kernels  # type: ignore[union-attr]
 
     @property
+    def input_specs(self) -> list[InputSpec]:
+        """The graph inputs as declared (name, shape, element type, quantized type) that feeds are checked against."""
+        return list(self._session.specs)  # type: ignore[union-attr]
+
+    @property
     def qtypes(self) -> dict[str, QType]:
         """Every quantized tensor of the model with its declared type."""
         return dict(self._session.qtypes)  # type: ignore[union-attr]
@@ -228,9 +227,6 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         assert session is not None
         session.kernel_log.clear()
         feeds = session.prepare_feeds(feed_inputs)
-        missing = [name for name in session.inputs if name not in feeds]
-        if missing:
-            raise EvaluationError(f"missing input {missing[0]!r}; the model's inputs are {session.inputs}")
         return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
 
     def dequantized(self, name: str, value: np.ndarray) -> np.ndarray:

@@ -86,7 +86,7 @@ def _error(capsys, *argv: str) -> str:
         ({"a": GOOD["a"]}, ["missing input 'b'", "int8 storage of int8:float32<0.25:4>", "shape [2, 2]"]),
         ({"a": GOOD["a"], "b": np.zeros((2, 3), np.int8)}, ["input 'b'", "expected", "shape [2, 2]", "got shape [2, 3]"]),
         ({"a": GOOD["a"], "b": np.zeros((2, 2), np.float32)}, ["input 'b'", "got float32 values"]),
-        ({"a": np.full((2, 2), 300), "b": GOOD["b"]}, ["input 'a'", "300 is outside the storage range [-128, 127]"]),
+        ({"a": np.full((2, 2), 300), "b": GOOD["b"]}, ["input 'a'", "value 300 at index [0, 0] is outside the int8 storage range [-128, 127]"]),
         ({**GOOD, "c": np.zeros(1)}, ["entry 'c' is not a graph input", "['a', 'b']"]),
     ],
     ids=["missing", "misshaped", "float-for-quantized", "out-of-range", "unknown-entry"],
@@ -104,13 +104,13 @@ def test_float_input_with_wrong_kind_names_the_expected_type(tmp_path, capsys, e
     save(example_model, tmp_path / "cnn.onnx")
     inputs = _npz(tmp_path / "in.npz", x=np.zeros((1, 3, 8, 8), np.int64))
     line = _error(capsys, "run", str(tmp_path / "cnn.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
-    assert "input 'x'" in line and "float, shape [1, 3, 8, 8]" in line and "got int64 values" in line
+    assert "input 'x'" in line and "float32, shape [1, 3, 8, 8]" in line and "got int64 values" in line
 
 
 def test_unreadable_inputs_file_exits_2(add_model, tmp_path, capsys):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     line = _error(capsys, "run", str(add_model), "--inputs", str(tmp_path / "junk.npz"), "--outputs", str(tmp_path / "o.npz"))
-    assert "junk.npz" in line and "cannot read as .npz" in line
+    assert "junk.npz" in line and "cannot read as .npz: not a zip archive" in line
     line = _error(capsys, "run", str(add_model), "--inputs", str(tmp_path / "none.npz"), "--outputs", str(tmp_path / "o.npz"))
     assert "none.npz: no such file" in line
 

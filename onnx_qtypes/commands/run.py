@@ -7,25 +7,41 @@ graph output name; a quantized output is written as its storage integers
 (widened the same way) with a companion "<name>.real" holding the
 dequantized values, and for a dynamic type "<name>.scale" and
 "<name>.zero_point" with the parameters chosen at run time.
+
+Every input must have its declared shape (symbolic dimensions: one size
+across the inputs) and element kind. An array of another width of the same
+kind (float64 or float16 for a float32 input, int16 / int32 / int64 holding
+int8 storage or int8 values) is converted only when every value is exactly
+representable in the declared type (storage integers: inside the storage
+range); otherwise the run is refused, naming the first value that is not:
+nothing is rounded silently. Integers for a float input, or floats for an
+integer or static quantized one, are refused. The outputs file may not be
+the model or the inputs file. Models that assign a tensor name twice (not
+single static assignment) are refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import sys
 import zipfile
+import zlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import onnx
+from numpy.lib import format as npy_format
 
-from onnx_qtypes.proto import load, static_shape
+from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write
-from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
+_NPY_MAGIC = b"\x93NUMPY"
+_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 
 
 class InputError(QTypesError):
@@ -34,83 +50,101 @@ class InputError(QTypesError):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="path to a typed .onnx model")
-    parser.add_argument("--inputs", required=True, metavar="IN.npz", help=".npz with one array per graph input")
-    parser.add_argument("--outputs", required=True, metavar="OUT.npz", help=".npz to write the graph outputs to")
+    parser.add_argument("--inputs", required=True, metavar="IN.npz",
+                        help=".npz (numpy.savez) with one array per graph input, named after it; arrays of another "
+                             "width of the declared kind are converted only when every value is exactly representable")
+    parser.add_argument("--outputs", required=True, metavar="OUT.npz",
+                        help=".npz to write the graph outputs to (not the model or the inputs file)")
     parser.add_argument("--kernels", choices=("definitional", "integer"), default="definitional",
                         help="definitional: dequantize, run onnx.reference's operator, quantize (default); "
                              "integer: integer-only kernels where available")
 
 
-def _describe(vi: onnx.ValueInfoProto, qtype: QType | None) -> str:
-    shape = static_shape(vi)
-    dims = "unknown shape" if shape is None else "shape [" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-    if qtype is not None:
-        kind = f"{qtype.storage} storage of {qtype}" if not qtype.is_dynamic else f"float values for dynamic {qtype}"
-    else:
-        kind = onnx.TensorProto.DataType.Name(vi.type.tensor_type.elem_type).lower()
-    return f"{kind}, {dims}"
+# --- reading the inputs: headers first, data only for arrays that fit ------------------------------
 
 
-def _read_npz(path: str) -> dict[str, np.ndarray]:
+@contextlib.contextmanager
+def _open_npz(path: str, expected: str) -> Iterator[zipfile.ZipFile]:
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, expected an .npz file with {expected}")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
-            return {key: data[key] for key in data.files}
-    except InputError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise InputError(f"{path}: cannot read as .npz ({type(exc).__name__}: {exc})") from None
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(len(_NPY_MAGIC))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if head == _NPY_MAGIC:
+            raise InputError(f"{path}: is a single .npy array, not an .npz archive; expected an .npz "
+                             f"(numpy.savez) with {expected}") from None
+        raise InputError(f"{path}: cannot read as .npz: not a zip archive; expected an .npz (numpy.savez) "
+                         f"with {expected}") from None
+    except _READ_ERRORS as exc:
+        raise InputError(f"{path}: cannot read as .npz ({exc})") from None
+    with archive:
+        yield archive
 
 
-def _check_input(path: str, vi: onnx.ValueInfoProto, qtype: QType | None, value: np.ndarray) -> np.ndarray:
-    name = vi.name
-    want = f"expected {_describe(vi, qtype)}"
-    shape = static_shape(vi)
-    if shape is not None and (len(shape) != value.ndim or any(d is not None and d != v for d, v in zip(shape, value.shape))):
-        raise InputError(f"{path}: input {name!r}: {want}, got shape {list(value.shape)}")
-    kind = value.dtype.kind
-    if qtype is not None:
-        if qtype.is_dynamic:
-            return value
-        if kind not in "iu":
-            raise InputError(f"{path}: input {name!r}: {want}, got {value.dtype} values")
-        return value
-    elem = vi.type.tensor_type.elem_type
-    if elem == onnx.TensorProto.UNDEFINED:
-        return value
-    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
-    if dtype.kind == "f" and kind not in "f":
-        raise InputError(f"{path}: input {name!r}: {want}, got {value.dtype} values")
-    if dtype.kind in "iu" and kind not in "iu":
-        raise InputError(f"{path}: input {name!r}: {want}, got {value.dtype} values")
-    if dtype.kind == "b" and kind != "b":
-        raise InputError(f"{path}: input {name!r}: {want}, got {value.dtype} values")
-    if dtype.kind in "iu" and value.size and (value.min() < np.iinfo(dtype).min or value.max() > np.iinfo(dtype).max):
-        raise InputError(f"{path}: input {name!r}: {want}, values exceed the range of {dtype}")
-    return value.astype(dtype, copy=False)
+def _members(path: str, archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """Entry name (member name without .npy, as numpy.load names it) -> member."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in archive.infolist():
+        key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+        if key in members:
+            raise InputError(f"{path}: holds two arrays named {key!r}; expected one per graph input")
+        members[key] = info
+    return members
 
 
-def read_inputs(path: str, model: onnx.ModelProto, qtypes: dict[str, QType]) -> dict[str, np.ndarray]:
-    """The feeds for ``model`` from an .npz file, checked against the declared inputs."""
-    data = _read_npz(path)
-    initializers = {i.name for i in model.graph.initializer}
-    inputs = [vi for vi in model.graph.input if vi.name not in initializers]
-    names = {vi.name for vi in inputs}
-    companions = {f"{n}.{part}" for n in names if n in qtypes and qtypes[n].is_dynamic for part in ("scale", "zero_point")}
-    unknown = sorted(set(data) - names - companions)
-    if unknown:
-        raise InputError(f"{path}: entry {unknown[0]!r} is not a graph input; the model's inputs are {sorted(names)}")
-    feeds = {}
-    for vi in inputs:
-        qtype = qtypes.get(vi.name)
-        if vi.name not in data:
-            raise InputError(f"{path}: missing input {vi.name!r} ({_describe(vi, qtype)})")
-        feeds[vi.name] = _check_input(path, vi, qtype, data[vi.name])
-    feeds.update({k: data[k] for k in companions if k in data})
-    return feeds
+def _header(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from the member's .npy header, without reading its data."""
+    where = f"{path}: entry {key!r} (member {info.filename})"
+    try:
+        with archive.open(info) as fh:
+            version = npy_format.read_magic(fh)
+            read = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+            shape, _fortran, dtype = read(fh)
+            offset = fh.tell()
+    except _READ_ERRORS as exc:
+        raise InputError(f"{where} is not a .npy array ({' '.join(str(exc).split())}); "
+                         "expected an array written by numpy.savez") from None
+    size = math.prod(shape) * dtype.itemsize
+    if size > info.file_size - offset:
+        raise InputError(f"{where}: its header says shape {list(shape)} of {dtype} ({size} bytes), but it holds "
+                         f"{max(info.file_size - offset, 0)} bytes of data; the file is truncated or corrupt")
+    return tuple(shape), dtype
+
+
+def _data(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo) -> np.ndarray:
+    try:
+        with archive.open(info) as fh:
+            return npy_format.read_array(fh, allow_pickle=False)
+    except MemoryError:
+        raise InputError(f"{path}: entry {key!r}: not enough memory to read it") from None
+    except _READ_ERRORS as exc:
+        raise InputError(f"{path}: entry {key!r} (member {info.filename}): cannot read its data "
+                         f"({' '.join(str(exc).split())})") from None
+
+
+def read_inputs(path: str, specs: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file, checked against the declared inputs ``specs`` (``feeds.InputSpec``) from
+    their headers before any data is read: a wrong name, shape or element kind is refused without allocating."""
+    from onnx_qtypes.reference_ops.errors import FeedError  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.feeds import check_headers, check_names  # noqa: PLC0415
+
+    expected = f"one array per graph input, named after it: {[s.name for s in specs if s.required]}"
+    with _open_npz(path, expected) as archive:
+        members = _members(path, archive)
+        try:
+            check_names(specs, list(members), noun="entry")  # before reading any header
+            headers = {key: _header(path, archive, key, info) for key, info in members.items()}
+            check_headers(specs, headers, noun="entry")  # before reading any data
+        except FeedError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        return {key: _data(path, archive, key, info) for key, info in members.items()}
 
 
 def _plain(value: Any) -> np.ndarray:
@@ -148,12 +182,22 @@ def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError  # noqa: PLC0415
 
+    refuse_overwrite(args.outputs, model=args.model, inputs_file=args.inputs)
     model = load(args.model)
-    evaluator = ReferenceEvaluator(model, kernels=args.kernels)
-    feeds = read_inputs(args.inputs, model, evaluator.qtypes)
+    try:
+        evaluator = ReferenceEvaluator(model, kernels=args.kernels)
+    except EvaluationError as exc:
+        raise EvaluationError(f"{args.model}: {exc}") from None
+    feeds = read_inputs(args.inputs, evaluator.input_specs)
     names = [o.name for o in model.graph.output]
-    values = evaluator.run(names, feeds)
+    try:
+        values = evaluator.run(names, feeds)
+    except FeedError as exc:
+        raise InputError(f"{args.inputs}: {exc}") from None
+    except EvaluationError as exc:
+        raise EvaluationError(f"{args.model}: {exc}") from None
     write_npz(args.outputs, output_arrays(evaluator, names, values))
     print(f"wrote {len(names)} output(s) to {args.outputs} ({args.kernels} kernels)")
     if args.kernels == "integer":
