@@ -450,6 +450,8 @@ class _Lowering:
         self._set_versions(kept_meta)
         if self.result.qlinear_nodes:
             self.result.notes.append(f"{self.result.qlinear_nodes} QLinearConv / QLinearMatMul node(s)")
+        if not self.types:
+            self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
         try:
             onnx.checker.check_model(self.model)
         except onnx.checker.ValidationError as exc:

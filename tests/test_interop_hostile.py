@@ -308,3 +308,27 @@ def test_onnxruntime_has_kernels_for_float16_but_not_bfloat16_scales(kernel, sto
     session(_one_kernel(kernel, storage, granularity, "float16"))
     with pytest.raises(Exception, match=rf"NOT_IMPLEMENTED.*{kernel}\(21\)"):
         session(_one_kernel(kernel, storage, granularity, "bfloat16"))
+
+
+# -- smaller things the same probe found ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["lift", "lower"])
+def test_extension_bytes_that_do_not_decode_are_reported_with_the_file(tmp_path, capsys, command):
+    a = helper.make_tensor_value_info("a", TensorProto.UNDEFINED, [2])
+    a.type.tensor_type.MergeFromString(b"\xc2\x3e\x05\x1a\x03\x01\x02\x03")  # field 1000: 3 bytes of packed doubles
+    path = tmp_path / "corrupt.onnx"
+    onnx.save(_model([helper.make_node("Relu", ["a"], ["b"], name="relu")], [a],
+                     [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])]), path)
+    assert main([command, str(path), str(tmp_path / "out.onnx")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"onnx-qtypes: error: {path}: /graph/input/0: "), lines
+    assert "does not decode" in lines[0]
+
+
+def test_lowering_a_model_without_types_says_so(tmp_path, capsys):
+    save(_qdq_model(), tmp_path / "plain.onnx")
+    assert main(["lower", str(tmp_path / "plain.onnx"), str(tmp_path / "out.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "note: the model has no quantized types; nothing to lower (its nodes are copied as they are)" in out
+    assert onnx.load(tmp_path / "out.onnx").graph.node == _qdq_model().graph.node
