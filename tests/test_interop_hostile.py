@@ -126,7 +126,7 @@ def _weights(w: np.ndarray, w_decl: onnx.ValueInfoProto) -> onnx.ModelProto:
     return model
 
 
-def test_lower_checks_the_parameters_against_the_initializer_when_nothing_declares_a_shape():
+def test_lower_refuses_parameters_that_do_not_fit_the_initializer_when_nothing_declares_a_shape():
     w_decl = raw_declare(helper.make_tensor_value_info("w", TensorProto.INT8, None),
                          scale=[0.5] * 4, zero_point=[0] * 4, axis=0)
     with pytest.raises(LowerError, match=re.escape(
