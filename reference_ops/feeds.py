@@ -226,9 +226,10 @@ def _exactly(spec: InputSpec, value: np.ndarray, target: np.dtype, what: str) ->
     """``value`` converted to ``target`` when every element is representable exactly; FeedError otherwise."""
     if value.dtype == target:
         return value
-    converted = value.astype(target)
+    with np.errstate(over="ignore", invalid="ignore"):  # a value too large becomes inf: refused below
+        converted = value.astype(target)
+        back = converted.astype(value.dtype) if value.size else value
     if value.size:
-        back = converted.astype(value.dtype)
         differ = back != value
         if np.any(differ):
             differ &= ~(np.isnan(back) & np.isnan(value))

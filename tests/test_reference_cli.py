@@ -3,15 +3,18 @@ located line with exit code 2 for inputs that do not fit the model."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 from reference_models import T, typed_model
 
-from onnx_qtypes import QType, save
+from onnx_qtypes import QType, save, set_qtype
 from onnx_qtypes.cli import main
 
 
@@ -126,3 +129,163 @@ def test_usage_errors_exit_2():
     assert result.returncode == 2 and "invalid choice" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     result = run_cli("run", "m.onnx")
     assert result.returncode == 2 and "--inputs" in result.stderr
+
+
+# --- the outputs file may not be the model or the inputs file --------------------------------------
+
+
+def test_outputs_may_not_overwrite_the_model_or_the_inputs(add_model, tmp_path, capsys):
+    inputs = _npz(tmp_path / "in.npz", **GOOD)
+    before = {p: p.read_bytes() for p in (add_model, tmp_path / "in.npz")}
+    for target, role in [(str(add_model), "model"), (str(tmp_path / "." / "add.onnx"), "model"), (inputs, "inputs file")]:
+        line = _error(capsys, "run", str(add_model), "--inputs", inputs, "--outputs", target)
+        assert line == f"onnx-qtypes: error: {target}: is the {role} being read; write the output to another file"
+    assert {p: p.read_bytes() for p in before} == before
+
+
+# --- inputs files that are not .npz archives of arrays ----------------------------------------------
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+def _zip(path, members: dict[str, bytes]) -> str:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return str(path)
+
+
+def _huge_header(descr: str = "|i1") -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": (10**12,)})
+    return buf.getvalue() + bytes(16)
+
+
+B_NPY = _npy_bytes(GOOD["b"])
+
+
+@pytest.mark.parametrize(
+    ("make", "fragments"),
+    [
+        (lambda p: (np.save(p.with_suffix(".npy"), GOOD["a"]), os.replace(p.with_suffix(".npy"), p), str(p))[-1],
+         ["is a single .npy array, not an .npz archive", "expected an .npz (numpy.savez)", "['a', 'b']"]),
+        (lambda p: _zip(p, {"a.npy": b"garbage", "b.npy": B_NPY}),
+         ["entry 'a' (member a.npy) is not a .npy array", "expected an array written by numpy.savez"]),
+        (lambda p: (p.write_bytes(b"\x00\x01 plain bytes, no zip"), str(p))[-1],
+         ["cannot read as .npz: not a zip archive", "expected an .npz (numpy.savez) with one array per graph input"]),
+        (lambda p: _zip(p, {"a.npy": _npy_bytes(GOOD["a"])[:-2], "b.npy": B_NPY}),
+         ["entry 'a' (member a.npy)", "shape [2, 2] of int8 (4 bytes), but it holds 2 bytes", "truncated or corrupt"]),
+        (lambda p: _zip(p, {"a.npy": _npy_bytes(np.array([{"x": 1}] * 4).reshape(2, 2)), "b.npy": B_NPY}),
+         ["input 'a': quantized type int8:float32<0.5:0> takes its storage integers (int8), got object values"]),
+        (lambda p: _zip(p, {"a.npy": B_NPY, "a": B_NPY, "b.npy": B_NPY}), ["holds two arrays named 'a'"]),
+    ],
+    ids=["npy-named-npz", "garbage-member", "plain-bytes", "truncated-member", "object-array", "same-name-twice"],
+)
+def test_inputs_files_that_are_not_npz_archives_of_arrays(add_model, tmp_path, capsys, make, fragments):
+    path = make(tmp_path / "in.npz")
+    line = _error(capsys, "run", str(add_model), "--inputs", path, "--outputs", str(tmp_path / "o.npz"))
+    assert line.startswith(f"onnx-qtypes: error: {path}: "), line
+    for fragment in fragments:
+        assert fragment in line, line
+    assert "internal error" not in line and "pickled" not in line and "Error" not in line
+    assert not (tmp_path / "o.npz").exists()
+
+
+# --- messages that name the file and the input once, in the user's terms ------------------------------
+
+
+def test_storage_out_of_range_names_file_input_storage_type_and_range(tmp_path, capsys):
+    model = typed_model("Relu", [T("a", (2, 3), QType("int4", 0.5, 0))], [T("b", (2, 3), QType("int4", 0.5, 0))])
+    save(model, tmp_path / "int4.onnx")
+    inputs = _npz(tmp_path / "in.npz", a=np.array([[-8, -1, 0], [1, 7, -9]], np.int8))
+    line = _error(capsys, "run", str(tmp_path / "int4.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
+    assert line == (f"onnx-qtypes: error: {inputs}: input 'a': value -9 at index [1, 2] is outside the int4 storage "
+                    "range [-8, 7] of its type int4:float32<0.5:0>")
+
+
+def test_a_huge_array_header_is_refused_before_its_data_is_read(add_model, tmp_path, capsys):
+    path = _zip(tmp_path / "in.npz", {"a.npy": _huge_header(), "b.npy": B_NPY})
+    line = _error(capsys, "run", str(add_model), "--inputs", path, "--outputs", str(tmp_path / "o.npz"))
+    assert line == (f"onnx-qtypes: error: {path}: input 'a': expected int8 storage of int8:float32<0.5:0>, "
+                    "shape [2, 2], got shape [1000000000000]")
+    # a symbolic dimension takes any size: the header's size is checked against the data actually there
+    model = _model_n()
+    save(model, tmp_path / "n.onnx")
+    path = _zip(tmp_path / "n.npz", {"x.npy": _huge_header("<f4")})
+    line = _error(capsys, "run", str(tmp_path / "n.onnx"), "--inputs", path, "--outputs", str(tmp_path / "o.npz"))
+    assert "entry 'x' (member x.npy): its header says shape [1000000000000] of float32 (4000000000000 bytes), " \
+           "but it holds 16 bytes of data; the file is truncated or corrupt" in line
+    assert "MemoryError" not in line
+
+
+def _model_n():
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, ["N"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    set_qtype(model, "y", QType("int8", 0.5, 0))
+    return model
+
+
+def test_the_cli_and_the_evaluator_say_the_same_thing_about_a_feed(add_model, tmp_path, capsys):
+    from onnx_qtypes.reference_ops import ReferenceEvaluator
+    from onnx_qtypes.reference_ops.errors import FeedError
+
+    bad = {"a": GOOD["a"], "b": np.zeros((3, 2), np.int8)}
+    with pytest.raises(FeedError) as err:
+        ReferenceEvaluator(str(add_model)).run(None, bad)
+    inputs = _npz(tmp_path / "in.npz", **bad)
+    line = _error(capsys, "run", str(add_model), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
+    assert line == f"onnx-qtypes: error: {inputs}: {err.value}"
+
+
+# --- dtype leniency: exact conversions only ------------------------------------------------------------
+
+
+def test_float64_inputs_run_when_float32_exact_and_are_refused_otherwise(tmp_path, capsys, example_model):
+    save(example_model, tmp_path / "cnn.onnx")
+    x = np.random.default_rng(5).normal(0, 1, (1, 3, 8, 8)).astype(np.float32)
+    outputs = {}
+    for dtype in (np.float32, np.float64):
+        inputs = _npz(tmp_path / f"{dtype.__name__}.npz", x=x.astype(dtype))
+        assert main(["run", str(tmp_path / "cnn.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / f"o_{dtype.__name__}.npz")]) == 0
+        with np.load(tmp_path / f"o_{dtype.__name__}.npz") as data:
+            outputs[dtype] = {k: data[k] for k in data.files}
+    for key, value in outputs[np.float32].items():
+        assert outputs[np.float64][key].dtype == value.dtype
+        np.testing.assert_array_equal(outputs[np.float64][key], value)
+    lossy = x.astype(np.float64)
+    lossy[0, 0, 0, 1] = 0.1
+    inputs = _npz(tmp_path / "lossy.npz", x=lossy)
+    capsys.readouterr()
+    line = _error(capsys, "run", str(tmp_path / "cnn.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
+    assert line.startswith(f"onnx-qtypes: error: {inputs}: input 'x': expected float32, shape [1, 3, 8, 8], got float64 values")
+    assert "0.1 at index [0, 0, 0, 1] is not exactly a float32 value" in line
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_help_states_the_conversion_rule():
+    result = run_cli("run", "--help")
+    text = " ".join(result.stdout.split())
+    assert result.returncode == 0
+    assert "converted only when every value is exactly representable in the declared type" in text
+    assert "nothing is rounded silently" in text
+
+
+# --- models that are not single static assignment -------------------------------------------------------
+
+
+def test_models_that_assign_a_name_twice_are_refused(tmp_path, capsys):
+    nodes = [helper.make_node("Relu", ["a"], ["b"], name="n1"), helper.make_node("Neg", ["a"], ["b"], name="n2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), tmp_path / "dup.onnx")
+    inputs = _npz(tmp_path / "in.npz", a=np.array([-1, 1], np.float32))
+    line = _error(capsys, "run", str(tmp_path / "dup.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
+    assert line.startswith(f"onnx-qtypes: error: {tmp_path / 'dup.onnx'}: tensor 'b' is written by node 'n2' (Neg) "
+                           "and is already the output of node 'n1' (Relu)")
+    assert not (tmp_path / "o.npz").exists()

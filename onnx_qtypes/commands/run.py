@@ -99,9 +99,9 @@ def _members(path: str, archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
     return members
 
 
-def _header(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype from the member's .npy header, without reading its data."""
-    where = f"{path}: entry {key!r} (member {info.filename})"
+def _header(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype, str]:
+    """Shape and dtype from the member's .npy header, without reading its data, and what is wrong with
+    the member's size if its data cannot fill that shape ("" when it can)."""
     try:
         with archive.open(info) as fh:
             version = npy_format.read_magic(fh)
@@ -109,13 +109,13 @@ def _header(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo
             shape, _fortran, dtype = read(fh)
             offset = fh.tell()
     except _READ_ERRORS as exc:
-        raise InputError(f"{where} is not a .npy array ({' '.join(str(exc).split())}); "
-                         "expected an array written by numpy.savez") from None
-    size = math.prod(shape) * dtype.itemsize
-    if size > info.file_size - offset:
-        raise InputError(f"{where}: its header says shape {list(shape)} of {dtype} ({size} bytes), but it holds "
-                         f"{max(info.file_size - offset, 0)} bytes of data; the file is truncated or corrupt")
-    return tuple(shape), dtype
+        raise InputError(f"{path}: entry {key!r} (member {info.filename}) is not a .npy array "
+                         f"({' '.join(str(exc).split())}); expected an array written by numpy.savez") from None
+    size, held = math.prod(shape) * dtype.itemsize, max(info.file_size - offset, 0)
+    problem = "" if size <= held else (
+        f"{path}: entry {key!r} (member {info.filename}): its header says shape {list(shape)} of {dtype} "
+        f"({size} bytes), but it holds {held} bytes of data; the file is truncated or corrupt")
+    return tuple(shape), dtype, problem
 
 
 def _data(path: str, archive: zipfile.ZipFile, key: str, info: zipfile.ZipInfo) -> np.ndarray:
@@ -141,9 +141,12 @@ def read_inputs(path: str, specs: Sequence[Any]) -> dict[str, np.ndarray]:
         try:
             check_names(specs, list(members), noun="entry")  # before reading any header
             headers = {key: _header(path, archive, key, info) for key, info in members.items()}
-            check_headers(specs, headers, noun="entry")  # before reading any data
+            check_headers(specs, {key: header[:2] for key, header in headers.items()}, noun="entry")
         except FeedError as exc:
             raise InputError(f"{path}: {exc}") from None
+        for _shape, _dtype, problem in headers.values():  # shapes fit the model; now do the sizes fit the file?
+            if problem:
+                raise InputError(problem)
         return {key: _data(path, archive, key, info) for key, info in members.items()}
 
 
