@@ -20,7 +20,10 @@ they disagree. Stable API, used by the other wings:
 
 ``ReferenceEvaluator(model).run(output_names, feeds)`` -- runs a typed
     model, the same call shape as ``onnx.reference.ReferenceEvaluator``;
-    ``kernels="definitional"`` (default) or ``"integer"``.
+    ``kernels="definitional"`` (default) or ``"integer"``. Raises
+    ``EvaluationError`` for a model it cannot run (names defined twice,
+    disagreeing declarations, invalid types) and its subclass ``FeedError``
+    for feeds that do not fit the declared inputs (``feeds.py``).
 
 ``fixed_point_parameters(model)`` -- per node, the integer multipliers,
     shifts, zero points and tables an integer-only target needs.
@@ -43,11 +46,13 @@ from onnx_qtypes.reference_ops.quant import (
 )
 
 if TYPE_CHECKING:
-    from onnx_qtypes.reference_ops.evaluator import EvaluationError, ReferenceEvaluator
+    from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
+    from onnx_qtypes.reference_ops.evaluator import ReferenceEvaluator
     from onnx_qtypes.reference_ops.export import fixed_point_parameters
 
 __all__ = [
     "EvaluationError",
+    "FeedError",
     "ReferenceEvaluator",
     "broadcast_parameters",
     "dequantize",
@@ -64,7 +69,8 @@ __all__ = [
 
 _LAZY = {
     "ReferenceEvaluator": "onnx_qtypes.reference_ops.evaluator",
-    "EvaluationError": "onnx_qtypes.reference_ops.evaluator",
+    "EvaluationError": "onnx_qtypes.reference_ops.errors",
+    "FeedError": "onnx_qtypes.reference_ops.errors",
     "fixed_point_parameters": "onnx_qtypes.reference_ops.export",
 }
 

@@ -20,7 +20,10 @@ quantized types only say how its integers are read and written:
 
 Feeds for quantized graph inputs are storage integers (a dynamic input
 takes float values, quantized by its schema); quantized outputs come back
-as storage integers.
+as storage integers. Every feed is checked against the declared inputs
+before the run (``feeds.check_feeds``: name, shape, element kind, exact
+conversion only), and a model that defines a name twice or declares one
+tensor with two types is refused when the evaluator is built.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import onnx.reference
 from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
-from onnx_qtypes.proto import load, quantized_tensors
+from onnx_qtypes.proto import iter_declarations, load, read_qtype
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
@@ -72,6 +75,25 @@ def attach(storage: np.ndarray, qtype: QType) -> QuantizedArray:
     return out
 
 
+def _declared_types(model: ModelProto) -> dict[str, QType]:
+    """Every quantized tensor with its type, valid; EvaluationError when two declarations of a name disagree
+    (the result would depend on which one is read). Types are keyed by tensor name across the model."""
+    out: dict[str, QType] = {}
+    where: dict[str, str] = {}
+    for decl in iter_declarations(model):
+        qtype = read_qtype(decl.value_info, decl.pointer)
+        if qtype is None:
+            continue
+        if decl.name not in out:
+            out[decl.name], where[decl.name] = _validated(decl.name, qtype), decl.pointer
+        elif qtype != out[decl.name]:
+            raise EvaluationError(
+                f"tensor {decl.name!r} is declared as {out[decl.name]} ({where[decl.name]}) and as {qtype} "
+                f"({decl.pointer}); the result would depend on which one is read, so give every declaration one type"
+            )
+    return out
+
+
 def _validated(name: str, qtype: QType) -> QType:
     try:
         return QType(qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
@@ -89,7 +111,7 @@ class _Session:
         check_single_assignment(model)
         self.model = model
         self.kernels = kernels
-        self.qtypes = {name: _validated(name, qt) for name, qt in quantized_tensors(model).items()}
+        self.qtypes = _declared_types(model)
         self.functions = {(f.domain, f.name) for f in model.functions}
         self.specs: list[InputSpec] = input_specs(model, self.qtypes)
         self.inputs = [s.name for s in self.specs if s.required]

@@ -250,3 +250,21 @@ def test_an_initializer_that_is_also_a_graph_input_is_its_default_not_a_second_d
                    [numpy_helper.from_array(np.array([-1, 1], np.float32), "w")])
     assert single_assignment_problems(model) == []
     assert ReferenceEvaluator(model).run(None, {})[0].tolist() == [0, 1]
+
+
+def test_declarations_of_one_tensor_with_different_types_are_refused():
+    model = _model([helper.make_node("Relu", ["a"], ["c"], name="r1"), helper.make_node("Relu", ["c"], ["b"], name="r2")],
+                   [_vi("a", TensorProto.INT8, [2])], [_vi("b", TensorProto.INT8, [2])])
+    model.graph.value_info.extend([_vi("c", TensorProto.INT8, [2]), _vi("c", TensorProto.INT8, [2])])
+    from onnx_qtypes.proto import write_qtype
+
+    for name in ("a", "b"):
+        set_qtype(model, name, I8)
+    write_qtype(model.graph.value_info[0], QType("int8", 0.125, 0))
+    write_qtype(model.graph.value_info[1], QType("int8", 0.25, 0))
+    with pytest.raises(EvaluationError) as err:
+        ReferenceEvaluator(model)
+    assert str(err.value).startswith("tensor 'c' is declared as int8:float32<0.125:0> (/graph/value_info/0) and as "
+                                     "int8:float32<0.25:0> (/graph/value_info/1)")
+    write_qtype(model.graph.value_info[1], QType("int8", 0.125, 0))  # the same type twice is one declaration
+    assert ReferenceEvaluator(model).run(None, {"a": np.array([-3, 5], np.int8)})[0].tolist() == [0, 5]

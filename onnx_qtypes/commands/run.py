@@ -17,7 +17,8 @@ range); otherwise the run is refused, naming the first value that is not:
 nothing is rounded silently. Integers for a float input, or floats for an
 integer or static quantized one, are refused. The outputs file may not be
 the model or the inputs file. Models that assign a tensor name twice (not
-single static assignment) are refused.
+single static assignment) or declare one tensor with two different types are
+refused: they have no single answer.
 """
 
 from __future__ import annotations
