@@ -289,6 +289,9 @@ class _TypedNode:
             return self._run(list(args), kwargs)
         except EvaluationError:
             raise
+        except QTypeError as exc:
+            tensor = f"tensor {exc.tensor!r}: " if exc.tensor else ""
+            raise EvaluationError(f"{self._label}: {tensor}{type_problem(exc)}") from exc
         except QTypesError as exc:
             raise EvaluationError(f"{self._label}: {exc}") from exc
         except Exception as exc:  # onnx.reference's own failures, located

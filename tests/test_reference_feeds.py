@@ -268,3 +268,14 @@ def test_declarations_of_one_tensor_with_different_types_are_refused():
                                      "int8:float32<0.25:0> (/graph/value_info/1)")
     write_qtype(model.graph.value_info[1], QType("int8", 0.125, 0))  # the same type twice is one declaration
     assert ReferenceEvaluator(model).run(None, {"a": np.array([-3, 5], np.int8)})[0].tolist() == [0, 5]
+
+
+def test_errors_while_running_name_node_and_tensor_without_internal_names():
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="node")], [_vi("x", TensorProto.INT8, ["n"])],
+                   [_vi("y", TensorProto.INT8, ["n"])])
+    set_qtype(model, "x", QType("int8", [1.0, 2.0], [0, 0], axis=0))  # fits a dimension of 2, not the 3 fed
+    set_qtype(model, "y", I8)
+    with pytest.raises(EvaluationError) as err:
+        ReferenceEvaluator(model).run(None, {"x": np.zeros(3, np.int8)})
+    assert str(err.value).startswith("node 'node' (Relu): tensor 'x': ")
+    assert "needs 3 scales, found 2" in str(err.value) and "QType." not in str(err.value)
