@@ -20,7 +20,8 @@ import itertools
 import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES
+from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema
 
 UNKNOWN = -1  # rank of a declaration without a shape
 # axis_state: what the declared shape says about the type's axis
@@ -114,3 +115,49 @@ def _build(ctx: Context) -> Columns:
         table[6], table[7].astype(bool), *table[8:], scales, np.repeat(index, scale_counts), zero_points,
         np.repeat(index, zp_counts),
     )
+
+
+def well_formed(ctx: Context, qtype: QType) -> bool:
+    """Whether a type passes every test that does not depend on a shape (QType's own validation).
+
+    Rules that derive one type from another (QT401: a data-movement op's output from its input) derive only
+    from well-formed types: the type rules (QT1xx) report what is wrong with the others, and advice to copy
+    them would copy the error. Decided for every declared type at once, on the columns.
+    """
+    verdicts = ctx.memo("well_formed", lambda: _verdicts(columns(ctx)))
+    verdict = verdicts.get(id(qtype))  # the types live as long as the context: ids stay theirs
+    if verdict is None:  # not a declared type: QType decides
+        try:
+            qtype.replace()
+        except QTypeError:
+            return False
+        return True
+    return verdict
+
+
+def _verdicts(c: Columns) -> dict[int, bool]:
+    """id(QType) -> well formed, for the type of every row (the tests of QType._validate, vectorized)."""
+    n = len(c.types)
+    schema = np.fromiter((d.qtype.schema.value for d in c.types), np.int64, n)
+    ok = c.known_storage & c.known_expressed
+    ok &= (c.type_min <= c.storage_min) & (c.storage_min < c.storage_max) & (c.storage_max <= c.type_max)
+    ok &= ~c.has_axis | (c.axis >= 0)
+    ok &= ~c.has_block | ((c.block_size > 0) & c.has_axis)
+    static = c.scale_count > 0  # a dynamic type carries no zero points; a static one a pair per scale
+    ok &= np.where(static, (c.zero_point_count == c.scale_count) & (c.has_axis | (c.scale_count == 1)),
+                   c.zero_point_count == 0)
+    scales, owner = c.scales, c.scale_owner
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(scales) & (scales > 0))
+        pow2 = np.isin(schema, (Schema.ASYMMETRIC_POW2_SCALE.value, Schema.SYMMETRIC_POW2_SCALE.value))[owner]
+        bad[pow2] |= np.frexp(scales[pow2])[0] != 0.5  # exactly 2^k: the mantissa is 1/2
+    ok &= np.bincount(owner[bad], minlength=n) == 0
+    zero_points, owner = c.zero_points, c.zero_point_owner
+    lo, hi = c.storage_min[owner], c.storage_max[owner]
+    bad = (zero_points < lo) | (zero_points > hi)
+    symmetric = np.isin(schema, (Schema.SYMMETRIC.value, Schema.SYMMETRIC_POW2_SCALE.value))
+    bad |= symmetric[owner] & (zero_points != 0)
+    unsigned = schema == Schema.SYMMETRIC_WITH_UNSIGNED.value
+    bad |= unsigned[owner] & (zero_points != 0) & (zero_points != (lo + hi + 1) // 2)  # the unsigned midpoint
+    ok &= np.bincount(owner[bad], minlength=n) == 0
+    return {id(d.qtype): bool(v) for d, v in zip(c.types, ok.tolist())}

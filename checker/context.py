@@ -131,17 +131,20 @@ def _scope_of(pointer: str) -> str:
     return MAIN if pointer.startswith("/graph") else "/".join(pointer.split("/")[:3])
 
 
-def _decode(data: bytes, pointer: str, qtypes: dict[bytes, QType],
+def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
             shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple | None:
-    """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor."""
+    """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor.
+
+    ``where`` (pointer and tensor name) starts the message of a MalformedExtensionError.
+    """
     try:
         view = declared_bytes.tensor_type_view(data)
     except DecodeError:  # field 1000 or 1001 does not decode: read_view's error, in its words
-        view = parse_view(onnx.TypeProto.FromString(data).tensor_type.SerializeToString(), pointer)
+        view = parse_view(onnx.TypeProto.FromString(data).tensor_type.SerializeToString(), where)
     if view is None:
         return None
     if not (view.HasField("quantization") or view.HasField("statistics")):
-        view = parse_view(view.SerializeToString(), pointer)  # read_view's test for a 1000/1001 of the wrong wire type
+        view = parse_view(view.SerializeToString(), where)  # read_view's test for a 1000/1001 of the wrong wire type
     quantization = view.quantization if view.HasField("quantization") else None
     raw_stats = view.statistics if view.HasField("statistics") else None
     stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
@@ -201,7 +204,8 @@ class Context:
                     fields = decoded.get(key, decoded)
                     new = fields is decoded
                     if new:
-                        fields = decoded[key] = _decode(key, f"{graph_pointer}/{kind}/{i}", qtypes, shapes)
+                        where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
+                        fields = decoded[key] = _decode(key, where, qtypes, shapes)
                     if fields is None:
                         continue  # not a tensor type
                     declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, name, *fields))
@@ -518,6 +522,20 @@ class Context:
 def decl_location(decl: Declared, *field: object) -> Location:
     """A declaration, or a field of its type."""
     return Location(decl.field(*field) if field else decl.pointer, tensor=decl.name)
+
+
+def derived(qtype: QType, **changes: object) -> QType:
+    """``qtype`` without statistics and with ``changes``: neither validated nor converted again.
+
+    Rules derive the type a tensor must have from another tensor's declared type (a data-movement op's output
+    from its input) and compare it with what is declared. A declared type may be invalid in any field (QT1xx
+    reports that) and may hold millions of scales: QType.replace() would validate the copy (an exception instead
+    of findings) and convert every scale again one by one, and even with ``validate=False`` it renames a storage
+    or expressed type it does not know. A derived type keeps every field as read, changed fields as given.
+    """
+    copy = qtype.with_statistics(None)  # a copy that is never revalidated
+    object.__getattribute__(copy, "__dict__").update(changes)
+    return copy
 
 
 def storage_of(qtype: QType) -> StorageType | None:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, NodeRef
+from onnx_qtypes.checker.context import Context, NodeRef, derived
 from onnx_qtypes.proto.qtype import QType
 
 # op -> (data input indices, data output indices); None means "all".
@@ -65,7 +65,7 @@ def data_indices(ref: NodeRef, kind: str) -> list[int]:
 
 
 def _same(qt: QType, **changes: object) -> Expectation:
-    return Expectation(qt.replace(statistics=None, **changes))
+    return Expectation(derived(qt, **changes))
 
 
 def _reshaped_axis(before: tuple, after: tuple, axis: int) -> int | None | str:

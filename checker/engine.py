@@ -14,7 +14,7 @@ from onnx_qtypes.checker.diagnostics import Diagnostic, Severity, ValidationErro
 from onnx_qtypes.checker.profile import Profile, load_profile
 from onnx_qtypes.checker.registry import all_rules
 from onnx_qtypes.proto import load
-from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError
 
 ModelLike = str | os.PathLike | bytes | bytearray | memoryview | ModelProto
 ProfileLike = Profile | dict | str | os.PathLike | None
@@ -77,8 +77,18 @@ def iter_diagnostics(model: ModelLike, profile: ProfileLike = None) -> Iterator[
                 collector.resume()
                 yield diagnostic
                 collector.pause()
+    except (ModelLoadError, MalformedExtensionError) as exc:  # found while indexing or reading a constant
+        raise _in_file(exc, source) from None
     finally:
         collector.resume()
+
+
+def _in_file(exc: QTypesError, source: str) -> QTypesError:
+    """The error with the model file in front: the context names the pointer and the tensor, not the file."""
+    text = str(exc)
+    if source.startswith("<") or text.startswith(f"{source}:"):  # <model>, <bytes>: no file to name
+        return exc
+    return type(exc)(f"{source}: {text}")
 
 
 def check_model(model: ModelLike, profile: ProfileLike = None) -> list[Diagnostic]:

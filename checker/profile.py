@@ -129,12 +129,52 @@ def builtin_names() -> list[str]:
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
+# A valid profile nests objects and arrays about five levels deep (profile.schema.json closes every object);
+# anything much deeper is refused before the schema validator, which recurses once per level, walks it.
+MAX_DEPTH = 16
+_MESSAGE_CHARS = 300  # a schema error quotes the offending value: keep the line readable
+
+
+def _too_deep(doc: Any) -> str | None:
+    """The JSON path of the first value nested deeper than MAX_DEPTH, or None (no recursion: any depth)."""
+    stack: list[tuple[Any, str, int]] = [(doc, "$", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, dict):
+            children = [(v, f"{path}.{k}" if isinstance(k, str) and k.isidentifier() else f"{path}[{k!r}]")
+                        for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return path
+        stack.extend((v, p, depth + 1) for v, p in reversed(children))
+    return None
+
+
+def _short(error: jsonschema.ValidationError) -> str:
+    """The validator's message with a long quoted value cut down to its ends."""
+    message = error.message
+    if len(message) <= _MESSAGE_CHARS:
+        return message
+    quoted = repr(error.instance)
+    if len(quoted) > 80:
+        message = message.replace(quoted, f"{quoted[:50]} ... {quoted[-20:]} ({len(quoted)} characters)")
+    return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + " ..."
+
+
 def validate(doc: Any, origin: str) -> Profile:
     """Check a profile document; raise ProfileError naming the JSON path that is wrong."""
+    if (path := _too_deep(doc)) is not None:
+        raise ProfileError(
+            f"{origin}: invalid profile at {path}: objects and arrays nested more than {MAX_DEPTH} levels deep; "
+            "a profile nests a few levels (see profile.schema.json)"
+        )
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
-        raise ProfileError(f"{origin}: invalid profile at {error.json_path}: {error.message}")
+        raise ProfileError(f"{origin}: invalid profile at {error.json_path}: {_short(error)}")
     from onnx_qtypes.checker.registry import all_rules
 
     rules = {r.id: r for r in all_rules()}
@@ -162,6 +202,11 @@ def _read_json(text: str, origin: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{origin}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except RecursionError:  # the reader recurses once per level
+        raise ProfileError(
+            f"{origin}: not a profile: objects and arrays nested too deeply to read (a profile nests a few levels, "
+            f"at most {MAX_DEPTH})"
+        ) from None
 
 
 @functools.cache

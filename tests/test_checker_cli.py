@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -96,9 +97,10 @@ def _hostile(tmp_path):
         (lambda p: p, ("is a directory",)),
         (lambda p: _file(p / "empty.onnx", b""), ("empty file",)),
         (lambda p: _file(p / "text.onnx", b"ir_version: 10\n"), ("not an ONNX model",)),
-        (lambda p: _malformed(p, b"\xc2\x3e\x03\x08\xff\xff"), ("/graph/input/0", "does not decode")),
-        (lambda p: _malformed(p, b"\xc0\x3e\x05"), ("/graph/input/0", "wire type 0")),
-        (_hostile, ("/graph/initializer/2", "'w'", "[1000000, 1000000]")),
+        (lambda p: _malformed(p, b"\xc2\x3e\x03\x08\xff\xff"),
+         ("malformed.onnx: /graph/input/0 (tensor 'q')", "does not decode")),
+        (lambda p: _malformed(p, b"\xc0\x3e\x05"), ("malformed.onnx: /graph/input/0 (tensor 'q')", "wire type 0")),
+        (_hostile, ("hostile.onnx: /graph/initializer/2", "'w'", "[1000000, 1000000]")),
     ],
     ids=["missing", "directory", "empty", "text", "malformed-extension", "wrong-wire-type", "hostile-dims"],
 )
@@ -144,6 +146,9 @@ def test_profile_by_name_and_by_file(broken_path, tmp_path, capsys):
     assert [(d["rule"], d["severity"]) for d in doc["diagnostics"]] == [("QT102", "error")]
 
 
+DEEP = functools.reduce(lambda inner, _: [inner], range(900), [])  # 900 nested lists
+
+
 @pytest.mark.parametrize(
     ("document", "fragments"),
     [
@@ -162,9 +167,14 @@ def test_profile_by_name_and_by_file(broken_path, tmp_path, capsys):
          ("$.roles.weight.storage[0]", "min 5 must be < max 5")),
         (json.dumps({"name": "x", "description": "d", "sources": [], "accumulator_bits": 4}),
          ("$.accumulator_bits",)),
+        ("[" * 200_000 + "]" * 200_000, ("nested too deeply to read",)),  # deeper than the JSON reader goes
+        (json.dumps({"name": "x", "description": "d", "sources": [], "shared_parameters": [DEEP, DEEP]}),
+         ("$.shared_parameters[0][0]", "nested more than 16 levels")),  # readable, too deep for the validator
+        (json.dumps({"name": "X" * 100_000, "description": "d", "sources": []}),
+         ("$.name", "(100002 characters) does not match")),
     ],
     ids=["not-json", "missing-sources", "bad-storage", "unknown-role", "lowered-severity", "unknown-rule",
-         "empty-range", "tiny-accumulator"],
+         "empty-range", "tiny-accumulator", "deep-unreadable", "deep", "long-value"],
 )
 def test_invalid_profile_exits_2_naming_the_json_path(clean_path, tmp_path, capsys, document, fragments):
     profile = tmp_path / "bad.json"
@@ -172,6 +182,7 @@ def test_invalid_profile_exits_2_naming_the_json_path(clean_path, tmp_path, caps
     code, out, err = _main(capsys, "check", str(clean_path), "--profile", str(profile))
     assert out == ""
     _one_line_error(code, err, "bad.json", *fragments)
+    assert len(err) < 400, err  # the offending value is quoted by its ends
 
 
 def test_unknown_profile_name_lists_the_built_ins(clean_path, capsys):

@@ -13,7 +13,7 @@ from onnx import TensorProto
 from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.profile import load_profile
-from onnx_qtypes.proto import QType, Statistics, TensorStatistics
+from onnx_qtypes.proto import QType
 
 
 def test_roles_follow_the_operators():

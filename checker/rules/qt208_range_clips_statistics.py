@@ -36,7 +36,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, decl_location, storage_of
+from onnx_qtypes.checker.context import Context, decl_location, derived, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
@@ -59,7 +59,7 @@ def _ranges(qt: QType) -> np.ndarray:
     """Representable real range per parameter pair, widened by half a step: shape [pairs, 2]."""
     pairs = len(qt.scale)
     bounds = np.array([[qt.storage_min, qt.storage_max]] * pairs, dtype=np.int64)
-    per_row = qt.replace(axis=0, block_size=None) if pairs > 1 else qt.replace(axis=None, block_size=None)
+    per_row = derived(qt, axis=0 if pairs > 1 else None, block_size=None)
     real = dequantize(bounds, per_row)
     half = np.asarray(qt.scale)[:, None] / 2
     return real + np.hstack([-half, half])

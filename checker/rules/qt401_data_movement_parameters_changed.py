@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnx_qtypes.checker.columns import well_formed
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.data_movement import DATA_MOVEMENT, data_indices, expect, expect_concat, is_data_movement
 from onnx_qtypes.checker.diagnostics import Finding
@@ -65,15 +66,15 @@ def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
     out = ctx.qtype(ref.scope, ref.outputs[0])
     names = [n for n in ref.inputs if n]
     types = [ctx.qtype(ref.scope, n) for n in names]
-    if out is None or any(t is None for t in types):
-        return
-    joined = expect_concat(ctx, ref, types, out)
-    if joined.qtype is not None:
+    if out is None or any(t is None for t in types) or not well_formed(ctx, out):
+        return  # an output type that is not well formed is no type to copy (QT1xx reports it)
+    joined = expect_concat(ctx, ref, types, out) if all(well_formed(ctx, t) for t in types) else None
+    if joined is not None and joined.qtype is not None:
         if joined.qtype != out:
             yield _mismatch(ref, 0, "its inputs", joined.qtype, out)
         return
     for index, (name, qt) in enumerate(zip(names, types)):
-        if qt.replace(statistics=None) != out:
+        if qt != out:  # statistics take no part in equality
             yield Finding(
                 ref.location("input", index),
                 f"input {name!r} is {qt}, but the output is {out}: Concat must requantize this input instead of "
@@ -91,8 +92,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         source = ref.inputs[0] if ref.inputs else ""
         qt = ctx.qtype(ref.scope, source) if source else None
-        if qt is None:
-            continue
+        if qt is None or not well_formed(ctx, qt):
+            continue  # a type that is not well formed says nothing about its output's (QT1xx reports it)
         for out_index in data_indices(ref, "output"):
             have = ctx.qtype(ref.scope, ref.outputs[out_index])
             if have is None:
