@@ -49,5 +49,9 @@ def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | No
     """QTypesError when ``output`` is the same file as one of the named inputs (e.g. model=..., inputs=...)."""
     out = pathlib.Path(os.fspath(output)).resolve()
     for role, path in inputs.items():
-        if path is not None and pathlib.Path(os.fspath(path)).resolve() == out:
+        if path is None:
+            continue
+        source = pathlib.Path(os.fspath(path)).resolve()
+        same = source == out or (out.exists() and source.exists() and os.path.samefile(source, out))  # hard links
+        if same:
             raise QTypesError(f"{output}: is the {role.replace('_', ' ')} being read; write the output to another file")

@@ -127,6 +127,9 @@ def test_output_that_is_an_input_is_refused(tmp_path):
     with pytest.raises(Exception, match="is the model being read"):
         refuse_overwrite(tmp_path / "sub" / ".." / "m.onnx", model=tmp_path / "m.onnx")
     refuse_overwrite(tmp_path / "out.onnx", model=tmp_path / "m.onnx", inputs=None)  # a different file is fine
+    (tmp_path / "hard.onnx").hardlink_to(tmp_path / "m.onnx")
+    with pytest.raises(Exception, match="is the model being read"):
+        refuse_overwrite(tmp_path / "hard.onnx", model=tmp_path / "m.onnx")
 
 
 def test_help_and_version_exit_0(capsys):
