@@ -21,7 +21,7 @@ import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema
+from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema, count_problem
 
 UNKNOWN = -1  # rank of a declaration without a shape
 # axis_state: what the declared shape says about the type's axis
@@ -133,6 +133,18 @@ def well_formed(ctx: Context, qtype: QType) -> bool:
             return False
         return True
     return verdict
+
+
+def valid_type(ctx: Context, scope: str, name: str) -> QType | None:
+    """A tensor's quantized type when it is valid: well formed, with parameters that fit its shape if known.
+
+    None for a tensor without a quantized type and for one whose type the type rules (QT1xx) report.
+    """
+    qtype = ctx.qtype(scope, name)
+    if qtype is None or not well_formed(ctx, qtype):
+        return None
+    shape = ctx.shape(scope, name)
+    return qtype if shape is None or count_problem(qtype, shape) is None else None
 
 
 def _verdicts(c: Columns) -> dict[int, bool]:

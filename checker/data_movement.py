@@ -83,15 +83,24 @@ def _reshaped_axis(before: tuple, after: tuple, axis: int) -> int | None | str:
     return None
 
 
-def _select(qt: QType, index: list[int], axis: int) -> Expectation:
-    if any(not 0 <= i < len(qt.scale) for i in index) or len(qt.zero_point) != len(qt.scale):
+def _select(qt: QType, index: range | np.ndarray, axis: int) -> Expectation:
+    """The parameters of the selected slices (indices into the parameters), in order."""
+    count = len(qt.scale)
+    if len(qt.zero_point) != count:
         return UNKNOWN
-    scales = tuple(qt.scale[i] for i in index)
-    zero_points = tuple(qt.zero_point[i] for i in index)
+    if isinstance(index, range):  # Slice, Split: a slice of the tuples, however many parameters
+        if index and not (0 <= min(index[0], index[-1]) and max(index[0], index[-1]) < count):
+            return UNKNOWN
+        part = slice(index.start, None if index.stop < 0 else index.stop, index.step) if index else slice(0)
+        return _same(qt, axis=axis, scale=qt.scale[part], zero_point=qt.zero_point[part])
+    if index.size and not (0 <= index.min() and index.max() < count):
+        return UNKNOWN
+    scales = tuple(np.asarray(qt.scale, np.float64)[index].tolist())  # Gather: one vector selection
+    zero_points = tuple(np.asarray(qt.zero_point, np.int64)[index].tolist())
     return _same(qt, axis=axis, scale=scales, zero_point=zero_points)
 
 
-def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> list[int] | None:
+def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> range | None:
     inputs = list(ref.inputs) + [""] * 5
     values = [ctx.constant_array(ref.scope, n) if n else None for n in inputs[1:5]]
     starts, ends, axes, steps = values
@@ -100,10 +109,10 @@ def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> list[int]
     rank = len(ctx.shape(ref.scope, ref.inputs[0]) or ())
     axes_list = [int(a) + rank if a < 0 else int(a) for a in (axes if axes is not None else range(len(starts)))]
     if axis not in axes_list:
-        return list(range(dim))
+        return range(dim)
     k = axes_list.index(axis)
     step = int(steps[k]) if steps is not None else 1
-    return list(range(dim))[slice(int(starts[k]), int(ends[k]), step)] if step else None
+    return range(dim)[slice(int(starts[k]), int(ends[k]), step)] if step else None
 
 
 def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation:
@@ -142,6 +151,10 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
     out_axis = axis + max(offset, 0)
     if out_axis >= len(after):
         return UNKNOWN
+    if op == "Slice" and before[axis] == after[out_axis] == len(qt.scale) and before[axis] is not None:
+        index = _slice_indices(ctx, ref, axis, before[axis])  # as many slices, maybe in another order (step < 0)
+        if index is not None:
+            return _select(qt, index, axis)
     if before[axis] is not None and before[axis] == after[out_axis]:
         return _same(qt, axis=out_axis)
     if before[axis] is None or after[out_axis] is None or before[axis] != len(qt.scale):
@@ -151,7 +164,7 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         return UNKNOWN if index is None else _select(qt, index, axis)
     if op == "Split" and _norm(ref.attr("axis", 0), len(before)) == axis:
         start = sum((ctx.shape(scope, n) or (0,) * (axis + 1))[axis] or 0 for n in ref.outputs[:out_index])
-        return _select(qt, list(range(start, min(start + after[axis], len(qt.scale) + 1))), axis)
+        return _select(qt, range(start, min(start + after[axis], len(qt.scale) + 1)), axis)
     return Expectation(
         impossible=f"{op} changes dimension {axis} from {before[axis]} to {after[out_axis]}, "
         f"so the {len(qt.scale)} per-axis parameters along it cannot follow"
@@ -175,11 +188,13 @@ def _gather(ctx: Context, ref: NodeRef, qt: QType, before: tuple) -> Expectation
     if indices is None or indices.ndim > 1 or before[qt.axis] != len(qt.scale):
         return UNKNOWN
     dim = before[qt.axis]
-    picked = [int(i) + dim if i < 0 else int(i) for i in np.atleast_1d(indices)]
-    if any(not 0 <= i < dim for i in picked):
+    picked = np.atleast_1d(indices).astype(np.int64)
+    picked = np.where(picked < 0, picked + dim, picked)
+    if picked.size and not (0 <= picked.min() and picked.max() < dim):
         return UNKNOWN  # out-of-range indices are the op's own error
     if indices.ndim == 0:
-        return _same(qt, axis=None, scale=(qt.scale[picked[0]],), zero_point=(qt.zero_point[picked[0]],))
+        first = int(picked[0])
+        return _same(qt, axis=None, scale=(qt.scale[first],), zero_point=(qt.zero_point[first],))
     return _select(qt, picked, qt.axis)
 
 

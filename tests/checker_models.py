@@ -445,7 +445,11 @@ def cases() -> list[Case]:
         _fire("QT103", "uint8-300", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [300])), f"{QF}/zero_point/0", "q"),
         _fire("QT103", "narrowed-range", lambda: one_tensor(qmsg(scale=[0.1], zero_point=[-128], storage_min=-127)),
               f"{QF}/zero_point/0", "q", message="[-127, 127]"),
+        _fire("QT103", "implied-zero-point", lambda: one_tensor(qmsg(scale=[0.5], storage_max=-1)), f"{QF}/zero_point",
+              "q", message="no zero point is written, so every zero point is 0, and zero point 0 is outside"),
         _miss("QT103", "uint8-255", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [255]))),
+        _miss("QT103", "implied-zero-point-inside",
+              lambda: one_tensor(qmsg(scale=[0.5], storage_min=0, storage_max=9))),
         # QT104
         _fire("QT104", "int64", lambda: one_tensor(qmsg(TensorProto.INT64, [0.1])), f"{QF}/storage_type", "q"),
         _fire("QT104", "absent", lambda: one_tensor(qmsg(0, [0.1])), f"{QF}/storage_type", "q"),

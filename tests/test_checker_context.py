@@ -117,3 +117,28 @@ def test_a_run_leaves_no_reference_cycles():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_per_axis_parameters_follow_selections_in_order():
+    # Slice with a negative step, the second output of Split and Gather with out-of-order indices select the
+    # parameters of the slices they keep, in order; the same scales in another order are a QT401 finding.
+    scales = [0.125, 0.25, 0.5, 1.0]
+    cases = [
+        ("Slice", [("starts", [-1]), ("ends", [-5]), ("axes", [1]), ("steps", [-1])], {}, [1.0, 0.5, 0.25, 0.125]),
+        ("Slice", [("starts", [3]), ("ends", [0]), ("axes", [1]), ("steps", [-2])], {}, [1.0, 0.25]),
+        ("Gather", [("indices", [3, 0])], {"axis": 1}, [1.0, 0.125]),
+        ("Split", [("split", [2, 2])], {"axis": 1}, [0.5, 1.0]),
+    ]
+    for op, extra, attrs, selected in cases:
+        for out_scales, fires in ((selected, False), (sorted(selected), selected != sorted(selected))):
+            g = Graph(op).input("x", (2, 4), QType("int8", scales, [0] * 4, axis=1))
+            for name, values in extra:
+                g.init(name, np.array(values, np.int64))
+            outputs = ["first", "y"] if op == "Split" else ["y"]
+            g.node(op, ["x", *(name for name, _ in extra)], outputs, name="op", **attrs)
+            if op == "Split":
+                g.value("first", (2, 2)).output("first", (2, 2))  # a float output: nothing to compare
+            g.value("y", (2, len(selected)), QType("int8", out_scales, [0] * len(out_scales), axis=1))
+            g.output("y", (2, len(selected)))
+            found = [d for d in iter_diagnostics(g.build()) if d.rule == "QT401"]
+            assert bool(found) == fires, (op, extra, out_scales, [d.message for d in found])

@@ -32,7 +32,7 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.checker.walk import summarize_flagged
 from onnx_qtypes.proto.qtype import scale_problem
 
 
@@ -42,7 +42,13 @@ def check(ctx: Context) -> Iterator[Finding]:
     with np.errstate(invalid="ignore"):
         suspect = ~(np.isfinite(cols.scales) & (cols.scales > 0))  # screen every scale at once
     for decl in cols.owners(suspect):
-        problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_problem(s))]
-        if problems:
-            index, message = summarize(problems, "scales")
+        scales = np.asarray(decl.qtype.scale, np.float64)
+        with np.errstate(invalid="ignore"):
+            flagged = ~(np.isfinite(scales) & (scales > 0))  # scale_problem's test, on every scale of the type
+        if found := summarize_flagged(flagged, decl.qtype.scale, _problem, "scales"):
+            index, message = found
             yield Finding(decl_location(decl, "quantization", "scale", index), message)
+
+
+def _problem(i: int, scale: float) -> str | None:
+    return f"scale[{i}]: {p}" if (p := scale_problem(scale)) else None

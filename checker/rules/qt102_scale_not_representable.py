@@ -38,8 +38,8 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import summarize
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, scale_warning
+from onnx_qtypes.checker.walk import summarize_flagged
+from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, ExpressedType, scale_warning
 
 
 @rule("QT102", "scale-not-representable", "warning")
@@ -55,10 +55,18 @@ def check(ctx: Context) -> Iterator[Finding]:
             suspect[mine] = (rounded != values) | (values < _smallest_normal(dtype))
         for decl in cols.owners(suspect):
             kind = EXPRESSED_TYPES[decl.qtype.expressed]
-            problems = [(i, f"scale[{i}]: {p}") for i, s in enumerate(decl.qtype.scale) if (p := scale_warning(s, kind))]
-            if problems:
-                index, message = summarize(problems, "scales")
+            scales = np.asarray(decl.qtype.scale, np.float64)
+            rounded = scales.astype(kind.np_dtype).astype(np.float64)
+            # scale_warning's test on every scale of the type: a valid scale (else QT101's) that rounds or is subnormal
+            inexact = (rounded != scales) | (scales < _smallest_normal(kind.np_dtype))
+            flagged = np.isfinite(scales) & (scales > 0) & inexact
+            if found := summarize_flagged(flagged, decl.qtype.scale, functools.partial(_warning, kind=kind), "scales"):
+                index, message = found
                 yield Finding(decl_location(decl, "quantization", "scale", index), message)
+
+
+def _warning(i: int, scale: float, kind: ExpressedType) -> str | None:
+    return f"scale[{i}]: {p}" if (p := scale_warning(scale, kind)) else None
 
 
 @functools.cache

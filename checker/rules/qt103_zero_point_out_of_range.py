@@ -27,13 +27,16 @@ storage_max)`), or widen the storage type.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+
+import numpy as np
 
 from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import summarize
+from onnx_qtypes.checker.walk import summarize_flagged
 from onnx_qtypes.proto.qtype import range_problem, zero_point_problem
 
 
@@ -46,11 +49,18 @@ def check(ctx: Context) -> Iterator[Finding]:
         storage = storage_of(qt)
         if storage is None or range_problem(storage, qt.storage_min, qt.storage_max):
             continue  # QT104 / QT105 report the storage itself
-        problems = [
-            (i, f"zero_point[{i}]: {p}")
-            for i, z in enumerate(decl.quantization.zero_point)
-            if (p := zero_point_problem(z, qt.storage_min, qt.storage_max))
-        ]
-        if problems:
-            index, message = summarize(problems, "zero points")
+        if not decl.quantization.zero_point:  # none written: every zero point is 0
+            if problem := zero_point_problem(0, qt.storage_min, qt.storage_max):
+                yield Finding(decl_location(decl, "quantization", "zero_point"),
+                              f"no zero point is written, so every zero point is 0, and {problem} of {storage.name}")
+            continue
+        zero_points = np.asarray(qt.zero_point, np.int64)  # the written ones
+        flagged = (zero_points < qt.storage_min) | (zero_points > qt.storage_max)  # zero_point_problem's test
+        problem = functools.partial(_problem, lo=qt.storage_min, hi=qt.storage_max)
+        if found := summarize_flagged(flagged, qt.zero_point, problem, "zero points"):
+            index, message = found
             yield Finding(decl_location(decl, "quantization", "zero_point", index), f"{message} of {storage.name}")
+
+
+def _problem(i: int, zero_point: int, lo: int, hi: int) -> str | None:
+    return f"zero_point[{i}]: {p}" if (p := zero_point_problem(zero_point, lo, hi)) else None

@@ -25,14 +25,17 @@ parameters actually follow (ASYMMETRIC).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+
+import numpy as np
 
 from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import summarize
-from onnx_qtypes.proto.qtype import Schema, schema_problem
+from onnx_qtypes.checker.walk import summarize_flagged
+from onnx_qtypes.proto.qtype import Schema, schema_problem, unsigned_midpoint
 
 
 @rule("QT111", "schema-zero-point-violated", "error")
@@ -46,10 +49,17 @@ def check(ctx: Context) -> Iterator[Finding]:
         if bounds is None or not (qt.schema.symmetric or qt.schema is Schema.SYMMETRIC_WITH_UNSIGNED):
             continue  # the other schemas say nothing about zero points
         # Zero points only (the scale part of the schema is QT112's), one at a time to point at it.
-        problems = [
-            (i, p) for i, z in enumerate(decl.quantization.zero_point)
-            if (p := schema_problem(qt.schema, [], [z], *bounds))
-        ]
-        if problems:
-            index, message = summarize(problems, "zero points")
+        if not decl.quantization.zero_point:
+            continue  # none written: every zero point is 0, which both schemas allow
+        zero_points = np.asarray(qt.zero_point, np.int64)
+        flagged = zero_points != 0  # schema_problem's test on every zero point of the type
+        if qt.schema is Schema.SYMMETRIC_WITH_UNSIGNED:
+            flagged &= zero_points != unsigned_midpoint(*bounds)
+        problem = functools.partial(_problem, schema=qt.schema, bounds=bounds)
+        if found := summarize_flagged(flagged, qt.zero_point, problem, "zero points"):
+            index, message = found
             yield Finding(decl_location(decl, "quantization", "zero_point", index), f"zero_point[{index}]: {message}")
+
+
+def _problem(i: int, zero_point: int, schema: Schema, bounds: tuple[int, int]) -> str | None:
+    return schema_problem(schema, [], [zero_point], *bounds)

@@ -23,6 +23,7 @@ the power-of-two predicate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
@@ -31,8 +32,8 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import summarize
-from onnx_qtypes.proto.qtype import schema_problem
+from onnx_qtypes.checker.walk import not_pow2, summarize_flagged
+from onnx_qtypes.proto.qtype import Schema, schema_problem
 
 
 @rule("QT112", "schema-scale-not-pow2", "error")
@@ -43,7 +44,11 @@ def check(ctx: Context) -> Iterator[Finding]:
         if not qt.schema.pow2:
             continue
         # Scales only, one at a time so the finding points at the scale.
-        problems = [(i, p) for i, s in enumerate(qt.scale) if (p := schema_problem(qt.schema, [s], [], 0, 1))]
-        if problems:
-            index, message = summarize(problems, "scales")
+        problem = functools.partial(_problem, schema=qt.schema)
+        if found := summarize_flagged(not_pow2(qt.scale), qt.scale, problem, "scales"):
+            index, message = found
             yield Finding(decl_location(decl, "quantization", "scale", index), f"scale[{index}]: {message}")
+
+
+def _problem(i: int, scale: float, schema: Schema) -> str | None:
+    return schema_problem(schema, [scale], [], 0, 1)

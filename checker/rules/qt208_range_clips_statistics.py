@@ -40,7 +40,7 @@ from onnx_qtypes.checker.context import Context, decl_location, derived, storage
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
-from onnx_qtypes.proto.qtype import QType, Statistics, range_problem, scale_problem, zero_point_problem
+from onnx_qtypes.proto.qtype import QType, Statistics, range_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
 
@@ -50,15 +50,16 @@ def _well_formed(qt: QType) -> bool:
         return False
     if len(qt.zero_point) != len(qt.scale) or qt.block_size is not None:
         return False
-    if any(scale_problem(s) for s in qt.scale):
-        return False
-    return not any(zero_point_problem(z, qt.storage_min, qt.storage_max) for z in qt.zero_point)
+    scales, zero_points = np.asarray(qt.scale, np.float64), np.asarray(qt.zero_point, np.int64)
+    with np.errstate(invalid="ignore"):  # scale_problem's and zero_point_problem's tests, every pair at once
+        valid = np.isfinite(scales) & (scales > 0) & (zero_points >= qt.storage_min) & (zero_points <= qt.storage_max)
+    return bool(valid.all())
 
 
 def _ranges(qt: QType) -> np.ndarray:
     """Representable real range per parameter pair, widened by half a step: shape [pairs, 2]."""
     pairs = len(qt.scale)
-    bounds = np.array([[qt.storage_min, qt.storage_max]] * pairs, dtype=np.int64)
+    bounds = np.tile(np.array([qt.storage_min, qt.storage_max], dtype=np.int64), (pairs, 1))
     per_row = derived(qt, axis=0 if pairs > 1 else None, block_size=None)
     real = dequantize(bounds, per_row)
     half = np.asarray(qt.scale)[:, None] / 2
@@ -94,13 +95,13 @@ def check(ctx: Context) -> Iterator[Finding]:
         qt, stats = decl.qtype, decl.statistics
         if qt is None or not _well_formed(qt):
             continue
-        ranges = _ranges(qt)
         if qt.axis is None:
             pairs = [(stats.tensor, ("statistics", "tensor"), "tensor statistics", 0)]
         elif stats.axis == qt.axis and len(stats.per_axis) == len(qt.scale):
             pairs = [(s, ("statistics", "per_axis", i), f"slice {i} statistics", i) for i, s in enumerate(stats.per_axis)]
         else:
             continue
+        ranges = _ranges(qt)
         for entry, path, label, i in pairs:
             if entry is None or entry.min is None or entry.max is None or not entry.min <= entry.max:
                 continue

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.columns import well_formed
+from onnx_qtypes.checker.columns import valid_type
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.data_movement import DATA_MOVEMENT, data_indices, expect, expect_concat, is_data_movement
 from onnx_qtypes.checker.diagnostics import Finding
@@ -66,9 +66,10 @@ def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
     out = ctx.qtype(ref.scope, ref.outputs[0])
     names = [n for n in ref.inputs if n]
     types = [ctx.qtype(ref.scope, n) for n in names]
-    if out is None or any(t is None for t in types) or not well_formed(ctx, out):
-        return  # an output type that is not well formed is no type to copy (QT1xx reports it)
-    joined = expect_concat(ctx, ref, types, out) if all(well_formed(ctx, t) for t in types) else None
+    if out is None or any(t is None for t in types) or valid_type(ctx, ref.scope, ref.outputs[0]) is None:
+        return  # an invalid output type is no type to copy (QT1xx reports it)
+    valid = all(valid_type(ctx, ref.scope, n) is not None for n in names)
+    joined = expect_concat(ctx, ref, types, out) if valid else None  # derived from valid inputs only
     if joined is not None and joined.qtype is not None:
         if joined.qtype != out:
             yield _mismatch(ref, 0, "its inputs", joined.qtype, out)
@@ -91,9 +92,9 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield from _concat(ctx, ref)
             continue
         source = ref.inputs[0] if ref.inputs else ""
-        qt = ctx.qtype(ref.scope, source) if source else None
-        if qt is None or not well_formed(ctx, qt):
-            continue  # a type that is not well formed says nothing about its output's (QT1xx reports it)
+        qt = valid_type(ctx, ref.scope, source) if source else None
+        if qt is None:
+            continue  # not quantized, or an invalid type that says nothing about the output's (QT1xx reports it)
         for out_index in data_indices(ref, "output"):
             have = ctx.qtype(ref.scope, ref.outputs[out_index])
             if have is None:

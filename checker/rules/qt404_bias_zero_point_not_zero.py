@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from onnx_qtypes.checker.bias import bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
@@ -32,12 +34,12 @@ from onnx_qtypes.checker.registry import rule
 @rule("QT404", "bias-zero-point-not-zero", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for use in bias_uses(ctx):
-        bad = [(i, z) for i, z in enumerate(use.qtype.zero_point) if z != 0]
-        if bad:
-            i, z = bad[0]
+        bad = np.flatnonzero(np.asarray(use.qtype.zero_point, np.int64))  # every zero point at once
+        if len(bad):
+            i = int(bad[0])
             yield Finding(
                 use.ref.location("input", 2),
-                f"bias {use.bias!r} has zero_point[{i}] = {z}"
+                f"bias {use.bias!r} has zero_point[{i}] = {use.qtype.zero_point[i]}"
                 + (f" ({len(bad) - 1} more non-zero)" if len(bad) > 1 else "")
                 + "; a bias is added to the accumulator and must have zero point 0",
             )

@@ -68,13 +68,13 @@ def _screen(uses: list[BiasUse]) -> list[BiasUse]:
 def check(ctx: Context) -> Iterator[Finding]:
     for use in _screen([u for u in bias_uses(ctx) if _compared(u)]):
         b, x, w = use.qtype, use.x, use.w
-        bad = []
-        for c, (bs, ws) in enumerate(zip(b.scale, w.scale)):
-            product = x.scale[0] * ws
-            if not (bs > 0 and product > 0) or abs(bs - product) > RELATIVE_TOLERANCE * min(bs, product):
-                bad.append((c, bs, product))
-        if bad:
-            c, bs, product = bad[0]
+        bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one
+            bad = np.flatnonzero(~((bias > 0) & (product > 0))
+                                 | (np.abs(bias - product) > RELATIVE_TOLERANCE * np.minimum(bias, product)))
+        if len(bad):
+            c = int(bad[0])
+            bs, product = b.scale[c], x.scale[0] * w.scale[c]
             channel = f"[{c}]" if b.axis is not None else ""
             more = f" ({len(bad) - 1} more channels differ)" if len(bad) > 1 else ""
             yield Finding(

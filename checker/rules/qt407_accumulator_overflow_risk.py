@@ -63,8 +63,8 @@ def _data_reach(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
     values = data.astype(np.int64)
     if qt.axis is None:
         return int(np.abs(values - qt.zero_point[0]).max())
-    if qt.axis >= values.ndim or values.shape[qt.axis] != len(qt.zero_point):
-        return None
+    if not 0 <= qt.axis < values.ndim or values.shape[qt.axis] != len(qt.zero_point):
+        return None  # an axis or a count that does not fit the data (QT107, QT108): the type's bound stands
     shape = [1] * values.ndim
     shape[qt.axis] = len(qt.zero_point)
     return int(np.abs(values - np.asarray(qt.zero_point).reshape(shape)).max())

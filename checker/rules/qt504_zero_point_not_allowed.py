@@ -24,12 +24,15 @@ Recalibrate symmetrically (zero point 0), for example with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+
+import numpy as np
 
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import constrained, profile_label, summarize
+from onnx_qtypes.checker.walk import constrained, profile_label, summarize_flagged
 
 
 @rule("QT504", "zero-point-not-allowed", "error")
@@ -38,10 +41,16 @@ def check(ctx: Context) -> Iterator[Finding]:
         if rc.zero_points is None or decl.qtype.is_dynamic:
             continue
         allowed = set(rc.zero_points)
-        bad = [(i, f"zero_point[{i}] = {z}") for i, z in enumerate(decl.qtype.zero_point) if z not in allowed]
-        if bad:
-            index, message = summarize(bad, "zero points")
+        storable = [z for z in allowed if -(2**63) <= z < 2**63]  # zero points are int64: no other one matches
+        flagged = ~np.isin(np.asarray(decl.qtype.zero_point, np.int64), np.asarray(storable, np.int64))
+        problem = functools.partial(_problem, allowed=allowed)
+        if found := summarize_flagged(flagged, decl.qtype.zero_point, problem, "zero points"):
+            index, message = found
             yield Finding(
                 decl_location(decl, "quantization", "zero_point", index),
                 f"{profile_label(ctx, role)} accepts zero points {sorted(allowed)}, found {message}",
             )
+
+
+def _problem(i: int, zero_point: int, allowed: set[int]) -> str | None:
+    return None if zero_point in allowed else f"zero_point[{i}] = {zero_point}"

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.walk import constrained, fmt, profile_label, summarize
+from onnx_qtypes.checker.walk import constrained, fmt, not_pow2, profile_label, summarize_flagged
 from onnx_qtypes.proto.qtype import is_pow2
 
 
@@ -37,10 +37,14 @@ def check(ctx: Context) -> Iterator[Finding]:
     for decl, role, rc in constrained(ctx):
         if not rc.pow2_scale:
             continue
-        bad = [(i, f"scale[{i}] = {fmt(s)}") for i, s in enumerate(decl.qtype.scale) if not is_pow2(s)]
-        if bad:
-            index, message = summarize(bad, "scales")
+        found = summarize_flagged(not_pow2(decl.qtype.scale), decl.qtype.scale, _problem, "scales")
+        if found:
+            index, message = found
             yield Finding(
                 decl_location(decl, "quantization", "scale", index),
                 f"{profile_label(ctx, role)} accepts only scales that are exactly 2^k, found {message}",
             )
+
+
+def _problem(i: int, scale: float) -> str | None:
+    return None if is_pow2(scale) else f"scale[{i}] = {fmt(scale)}"
