@@ -23,6 +23,7 @@ from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
+from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
 
 T = TypeVar("T")
@@ -184,6 +185,7 @@ class Context:
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
+        self._require_text_names()
 
     # -- indexing -------------------------------------------------------------
     def _index_declarations(self) -> None:
@@ -242,6 +244,28 @@ class Context:
                 nodes.append(ref)
                 if ref.op_type == "Constant" and ref.is_onnx and ref.outputs:
                     self._index_constant(ref)
+
+    def _require_text_names(self) -> None:
+        """ModelLoadError naming the field when a name is not UTF-8 (protobuf hands such a name over as bytes).
+
+        Checked on the values the index already holds (a tenth of the cost of reading them from the model
+        again); only when one is bytes does proto.names walk the model to say where.
+        """
+        kinds: set[type] = set()
+        add, update = kinds.add, kinds.update
+        for ref in self.nodes:
+            update(map(type, ref.inputs))
+            update(map(type, ref.outputs))
+            add(type(ref.op_type))
+            add(type(ref.name))
+            add(type(ref.domain))
+            update(type(a.name) for a in ref.node.attribute)
+        update(type(d.name) for d in self.declarations)
+        update(type(c.name) for c in self.constants.values())
+        update(type(o.domain) for o in self.model.opset_import)
+        if bytes in kinds:
+            require_utf8_names(self.model, "")
+            raise ModelLoadError("a name in the model is not UTF-8; ONNX names must be UTF-8 text")  # not located
 
     @functools.cached_property
     def producers(self) -> dict[tuple[str, str], tuple[NodeRef, int]]:

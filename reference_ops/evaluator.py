@@ -40,6 +40,7 @@ from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, load, read_qtype
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
+from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
@@ -169,10 +170,12 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
     def __new__(cls, proto: Any = None, *args: Any, kernels: str = "definitional", **kwargs: Any) -> ReferenceEvaluator:
         if cls._session is not None:
             return super().__new__(cls)
+        where = os.fspath(proto) if isinstance(proto, (str, os.PathLike)) else cls.__name__
         if isinstance(proto, (str, bytes, os.PathLike)):
             proto = load(proto if not isinstance(proto, str) else os.fspath(proto))
         if not isinstance(proto, ModelProto):
             raise EvaluationError(f"ReferenceEvaluator: expected a ModelProto, a path or bytes, got {type(proto).__name__}")
+        require_utf8_names(proto, where)
         bound = type(cls.__name__, (cls,), {"_session": _Session(proto, kernels), "__module__": cls.__module__})
         instance = super().__new__(bound)
         instance._top = True

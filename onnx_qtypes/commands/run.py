@@ -39,6 +39,7 @@ from numpy.lib import format as npy_format
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite
+from onnx_qtypes.proto.names import require_utf8_names
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
 _NPY_MAGIC = b"\x93NUMPY"
@@ -190,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_overwrite(args.outputs, model=args.model, inputs_file=args.inputs)
     model = load(args.model)
+    require_utf8_names(model, args.model)
     try:
         evaluator = ReferenceEvaluator(model, kernels=args.kernels)
     except EvaluationError as exc:

@@ -12,6 +12,7 @@ from typing import Any
 
 from onnx_qtypes.proto import iter_declarations, load, read_qtype, static_shape
 from onnx_qtypes.proto.model import read_statistics
+from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
 
@@ -41,6 +42,7 @@ def collect(model: Any) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     model = load(args.model)
+    require_utf8_names(model, args.model)
     rows = collect(model)
     if args.format == "json":
         doc = {"model": args.model, "tensors": [_json_row(r) for r in rows]}
