@@ -97,8 +97,8 @@ def read_parameters(
             f"{where}: scale {scale!r} has shape {_shape_text(scales.shape)} but no block_size; "
             "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size"
         )
-    scale_values = [float(v) for v in np.asarray(scales, dtype=np.float64).reshape(-1)]
-    zp_values = [0] * len(scale_values) if zero_points is None else [int(v) for v in zero_points.astype(np.int64).reshape(-1)]
+    scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
+    zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
     kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
     try:
         return QType(storage, scale_values, zp_values, **kwargs)

@@ -33,6 +33,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     target, folder = writable_target(path)
     fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".tmp", dir=folder)
     try:
+        os.chmod(tmp, _mode_for(target))  # mkstemp makes 0600; the file should look like any other we write
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh
             fh.flush()
@@ -43,6 +44,16 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _mode_for(target: pathlib.Path) -> int:
+    """The permission bits the target keeps (when it exists) or a new file gets under the process umask."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | None) -> None:

@@ -9,6 +9,7 @@ for reporting on models that break the rules.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
@@ -201,6 +202,23 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
     return None
 
 
+def _first_bad_scale(scales: Sequence[float]) -> float | None:
+    """The first scale that is not finite and > 0, or None (one vector step for any count)."""
+    values = np.fromiter(scales, dtype=np.float64, count=len(scales))
+    bad = ~(np.isfinite(values) & (values > 0))
+    return scales[int(np.argmax(bad))] if bad.any() else None
+
+
+def _first_outside(values: Sequence[int], lo: int, hi: int) -> int | None:
+    """The first value outside [lo, hi], or None."""
+    try:
+        array = np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:  # beyond int64 is outside every storage range
+        return next(v for v in values if not lo <= v <= hi)
+    outside = (array < lo) | (array > hi)
+    return values[int(np.argmax(outside))] if outside.any() else None
+
+
 def zero_point_problem(zero_point: int, lo: int, hi: int) -> str | None:
     """Why ``zero_point`` is not valid in storage range [lo, hi], or None."""
     if not lo <= zero_point <= hi:
@@ -223,19 +241,21 @@ def unsigned_midpoint(lo: int, hi: int) -> int:
 
 def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequence[int], lo: int, hi: int) -> str | None:
     """Why the parameters break ``schema``'s predicate, or None."""
-    if schema.symmetric:
-        bad = [z for z in zero_points if z != 0]
-        if bad:
-            return f"schema {schema.name.lower()} requires every zero point to be 0, found {bad[0]}"
+    if schema.symmetric and any(zero_points):
+        bad = next(z for z in zero_points if z != 0)
+        return f"schema {schema.name.lower()} requires every zero point to be 0, found {bad}"
     if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
         allowed = {0, unsigned_midpoint(lo, hi)}
-        bad = [z for z in zero_points if z not in allowed]
-        if bad:
-            return f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)}, found {bad[0]}"
+        if not set(zero_points) <= allowed:
+            bad = next(z for z in zero_points if z not in allowed)
+            return f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)}, found {bad}"
     if schema.pow2:
-        bad_s = [s for s in scales if not is_pow2(s)]
-        if bad_s:
-            return f"schema {schema.name.lower()} requires every scale to be exactly 2^k, found {bad_s[0]!r}"
+        values = np.fromiter(scales, dtype=np.float64, count=len(scales))
+        mantissa, _ = np.frexp(values)
+        not_pow2 = ~(np.isfinite(values) & (values > 0) & (mantissa == 0.5))
+        if not_pow2.any():
+            return (f"schema {schema.name.lower()} requires every scale to be exactly 2^k, "
+                    f"found {scales[int(np.argmax(not_pow2))]!r}")
     return None
 
 
@@ -380,12 +400,37 @@ class TensorStatistics:
 # --- QType -------------------------------------------------------------------
 
 
+def _array_as_tuple(value: np.ndarray, kind: type) -> tuple | None:
+    """A numeric array's values as Python ints or floats in one vector step; None when one needs a closer look."""
+    flat, code = value.reshape(-1), value.dtype.kind
+    if kind is float and code in "iuf":
+        return tuple(flat.astype(np.float64).tolist())
+    if kind is int and code in "iu":
+        return tuple(flat.tolist())
+    if kind is int and code == "f" and bool(np.all(np.isfinite(flat) & (flat == np.floor(flat)))):
+        return tuple(map(int, flat.tolist()))
+    return None  # bool, object, strings, or a float zero point that is not integral: the loop below says which
+
+
 def _as_tuple(value: Any, kind: type, field: str) -> tuple:
     if value is None:
         return ()
-    items = list(value) if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) else [value]
     if isinstance(value, np.ndarray):
+        fast = _array_as_tuple(value, kind)
+        if fast is not None:
+            return fast
         items = value.reshape(-1).tolist()
+    elif isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        items = value if isinstance(value, (list, tuple)) else list(value)
+        # Millions of parameters (blocked weights) are common: plain ints and floats skip the per-item checks.
+        types = set(map(type, items))
+        if types <= {kind}:
+            return tuple(items)
+        if kind is float and types <= {int, float}:
+            with contextlib.suppress(OverflowError):  # an int too large for a float: the loop below names it
+                return tuple(map(float, items))
+    else:
+        items = [value]
     out = []
     for item in items:
         if kind is int:
@@ -398,7 +443,11 @@ def _as_tuple(value: Any, kind: type, field: str) -> tuple:
         else:
             if isinstance(item, bool) or not isinstance(item, numbers.Real):
                 raise QTypeError(field, f"expected real numbers, got {item!r}")
-            out.append(float(item))
+            try:
+                out.append(float(item))
+            except OverflowError:
+                text = repr(item)
+                raise QTypeError(field, f"{text[:20]}… ({len(text)} digits) is too large for a float") from None
     return tuple(out)
 
 
@@ -514,12 +563,10 @@ class QType:
             )
         if self.axis is None and len(self.scale) != 1:
             raise QTypeError("scale", f"a per-tensor type needs exactly 1 scale, found {len(self.scale)}; set axis")
-        for s in self.scale:
-            if problem := scale_problem(s):
-                raise QTypeError("scale", problem)
-        for z in self.zero_point:
-            if problem := zero_point_problem(z, lo, hi):
-                raise QTypeError("zero_point", problem)
+        if (bad := _first_bad_scale(self.scale)) is not None:
+            raise QTypeError("scale", scale_problem(bad))
+        if (bad_zp := _first_outside(self.zero_point, lo, hi)) is not None:
+            raise QTypeError("zero_point", zero_point_problem(bad_zp, lo, hi))
         if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi):
             raise QTypeError("schema", problem)
 

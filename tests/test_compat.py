@@ -247,3 +247,20 @@ def test_atomic_write_leaves_nothing_on_error(tmp_path):
             raise RuntimeError("writer failed")
     assert (tmp_path / "r.txt").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.txt"]
+
+
+def test_written_files_get_the_umask_mode_or_keep_their_own(tmp_path):
+    from onnx_qtypes.proto.files import atomic_write
+
+    old = os.umask(0o027)
+    try:
+        with atomic_write(tmp_path / "new.txt", "w") as fh:
+            fh.write("x")
+        assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o640  # not mkstemp's 0600
+        (tmp_path / "kept.txt").write_text("old")
+        (tmp_path / "kept.txt").chmod(0o604)
+        with atomic_write(tmp_path / "kept.txt", "w") as fh:
+            fh.write("new")
+        assert (tmp_path / "kept.txt").stat().st_mode & 0o777 == 0o604
+    finally:
+        os.umask(old)

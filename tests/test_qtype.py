@@ -220,3 +220,62 @@ def test_replace_validates_unless_told_not_to():
     stats = TensorStatistics(tensor=Statistics(min=0.0, max=1.0))
     assert bad.with_statistics(stats).statistics == stats  # no revalidation for metadata
     assert QType("int8", 0.5).replace(scale=(0.25,)) == QType("int8", 0.25)
+
+
+# -- many parameters: the vector paths decide exactly as the per-value rules ---------------------------
+
+def _outcome(scale, zero_point, schema) -> object:
+    try:
+        return QType("int8", scale, zero_point, axis=0, schema=schema)
+    except QTypeError as exc:
+        return str(exc)
+
+
+def _per_value(scale, zero_point, schema) -> str | None:
+    """The first failing check as the spec states it, one value at a time (no numpy)."""
+    from onnx_qtypes.proto.qtype import scale_problem, zero_point_problem  # noqa: PLC0415
+
+    problems = [p for p in map(scale_problem, map(float, scale)) if p]
+    if problems:
+        return "QType.scale: " + problems[0]
+    problems = [p for p in (zero_point_problem(z, -128, 127) for z in zero_point) if p]
+    if problems:
+        return "QType.zero_point: " + problems[0]
+    schema = Schema.parse(schema)
+    if schema.symmetric and any(z != 0 for z in zero_point):
+        return f"QType.schema: schema {schema.name.lower()} requires every zero point to be 0, found " \
+               f"{next(z for z in zero_point if z != 0)}"
+    if schema.pow2 and not all(is_pow2(float(s)) for s in scale):
+        return f"QType.schema: schema {schema.name.lower()} requires every scale to be exactly 2^k, found " \
+               f"{next(float(s) for s in scale if not is_pow2(float(s)))!r}"
+    return None
+
+
+@given(st.data())
+def test_list_array_and_per_value_validation_agree(data):
+    n = data.draw(st.integers(1, 40))
+    scale = data.draw(st.lists(st.one_of(st.floats(width=32), st.sampled_from([0.5, 0.25, 2.0, 1])),
+                               min_size=n, max_size=n))
+    zero_point = data.draw(st.lists(st.one_of(st.integers(-200, 300), st.just(0)), min_size=n, max_size=n))
+    schema = data.draw(st.sampled_from(["asymmetric", "symmetric", "symmetric_pow2_scale", "asymmetric_pow2_scale"]))
+    from_list = _outcome(scale, zero_point, schema)
+    from_arrays = _outcome(np.array(scale, dtype=np.float64), np.array(zero_point, dtype=np.int64), schema)
+    # numpy scalars take the per-item path: the slow path is the yardstick for the fast ones
+    from_items = _outcome([np.float64(s) for s in scale], [np.int64(z) for z in zero_point], schema)
+    assert from_list == from_arrays == from_items
+    expected = _per_value(scale, zero_point, schema)
+    if expected is None:
+        assert isinstance(from_list, QType)
+        assert from_list.scale == tuple(map(float, scale)) and from_list.zero_point == tuple(zero_point)
+    else:
+        assert from_list == expected
+
+
+def test_integral_float_zero_points_are_accepted_and_others_named():
+    assert QType("int8", [0.5, 0.5], np.array([1.0, -3.0]), axis=0).zero_point == (1, -3)
+    with pytest.raises(QTypeError, match=r"expected integers, got 1\.5"):
+        QType("int8", [0.5, 0.5], np.array([1.0, 1.5]), axis=0)
+    with pytest.raises(QTypeError, match="expected real numbers, got True"):
+        QType("int8", [0.5, True], axis=0)
+    with pytest.raises(QTypeError, match="too large for a float"):
+        QType("int8", [0.5, 10**400], axis=0)

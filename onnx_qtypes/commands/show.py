@@ -45,12 +45,21 @@ def run(args: argparse.Namespace) -> int:
     require_utf8_names(model, args.model)
     rows = collect(model)
     if args.format == "json":
-        doc = {"model": args.model, "tensors": [_json_row(r) for r in rows]}
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(render_json(rows, args.model))
     else:
         sys.stdout.write(render_table(rows, args.model))
     return 0
+
+
+def render_json(rows: list[dict[str, Any]], model: str) -> str:
+    """{"model": ..., "tensors": [...]} with one tensor per line.
+
+    Each line comes from json's C encoder: ``indent`` would select its
+    pure-Python encoder, minutes for the millions of scales of a blocked model.
+    """
+    tensors = ",\n".join(f"    {json.dumps(_json_row(r))}" for r in rows)
+    body = f"[\n{tensors}\n  ]" if rows else "[]"
+    return f'{{\n  "model": {json.dumps(model)},\n  "tensors": {body}\n}}\n'
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
