@@ -22,7 +22,7 @@ from onnx import TensorProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, QType, block_count
+from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, QType, block_count, scale_problem
 
 
 class Unrecognized(Exception):
@@ -52,13 +52,15 @@ def read_parameters(
     axis: int | None,
     block_size: int = 0,
     storage: int | None = None,
+    data_type: int | None = None,
 ) -> QType:
     """The QType node ``node_index`` gives tensor ``data`` (statistics not attached).
 
     ``axis`` is the node's axis attribute (None: the op has none, and a
     per-axis scale is invalid); ``storage`` is the storage type to assume
     when there is no zero point (QuantizeLinear's output_dtype, or the
-    tensor's own element type).
+    tensor's own element type); ``data_type`` is the integer tensor's own
+    element type when known, which the storage type must equal.
     """
     where = f"{ix.label(node_index)}, tensor {data!r}"
     scales = ix.constant(scale)
@@ -76,6 +78,11 @@ def read_parameters(
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
             f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"
+        )
+    if data_type and data_type != storage:  # e.g. an int8 weight read with a uint8 zero point: ORT refuses it
+        raise MalformedQDQError(
+            f"{where}: the tensor is {_type_name(data_type)} but its zero point {zero_point!r} is "
+            f"{_type_name(storage)}; the zero point has the tensor's type"
         )
     expressed = ix.constant_dtype(scale)
     if expressed not in EXPRESSED_BY_DATA_TYPE:
@@ -100,9 +107,12 @@ def read_parameters(
     scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
     kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    bad = next((v for v in scale_values if scale_problem(v)), None)
+    if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
+        raise MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}")
     try:
         return QType(storage, scale_values, zp_values, **kwargs)
-    except QTypeError:  # e.g. scale 0: typed as written, the checker reports it
+    except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
         return QType(storage, scale_values, zp_values, **kwargs, validate=False)
 
 

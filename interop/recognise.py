@@ -89,10 +89,12 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
             raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type")
         if not zp and storage is None:
             storage = 2  # UINT8, QuantizeLinear's default output type
-        qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage)
+        qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage,
+                                data_type=ix.elem_type(data))
         return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", node.op_type, bool(zp))])
     data = node.input[0]
-    qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data))
+    qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data),
+                            data_type=ix.elem_type(data))
     return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", node.op_type, bool(zp))])
 
 
@@ -118,7 +120,7 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
             raise Unrecognized(f"{ix.label(i)}: per-axis scale on {data!r}, whose rank is unknown")
         zp = _input(node, operand.zero_point)
         storage = ix.elem_type(data) if not zp else None
-        qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage)
+        qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage, data_type=ix.elem_type(data))
         op.ports[("in", operand.data)] = data
         op.evidence.append(Evidence(data, qtype, i, "reads", node.op_type, bool(zp)))
         read.append(qtype)
@@ -130,7 +132,7 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
         out = node.output[0]
         zp = _input(node, spec.output[1])
         storage = None if zp else read[0].storage_type.data_type
-        qtype = read_parameters(ix, i, out, out_scale, zp, axis=None, storage=storage)
+        qtype = read_parameters(ix, i, out, out_scale, zp, axis=None, storage=storage, data_type=ix.elem_type(out))
         op.ports[("out", 0)] = out
         op.evidence.append(Evidence(out, qtype, i, "writes", node.op_type, bool(zp)))
     elif not spec.output_optional:

@@ -286,9 +286,9 @@ class _TypedNode:
             # onnx.reference runs no iteration when the optional `cond` input is absent; ONNX says
             # the loop then runs M times (onnxruntime does), so supply the implied `true`.
             args = (args[0], np.array(True), *args[2:])
-        if not self._is_typed:
-            return self._inner.run(*args, **kwargs)
         try:
+            if not self._is_typed:
+                return self._inner.run(*args, **kwargs)
             return self._run(list(args), kwargs)
         except EvaluationError:
             raise

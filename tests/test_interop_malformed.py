@@ -112,6 +112,28 @@ def test_parameters_that_contradict_the_tensor_are_errors(model, fragment):
     assert fragment in str(info.value)
 
 
+@pytest.mark.parametrize("value", [0.0, -0.5, float("inf"), float("nan")])
+def test_a_scale_no_type_can_carry_is_an_error(value):
+    """onnxruntime runs a pair with scale 0 (dividing by it); the lift refuses rather than type it."""
+    with pytest.raises(MalformedQDQError) as info:
+        lift(qdq_relu(q_scale=value, dq_scale=value))
+    assert str(info.value) == (f"QuantizeLinear 'quant_x' (/graph/node/0), tensor 'xq': scale 'qs': "
+                               f"scale {value!r} must be finite and > 0")
+    with pytest.raises(MalformedQDQError, match=r"tensor 'w': scale 'ws': scale 0.0 must be finite and > 0"):
+        lift(weight_dq([0.1, 0.0, 0.1, 0.1], [0, 0, 0, 0], axis=1))
+
+
+def test_a_zero_point_of_another_type_than_its_tensor_is_an_error():
+    model = weight_dq(0.1, 0)
+    model.graph.initializer[2].CopyFrom(_const("wz", 0, np.uint8))  # w stays int8
+    import onnxruntime
+
+    with pytest.raises(Exception, match="Type"):  # onnxruntime refuses to load it
+        onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(MalformedQDQError, match=r"tensor 'w': the tensor is INT8 but its zero point 'wz' is UINT8"):
+        lift(model)
+
+
 def test_cli_reports_malformed_qdq_in_one_located_line(tmp_path, capsys):
     path = tmp_path / "bad.onnx"
     onnx.save(qdq_relu(dq_zp=9), path)

@@ -289,3 +289,22 @@ def test_models_that_assign_a_name_twice_are_refused(tmp_path, capsys):
     assert line.startswith(f"onnx-qtypes: error: {tmp_path / 'dup.onnx'}: tensor 'b' is written by node 'n2' (Neg) "
                            "and is already the output of node 'n1' (Relu)")
     assert not (tmp_path / "o.npz").exists()
+
+
+def test_a_failure_in_a_float_node_names_the_node(tmp_path, capsys):
+    """Not only typed nodes: a Reshape that cannot run on the fed shape is the user's error, located."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor("shape", TensorProto.INT64, [2], [4, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    save(model, path)
+    np.savez(inputs, x=np.zeros((2, 3), np.float32))
+    assert main(["run", str(path), "--inputs", str(inputs), "--outputs", str(outputs)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0], err
+    assert "node 'reshape' (Reshape)" in err[0] and "cannot reshape" in err[0]
+    assert not outputs.exists()
