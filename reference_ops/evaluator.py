@@ -38,7 +38,8 @@ import onnx.reference
 from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
-from onnx_qtypes.proto import iter_declarations, load, read_qtype
+from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
+from onnx_qtypes.proto.control_flow import crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
@@ -103,6 +104,18 @@ def _validated(name: str, qtype: QType) -> QType:
         raise EvaluationError(f"tensor {name!r}: its type is invalid: {type_problem(exc)}") from None
 
 
+def _check_crossings(model: ModelProto, qtypes: dict[str, QType]) -> None:
+    """EvaluationError where If / Loop / Scan would hand stored integers to a tensor of another type: passing them
+    on would read them at another scale, and no node there could requantize (checker rule QT312)."""
+    for _, graph in iter_graphs(model):
+        for node in graph.node:
+            for crossing in crossings(node):
+                problem = crossing_problem(node, crossing, qtypes.get(crossing.inner), qtypes.get(crossing.outer))
+                if problem:
+                    label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node"
+                    raise EvaluationError(f"{label}: {problem}")
+
+
 class _Session:
     """What every evaluator of one typed model (and its subgraphs) shares."""
 
@@ -113,6 +126,7 @@ class _Session:
         self.model = model
         self.kernels = kernels
         self.qtypes = _declared_types(model)
+        _check_crossings(model, self.qtypes)
         self.functions = {(f.domain, f.name) for f in model.functions}
         self.specs: list[InputSpec] = input_specs(model, self.qtypes)
         self.inputs = [s.name for s in self.specs if s.required]

@@ -258,6 +258,37 @@ def with_subgraph(inner: QType, outer: QType) -> onnx.ModelProto:
     return g.output("r", (2,)).build()
 
 
+def if_model(branch: QType | None, out: QType) -> onnx.ModelProto:
+    """r = If(c) whose then-branch returns Identity(x_q) as ``t`` (typed ``branch``); r typed ``out``."""
+    def body(name: str, q: QType | None) -> onnx.GraphProto:
+        vi = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q else TensorProto.INT8, [2])
+        if q is not None:
+            declare(vi, q)
+        return helper.make_graph([helper.make_node("Identity", ["x_q"], [name], name=f"{name}_id")], name, [], [vi])
+
+    g = Graph("if").input("x_q", (2,), out).input("c", (), elem_type=TensorProto.BOOL)
+    g.node("If", ["c"], ["r"], name="branch", then_branch=body("t", branch), else_branch=body("e", out))
+    return g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,)).build()
+
+
+def loop_model(body_q: QType, out: QType) -> onnx.ModelProto:
+    """r = Loop(n, , x_q) carrying x_q through Identity; the body's carried input and output typed ``body_q``."""
+    def vi(name: str, q: QType | None, elem_type: int, shape: list[int] | None) -> onnx.ValueInfoProto:
+        v = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q else elem_type, shape)
+        if q is not None:
+            declare(v, q)
+        return v
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["acc_in"], ["acc_out"], name="carry"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")], "body",
+        [vi("i", None, TensorProto.INT64, []), vi("cond_in", None, TensorProto.BOOL, []), vi("acc_in", body_q, 0, [2])],
+        [vi("cond_out", None, TensorProto.BOOL, []), vi("acc_out", body_q, 0, [2])])
+    g = Graph("loop").input("x_q", (2,), out).init("n", np.array(3, np.int64))
+    g.node("Loop", ["n", "", "x_q"], ["r"], name="repeat", body=body)
+    return g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,)).build()
+
+
 # --- the case table -------------------------------------------------------------------------
 
 
@@ -615,6 +646,15 @@ def cases() -> list[Case]:
         _fire("QT311", "cast-of-quantized-initializer", lambda: _cast_of_quantized_constant(False),
               "/graph/node/0/input/0", "w", "cast"),
         _miss("QT311", "declared-input-fails-closed", lambda: _cast_of_quantized_constant(True)),
+        # QT312
+        _fire("QT312", "if-branch-other-scale", lambda: if_model(int8(0.4, 0), int8(0.2, 0)),
+              "/graph/node/0/output/0", "r", "branch", message="then_branch output 0 -> output 0"),
+        _fire("QT312", "if-branch-plain", lambda: if_model(None, int8(0.2, 0)), "/graph/node/0/output/0", "r", "branch",
+              message="'t' is not quantized"),
+        _fire("QT312", "loop-carried-other-scale", lambda: loop_model(int8(0.5, 0), int8(0.1, 0)),
+              "/graph/node/0/input/2", "x_q", "repeat", message="carried value 0: input 2 -> body input 2"),
+        _miss("QT312", "if-branch-same-type", lambda: if_model(int8(0.2, 0), int8(0.2, 0))),
+        _miss("QT312", "loop-carried-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0))),
         # QT401
         _fire("QT401", "reshape-new-scale", lambda: mover("Reshape", (1, 4, 2, 2), (1, 16), int8(F32, 0), int8(0.04, 0),
                                                          extra_inputs=[("shape", np.array([1, 16], np.int64))]),

@@ -80,7 +80,7 @@ def test_subgraph_nodes_are_listed_under_their_parent():
                               [helper.make_tensor_value_info("c", TensorProto.BOOL, []), helper.make_tensor_value_info("x", TensorProto.INT8, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.INT8, [2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    for name, scale in (("x", 0.1), ("t", 0.2), ("e", 0.1), ("y", 0.2)):
+    for name, scale in (("x", 0.1), ("t", 0.2), ("e", 0.2), ("y", 0.2)):
         set_qtype(model, name, QType("int8", scale, 0))
     params = fixed_point_parameters(model)
     assert params["if/then_branch/inner"]["multipliers"]["rescale"]["real"] == [0.5]
