@@ -2,7 +2,9 @@
 
 A float operator N is folded when every float activation it reads comes from
 a lifted DequantizeLinear and every float value it writes goes only into
-lifted QuantizeLinear nodes with one type. By the typed semantics
+lifted QuantizeLinear nodes with one type — or stays a plain float value
+when every such DequantizeLinear was written by ``lower`` for N itself
+(``metadata.inserted_by_lower``: a typed op with a float result). By the typed semantics
 (dequantize the inputs, apply N, quantize the outputs) the typed N then
 computes exactly what DQ -> N -> Q computed: N reads the integer tensors
 directly and writes the quantized tensor itself. Constant float inputs
@@ -22,6 +24,7 @@ import dataclasses
 
 from onnx import NodeProto
 
+from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, has_subgraph
 from onnx_qtypes.proto.qtype import QType
 
@@ -39,6 +42,7 @@ class Folded:
 def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], types: dict[str, QType]) -> Folded:
     nodes = ix.nodes
     source = {nodes[i].output[0]: nodes[i].input[0] for i, r in roles.items() if r == "dq"}  # DQ output -> integer input
+    inserted = {nodes[i].output[0] for i, r in roles.items() if r == "dq" and metadata.inserted_by_lower(nodes[i])}
     types = dict(types)
     removed: set[int] = set()
     rename: dict[str, str] = {}
@@ -71,8 +75,9 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
             qs = quantizers(name)
             if qs is not None:
                 outputs.append((k, qs))
-            elif ix.is_float(name) is not False:  # a float (or untyped) value read as float elsewhere
-                break
+            elif ix.is_float(name) is not False and not all(n in inserted for n in node.input if n in source):
+                break  # a float value read as float elsewhere: the DQs stay as boundary ops
+            # else a float result of quantized inputs (a final MatMul) that lower wrote with DQs of its own
         else:
             folded_ops += 1
             for j, name in enumerate(node.input):

@@ -255,7 +255,8 @@ class _Lowering:
             scale, zp = self._parameters(name)
             y = self.names.fresh(f"{name}_DequantizeLinear_Output")
             node_name = self.node_names.fresh(f"{name}_DequantizeLinear")
-            self.nodes.append(dequantize_node(self.integer_name[name], y, scale, zp, qtype, node_name))
+            self.nodes.append(metadata.mark_inserted(dequantize_node(self.integer_name[name], y, scale, zp, qtype,
+                                                                     node_name)))
             self._declare_float(y, name)
             self.dequantized[name] = y
         return self.dequantized[name]

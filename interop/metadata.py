@@ -12,7 +12,9 @@ onnx.checker and onnxruntime keep, under two reverse-DNS keys:
 
 The first sits on the declaration of the integer tensor (initializer,
 QuantizeLinear output), the second on the declaration of the tensor the
-statistics describe. ``lift`` trusts the parameters of the QDQ nodes (they are
+statistics describe. A third, ``onnx_qtypes.inserted``, marks the
+DequantizeLinear nodes ``lower`` writes in front of a typed operator, so
+that ``lift`` folds exactly those back. ``lift`` trusts the parameters of the QDQ nodes (they are
 what runtimes execute) and takes only schema and storage range from the
 metadata, and only when everything else agrees.
 """
@@ -20,7 +22,7 @@ metadata, and only when everything else agrees.
 from __future__ import annotations
 
 from google.protobuf import json_format
-from onnx import ValueInfoProto
+from onnx import NodeProto, ValueInfoProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -28,6 +30,18 @@ from onnx_qtypes.proto.qtype import QType, TensorStatistics
 PREFIX = "onnx_qtypes."
 QTYPE_KEY = PREFIX + "quantized_type"
 STATISTICS_KEY = PREFIX + "statistics"
+# On a DequantizeLinear node lower wrote to feed a typed operator (NodeProto.metadata_props, IR >= 10): QDQ
+# cannot tell it from a boundary DequantizeLinear of the typed model, which lift must keep.
+INSERTED_KEY = PREFIX + "inserted"
+
+
+def mark_inserted(node: NodeProto) -> NodeProto:
+    node.metadata_props.add(key=INSERTED_KEY, value="dequantize")
+    return node
+
+
+def inserted_by_lower(node: NodeProto) -> bool:
+    return any(p.key == INSERTED_KEY for p in node.metadata_props)
 
 
 class MetadataError(ValueError):
