@@ -590,6 +590,14 @@ def _check_size(const: ConstantRef) -> None:
                 f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} bytes of "
                 f"{TensorProto.DataType.Name(const.data_type)} raw_data, found {found}"
             )
+    elif bits is not None and bits >= 8:  # one value per entry of the typed field (sub-byte types are packed)
+        found = max(len(tensor.int32_data), len(tensor.int64_data), len(tensor.float_data),
+                    len(tensor.double_data), len(tensor.uint64_data))
+        if found != (need := math.prod(dims)):
+            raise ModelLoadError(
+                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} "
+                f"{TensorProto.DataType.Name(const.data_type)} values, found {found or 'no data'}"
+            )
 
 
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:

@@ -90,6 +90,17 @@ def _hostile(tmp_path):
     return path
 
 
+def _no_data(tmp_path, values: list[int] | None = None):
+    """The quantized weight's data moved out of raw_data: none at all, or ``values`` in int32_data."""
+    model = conv_model()
+    w = next(t for t in model.graph.initializer if t.name == "w")
+    w.ClearField("raw_data")
+    w.int32_data.extend(values or [])
+    path = tmp_path / "nodata.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "fragments"),
     [
@@ -101,8 +112,11 @@ def _hostile(tmp_path):
          ("malformed.onnx: /graph/input/0 (tensor 'q')", "does not decode")),
         (lambda p: _malformed(p, b"\xc0\x3e\x05"), ("malformed.onnx: /graph/input/0 (tensor 'q')", "wire type 0")),
         (_hostile, ("hostile.onnx: /graph/initializer/2", "'w'", "[1000000, 1000000]")),
+        (_no_data, ("nodata.onnx: /graph/initializer/2", "'w'", "need 108 INT8 values, found no data")),
+        (lambda p: _no_data(p, [1, 2, 3]), ("'w'", "need 108 INT8 values, found 3")),
     ],
-    ids=["missing", "directory", "empty", "text", "malformed-extension", "wrong-wire-type", "hostile-dims"],
+    ids=["missing", "directory", "empty", "text", "malformed-extension", "wrong-wire-type", "hostile-dims",
+         "initializer-without-data", "initializer-short-data"],
 )
 def test_unreadable_models_exit_2_with_one_line(tmp_path, capsys, make, fragments):
     code, out, err = _main(capsys, "check", str(make(tmp_path)))
