@@ -20,10 +20,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
+from google.protobuf.message import Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 from onnx import TensorProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +87,11 @@ EXPRESSED_TYPES: dict[str, ExpressedType] = {
 EXPRESSED_BY_DATA_TYPE = {e.data_type: e for e in EXPRESSED_TYPES.values()}
 
 
+def _is_int(value: object) -> bool:
+    # bool is an int subclass and 3.0 hashes like 3: dict lookups alone would take True for FLOAT, 3.0 for INT8
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
 class Schema(enum.Enum):
     """Declared predicate on scale and zero point (proto enum ``Schema``)."""
 
@@ -110,7 +117,7 @@ class Schema(enum.Enum):
             key = value.strip().upper().replace("-", "_")
             if key in cls.__members__:
                 return cls[key]
-        elif isinstance(value, int) and value in {s.value for s in cls}:
+        elif _is_int(value) and value in {s.value for s in cls}:
             return cls(value)
         names = ", ".join(s.name.lower() for s in cls)
         raise QTypeError("schema", f"unknown schema {value!r}; expected one of {names}")
@@ -123,7 +130,7 @@ def storage_type(value: str | int | StorageType) -> StorageType:
     """Look up a storage type by name ("int8") or onnx data type (3)."""
     if isinstance(value, StorageType):
         return value
-    found = STORAGE_TYPES.get(value) if isinstance(value, str) else STORAGE_BY_DATA_TYPE.get(value)
+    found = STORAGE_TYPES.get(value) if isinstance(value, str) else STORAGE_BY_DATA_TYPE.get(value) if _is_int(value) else None
     if found is None:
         raise QTypeError("storage", storage_problem(value) or f"unknown storage type {value!r}")
     return found
@@ -135,7 +142,7 @@ def expressed_type(value: str | int | ExpressedType) -> ExpressedType:
         return value
     if value == "float":
         value = "float32"
-    found = EXPRESSED_TYPES.get(value) if isinstance(value, str) else EXPRESSED_BY_DATA_TYPE.get(value)
+    found = EXPRESSED_TYPES.get(value) if isinstance(value, str) else EXPRESSED_BY_DATA_TYPE.get(value) if _is_int(value) else None
     if found is None:
         raise QTypeError("expressed", expressed_problem(value) or f"unknown expressed type {value!r}")
     return found
@@ -155,7 +162,7 @@ def _data_type_name(value: object) -> str:
 
 def storage_problem(value: object) -> str | None:
     """Why ``value`` is not an allowed storage type, or None."""
-    known = value in STORAGE_TYPES if isinstance(value, str) else value in STORAGE_BY_DATA_TYPE
+    known = value in STORAGE_TYPES if isinstance(value, str) else _is_int(value) and value in STORAGE_BY_DATA_TYPE
     if known:
         return None
     allowed = ", ".join(STORAGE_TYPES)
@@ -164,7 +171,8 @@ def storage_problem(value: object) -> str | None:
 
 def expressed_problem(value: object) -> str | None:
     """Why ``value`` is not an allowed expressed type, or None."""
-    known = value in EXPRESSED_TYPES or value == "float" if isinstance(value, str) else value in EXPRESSED_BY_DATA_TYPE
+    known = (value in EXPRESSED_TYPES or value == "float" if isinstance(value, str)
+             else _is_int(value) and value in EXPRESSED_BY_DATA_TYPE)
     if known:
         return None
     allowed = ", ".join(EXPRESSED_TYPES)
@@ -259,6 +267,25 @@ def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequenc
     return None
 
 
+_SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
+
+
+def unknown_field_problem(msg: Message, path: str = "quantization") -> str | None:
+    """Why ``msg`` (a QuantizedType or TensorStatistics) holds a field or schema value this version does not
+    define, or None. Protobuf keeps such a field aside and reads the default: an unknown schema reads as
+    asymmetric (the checker reports these as QT115)."""
+    for field in UnknownFieldSet(msg):
+        if isinstance(msg, pb.QuantizedType) and field.field_number == _SCHEMA_FIELD and field.wire_type == 0:
+            known = ", ".join(f"{s.name.lower()} ({s.value})" for s in Schema)
+            return f"{path}.schema: value {field.data} is not defined by this version of the extension (known: {known})"
+        return f"{path}: field {field.field_number} is not defined by this version of the extension"
+    if isinstance(msg, pb.TensorStatistics):
+        subs = [("tensor", msg.tensor)] if msg.HasField("tensor") else []
+        subs += [(f"per_axis[{i}]", s) for i, s in enumerate(msg.per_axis)]
+        return next((p for name, sub in subs if (p := unknown_field_problem(sub, f"{path}.{name}"))), None)
+    return None
+
+
 def block_count(dim: int, block_size: int) -> int:
     """Number of blocks along a dimension; the last block may be short."""
     return -(-dim // block_size)
@@ -325,8 +352,12 @@ class Statistics:
     histogram_counts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "histogram_edges", tuple(float(e) for e in self.histogram_edges))
-        object.__setattr__(self, "histogram_counts", tuple(int(c) for c in self.histogram_counts))
+        sets = object.__setattr__
+        for name in ("min", "max", "mean", "std"):
+            sets(self, name, _as_real(getattr(self, name), f"statistics.{name}"))
+        sets(self, "count", _as_int(self.count, "statistics.count"))
+        sets(self, "histogram_edges", _as_tuple(self.histogram_edges, float, "statistics.histogram_edges"))
+        sets(self, "histogram_counts", _as_tuple(self.histogram_counts, int, "statistics.histogram_counts"))
 
     def to_proto(self) -> pb.Statistics:
         msg = pb.Statistics()
@@ -362,7 +393,14 @@ class TensorStatistics:
     method: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "per_axis", tuple(self.per_axis))
+        per_axis = tuple(self.per_axis)
+        for name, value in (("tensor", self.tensor), *(("per_axis", s) for s in per_axis)):
+            if value is not None and not isinstance(value, Statistics):
+                raise QTypeError(f"statistics.{name}", f"expected a Statistics, got {value!r}")
+        if self.method is not None and not isinstance(self.method, str):
+            raise QTypeError("statistics.method", f"expected a string, got {self.method!r}")
+        object.__setattr__(self, "per_axis", per_axis)
+        object.__setattr__(self, "axis", _as_int(self.axis, "statistics.axis"))
 
     def to_proto(self) -> pb.TensorStatistics:
         msg = pb.TensorStatistics()
@@ -410,6 +448,21 @@ def _array_as_tuple(value: np.ndarray, kind: type) -> tuple | None:
     if kind is int and code == "f" and bool(np.all(np.isfinite(flat) & (flat == np.floor(flat)))):
         return tuple(map(int, flat.tolist()))
     return None  # bool, object, strings, or a float zero point that is not integral: the loop below says which
+
+
+def _as_int(value: Any, field: str) -> int | None:
+    """An optional integer field. Integral floats (2.0) are taken as zero points are (``_as_tuple``);
+    a bool or a fraction is refused rather than truncated by int()."""
+    if value is None or type(value) is int:
+        return value
+    if _is_int(value) or (isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer()):
+        return int(value)
+    raise QTypeError(field, f"expected an integer, got {value!r}")
+
+
+def _as_real(value: Any, field: str) -> float | None:
+    """An optional real field, checked as scales are."""
+    return value if value is None or type(value) is float else _as_tuple((value,), float, field)[0]
 
 
 def _as_tuple(value: Any, kind: type, field: str) -> tuple:
@@ -498,12 +551,14 @@ class QType:
         sets(self, "storage", st.name if st else _data_type_name(storage))
         sets(self, "scale", scales)
         sets(self, "zero_point", zps)
-        sets(self, "axis", None if axis is None else int(axis))
-        sets(self, "block_size", None if block_size is None else int(block_size))
+        sets(self, "axis", _as_int(axis, "axis"))
+        sets(self, "block_size", _as_int(block_size, "block_size"))
         sets(self, "schema", Schema.parse(schema))
-        sets(self, "storage_min", int(storage_min) if storage_min is not None else (st.min if st else None))
-        sets(self, "storage_max", int(storage_max) if storage_max is not None else (st.max if st else None))
+        sets(self, "storage_min", _as_int(storage_min, "storage_min") if storage_min is not None else (st.min if st else None))
+        sets(self, "storage_max", _as_int(storage_max, "storage_max") if storage_max is not None else (st.max if st else None))
         sets(self, "expressed", ex.name if ex else _data_type_name(expressed))
+        if statistics is not None and not isinstance(statistics, TensorStatistics):
+            raise QTypeError("statistics", f"expected a TensorStatistics or None, got {statistics!r}")
         sets(self, "statistics", statistics)
         if validate:
             self._validate()
@@ -614,9 +669,17 @@ class QType:
 
     @classmethod
     def from_proto(
-        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
+        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True,
+        strict: bool = False,
     ) -> QType:
-        """The QType a message declares; ``validate=False`` keeps invalid values for reporting."""
+        """The QType a message declares; ``validate=False`` keeps invalid values for reporting.
+
+        ``strict=True`` raises MalformedExtensionError when the message holds a field or schema value this
+        version does not define: protobuf keeps it aside and reads the default (an unknown schema reads as
+        asymmetric). Not the default because the checker reads such types to report them (QT115).
+        """
+        if strict and (problem := unknown_field_problem(msg)):
+            raise MalformedExtensionError(problem)
         storage = STORAGE_BY_DATA_TYPE.get(msg.storage_type)
         expressed = EXPRESSED_BY_DATA_TYPE.get(msg.expressed_type)
         has = msg.HasField
