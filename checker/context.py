@@ -175,6 +175,7 @@ class Context:
         self.declarations: list[Declared] = []
         # the first declaration of each distinct TypeProto: the others share its decoded fields (the same objects)
         self.distinct_declarations: list[Declared] = []
+        self.other_types: list[tuple[str, str, bytes]] = []  # (pointer, name, TypeProto bytes) of non-tensor types
         self._by_name: dict[tuple[str, str], list[Declared]] = {}
         self._qtypes: dict[tuple[str, str], QType] = {}
         self.nodes: list[NodeRef] = []
@@ -208,8 +209,10 @@ class Context:
                     if new:
                         where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
                         fields = decoded[key] = _decode(key, where, qtypes, shapes)
-                    if fields is None:
-                        continue  # not a tensor type
+                    if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
+                        if key:
+                            self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))
+                        continue
                     declared = make_declared((f"{graph_pointer}/{kind}/{i}", kind, scope, name, *fields))
                     declarations.append(declared)
                     if new:

@@ -258,6 +258,19 @@ def with_subgraph(inner: QType, outer: QType) -> onnx.ModelProto:
     return g.output("r", (2,)).build()
 
 
+def sequence_model(nested: QType | None) -> onnx.ModelProto:
+    """n = SequenceLength(seq) with seq a sequence of int8 tensors whose element type carries ``nested``."""
+    tensor = helper.make_tensor_type_proto(TensorProto.INT8, [2])
+    if nested is not None:
+        vi = onnx.ValueInfoProto(name="elem", type=tensor)
+        declare(vi, nested, elem_type=TensorProto.INT8)
+        tensor = vi.type
+    seq = helper.make_value_info("seq", helper.make_sequence_type_proto(tensor))
+    graph = helper.make_graph([helper.make_node("SequenceLength", ["seq"], ["n"], name="length")], "seq", [seq],
+                              [helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+
+
 def if_model(branch: QType | None, out: QType) -> onnx.ModelProto:
     """r = If(c) whose then-branch returns Identity(x_q) as ``t`` (typed ``branch``); r typed ``out``."""
     def body(name: str, q: QType | None) -> onnx.GraphProto:
@@ -646,6 +659,10 @@ def cases() -> list[Case]:
         _fire("QT311", "cast-of-quantized-initializer", lambda: _cast_of_quantized_constant(False),
               "/graph/node/0/input/0", "w", "cast"),
         _miss("QT311", "declared-input-fails-closed", lambda: _cast_of_quantized_constant(True)),
+        # QT116
+        _fire("QT116", "sequence-of-quantized-tensors", lambda: sequence_model(int8(0.5, 0)),
+              "/graph/input/0/type/sequence_type/elem_type/tensor_type", "seq", message="quantization inside"),
+        _miss("QT116", "sequence-of-plain-tensors", lambda: sequence_model(None)),
         # QT312
         _fire("QT312", "if-branch-other-scale", lambda: if_model(int8(0.4, 0), int8(0.2, 0)),
               "/graph/node/0/output/0", "r", "branch", message="then_branch output 0 -> output 0"),

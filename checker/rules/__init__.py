@@ -20,6 +20,7 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt113_dynamic_type_has_parameters,
     qt114_elem_type_not_undefined,
     qt115_unknown_extension_field,
+    qt116_quantized_type_nested,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
     qt203_stats_std_invalid,
