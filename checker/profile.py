@@ -18,7 +18,9 @@ from typing import Any
 import jsonschema
 
 from onnx_qtypes.checker.diagnostics import Severity
-from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.errors import QTypeError, QTypesError
+from onnx_qtypes.proto.files import require_regular_file
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, range_problem, zero_point_problem
 
 _PACKAGE = "onnx_qtypes.checker"
 
@@ -189,12 +191,46 @@ def validate(doc: Any, origin: str) -> Profile:
                 "a profile may raise a severity but never lower it"
             )
     for role, body in doc.get("roles", {}).items():
-        for i, entry in enumerate(body.get("storage", [])):
-            if isinstance(entry, dict) and "min" in entry and "max" in entry and entry["min"] >= entry["max"]:
-                raise ProfileError(
-                    f"{origin}: invalid profile at $.roles.{role}.storage[{i}]: min {entry['min']} must be < max {entry['max']}"
-                )
+        _check_role(body, f"$.roles.{role}", origin)
+    for op, entries in doc.get("fixed_output", {}).items():
+        for i, entry in enumerate(entries):
+            _check_fixed_output(entry, f"$.fixed_output.{op}[{i}]", origin)
     return Profile.from_json(doc, origin)
+
+
+def _check_role(body: dict[str, Any], path: str, origin: str) -> None:
+    """Storage bounds inside their storage type, zero points that some allowed storage type holds."""
+    allowed = []
+    for i, entry in enumerate(body.get("storage", [])):
+        st = STORAGE_TYPES[entry if isinstance(entry, str) else entry["type"]]
+        allowed.append(st)
+        if isinstance(entry, str):
+            continue
+        lo, hi = entry.get("min", st.min), entry.get("max", st.max)
+        if problem := range_problem(st, lo, hi):
+            # a bound outside the storage type is named; otherwise the pair is out of order
+            key = next((k for k, v in (("min", lo), ("max", hi)) if k in entry and not st.min <= v <= st.max), "")
+            where, why = (f".{key}", problem) if key else ("", f"min {lo} must be < max {hi}")
+            raise ProfileError(f"{origin}: invalid profile at {path}.storage[{i}]{where}: {why}")
+    lo = min(st.min for st in allowed or STORAGE_TYPES.values())
+    hi = max(st.max for st in allowed or STORAGE_TYPES.values())
+    for i, zero_point in enumerate(body.get("zero_points", [])):
+        if problem := zero_point_problem(zero_point, lo, hi):  # no allowed storage type could hold it
+            raise ProfileError(f"{origin}: invalid profile at {path}.zero_points[{i}]: {problem}")
+    blocked = body.get("granularity", {}).get("blocked")
+    for i, size in enumerate(blocked if isinstance(blocked, list) else []):
+        if size >= 2**63:  # block_size is an int64 attribute in ONNX
+            raise ProfileError(f"{origin}: invalid profile at {path}.granularity.blocked[{i}]: "
+                               f"block size {size} does not fit in int64")
+
+
+def _check_fixed_output(entry: dict[str, Any], path: str, origin: str) -> None:
+    """A fixed output must be a valid quantized type: checked by constructing one, as a model's type is."""
+    try:
+        QType(entry["storage"], scale=entry["scale"], zero_point=entry["zero_point"])
+    except QTypeError as exc:
+        message = str(exc).split(f"QType.{exc.field}: ", 1)[-1]
+        raise ProfileError(f"{origin}: invalid profile at {path}.{exc.field}: {message}") from None
 
 
 def _read_json(text: str, origin: str) -> Any:
@@ -235,6 +271,7 @@ def load_profile(spec: Profile | dict | str | os.PathLike | None = None) -> Prof
         )
     if path.is_dir():
         raise ProfileError(f"{path}: is a directory, expected a profile .json file")
+    require_regular_file(path, "a profile .json file", ProfileError)  # before opening: a FIFO blocks
     try:
         content = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,7 +1,12 @@
 """Writing files atomically: a temporary file beside the target, then a rename.
 
 A reader never sees a half-written model, report or .npz, and a failed write
-leaves the old file (if any) untouched and no temporary file behind.
+leaves the old file (if any) untouched and no temporary file behind. A symlink
+is written through (the file it points to is replaced, the link kept); a
+device, FIFO or socket, or a link to an open descriptor such as /dev/stdout,
+is written to directly: renaming over it would replace it with a plain file.
+Every file we read must be a regular file (``require_regular_file``): reading
+a device may never end, and opening a FIFO blocks.
 """
 
 from __future__ import annotations
@@ -9,16 +14,53 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import IO
 
 from onnx_qtypes.proto.errors import QTypesError
 
+NOT_REGULAR = "not a regular file (a device, FIFO or socket)"
+_DESCRIPTOR = re.compile(r"/(proc/(self|[0-9]+)|dev)/fd/[0-9]+")
+
+
+def is_special(path: str | os.PathLike) -> bool:
+    """True when ``path`` exists (links followed) and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, unreadable or a NUL in the name: the caller's own checks say which
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def require_regular_file(path: str | os.PathLike, give: str, error: type[QTypesError] = QTypesError) -> None:
+    """Raise ``error`` when ``path`` is a device, FIFO or socket; checked before opening, which blocks on a FIFO."""
+    if is_special(path):
+        raise error(f"{os.fspath(path)}: {NOT_REGULAR}; give {give}")
+
+
+def is_stream(path: pathlib.Path) -> bool:
+    """A target to write straight into: a device, FIFO or socket, or a link to an open descriptor (/dev/stdout)."""
+    if is_special(path):
+        return True
+    hop = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if _DESCRIPTOR.fullmatch(hop):  # /dev/stdout -> /proc/self/fd/1 -> the shell's file: don't rename over it
+            return True
+        if not os.path.islink(hop):
+            return False
+        hop = os.path.join(os.path.dirname(hop), os.readlink(hop))
+    return False
+
 
 def writable_target(path: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path]:
-    """(target, folder) for ``path``; QTypesError when it cannot be a file we write."""
+    """(target, folder) for ``path``, a symlink resolved to the file it points to; QTypesError when it cannot
+    be a file we write."""
     target = pathlib.Path(os.fspath(path))
+    if target.is_symlink() and not is_stream(target):
+        target = pathlib.Path(os.path.realpath(target))  # replace the file the link points to, keep the link
     folder = target.parent if str(target.parent) else pathlib.Path(".")
     if not folder.is_dir():
         raise QTypesError(f"{target}: folder {folder} does not exist")
@@ -29,12 +71,21 @@ def writable_target(path: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
-    """Open a temporary file for writing; on success it replaces ``path``."""
+    """Open a temporary file for writing; on success it replaces ``path`` (a stream target is written directly)."""
     target, folder = writable_target(path)
+    encoding = {} if "b" in mode else {"encoding": "utf-8"}
+    if is_stream(target):  # atomicity means nothing for a stream, and the rename would replace the device
+        try:
+            # append: on /dev/stdout redirected with >> to a file, "w" would truncate what the shell kept
+            with open(target, mode.replace("w", "a"), **encoding) as fh:
+                yield fh
+        except OSError as exc:
+            raise QTypesError(f"{target}: cannot write ({exc.strerror or exc})") from None
+        return
     fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".tmp", dir=folder)
     try:
         os.chmod(tmp, _mode_for(target))  # mkstemp makes 0600; the file should look like any other we write
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        with os.fdopen(fd, mode, **encoding) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

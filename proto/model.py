@@ -19,7 +19,14 @@ from google.protobuf.message import DecodeError, EncodeError
 from onnx import ModelProto, TensorProto, ValueInfoProto
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
-from onnx_qtypes.proto.files import atomic_write, writable_target
+from onnx_qtypes.proto.files import (
+    NOT_REGULAR,
+    atomic_write,
+    is_special,
+    is_stream,
+    require_regular_file,
+    writable_target,
+)
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
 QUANTIZATION_FIELD = 1000
@@ -302,11 +309,13 @@ def quantized_tensors(model: ModelProto) -> dict[str, QType]:
 # --- loading and saving --------------------------------------------------------
 
 
-def _check_external_location(location: str, base_dir: pathlib.Path, tensor: str) -> None:
-    """Refuse external-data paths that leave the model's folder."""
-    where = f"tensor {tensor!r}: external data location {location!r}"
+def _check_external_location(location: str, base_dir: pathlib.Path, tensor: str, source: str = "") -> None:
+    """Refuse external-data paths that leave the model's folder or are not regular files."""
+    where = f"{source + ': ' if source else ''}tensor {tensor!r}: external data location {location!r}"
     if not location:
         raise ModelLoadError(f"{where} is empty")
+    if "\0" in location:  # the OS refuses such a name (ValueError): say so here
+        raise ModelLoadError(f"{where} contains a NUL byte; it must be a file name")
     if os.path.isabs(location) or pathlib.PureWindowsPath(location).is_absolute() or location.startswith(("/", "\\")):
         raise ModelLoadError(f"{where} is absolute; it must be relative to the model's folder")
     parts = pathlib.PurePath(location.replace("\\", "/")).parts
@@ -318,6 +327,8 @@ def _check_external_location(location: str, base_dir: pathlib.Path, tensor: str)
         raise ModelLoadError(f"{where} resolves to {target}, outside the model's folder {root} (symlink?)")
     if target.is_dir():
         raise ModelLoadError(f"{where} is a directory, expected a data file")
+    if is_special(target):  # reading a FIFO blocks, a device may never end
+        raise ModelLoadError(f"{where}: {target}: {NOT_REGULAR}; give a data file")
     if not target.is_file():
         raise ModelLoadError(f"{where}: no such file {target}")
 
@@ -343,6 +354,7 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool =
         raise ModelLoadError(f"{path}: no such file")
     if path.is_dir():
         raise ModelLoadError(f"{path}: is a directory, expected an .onnx file")
+    require_regular_file(path, "a model file", ModelLoadError)  # before reading: a FIFO blocks, /dev/zero never ends
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -358,7 +370,7 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool =
                 info = ExternalDataInfo(tensor)
             except ValueError as exc:
                 raise ModelLoadError(f"{path}: tensor {tensor.name!r}: {exc}") from None
-            _check_external_location(info.location, base, tensor.name)
+            _check_external_location(info.location, base, tensor.name, str(path))
             try:
                 load_external_data_for_tensor(tensor, str(base))
             except (OSError, ValueError, RuntimeError) as exc:
@@ -404,6 +416,10 @@ def save(
         return
     from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
 
+    if is_stream(target):  # no folder to put the data file beside a device, FIFO or /dev/stdout
+        raise QTypesError(
+            f"{target}: not a regular file (a device, FIFO or descriptor); a model with external data needs a file"
+        )
     location = location or f"{target.name}.data"
     _check_relative(location)
     work = ModelProto()

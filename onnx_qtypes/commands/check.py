@@ -9,13 +9,12 @@ cannot be read.
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 
 from onnx_qtypes.checker import builtin_names, iter_diagnostics, load_profile
 from onnx_qtypes.checker.emit import FORMAT_NAMES, Report, render
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.output and pathlib.Path(args.output).resolve() == pathlib.Path(args.model).resolve():
-        raise QTypesError(f"{args.output}: is the model being checked; write the report to another file")
+    if args.output:
+        try:
+            refuse_overwrite(args.output, model=args.model)  # the same path, a symlink or a hard link to it
+        except QTypesError:
+            raise QTypesError(f"{args.output}: is the model being checked; write the report to another file") from None
     profile = load_profile(args.profile)
     report = Report(args.model, profile.name, tuple(iter_diagnostics(args.model, profile)))
     text = render(report, args.format)

@@ -18,7 +18,7 @@ import sys
 
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.proto import save
-from onnx_qtypes.proto.files import refuse_overwrite
+from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input, statistics=args.statistics)
+    if args.statistics:
+        require_regular_file(args.statistics, "a calibration .json file")  # before opening: a FIFO blocks
     result = lift_model(args.input, statistics=args.statistics)
     save(result.model, args.output)
     if args.format == "json":

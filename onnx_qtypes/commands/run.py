@@ -38,7 +38,7 @@ from numpy.lib import format as npy_format
 
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file
 from onnx_qtypes.proto.names import require_utf8_names
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
@@ -71,6 +71,7 @@ def _open_npz(path: str, expected: str) -> Iterator[zipfile.ZipFile]:
         raise InputError(f"{path}: no such file")
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory, expected an .npz file with {expected}")
+    require_regular_file(path, "an .npz file", InputError)  # before opening: a FIFO blocks, a device never ends
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
