@@ -175,15 +175,41 @@ def iter_declarations(model: ModelProto) -> Iterator[Declaration]:
             yield Declaration(f"/functions/{f}/value_info/{i}", "value_info", function, vi)
 
 
-class _Index:
-    """Declarations and definitions of every tensor name, built in one pass."""
+def _function(model: ModelProto, function: str) -> onnx.FunctionProto:
+    """The model-local function named ``function`` ("name" or "domain:name")."""
+    domain, _, name = function.rpartition(":")
+    found = [f for f in model.functions if f.name == name and (not domain or f.domain == domain)]
+    if len(found) != 1:
+        known = ", ".join(f"{f.domain}:{f.name}" if f.domain else f.name for f in model.functions) or "none"
+        what = "no" if not found else "more than one"
+        raise UnknownTensorError(f"model has {what} function named {function!r} (functions: {known})")
+    return found[0]
 
-    def __init__(self, model: ModelProto) -> None:
+
+class _Index:
+    """Declarations and definitions of every tensor name of one scope, built in one pass.
+
+    The scope is the main graph with its subgraphs (which share its names), or with ``function`` one
+    model-local function's body: a function's names are its own, so ``x`` there is not the graph's ``x``.
+    """
+
+    def __init__(self, model: ModelProto, function: str | None = None) -> None:
         self.declarations: dict[str, list[Declaration]] = {}
-        for decl in iter_declarations(model):
-            self.declarations.setdefault(decl.name, []).append(decl)
         # name -> (graph, initializer or None); the first definition wins, as in get_qtype's search order
-        self.definitions: dict[str, tuple[onnx.GraphProto, TensorProto | None]] = {}
+        self.definitions: dict[str, tuple[onnx.GraphProto | onnx.FunctionProto, TensorProto | None]] = {}
+        if function is not None:
+            body = _function(model, function)
+            f = list(model.functions).index(body)
+            for i, vi in enumerate(body.value_info):
+                self.declarations.setdefault(vi.name, []).append(
+                    Declaration(f"/functions/{f}/value_info/{i}", "value_info", body, vi))
+            for name in [*body.input, *(out for node in body.node for out in node.output)]:
+                if name:
+                    self.definitions.setdefault(name, (body, None))
+            return
+        for decl in iter_declarations(model):
+            if not decl.pointer.startswith("/functions/"):
+                self.declarations.setdefault(decl.name, []).append(decl)
         for _, graph in iter_graphs(model):
             for init in graph.initializer:
                 self.definitions.setdefault(init.name, (graph, init))
@@ -216,13 +242,15 @@ class _Index:
 # --- public API ---------------------------------------------------------------
 
 
-def get_qtype(model: ModelProto, name: str) -> QType | None:
+def get_qtype(model: ModelProto, name: str, *, function: str | None = None) -> QType | None:
     """The quantized type of tensor ``name`` (with its statistics), or None.
 
     None means the tensor exists but is not quantized. Raises
-    UnknownTensorError when the model has no tensor of that name.
+    UnknownTensorError when the model has no tensor of that name. Names are
+    the main graph's (subgraphs included); ``function`` ("name" or
+    "domain:name") reads a model-local function's own names instead.
     """
-    index = _Index(model)
+    index = _Index(model, function)
     if not index.known(name):
         raise UnknownTensorError(f"model has no tensor named {name!r}")
     for decl in index.declarations.get(name, ()):
@@ -232,33 +260,34 @@ def get_qtype(model: ModelProto, name: str) -> QType | None:
     return None
 
 
-def get_statistics(model: ModelProto, name: str) -> TensorStatistics | None:
-    """The statistics recorded for tensor ``name``, or None."""
-    for decl in iter_declarations(model):
-        if decl.name == name:
-            stats = read_statistics(decl.value_info, decl.pointer)
-            if stats is not None:
-                return stats
+def get_statistics(model: ModelProto, name: str, *, function: str | None = None) -> TensorStatistics | None:
+    """The statistics recorded for tensor ``name``, or None (``function``: as in get_qtype)."""
+    for decl in _Index(model, function).declarations.get(name, ()):
+        stats = read_statistics(decl.value_info, decl.pointer)
+        if stats is not None:
+            return stats
     return None
 
 
-def set_qtype(model: ModelProto, name: str, qtype: QType | None) -> ModelProto:
+def set_qtype(model: ModelProto, name: str, qtype: QType | None, *, function: str | None = None) -> ModelProto:
     """Declare ``qtype`` on every declaration of tensor ``name``, in place.
 
     When the tensor has no declaration yet (an initializer, a node output), a
     ``value_info`` entry is added in the graph that defines it. The
     parameters are checked against the declared or initializer shape. With
     None the tensor goes back to plain storage integers. Returns ``model``.
+    ``function`` ("name" or "domain:name") writes inside a model-local
+    function's body, whose names are its own.
     """
-    return set_qtypes(model, {name: qtype})
+    return set_qtypes(model, {name: qtype}, function=function)
 
 
-def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None]) -> ModelProto:
+def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, function: str | None = None) -> ModelProto:
     """``set_qtype`` for many tensors in one pass over the model (linear, not quadratic).
 
     Every type is checked before any is written: on error the model is unchanged.
     """
-    index = _Index(model)
+    index = _Index(model, function)
     for name, qtype in qtypes.items():
         if qtype is not None and not isinstance(qtype, QType):
             raise QTypesError(f"set_qtype({name!r}): expected a QType or None, got {type(qtype).__name__}")
@@ -284,9 +313,10 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None]) -> ModelPr
     return model
 
 
-def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None) -> ModelProto:
-    """Record statistics on every declaration of tensor ``name``, in place."""
-    targets = _Index(model).targets(name)
+def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None, *,
+                   function: str | None = None) -> ModelProto:
+    """Record statistics on every declaration of tensor ``name``, in place (``function``: as in set_qtype)."""
+    targets = _Index(model, function).targets(name)
     for vi in targets:
         if vi.type.tensor_type.elem_type == TensorProto.UNDEFINED and read_qtype(vi) is None:
             raise QTypesError(f"set_statistics({name!r}): the tensor's element type is unknown; declare it first")
@@ -295,10 +325,10 @@ def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | 
     return model
 
 
-def quantized_tensors(model: ModelProto) -> dict[str, QType]:
-    """Every quantized tensor name with its (first declared) type, in model order."""
+def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict[str, QType]:
+    """Every quantized tensor name with its (first declared) type, in model order (``function``: as in get_qtype)."""
     out: dict[str, QType] = {}
-    for decl in iter_declarations(model):
+    for decl in (d for decls in _Index(model, function).declarations.values() for d in decls):
         if decl.name not in out:
             qtype = read_qtype(decl.value_info, decl.pointer)
             if qtype is not None:

@@ -12,7 +12,7 @@ import pytest
 from builders import add_model, weights_model
 from onnx import TensorProto
 
-from onnx_qtypes import ModelLoadError, QType, get_qtype, load, save, set_qtype, set_qtypes
+from onnx_qtypes import ModelLoadError, QType, UnknownTensorError, get_qtype, load, quantized_tensors, save, set_qtype, set_qtypes
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.model import write_view
 
@@ -264,3 +264,36 @@ def test_written_files_get_the_umask_mode_or_keep_their_own(tmp_path):
         assert (tmp_path / "kept.txt").stat().st_mode & 0o777 == 0o604
     finally:
         os.umask(old)
+
+
+def _model_with_function():
+    """Main graph y = f(x) with x, y typed 0.5; function f's body has its own value_info named x at 0.125."""
+    from onnx import helper
+
+    body_x = helper.make_tensor_value_info("x", TensorProto.INT8, [2])
+    func = helper.make_function("local", "f", ["a"], ["o"],
+                                [helper.make_node("Identity", ["a"], ["x"]), helper.make_node("Identity", ["x"], ["o"])],
+                                [helper.make_opsetid("", 21)])
+    func.value_info.append(body_x)
+    graph = helper.make_graph([helper.make_node("f", ["x"], ["y"], domain="local", name="call")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.INT8, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)],
+                              ir_version=10, functions=[func])
+    set_qtype(model, "x", QType("int8", 0.125), function="local:f")
+    return model
+
+
+def test_function_bodies_are_their_own_name_scope():
+    model = _model_with_function()
+    set_qtype(model, "x", QType("int8", 0.5))  # the graph's x only
+    assert get_qtype(model, "x") == QType("int8", 0.5)
+    assert get_qtype(model, "x", function="f") == QType("int8", 0.125)  # untouched
+    assert quantized_tensors(model) == {"x": QType("int8", 0.5)}
+    assert quantized_tensors(model, function="local:f") == {"x": QType("int8", 0.125)}
+    set_qtype(model, "o", QType("int8", 0.125), function="f")  # a body tensor without a declaration gets one
+    assert [vi.name for vi in model.functions[0].value_info] == ["x", "o"]
+    with pytest.raises(UnknownTensorError, match="no function named 'g' .functions: local:f."):
+        get_qtype(model, "x", function="g")
+    with pytest.raises(UnknownTensorError, match="no tensor named 'o'"):
+        get_qtype(model, "o")  # a body name is not a graph name
