@@ -27,7 +27,7 @@ from onnx_qtypes.proto.files import (
     require_regular_file,
     writable_target,
 )
-from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.qtype import QType, TensorStatistics, unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
 STATISTICS_FIELD = 1001
@@ -80,6 +80,12 @@ def read_qtype(value_info: ValueInfoProto, where: str = "", *, validate: bool = 
     if not view.HasField("quantization"):
         return None
     stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
+    # a field or schema value this version does not define would otherwise read as a default (schema 9 as
+    # asymmetric): refuse it here; the checker reads leniently and reports it as QT115
+    problem = unknown_field_problem(view.quantization) or (
+        unknown_field_problem(view.statistics, "statistics") if view.HasField("statistics") else None)
+    if problem:
+        raise MalformedExtensionError(f"{where or f'value {value_info.name!r}'}: {problem}")
     return QType.from_proto(view.quantization, stats, validate=validate)
 
 

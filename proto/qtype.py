@@ -488,7 +488,7 @@ def _as_tuple(value: Any, kind: type, field: str) -> tuple:
     for item in items:
         if kind is int:
             if isinstance(item, bool) or not isinstance(item, numbers.Integral):
-                if isinstance(item, numbers.Real) and float(item).is_integer():
+                if isinstance(item, numbers.Real) and not isinstance(item, bool) and float(item).is_integer():
                     item = int(item)
                 else:
                     raise QTypeError(field, f"expected integers, got {item!r}")

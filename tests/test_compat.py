@@ -297,3 +297,17 @@ def test_function_bodies_are_their_own_name_scope():
         get_qtype(model, "x", function="g")
     with pytest.raises(UnknownTensorError, match="no tensor named 'o'"):
         get_qtype(model, "o")  # a body name is not a graph name
+
+
+def test_get_qtype_refuses_a_schema_value_this_version_does_not_define():
+    """proto2 keeps an unknown enum value aside and reads the default: schema 9 would read as asymmetric."""
+    from onnx_qtypes import MalformedExtensionError
+
+    model = add_model()
+    view = pb.TensorTypeView()
+    view.ParseFromString(model.graph.input[0].type.tensor_type.SerializeToString())
+    view.quantization.MergeFromString(b"\x38\x09")  # field 7 (schema), varint 9
+    model.graph.input[0].type.tensor_type.ParseFromString(view.SerializeToString())
+    name = model.graph.input[0].name
+    with pytest.raises(MalformedExtensionError, match=r"quantization.schema: value 9 is not defined"):
+        get_qtype(model, name)

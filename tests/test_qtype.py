@@ -279,3 +279,93 @@ def test_integral_float_zero_points_are_accepted_and_others_named():
         QType("int8", [0.5, True], axis=0)
     with pytest.raises(QTypeError, match="too large for a float"):
         QType("int8", [0.5, 10**400], axis=0)
+
+
+# -- scalar fields: named errors, no truncation; unknown fields and schema values in a message ---------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "fragment"),
+    [
+        ({"axis": "x"}, "axis", "expected an integer, got 'x'"),
+        ({"axis": 0.7}, "axis", "expected an integer, got 0.7"),
+        ({"axis": True}, "axis", "expected an integer, got True"),
+        ({"block_size": "b"}, "block_size", "expected an integer, got 'b'"),
+        ({"axis": 0, "block_size": 1.5}, "block_size", "got 1.5"),
+        ({"axis": 0, "storage_min": "a"}, "storage_min", "expected an integer, got 'a'"),
+        ({"axis": 0, "storage_min": -127.9}, "storage_min", "got -127.9"),
+        ({"axis": 0, "storage_max": np.float64(126.5)}, "storage_max", "126.5"),
+        ({"axis": 0, "statistics": "junk"}, "statistics", "expected a TensorStatistics or None, got 'junk'"),
+        ({"axis": 0, "schema": True}, "schema", "unknown schema True"),
+        ({"axis": 0, "expressed": True}, "expressed", "not a float type"),  # True == 1 == FLOAT
+        ({"axis": 0, "storage": 3.0}, "storage", "3.0 is not allowed"),  # 3.0 == INT8
+    ],
+)
+def test_scalar_fields_are_checked_not_truncated(kwargs, field, fragment):
+    kwargs = {"storage": "int8", "scale": [0.5, 0.5], **kwargs}
+    with pytest.raises(QTypeError) as info:
+        QType(**kwargs)
+    assert info.value.field == field and fragment in str(info.value), str(info.value)
+    assert str(info.value).startswith(f"QType.{field}: ")
+
+
+def test_integral_scalars_are_accepted_like_zero_points():
+    qt = QType("int8", [0.5, 0.5], axis=np.int64(1), storage_min=-127.0, storage_max=np.int32(127))
+    assert (qt.axis, qt.storage_min, qt.storage_max) == (1, -127, 127)
+    assert all(type(v) is int for v in (qt.axis, qt.storage_min, qt.storage_max))
+    assert QType("int8", [0.5], axis=0, block_size=2.0).block_size == 2
+
+
+def test_unvalidated_construction_keeps_odd_values_but_not_odd_types():
+    qt = QType("int8", [math.nan], [500], axis=-5, block_size=0, validate=False)
+    assert (qt.axis, qt.block_size, qt.zero_point) == (-5, 0, (500,))
+    with pytest.raises(QTypeError, match="QType.axis: expected an integer, got 0.5"):
+        QType("int8", [0.5], axis=0.5, validate=False)
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda: Statistics(histogram_counts=[1.7]), "statistics.histogram_counts: expected integers, got 1.7"),
+        (lambda: Statistics(histogram_counts=[True]), "got True"),
+        (lambda: Statistics(histogram_edges=["1.5"]), "statistics.histogram_edges"),
+        (lambda: Statistics(count=2.5), "statistics.count: expected an integer, got 2.5"),
+        (lambda: Statistics(min="0"), "statistics.min"),
+        (lambda: TensorStatistics(tensor="x"), "statistics.tensor: expected a Statistics"),
+        (lambda: TensorStatistics(per_axis=[Statistics(), 3]), "statistics.per_axis"),
+        (lambda: TensorStatistics(axis=0.5), "statistics.axis: expected an integer"),
+        (lambda: TensorStatistics(method=3), "statistics.method"),
+    ],
+)
+def test_statistics_fields_are_checked_not_truncated(make, fragment):
+    with pytest.raises(QTypeError, match=fragment.replace(".", r"\.")):
+        make()
+
+
+def test_statistics_keep_unusual_values_for_the_checker():
+    stats = Statistics(min=math.nan, max=math.inf, count=-3, histogram_counts=[2.0, 3], histogram_edges=[0, 1, 2])
+    assert stats.count == -3 and stats.histogram_counts == (2, 3) and stats.histogram_edges == (0.0, 1.0, 2.0)
+
+
+def _with_unknown(msg: pb.QuantizedType, tail: bytes) -> pb.QuantizedType:
+    return pb.QuantizedType.FromString(msg.SerializeToString() + tail)
+
+
+def test_from_proto_strict_refuses_an_unknown_schema_value_or_field():
+    from onnx_qtypes import MalformedExtensionError  # noqa: PLC0415
+
+    base = QType("int8", 0.5).to_proto()
+    schema_9 = _with_unknown(base, b"\x38\x09")  # field 7 (schema), varint 9: protobuf reads ASYMMETRIC
+    field_12 = _with_unknown(base, b"\x60\x01")  # field 12, varint 1
+    with pytest.raises(MalformedExtensionError, match=r"quantization\.schema: value 9 is not defined.*symmetric \(1\)"):
+        QType.from_proto(schema_9, strict=True)
+    with pytest.raises(MalformedExtensionError, match="quantization: field 12 is not defined"):
+        QType.from_proto(field_12, validate=False, strict=True)
+    assert QType.from_proto(base, strict=True) == QType("int8", 0.5)
+    # not strict (the checker's way: it reports these as QT115): the default reading
+    assert QType.from_proto(schema_9, validate=False).schema is Schema.ASYMMETRIC
+
+
+def test_bool_zero_points_are_refused():
+    with pytest.raises(QTypeError, match="QType.zero_point: expected integers, got True"):
+        QType("int8", [0.5, 0.5], [0, True], axis=0)

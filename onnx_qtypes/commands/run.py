@@ -37,7 +37,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from onnx_qtypes.proto import load
-from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file
 from onnx_qtypes.proto.names import require_utf8_names
 
@@ -195,16 +195,16 @@ def run(args: argparse.Namespace) -> int:
     require_utf8_names(model, args.model)
     try:
         evaluator = ReferenceEvaluator(model, kernels=args.kernels)
-    except EvaluationError as exc:
-        raise EvaluationError(f"{args.model}: {exc}") from None
+    except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
+        raise type(exc)(f"{args.model}: {exc}") from None
     feeds = read_inputs(args.inputs, evaluator.input_specs)
     names = [o.name for o in model.graph.output]
     try:
         values = evaluator.run(names, feeds)
     except FeedError as exc:
         raise InputError(f"{args.inputs}: {exc}") from None
-    except EvaluationError as exc:
-        raise EvaluationError(f"{args.model}: {exc}") from None
+    except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
+        raise type(exc)(f"{args.model}: {exc}") from None
     write_npz(args.outputs, output_arrays(evaluator, names, values))
     print(f"wrote {len(names)} output(s) to {args.outputs} ({args.kernels} kernels)")
     if args.kernels == "integer":

@@ -1,19 +1,26 @@
 """Print every quantized tensor of a model with its parameters and statistics.
 
-Tensors that carry statistics without being quantized are listed too.
+Tensors that carry statistics without being quantized are listed too. A
+tensor declared with different types gets one row per type (the checker's
+QT301), never just the first.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections import Counter
 from typing import Any
 
-from onnx_qtypes.proto import iter_declarations, load, read_qtype, static_shape
-from onnx_qtypes.proto.model import read_statistics
+import onnx
+
+from onnx_qtypes.proto import iter_declarations, load, static_shape
+from onnx_qtypes.proto.errors import MalformedExtensionError
+from onnx_qtypes.proto.model import read_view
 from onnx_qtypes.proto.names import require_utf8_names
-from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.qtype import QType, TensorStatistics, unknown_field_problem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,29 +28,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
 
 
-def collect(model: Any) -> list[dict[str, Any]]:
-    """One row per tensor that is quantized or has statistics, in model order."""
-    rows: dict[str, dict[str, Any]] = {}
+def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType]
+          ) -> tuple[QType | None, TensorStatistics | None]:
+    """The declared type (without statistics) and statistics, refusing fields this version does not define.
+
+    One QType per distinct message, as in the checker: a NaN scale is unequal to itself, and equal
+    declarations must still share a row.
+    """
+    if value_info.type.WhichOneof("value") != "tensor_type":
+        return None, None
+    view = read_view(value_info.type.tensor_type, where)
+    quantized, has_stats = view.HasField("quantization"), view.HasField("statistics")
+    if problem := (quantized and unknown_field_problem(view.quantization)) or \
+            (has_stats and unknown_field_problem(view.statistics, "statistics")):
+        raise MalformedExtensionError(f"{where}: {problem}")
+    stats = TensorStatistics.from_proto(view.statistics) if has_stats else None
+    if not quantized:
+        return None, stats
+    key = view.quantization.SerializeToString()
+    if key not in qtypes:
+        qtypes[key] = QType.from_proto(view.quantization, validate=False)
+    return qtypes[key], stats
+
+
+def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
+    """One row per tensor and distinct type (statistics aside) that is quantized or has statistics, in model order."""
+    rows: dict[tuple[str, QType | None], dict[str, Any]] = {}
+    qtypes: dict[bytes, QType] = {}
     for decl in iter_declarations(model):
-        qtype = read_qtype(decl.value_info, decl.pointer)
-        stats = qtype.statistics if qtype is not None else read_statistics(decl.value_info, decl.pointer)
+        where = f"{decl.pointer} (tensor {decl.name!r})"  # as check names it
+        try:
+            qtype, stats = _read(decl.value_info, where, qtypes)
+        except MalformedExtensionError as exc:
+            raise MalformedExtensionError(f"{source}: {exc}") from None
         if qtype is None and stats is None:
             continue
-        row = rows.setdefault(decl.name, {"tensor": decl.name, "declared_at": [], "qtype": None, "statistics": None})
+        row = rows.get((decl.name, qtype))
+        if row is None:
+            shape = static_shape(decl.value_info)
+            row = rows[decl.name, qtype] = {"tensor": decl.name, "shape": None if shape is None else list(shape),
+                                            "declared_at": [], "qtype": qtype, "statistics": None}
         row["declared_at"].append(decl.pointer)
-        shape = static_shape(decl.value_info)
-        row.setdefault("shape", None if shape is None else list(shape))
-        if row["qtype"] is None and qtype is not None:
-            row["qtype"] = qtype
-        if row["statistics"] is None and stats is not None:
+        if row["statistics"] is None:
             row["statistics"] = stats
-    return list(rows.values())
+    first: dict[str, int] = {}  # a tensor's rows side by side, where it first appears
+    for name, _ in rows:
+        first.setdefault(name, len(first))
+    return sorted(rows.values(), key=lambda r: first[r["tensor"]])
 
 
 def run(args: argparse.Namespace) -> int:
     model = load(args.model)
     require_utf8_names(model, args.model)
-    rows = collect(model)
+    rows = collect(model, args.model)
     if args.format == "json":
         sys.stdout.write(render_json(rows, args.model))
     else:
@@ -57,9 +94,30 @@ def render_json(rows: list[dict[str, Any]], model: str) -> str:
     Each line comes from json's C encoder: ``indent`` would select its
     pure-Python encoder, minutes for the millions of scales of a blocked model.
     """
-    tensors = ",\n".join(f"    {json.dumps(_json_row(r))}" for r in rows)
+    tensors = ",\n".join(f"    {_dumps(_json_row(r))}" for r in rows)
     body = f"[\n{tensors}\n  ]" if rows else "[]"
     return f'{{\n  "model": {json.dumps(model)},\n  "tensors": {body}\n}}\n'
+
+
+def _dumps(row: dict[str, Any]) -> str:
+    """Standard JSON: NaN and infinities (in an invalid type or statistics) as the strings "nan", "inf", "-inf".
+
+    The C encoder refuses them with allow_nan=False, so finite rows (nearly all) pay nothing for the check.
+    """
+    try:
+        return json.dumps(row, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(row), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -103,14 +161,16 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
     for row in rows:
         qt: QType | None = row["qtype"]
         shape = "?" if row["shape"] is None else "[" + ",".join("?" if d is None else str(d) for d in row["shape"]) + "]"
+        # check quotes names (repr, see Location.describe); here only names that would break the terminal or the table
+        name = row["tensor"] if row["tensor"].isprintable() else repr(row["tensor"])
         if qt is None:
-            cells = (row["tensor"], shape, "(float)", "-", "-", "-", "-", "-", _fmt_stats(row["statistics"]))
+            cells = (name, shape, "(float)", "-", "-", "-", "-", "-", _fmt_stats(row["statistics"]))
         else:
             gran = "dynamic" if qt.is_dynamic else qt.granularity
             if qt.axis is not None:
-                gran += f" axis={qt.axis}" + (f" block={qt.block_size}" if qt.block_size else "")
+                gran += f" axis={qt.axis}" + (f" block={qt.block_size}" if qt.block_size is not None else "")
             cells = (
-                row["tensor"],
+                name,
                 shape,
                 f"{qt.storage}->{qt.expressed}",
                 gran,
@@ -124,5 +184,9 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    summary = f"{len([r for r in rows if r['qtype'] is not None])} quantized tensor(s) in {source}"
-    return "\n".join(lines + ["", summary]) + "\n"
+    quantized = {r["tensor"] for r in rows if r["qtype"] is not None}
+    summary = [f"{len(quantized)} quantized tensor(s) in {source}"]
+    if conflicts := sorted(n for n, count in Counter(r["tensor"] for r in rows).items() if count > 1):
+        summary.append(f"declared with different types (one row each; `onnx-qtypes check` reports QT301): "
+                       f"{', '.join(map(repr, conflicts))}")
+    return "\n".join(lines + ["", *summary]) + "\n"
