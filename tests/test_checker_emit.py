@@ -179,3 +179,21 @@ def test_numbers_in_reports_are_plain_json():
     assert "NaN" not in text.replace("nan", "")  # messages quote the value, the document stays strict JSON
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert np.isnan(float("nan"))
+
+
+def test_text_report_keeps_one_finding_per_line_whatever_the_names():
+    from checker_models import Graph
+
+    from onnx_qtypes.checker import iter_diagnostics
+    from onnx_qtypes.checker.emit import Report, text
+
+    hostile = "a\nfake.onnx:/graph: error QT999"
+    g = Graph().input(hostile, (2,), int8(0.5, 0))
+    g.node("Identity", [hostile], ["y"], name="n\x1b[31mred").value("y", (2,), int8(0.25, 0))
+    model = g.dequantize("y", "out", int8(0.25, 0)).output("out", (2,)).build()
+    diagnostics = tuple(iter_diagnostics(model))
+    assert any(d.rule == "QT401" for d in diagnostics)
+    rendered = text.render(Report("m.onnx", "generic", diagnostics))
+    lines = rendered.splitlines()
+    assert len(lines) == len(diagnostics) + 1 and "\x1b" not in rendered
+    assert "a\\nfake.onnx" in rendered and "n\\x1b[31mred" in rendered

@@ -5,12 +5,19 @@ from __future__ import annotations
 from onnx_qtypes.checker.emit import Report
 
 
+def one_line(text: str) -> str:
+    """``text`` with control characters escaped: a tensor name holding a newline or a terminal escape must
+    not split a finding over two lines or reach the terminal raw."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render(report: Report) -> str:
     lines = []
     for d in report.diagnostics:
         where = d.location.describe()
         subject = f"{where}: " if where else ""
-        lines.append(f"{report.model}:{d.location.pointer}: {d.severity.value} {d.rule} {d.name}: {subject}{d.message}")
+        lines.append(one_line(f"{report.model}:{d.location.pointer}: {d.severity.value} {d.rule} {d.name}: "
+                              f"{subject}{d.message}"))
     if report.diagnostics:
         noun = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
         lines.append(
