@@ -266,6 +266,8 @@ class Context:
         update(type(d.name) for d in self.declarations)
         update(type(c.name) for c in self.constants.values())
         update(type(o.domain) for o in self.model.opset_import)
+        update(type(g.name) for _, g in self.graphs)  # the float view copies these as text
+        update(type(getattr(self.model, f)) for f in ("producer_name", "producer_version", "domain", "doc_string"))
         if bytes in kinds:
             require_utf8_names(self.model, "")
             raise ModelLoadError("a name in the model is not UTF-8; ONNX names must be UTF-8 text")  # not located
@@ -608,6 +610,9 @@ def _tensor_to_array(const: ConstantRef) -> np.ndarray:
     dtype = _RAW_DTYPES.get(tensor.data_type)
     if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
+    if tensor.data_type not in TensorProto.DataType.values():
+        raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data_type {tensor.data_type} is not an ONNX "
+                             "data type")
     try:
         return numpy_helper.to_array(const.tensor)
     except (ValueError, TypeError, MemoryError) as exc:

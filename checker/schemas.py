@@ -58,7 +58,10 @@ def is_type_variable(schema: defs.OpSchema, type_str: str) -> bool:
 @functools.cache
 def type_string(data_type: int) -> str:
     """'tensor(float)' for TensorProto.FLOAT, as onnx.defs spells it."""
-    return f"tensor({TensorProto.DataType.Name(data_type).lower()})"
+    try:
+        return f"tensor({TensorProto.DataType.Name(data_type).lower()})"
+    except ValueError:  # a number onnx does not define: matches no constraint, so the rule reports it
+        return f"tensor(undefined data type {data_type})"
 
 
 @functools.cache

@@ -5,7 +5,7 @@ that are not UTF-8 and Python then returns ``bytes`` where every tool (and
 every dict keyed by tensor name) expects ``str``: a graph that silently
 connects nothing, or a TypeError deep inside onnx. ``first_non_utf8_name``
 reads only the fields that name things (nodes, tensors, attributes, opset
-domains, functions), about 2 µs per node, so the checker and the evaluator
+domains, functions, graphs) and the model's producer, domain and doc strings, about 2 µs per node, so the checker and the evaluator
 can afford it on every model; lift and lower, which rewrite every string,
 walk the whole message instead (``interop.validate.invalid_utf8``).
 """
@@ -20,6 +20,7 @@ from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import iter_graphs
 
 _NODE_FIELDS = ("name", "op_type", "domain")
+_MODEL_FIELDS = ("producer_name", "producer_version", "domain", "doc_string")  # copied by tools as text
 
 
 def _first_bytes(pointer: str, values: Iterable[object]) -> tuple[str, bytes] | None:
@@ -45,8 +46,16 @@ def _in_nodes(pointer: str, nodes: Iterable[onnx.NodeProto]) -> tuple[str, bytes
 
 def first_non_utf8_name(model: onnx.ModelProto) -> tuple[str, bytes] | None:
     """(JSON pointer, bytes) of the first name in ``model`` that is not UTF-8 text, or None."""
+    for field in _MODEL_FIELDS:
+        value = getattr(model, field)
+        if value.__class__ is bytes:
+            return f"/{field}", value
     found = _first_bytes("/opset_import", (o.domain for o in model.opset_import))
     for pointer, graph in iter_graphs(model):
+        for field in ("name", "doc_string"):
+            value = getattr(graph, field)
+            if not found and value.__class__ is bytes:
+                found = f"{pointer}/{field}", value
         found = found or _in_nodes(pointer, graph.node)
         for kind in ("input", "output", "value_info", "initializer", "sparse_initializer"):
             if found:
@@ -72,7 +81,7 @@ def require_utf8_names(model: onnx.ModelProto, where: str) -> None:
     if found is not None:
         pointer, value = found
         raise ModelLoadError(
-            f"{where + ': ' if where else ''}{pointer} holds {value[:40]!r}, which is not UTF-8; ONNX names must be UTF-8 text (rename it)"
+            f"{where + ': ' if where else ''}{pointer} holds {value[:40]!r}, which is not UTF-8; ONNX names and strings must be UTF-8 text (rename it)"
         )
 
 

@@ -1,10 +1,13 @@
-"""Refuse models whose tensor names are assigned more than once (not SSA).
+"""Refuse models whose tensor names are assigned more than once (not SSA), or read before any definition.
 
 ONNX graphs are in single static assignment form: every value name is
 defined once — as a graph input, an initializer or a node output — and a
 node output of a subgraph does not reuse a name of an enclosing graph. A
 model that breaks this has no single answer (which of two ``b``s does a
-consumer read?), so the evaluator refuses it instead of picking one.
+consumer read?), so the evaluator refuses it instead of picking one. A name
+read before anything defines it (a dangling or unsorted graph) and an
+attribute without a type are refused here too, naming the node, rather than
+failing inside onnx.reference.
 
 An initializer may share its name with a graph input: that is the input's
 default value (IR version 4 and later), not a second definition.
@@ -53,6 +56,13 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -
         if name not in inputs:
             defined[name] = "an initializer"
     for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.UNDEFINED:  # onnx.reference cannot read it (KeyError 0)
+                yield f"{prefix}{_node_label(node)}: attribute {attr.name!r} has no type; set AttributeProto.type"
+        for name in node.input:
+            if name and name not in defined and name not in outer:  # onnx.reference fails only when it runs
+                yield (f"{prefix}{_node_label(node)} reads {name!r}, which no graph input, initializer or "
+                       "earlier node defines; connect it, or sort the nodes so it is written first")
         # as onnx.checker: a node's subgraphs see the names defined before the node
         for attribute, subgraph in _subgraphs(node):
             inner = f"{where + ', ' if where else ''}in the {attribute} graph of {_node_label(node)}"
@@ -66,6 +76,9 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -
                 yield (f"{prefix}tensor {name!r} is written by {_node_label(node)} and is already {earlier}{scope}; "
                        f"{_RULE}")
             defined[name] = f"the output of {_node_label(node)}"
+    for vi in graph.output:
+        if vi.name and vi.name not in defined and vi.name not in outer:
+            yield f"{prefix}graph output {vi.name!r} is written by no node, input or initializer; connect it"
 
 
 def single_assignment_problems(model: onnx.ModelProto) -> list[str]:

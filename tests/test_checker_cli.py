@@ -249,3 +249,19 @@ def test_check_model_returns_warnings_for_a_valid_model():
     warnings = check_model(one_tensor(qmsg(scale=[0.1], expressed=onnx.TensorProto.FLOAT16)))
     assert [w.rule for w in warnings] == ["QT102"]
     assert check_model(Graph().input("x", (1,)).node("Relu", ["x"], ["y"]).output("y", (1,)).build()) == []
+
+
+def test_a_data_type_onnx_does_not_define_is_a_located_load_error(tmp_path, capsys):
+    model = conv_model()
+    scale = model.graph.initializer[0]  # the QuantizeLinear's scale, read by QT307
+    scale.data_type = 29  # not an ONNX data type; onnx's own reader raises KeyError
+    path = tmp_path / "dtype.onnx"
+    path.write_bytes(model.SerializeToString())
+    code, out, err = _main(capsys, "check", str(path))
+    _one_line_error(code, err, "dtype.onnx: /graph/initializer/0", "'x_q_scale'", "data_type 29 is not an ONNX data type")
+
+
+def test_type_string_of_an_undefined_data_type_matches_no_constraint():
+    from onnx_qtypes.checker.schemas import type_string
+
+    assert type_string(29) == "tensor(undefined data type 29)"

@@ -84,7 +84,7 @@ def test_commands_refuse_in_one_line(tmp_path, capsys, command):
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert lines == [f"onnx-qtypes: error: {path}: /graph/node/0/input/0 holds b'\\xff\\xfe', which is not UTF-8; "
-                     "ONNX names must be UTF-8 text (rename it)"], captured.err
+                     "ONNX names and strings must be UTF-8 text (rename it)"], captured.err
     assert captured.out == "" and not outputs.exists()
 
 
@@ -94,3 +94,13 @@ def test_api_refuses_with_model_load_error():
         check_model(data)
     with pytest.raises(ModelLoadError, match="not UTF-8"):
         ReferenceEvaluator(data)
+
+
+def test_graph_name_and_producer_are_read_too():
+    model = _typed_model()
+    model.graph.name = "@@"
+    assert first_non_utf8_name(load(_not_utf8(model))) == ("/graph/name", b"\xff\xfe")
+    model = _typed_model()
+    model.producer_name = "@@"
+    with pytest.raises(ModelLoadError, match="/producer_name holds"):
+        check_model(_not_utf8(model))

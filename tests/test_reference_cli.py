@@ -308,3 +308,36 @@ def test_a_failure_in_a_float_node_names_the_node(tmp_path, capsys):
     assert len(err) == 1 and "internal error" not in err[0], err
     assert "node 'reshape' (Reshape)" in err[0] and "cannot reshape" in err[0]
     assert not outputs.exists()
+
+
+def _relu_model(**change) -> "onnx.ModelProto":
+    import onnx
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    if "node_input" in change:
+        model.graph.node[0].input[0] = change["node_input"]
+    if "output" in change:
+        model.graph.output[0].name = change["output"]
+    if "untyped_attribute" in change:
+        model.graph.node[0].attribute.add(name="alpha")  # type left UNDEFINED
+    assert isinstance(model, onnx.ModelProto)
+    return model
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"node_input": "typo"}, "node 'relu' (Relu) reads 'typo', which no graph input, initializer or earlier node "
+                             "defines"),
+    ({"output": "z"}, "graph output 'z' is written by no node, input or initializer"),
+    ({"untyped_attribute": True}, "node 'relu' (Relu): attribute 'alpha' has no type"),
+], ids=["dangling-input", "dangling-output", "untyped-attribute"])
+def test_graphs_onnx_reference_cannot_run_are_refused_before_running(tmp_path, capsys, change, fragment):
+    path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    path.write_bytes(_relu_model(**change).SerializeToString())
+    np.savez(inputs, x=np.zeros(2, np.float32))
+    assert main(["run", str(path), "--inputs", str(inputs), "--outputs", str(outputs)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0] and fragment in err[0], err
+    assert not outputs.exists()
