@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
 
+from onnx_qtypes.proto.errors import ModelLoadError
+
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
 STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 MS_DOMAIN = "com.microsoft"
@@ -127,7 +129,11 @@ class GraphIndex:
         """The value of a constant as a numpy array, or None when ``name`` is not constant."""
         if name not in self._arrays:
             tensor = self.constant_tensor(name)
-            self._arrays[name] = None if tensor is None else numpy_helper.to_array(tensor)
+            try:
+                self._arrays[name] = None if tensor is None else numpy_helper.to_array(tensor)
+            except (ValueError, TypeError, KeyError, MemoryError) as exc:  # data unlike dims, an undefined data_type
+                raise ModelLoadError(f"constant {name!r}: its data does not match data_type "
+                                     f"{tensor.data_type} and dims {list(tensor.dims)} ({exc})") from None
         return self._arrays[name]
 
     def is_constant(self, name: str) -> bool:

@@ -35,7 +35,7 @@ from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, write_qtype
-from onnx_qtypes.proto.errors import MalformedExtensionError
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
@@ -100,7 +100,7 @@ def lift_model(model: ModelProto | str | os.PathLike | bytes, *, statistics: Sta
     source, where = read_model(model, "lift")
     try:
         return _lift(source, _statistics(statistics))
-    except (MalformedQDQError, StatisticsImportError, LowerError, MalformedExtensionError) as exc:
+    except (MalformedQDQError, StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
         if where:
             raise type(exc)(f"{where}: {exc}") from None
         raise

@@ -45,7 +45,7 @@ from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.interop.validate import unknown_field
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
-from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import Declaration, read_statistics, read_view
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, TensorStatistics, count_problem
 
@@ -88,7 +88,7 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
     source, where = read_model(model, "lower")
     try:
         return _Lowering(source, form).run()
-    except (LowerError, MalformedExtensionError, QTypeError) as exc:
+    except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:
             raise LowerError(f"{where}: {exc}") from None
         raise

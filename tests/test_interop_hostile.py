@@ -332,3 +332,20 @@ def test_lowering_a_model_without_types_says_so(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "note: the model has no quantized types; nothing to lower (its nodes are copied as they are)" in out
     assert onnx.load(tmp_path / "out.onnx").graph.node == _qdq_model().graph.node
+
+
+@pytest.mark.parametrize("corrupt", ["data-unlike-dims", "undefined-data-type"])
+def test_a_parameter_constant_that_does_not_decode_is_one_located_line(tmp_path, capsys, corrupt):
+    model = _qdq_model()
+    zero_point = model.graph.initializer[1]
+    if corrupt == "data-unlike-dims":
+        zero_point.raw_data = b"\x00\x00"  # two int8 values for a scalar
+    else:
+        zero_point.data_type = 29  # not an ONNX data type
+    path, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["lift", str(path), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0], err
+    assert err[0].startswith(f"onnx-qtypes: error: {path}: constant 'z': its data does not match data_type")
+    assert not out.exists()
