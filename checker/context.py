@@ -23,7 +23,7 @@ from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
-from onnx_qtypes.proto.names import require_utf8_names
+from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
 
 T = TypeVar("T")
@@ -267,7 +267,7 @@ class Context:
         update(type(c.name) for c in self.constants.values())
         update(type(o.domain) for o in self.model.opset_import)
         update(type(g.name) for _, g in self.graphs)  # the float view copies these as text
-        update(type(getattr(self.model, f)) for f in ("producer_name", "producer_version", "domain", "doc_string"))
+        update(type(getattr(self.model, f)) for f in MODEL_TEXT_FIELDS)
         if bytes in kinds:
             require_utf8_names(self.model, "")
             raise ModelLoadError("a name in the model is not UTF-8; ONNX names must be UTF-8 text")  # not located

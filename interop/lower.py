@@ -43,11 +43,17 @@ from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
-from onnx_qtypes.interop.validate import unknown_field
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import Declaration, read_statistics, read_view
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, TensorStatistics, count_problem
+from onnx_qtypes.proto.qtype import (
+    STORAGE_TYPES,
+    QType,
+    TensorStatistics,
+    count_problem,
+    data_type_name,
+    unknown_field_problem,
+)
 
 FORMS = ("qdq", "qoperator")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
@@ -157,8 +163,8 @@ def _declared(decl: Declaration) -> QType | None:
     if not (has_q or has_s):
         return None
     where = f"tensor {decl.name!r} ({decl.pointer})"
-    unknown = (unknown_field(view.quantization, "quantization") if has_q else None) or (
-        unknown_field(view.statistics, "statistics") if has_s else None
+    unknown = (unknown_field_problem(view.quantization, "quantization") if has_q else None) or (
+        unknown_field_problem(view.statistics, "statistics") if has_s else None
     )
     if unknown:
         raise LowerError(f"{where}: {unknown}, and lowering would drop it; {CHECK_HINT}")
@@ -166,7 +172,7 @@ def _declared(decl: Declaration) -> QType | None:
         return None
     if view.elem_type != TensorProto.UNDEFINED:
         raise LowerError(
-            f"{where}: elem_type is {_data_type(view.elem_type)} beside a quantized type; a quantized tensor "
+            f"{where}: elem_type is {data_type_name(view.elem_type)} beside a quantized type; a quantized tensor "
             f"declares elem_type UNDEFINED (0); {CHECK_HINT}"
         )
     try:
@@ -186,16 +192,9 @@ def _fits_constant(qtype: QType, value: TensorProto, where: str) -> None:
     """The stored integers of a quantized constant must have the storage type and fit the parameters."""
     if value.data_type != qtype.storage_type.data_type:
         raise LowerError(
-            f"{where} holds {_data_type(value.data_type)}, but its type {qtype} stores {qtype.storage}; {CHECK_HINT}"
+            f"{where} holds {data_type_name(value.data_type)}, but its type {qtype} stores {qtype.storage}; {CHECK_HINT}"
         )
     _fits(qtype, tuple(value.dims), where)
-
-
-def _data_type(value: int) -> str:
-    try:
-        return f"{TensorProto.DataType.Name(value)} ({value})"
-    except ValueError:
-        return f"data type {value}"
 
 
 def _problem(exc: QTypeError) -> str:

@@ -6,9 +6,9 @@ import os
 
 from onnx import ModelProto
 
-from onnx_qtypes.interop.validate import invalid_utf8
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.names import first_non_utf8_string, not_utf8_error
 
 
 def read_model(model: ModelProto | str | os.PathLike | bytes, who: str) -> tuple[ModelProto, str]:
@@ -27,11 +27,7 @@ def read_model(model: ModelProto | str | os.PathLike | bytes, who: str) -> tuple
         source, where = load(bytes(model)), ""
     else:
         raise QTypesError(f"{who}: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
-    found = invalid_utf8(source)
+    found = first_non_utf8_string(source)
     if found is not None:
-        pointer, value = found
-        raise QTypesError(
-            f"{where or who}: {pointer} holds {value[:40]!r}, which is not UTF-8; names and other ONNX strings "
-            "must be UTF-8 text (rename it)"
-        )
+        raise not_utf8_error(where or who, found)
     return source, where

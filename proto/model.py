@@ -79,14 +79,19 @@ def read_qtype(value_info: ValueInfoProto, where: str = "", *, validate: bool = 
     view = read_view(value_info.type.tensor_type, where or f"value {value_info.name!r}")
     if not view.HasField("quantization"):
         return None
+    require_known_fields(view, where or f"value {value_info.name!r}")
     stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
-    # a field or schema value this version does not define would otherwise read as a default (schema 9 as
-    # asymmetric): refuse it here; the checker reads leniently and reports it as QT115
-    problem = unknown_field_problem(view.quantization) or (
-        unknown_field_problem(view.statistics, "statistics") if view.HasField("statistics") else None)
-    if problem:
-        raise MalformedExtensionError(f"{where or f'value {value_info.name!r}'}: {problem}")
     return QType.from_proto(view.quantization, stats, validate=validate)
+
+
+def require_known_fields(view: pb.TensorTypeView, where: str) -> None:
+    """MalformedExtensionError after ``where`` when the view holds a field or schema value this version does
+    not define: protobuf would read the default (schema 9 as asymmetric). The checker reads such types
+    leniently instead and reports them as QT115."""
+    problem = (view.HasField("quantization") and unknown_field_problem(view.quantization)) or (
+        view.HasField("statistics") and unknown_field_problem(view.statistics, "statistics"))
+    if problem:
+        raise MalformedExtensionError(f"{where}: {problem}")
 
 
 def read_statistics(value_info: ValueInfoProto, where: str = "") -> TensorStatistics | None:

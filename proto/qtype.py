@@ -14,7 +14,7 @@ import dataclasses
 import enum
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -25,7 +25,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from onnx import TensorProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.errors import MalformedExtensionError, QTypeError
+from onnx_qtypes.proto.errors import QTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,8 @@ def expressed_type(value: str | int | ExpressedType) -> ExpressedType:
     return found
 
 
-def _data_type_name(value: object) -> str:
+def data_type_name(value: object) -> str:
+    """The name and number of an ONNX data type, as "INT8 (3)"; "data type 99" when undefined; repr() otherwise."""
     if isinstance(value, int) and not isinstance(value, bool):
         try:
             return f"{TensorProto.DataType.Name(value)} ({value})"
@@ -166,7 +167,7 @@ def storage_problem(value: object) -> str | None:
     if known:
         return None
     allowed = ", ".join(STORAGE_TYPES)
-    return f"storage type {_data_type_name(value)} is not allowed; use one of {allowed}"
+    return f"storage type {data_type_name(value)} is not allowed; use one of {allowed}"
 
 
 def expressed_problem(value: object) -> str | None:
@@ -176,7 +177,7 @@ def expressed_problem(value: object) -> str | None:
     if known:
         return None
     allowed = ", ".join(EXPRESSED_TYPES)
-    return f"expressed type {_data_type_name(value)} is not a float type; use one of {allowed}"
+    return f"expressed type {data_type_name(value)} is not a float type; use one of {allowed}"
 
 
 def range_problem(storage: StorageType, lo: int, hi: int) -> str | None:
@@ -270,19 +271,28 @@ def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequenc
 _SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
 
 
-def unknown_field_problem(msg: Message, path: str = "quantization") -> str | None:
-    """Why ``msg`` (a QuantizedType or TensorStatistics) holds a field or schema value this version does not
-    define, or None. Protobuf keeps such a field aside and reads the default: an unknown schema reads as
-    asymmetric (the checker reports these as QT115)."""
+def unknown_fields(msg: Message, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path, what) for every field or schema value of ``msg`` (a QuantizedType or TensorStatistics, nested
+    Statistics included) this version does not define. Protobuf keeps such a field aside and reads the
+    default, so an unknown schema would read as asymmetric: every reader reports these (checker: QT115)."""
     for field in UnknownFieldSet(msg):
         if isinstance(msg, pb.QuantizedType) and field.field_number == _SCHEMA_FIELD and field.wire_type == 0:
             known = ", ".join(f"{s.name.lower()} ({s.value})" for s in Schema)
-            return f"{path}.schema: value {field.data} is not defined by this version of the extension (known: {known})"
-        return f"{path}: field {field.field_number} is not defined by this version of the extension"
+            yield (*path, "schema"), f"value {field.data} is not defined by this version of the extension (known: {known})"
+        else:
+            yield path, f"{type(msg).__name__} field {field.field_number} is not defined by this version of the extension"
     if isinstance(msg, pb.TensorStatistics):
-        subs = [("tensor", msg.tensor)] if msg.HasField("tensor") else []
-        subs += [(f"per_axis[{i}]", s) for i, s in enumerate(msg.per_axis)]
-        return next((p for name, sub in subs if (p := unknown_field_problem(sub, f"{path}.{name}"))), None)
+        if msg.HasField("tensor"):
+            yield from unknown_fields(msg.tensor, (*path, "tensor"))
+        for i, entry in enumerate(msg.per_axis):
+            yield from unknown_fields(entry, (*path, "per_axis", i))
+
+
+def unknown_field_problem(msg: Message, path: str = "quantization") -> str | None:
+    """The first of ``unknown_fields`` as one line ("quantization.schema: value 9 is not defined ..."), or None."""
+    for segments, what in unknown_fields(msg, (path,)):
+        dotted = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in segments)[1:]
+        return f"{dotted}: {what}"
     return None
 
 
@@ -548,7 +558,7 @@ class QType:
         if scales and not zps:
             zps = (0,) * len(scales)
         sets = object.__setattr__
-        sets(self, "storage", st.name if st else _data_type_name(storage))
+        sets(self, "storage", st.name if st else data_type_name(storage))
         sets(self, "scale", scales)
         sets(self, "zero_point", zps)
         sets(self, "axis", _as_int(axis, "axis"))
@@ -556,7 +566,7 @@ class QType:
         sets(self, "schema", Schema.parse(schema))
         sets(self, "storage_min", _as_int(storage_min, "storage_min") if storage_min is not None else (st.min if st else None))
         sets(self, "storage_max", _as_int(storage_max, "storage_max") if storage_max is not None else (st.max if st else None))
-        sets(self, "expressed", ex.name if ex else _data_type_name(expressed))
+        sets(self, "expressed", ex.name if ex else data_type_name(expressed))
         if statistics is not None and not isinstance(statistics, TensorStatistics):
             raise QTypeError("statistics", f"expected a TensorStatistics or None, got {statistics!r}")
         sets(self, "statistics", statistics)
@@ -669,17 +679,12 @@ class QType:
 
     @classmethod
     def from_proto(
-        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True,
-        strict: bool = False,
+        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
     ) -> QType:
         """The QType a message declares; ``validate=False`` keeps invalid values for reporting.
 
-        ``strict=True`` raises MalformedExtensionError when the message holds a field or schema value this
-        version does not define: protobuf keeps it aside and reads the default (an unknown schema reads as
-        asymmetric). Not the default because the checker reads such types to report them (QT115).
+        Fields this version does not define are not looked at here (``proto.model.require_known_fields``).
         """
-        if strict and (problem := unknown_field_problem(msg)):
-            raise MalformedExtensionError(problem)
         storage = STORAGE_BY_DATA_TYPE.get(msg.storage_type)
         expressed = EXPRESSED_BY_DATA_TYPE.get(msg.expressed_type)
         has = msg.HasField

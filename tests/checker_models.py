@@ -551,7 +551,7 @@ def cases() -> list[Case]:
         _miss("QT114", "undefined-marker", lambda: one_tensor(qmsg(scale=[0.1]))),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
-              message="schema value 9"),
+              message="value 9 is not defined"),
         _fire("QT115", "field-12", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x01")), QF, "q",
               message="field 12"),
         _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),

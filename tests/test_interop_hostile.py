@@ -215,8 +215,8 @@ def test_names_that_are_not_utf8_are_refused_in_one_line(tmp_path, capsys, comma
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "internal error" not in err, err
     pointer = "/graph/node/0/input/0" if command == "lower" else "/graph/node/1/output/0"
-    assert lines[0] == (f"onnx-qtypes: error: {path}: {pointer} holds b'\\xff\\xfe', which is not UTF-8; names "
-                        "and other ONNX strings must be UTF-8 text (rename it)")
+    assert lines[0] == (f"onnx-qtypes: error: {path}: {pointer} holds b'\\xff\\xfe', which is not UTF-8; ONNX "
+                        "names and strings must be UTF-8 text (rename it)")
     assert not out.exists()
     with pytest.raises(QTypesError, match="not UTF-8"):
         (lower if command == "lower" else lift)(path.read_bytes())

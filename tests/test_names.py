@@ -65,7 +65,10 @@ def test_text_names_pass(example_model):
 def test_opset_domain_and_function_names_are_read():
     model = _typed_model()
     model.opset_import.add(domain="@@", version=1)
-    assert first_non_utf8_name(load(_not_utf8(model))) == ("/opset_import/1", b"\xff\xfe")
+    assert first_non_utf8_name(load(_not_utf8(model))) == ("/opset_import/1/domain", b"\xff\xfe")
+    model = _typed_model()
+    model.graph.node[0].attribute.add(name="@@", type=onnx.AttributeProto.INT, i=1)
+    assert first_non_utf8_name(load(_not_utf8(model))) == ("/graph/node/0/attribute/0/name", b"\xff\xfe")
     model = _typed_model()
     model.functions.append(helper.make_function("@@", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
                                                 [helper.make_opsetid("", 21)]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -351,19 +352,32 @@ def _with_unknown(msg: pb.QuantizedType, tail: bytes) -> pb.QuantizedType:
     return pb.QuantizedType.FromString(msg.SerializeToString() + tail)
 
 
-def test_from_proto_strict_refuses_an_unknown_schema_value_or_field():
+def test_unknown_schema_values_and_fields_are_named_and_read_strictly_by_read_qtype():
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
     from onnx_qtypes import MalformedExtensionError  # noqa: PLC0415
+    from onnx_qtypes.proto.model import read_qtype, write_qtype  # noqa: PLC0415
+    from onnx_qtypes.proto.qtype import unknown_field_problem  # noqa: PLC0415
 
     base = QType("int8", 0.5).to_proto()
     schema_9 = _with_unknown(base, b"\x38\x09")  # field 7 (schema), varint 9: protobuf reads ASYMMETRIC
     field_12 = _with_unknown(base, b"\x60\x01")  # field 12, varint 1
-    with pytest.raises(MalformedExtensionError, match=r"quantization\.schema: value 9 is not defined.*symmetric \(1\)"):
-        QType.from_proto(schema_9, strict=True)
-    with pytest.raises(MalformedExtensionError, match="quantization: field 12 is not defined"):
-        QType.from_proto(field_12, validate=False, strict=True)
-    assert QType.from_proto(base, strict=True) == QType("int8", 0.5)
-    # not strict (the checker's way: it reports these as QT115): the default reading
+    assert unknown_field_problem(base) is None
+    assert re.fullmatch(r"quantization\.schema: value 9 is not defined .*symmetric \(1\).*", unknown_field_problem(schema_9))
+    assert unknown_field_problem(field_12) == ("quantization: QuantizedType field 12 is not defined by this version "
+                                               "of the extension")
+    stats = TensorStatistics(per_axis=(Statistics(min=0.0), Statistics(min=1.0)), axis=0).to_proto()
+    stats.per_axis[1].MergeFromString(b"\x60\x01")
+    assert unknown_field_problem(stats, "statistics").startswith("statistics.per_axis[1]: Statistics field 12")
+    # the lenient reading (the checker's, which reports QT115) is the default reading
     assert QType.from_proto(schema_9, validate=False).schema is Schema.ASYMMETRIC
+    vi = helper.make_tensor_value_info("t", TensorProto.INT8, [2])
+    write_qtype(vi, QType("int8", 0.5))
+    view = pb.TensorTypeView.FromString(vi.type.tensor_type.SerializeToString())
+    view.quantization.CopyFrom(schema_9)
+    vi.type.tensor_type.ParseFromString(view.SerializeToString())
+    with pytest.raises(MalformedExtensionError, match=r"^/graph/input/0: quantization\.schema: value 9"):
+        read_qtype(vi, "/graph/input/0")
 
 
 def test_bool_zero_points_are_refused():

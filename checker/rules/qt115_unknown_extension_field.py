@@ -28,30 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from google.protobuf.message import Message
-from google.protobuf.unknown_fields import UnknownFieldSet
-
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-
-SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
-
-
-def _unknown(message: Message, path: tuple) -> Iterator[tuple[tuple, str]]:
-    kind = type(message).__name__
-    for field in UnknownFieldSet(message):
-        if kind == "QuantizedType" and field.field_number == SCHEMA_FIELD and field.wire_type == 0:
-            known = ", ".join(f"{v.name.lower()} ({v.number})" for v in pb.Schema.DESCRIPTOR.values)
-            yield (*path, "schema"), f"schema value {field.data} is not defined; known: {known}"
-        else:
-            yield path, f"{kind} field {field.field_number} is not defined by this version of the extension"
-    if isinstance(message, pb.TensorStatistics):
-        if message.HasField("tensor"):
-            yield from _unknown(message.tensor, (*path, "tensor"))
-        for i, entry in enumerate(message.per_axis):
-            yield from _unknown(entry, (*path, "per_axis", i))
+from onnx_qtypes.proto.qtype import unknown_fields
 
 
 @rule("QT115", "unknown-extension-field", "error")
@@ -60,9 +40,9 @@ def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.distinct_declarations:
         found: list[tuple[tuple, str]] = []
         if decl.quantization is not None:
-            found += _unknown(decl.quantization, ("quantization",))
+            found += unknown_fields(decl.quantization, ("quantization",))
         if decl.raw_statistics is not None:
-            found += _unknown(decl.raw_statistics, ("statistics",))
+            found += unknown_fields(decl.raw_statistics, ("statistics",))
         if found:
             found_in[(id(decl.quantization), id(decl.raw_statistics))] = found
     if not found_in:

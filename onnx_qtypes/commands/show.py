@@ -18,9 +18,9 @@ import onnx
 
 from onnx_qtypes.proto import iter_declarations, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError
-from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.model import read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
-from onnx_qtypes.proto.qtype import QType, TensorStatistics, unknown_field_problem
+from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,10 +38,8 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
     if value_info.type.WhichOneof("value") != "tensor_type":
         return None, None
     view = read_view(value_info.type.tensor_type, where)
+    require_known_fields(view, where)
     quantized, has_stats = view.HasField("quantization"), view.HasField("statistics")
-    if problem := (quantized and unknown_field_problem(view.quantization)) or \
-            (has_stats and unknown_field_problem(view.statistics, "statistics")):
-        raise MalformedExtensionError(f"{where}: {problem}")
     stats = TensorStatistics.from_proto(view.statistics) if has_stats else None
     if not quantized:
         return None, stats
