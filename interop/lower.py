@@ -46,6 +46,7 @@ from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import Declaration, read_statistics, read_view
+from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import (
     STORAGE_TYPES,
     QType,
@@ -208,6 +209,10 @@ class _Lowering:
     def __init__(self, model: ModelProto, form: str) -> None:
         self.model, self.form = model, form
         self.graph = model.graph
+        opsets = {o.domain or "": o.version for o in model.opset_import}
+        for i, node in enumerate(self.graph.node):  # the walk below indexes inputs: refuse short nodes first
+            if problem := node_problem(node, opsets, model.ir_version):
+                raise LowerError(f"{node_label(node, i)}: {problem}")
         self.types, shapes = _types(model)
         self.ix = GraphIndex(self.graph, Inferred({}, shapes))
         self.names = Names(self.ix.all_names())
@@ -423,6 +428,7 @@ class _Lowering:
                 copy.CopyFrom(node)
                 if is_dequantize(copy):
                     copy.input[0] = self.integer_name[copy.input[0]]
+                    metadata.unmark(copy)  # a typed model's own boundary: lift must keep it
                 self.nodes.append(copy)
             elif self._constant(i):
                 copy = NodeProto()

@@ -40,6 +40,14 @@ def mark_inserted(node: NodeProto) -> NodeProto:
     return node
 
 
+def unmark(node: NodeProto) -> NodeProto:
+    """``node`` without the mark: a typed model's own boundary DequantizeLinear is not one lower wrote."""
+    kept = [p for p in node.metadata_props if p.key != INSERTED_KEY]
+    del node.metadata_props[:]
+    node.metadata_props.extend(kept)
+    return node
+
+
 def inserted_by_lower(node: NodeProto) -> bool:
     return any(p.key == INSERTED_KEY for p in node.metadata_props)
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import onnx
 
+from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.reference_ops.errors import EvaluationError
 
 __all__ = ["check_single_assignment", "single_assignment_problems"]
@@ -39,7 +40,8 @@ def _subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
                 yield f"{attr.name}[{k}]", graph
 
 
-def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -> Iterator[str]:
+def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str], model: onnx.ModelProto
+                    ) -> Iterator[str]:
     defined: dict[str, str] = {}
     prefix = f"{where}: " if where else ""
     for vi in graph.input:
@@ -55,10 +57,13 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -
         seen.add(name)
         if name not in inputs:
             defined[name] = "an initializer"
+    opsets = {o.domain or "": o.version for o in model.opset_import}
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.UNDEFINED:  # onnx.reference cannot read it (KeyError 0)
                 yield f"{prefix}{_node_label(node)}: attribute {attr.name!r} has no type; set AttributeProto.type"
+        if problem := node_problem(node, opsets, model.ir_version):  # too few inputs, unknown attributes, ...
+            yield f"{prefix}{_node_label(node)}: {problem}"
         for name in node.input:
             if name and name not in defined and name not in outer:  # onnx.reference fails only when it runs
                 yield (f"{prefix}{_node_label(node)} reads {name!r}, which no graph input, initializer or "
@@ -66,7 +71,7 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -
         # as onnx.checker: a node's subgraphs see the names defined before the node
         for attribute, subgraph in _subgraphs(node):
             inner = f"{where + ', ' if where else ''}in the {attribute} graph of {_node_label(node)}"
-            yield from _graph_problems(subgraph, inner, {**outer, **defined})
+            yield from _graph_problems(subgraph, inner, {**outer, **defined}, model)
         for name in node.output:
             if not name:
                 continue  # an absent optional output
@@ -83,7 +88,7 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str]) -
 
 def single_assignment_problems(model: onnx.ModelProto) -> list[str]:
     """One message per name defined more than once, in the main graph and in subgraphs."""
-    return list(_graph_problems(model.graph, "", {}))
+    return list(_graph_problems(model.graph, "", {}, model))
 
 
 def check_single_assignment(model: onnx.ModelProto) -> None:

@@ -349,3 +349,16 @@ def test_a_parameter_constant_that_does_not_decode_is_one_located_line(tmp_path,
     assert len(err) == 1 and "internal error" not in err[0], err
     assert err[0].startswith(f"onnx-qtypes: error: {path}: constant 'z': its data does not match data_type")
     assert not out.exists()
+
+
+def test_a_node_its_schema_does_not_allow_is_named_before_lowering(tmp_path, capsys):
+    """A DequantizeLinear with one input used to end in an IndexError inside the walk."""
+    model = relu_model(scale=[0.125])
+    model.graph.node.append(helper.make_node("DequantizeLinear", ["b"], ["b_real"], name="short"))
+    path, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["lower", str(path), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0], err
+    assert f"{path}: DequantizeLinear 'short' (/graph/node/1): " in err[0] and "input size 1 not in range" in err[0]
+    assert not out.exists()

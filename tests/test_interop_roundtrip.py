@@ -311,3 +311,16 @@ def test_typed_ops_with_float_results_round_trip(form):
     got = run_onnxruntime(lowered, feeds)  # a typed graph input stays its storage integers
     for want, name in zip(expected, ("y", "d")):
         np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_typed_models_own_dequantize_keeps_no_lower_mark():
+    """The mark says "lower wrote this DQ"; copied onto a boundary DQ of the typed model, lift would fold it away."""
+    from onnx_qtypes.interop import metadata
+
+    typed = _typed_add(QType("uint8", 0.125, 128), QType("uint8", 0.25, 100))
+    typed.graph.node[-1].output[0] = "yd"  # y = Relu(yd): the DQ is the typed model's own boundary before Relu
+    typed.graph.node.append(helper.make_node("Relu", ["yd"], ["y"], name="relu"))
+    metadata.mark_inserted(typed.graph.node[2])
+    lowered = lower(typed)
+    assert not any(metadata.inserted_by_lower(n) for n in lowered.graph.node if n.name == "dq")
+    assert [n.op_type for n in lift(lowered).graph.node] == [n.op_type for n in typed.graph.node]

@@ -321,6 +321,8 @@ def _relu_model(**change):
         model.graph.output[0].name = change["output"]
     if "untyped_attribute" in change:
         model.graph.node[0].attribute.add(name="alpha")  # type left UNDEFINED
+    if "short_node" in change:
+        model.graph.node.append(helper.make_node("DequantizeLinear", ["y"], ["z"], name="short"))
     return model
 
 
@@ -329,7 +331,9 @@ def _relu_model(**change):
                              "defines"),
     ({"output": "z"}, "graph output 'z' is written by no node, input or initializer"),
     ({"untyped_attribute": True}, "node 'relu' (Relu): attribute 'alpha' has no type"),
-], ids=["dangling-input", "dangling-output", "untyped-attribute"])
+    ({"short_node": True}, "node 'short' (DequantizeLinear): Node(short) with schema(::DequantizeLinear:21) has input "
+                           "size 1 not in range"),
+], ids=["dangling-input", "dangling-output", "untyped-attribute", "input-count"])
 def test_graphs_onnx_reference_cannot_run_are_refused_before_running(tmp_path, capsys, change, fragment):
     path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
     path.write_bytes(_relu_model(**change).SerializeToString())
