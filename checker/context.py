@@ -266,11 +266,18 @@ class Context:
         update(type(d.name) for d in self.declarations)
         update(type(c.name) for c in self.constants.values())
         update(type(o.domain) for o in self.model.opset_import)
-        update(type(g.name) for _, g in self.graphs)  # the float view copies these as text
+        for _, graph in self.graphs:  # the float view copies these as text
+            add(type(graph.name))
+            add(type(graph.doc_string))
+        for function in self.model.functions:
+            update(map(type, (function.name, function.domain, *function.input, *function.output)))
+            update(type(v.name) for v in function.value_info)
+            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                   for node in function.node for a in node.attribute):
+                add(bytes)  # subgraphs inside a function are not indexed: let the full walk decide (rare)
         update(type(getattr(self.model, f)) for f in MODEL_TEXT_FIELDS)
         if bytes in kinds:
-            require_utf8_names(self.model, "")
-            raise ModelLoadError("a name in the model is not UTF-8; ONNX names must be UTF-8 text")  # not located
+            require_utf8_names(self.model, "")  # the full walk: locates the name, or finds none
 
     @functools.cached_property
     def producers(self) -> dict[tuple[str, str], tuple[NodeRef, int]]:

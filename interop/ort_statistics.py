@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.interop.errors import StatisticsImportError
+from onnx_qtypes.proto.files import require_regular_file
 from onnx_qtypes.proto.qtype import Statistics, TensorStatistics
 
 FIELDS = ("lowest", "highest", "avg", "std", "hist", "hist_edges", "bins")
@@ -170,14 +171,19 @@ def statistics_from_tensors_data(tensors_data: Any) -> dict[str, TensorStatistic
 def load_calibration_cache(path: str | os.PathLike) -> dict[str, TensorStatistics]:
     """Read onnxruntime's calibration JSON (``calibration_cache_path`` or ``calibration.json``)."""
     source = pathlib.Path(path)
+    require_regular_file(source, "a calibration .json file", StatisticsImportError)  # a FIFO would block
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
         raise StatisticsImportError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise StatisticsImportError(f"{source}: not JSON (not UTF-8 text)") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise StatisticsImportError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise StatisticsImportError(f"{source}: not calibration data (nested too deeply)") from None
     try:
         return statistics_from_tensors_data(doc)
     except StatisticsImportError as exc:

@@ -98,7 +98,9 @@ def read_statistics(value_info: ValueInfoProto, where: str = "") -> TensorStatis
     """The statistics recorded on ``value_info``, or None."""
     if value_info.type.WhichOneof("value") != "tensor_type":
         return None
-    view = read_view(value_info.type.tensor_type, where or f"value {value_info.name!r}")
+    where = where or f"value {value_info.name!r}"
+    view = read_view(value_info.type.tensor_type, where)
+    require_known_fields(view, where)
     return TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
 
 
@@ -167,12 +169,17 @@ def _walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.Grap
     # A module-level function, not a closure that calls itself: that closure is a reference cycle per call.
     yield pointer, graph
     for n, node in enumerate(graph.node):
-        for a, attr in enumerate(node.attribute):
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for k, sub in enumerate(attr.graphs):
-                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
+        yield from iter_node_graphs(f"{pointer}/node/{n}", node)
+
+
+def iter_node_graphs(pointer: str, node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """Every graph in ``node``'s attributes (If branches, Loop and Scan bodies) and every graph inside those."""
+    for a, attr in enumerate(node.attribute):
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield from _walk(f"{pointer}/attribute/{a}/g", attr.g)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            for k, sub in enumerate(attr.graphs):
+                yield from _walk(f"{pointer}/attribute/{a}/graphs/{k}", sub)
 
 
 def iter_declarations(model: ModelProto) -> Iterator[Declaration]:
@@ -272,8 +279,13 @@ def get_qtype(model: ModelProto, name: str, *, function: str | None = None) -> Q
 
 
 def get_statistics(model: ModelProto, name: str, *, function: str | None = None) -> TensorStatistics | None:
-    """The statistics recorded for tensor ``name``, or None (``function``: as in get_qtype)."""
-    for decl in _Index(model, function).declarations.get(name, ()):
+    """The statistics recorded for tensor ``name``, or None (``function``: as in get_qtype).
+
+    Raises UnknownTensorError when the model has no tensor of that name."""
+    index = _Index(model, function)
+    if not index.known(name):
+        raise UnknownTensorError(f"model has no tensor named {name!r}")
+    for decl in index.declarations.get(name, ()):
         stats = read_statistics(decl.value_info, decl.pointer)
         if stats is not None:
             return stats

@@ -20,7 +20,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from onnx_qtypes.proto.errors import ModelLoadError
-from onnx_qtypes.proto.model import iter_graphs
+from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs
 
 MODEL_TEXT_FIELDS = ("producer_name", "producer_version", "domain", "doc_string")  # copied by tools as text
 _NODE_FIELDS = ("name", "op_type", "domain")
@@ -58,18 +58,25 @@ def first_non_utf8_name(model: onnx.ModelProto) -> tuple[str, bytes] | None:
     found = _first_field("", model, MODEL_TEXT_FIELDS) or _first_bytes(
         "/opset_import", (o.domain for o in model.opset_import), "/domain")
     for pointer, graph in iter_graphs(model):
-        found = found or _first_field(pointer, graph, ("name", "doc_string")) or _in_nodes(pointer, graph.node)
-        for kind in _DECLARATIONS:
-            found = found or _first_bytes(f"{pointer}/{kind}", (v.name for v in getattr(graph, kind)), "/name")
-        found = found or _first_bytes(f"{pointer}/sparse_initializer",
-                                      (v.values.name for v in graph.sparse_initializer), "/values/name")
+        found = found or _in_graph(pointer, graph)
     for f, function in enumerate(model.functions):
         here = f"/functions/{f}"
         found = (found or _first_field(here, function, ("name", "domain"))
                  or _first_bytes(f"{here}/input", function.input) or _first_bytes(f"{here}/output", function.output)
                  or _first_bytes(f"{here}/value_info", (v.name for v in function.value_info), "/name")
                  or _in_nodes(here, function.node))
+        for n, node in enumerate(function.node):  # If / Loop / Scan bodies inside the function
+            for pointer, graph in iter_node_graphs(f"{here}/node/{n}", node):
+                found = found or _in_graph(pointer, graph)
     return found
+
+
+def _in_graph(pointer: str, graph: onnx.GraphProto) -> tuple[str, bytes] | None:
+    found = _first_field(pointer, graph, ("name", "doc_string")) or _in_nodes(pointer, graph.node)
+    for kind in _DECLARATIONS:
+        found = found or _first_bytes(f"{pointer}/{kind}", (v.name for v in getattr(graph, kind)), "/name")
+    return found or _first_bytes(f"{pointer}/sparse_initializer", (v.values.name for v in graph.sparse_initializer),
+                                 "/values/name")
 
 
 def first_non_utf8_string(message: Message, pointer: str = "") -> tuple[str, bytes] | None:

@@ -311,3 +311,12 @@ def test_get_qtype_refuses_a_schema_value_this_version_does_not_define():
     name = model.graph.input[0].name
     with pytest.raises(MalformedExtensionError, match=r"quantization.schema: value 9 is not defined"):
         get_qtype(model, name)
+
+
+def test_get_statistics_knows_its_tensors_like_get_qtype():
+    from onnx_qtypes import get_statistics
+
+    model = add_model()
+    with pytest.raises(UnknownTensorError, match="no tensor named 'nope'"):
+        get_statistics(model, "nope")
+    assert get_statistics(model, model.graph.input[0].name) is None  # exists, no statistics recorded

@@ -107,3 +107,37 @@ def test_graph_name_and_producer_are_read_too():
     model.producer_name = "@@"
     with pytest.raises(ModelLoadError, match="/producer_name holds"):
         check_model(_not_utf8(model))
+
+
+@pytest.mark.parametrize("where", ["graph-doc-string", "function-name", "function-subgraph"])
+def test_check_and_run_refuse_the_same_names(tmp_path, where):
+    """The checker's fast test and the full walk run and show use must agree on every field."""
+    model = _typed_model()
+    if where == "graph-doc-string":
+        model.graph.doc_string = "@@"
+    else:
+        inner = helper.make_graph([helper.make_node("Identity", ["a"], ["@@" if where == "function-subgraph" else "b"])],
+                                  "body", [], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+        node = helper.make_node("If", ["c"], ["o"], then_branch=inner, else_branch=inner)
+        model.functions.append(helper.make_function("local", "@@" if where == "function-name" else "f", ["c", "a"],
+                                                    ["o"], [node], [helper.make_opsetid("", 21)]))
+    data = _not_utf8(model)
+    assert first_non_utf8_name(load(data)) is not None
+    with pytest.raises(ModelLoadError, match="not UTF-8"):
+        check_model(data)
+    with pytest.raises(ModelLoadError, match="not UTF-8"):
+        ReferenceEvaluator(data)
+
+
+def test_a_function_with_a_subgraph_and_text_names_is_checked_normally():
+    """The fast test hands such a model to the full walk, which finds nothing: the findings are the model's own."""
+    from onnx_qtypes.checker import iter_diagnostics
+
+    plain = _typed_model()
+    model = _typed_model()
+    inner = helper.make_graph([helper.make_node("Identity", ["a"], ["b"])], "body", [],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    model.functions.append(helper.make_function("local", "f", ["c", "a"], ["o"],
+                                                [helper.make_node("If", ["c"], ["o"], then_branch=inner,
+                                                                  else_branch=inner)], [helper.make_opsetid("", 21)]))
+    assert [d.rule for d in iter_diagnostics(model)] == [d.rule for d in iter_diagnostics(plain)]

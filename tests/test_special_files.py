@@ -9,6 +9,7 @@ fresh process with a timeout, or with a reader thread.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -251,3 +252,34 @@ def test_built_in_profiles_still_load():
 
     assert all(load_profile(name).name == name for name in builtin_names())
     assert np.isclose(load_profile("tflite-int8").fixed_output["Softmax"][0].scale, 1 / 256)
+
+
+def test_run_writes_its_npz_into_a_fifo(tmp_path, model_path):
+    """zipfile seeks while writing; a stream target gets the archive built in memory."""
+    import io
+
+    inputs, fifo = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, x=np.arange(4, dtype=np.float32))
+    os.mkfifo(fifo)
+    thread, got = _reader(fifo)
+    code, err = _cli("run", str(model_path), "--inputs", str(inputs), "--outputs", str(fifo))
+    thread.join(timeout=60)
+    assert code == 0, err
+    with np.load(io.BytesIO(b"".join(got))) as archive:
+        np.testing.assert_array_equal(archive["y"], np.arange(4, dtype=np.float32) + [1, 2, 3, 4])
+
+
+def test_lift_api_refuses_a_fifo_or_binary_statistics_file(tmp_path, model_path):
+    from onnx_qtypes import lift
+    from onnx_qtypes.interop import StatisticsImportError
+
+    fifo, binary, deep = tmp_path / "cal.json", tmp_path / "bin.json", tmp_path / "deep.json"
+    os.mkfifo(fifo)
+    binary.write_bytes(b"\xff\xfe\x00\x9c")
+    deep.write_text("[" * 100_000)
+    with pytest.raises(StatisticsImportError, match=re.escape(f"{fifo}: {NOT_REGULAR}")):
+        lift(str(model_path), statistics=fifo)  # before: blocked opening the FIFO
+    with pytest.raises(StatisticsImportError, match="bin.json: not JSON .not UTF-8 text."):
+        lift(str(model_path), statistics=binary)
+    with pytest.raises(StatisticsImportError, match="deep.json: not"):
+        lift(str(model_path), statistics=deep)

@@ -24,6 +24,7 @@ refused: they have no single answer.
 from __future__ import annotations
 
 import argparse
+import io
 import contextlib
 import math
 import os
@@ -182,8 +183,10 @@ def output_arrays(evaluator: Any, names: list[str], values: list[Any]) -> dict[s
 
 def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     """Write the outputs atomically (never a half-written .npz)."""
+    archive = io.BytesIO()  # built in memory: zipfile seeks, which a stream target (/dev/stdout, a FIFO) cannot
+    np.savez(archive, **arrays)
     with atomic_write(path) as fh:
-        np.savez(fh, **arrays)
+        fh.write(archive.getbuffer())
 
 
 def run(args: argparse.Namespace) -> int:
