@@ -32,8 +32,7 @@ class Crossing:
     outer: str
     what: str  # e.g. "then_branch output 0 -> output 0"
     port: tuple[str, int] | None  # the node's ("input" | "output", index) holding ``outer``, if it is one
-    stacked: int | None = None  # axis the iterations are stacked along; -1: an axis given from the end
-    stacks: bool = False
+    stacked: int | None = None  # the axis of ``outer`` the iterations are stacked along (negative: from the end)
 
 
 def _names(values: object) -> list[str]:
@@ -44,9 +43,12 @@ def _ints(node: onnx.NodeProto, name: str) -> list[int]:
     return next((list(a.ints) for a in node.attribute if a.name == name), [])
 
 
-def crossings(node: onnx.NodeProto) -> Iterator[Crossing]:
-    """Every crossing of an If, Loop or Scan node of the default domain (none for any other node)."""
-    if node.domain not in ("", "ai.onnx") or node.op_type not in CONTROL_FLOW:
+def crossings(node: onnx.NodeProto, opset: int) -> Iterator[Crossing]:
+    """Every crossing of an If, Loop or Scan node of the default domain (none for any other node).
+
+    Scan before opset 9 (a ``sequence_lens`` input and a batch axis) is not read: no crossing is reported.
+    """
+    if node.domain not in ("", "ai.onnx") or node.op_type not in CONTROL_FLOW or (node.op_type == "Scan" and opset < 9):
         return
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     if node.op_type == "If":
@@ -65,7 +67,7 @@ def crossings(node: onnx.NodeProto) -> Iterator[Crossing]:
         for j, (inner, outer) in enumerate(zip(body_out[1 + carried:], node.output[carried:])):
             if inner and outer:
                 yield Crossing(inner, outer, f"body scan output {j} -> output {carried + j}", ("output", carried + j),
-                               stacked=0, stacks=True)
+                               stacked=0)
         return
     scans = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
     state = max(len(node.input) - scans, 0)
@@ -75,12 +77,12 @@ def crossings(node: onnx.NodeProto) -> Iterator[Crossing]:
         if inner and outer:
             axis = in_axes[j] if j < len(in_axes) else 0
             yield Crossing(inner, outer, f"scan input {state + j} -> body input {state + j} (one slice per iteration)",
-                           ("input", state + j), stacked=axis if axis >= 0 else -1, stacks=True)
+                           ("input", state + j), stacked=axis)
     for j, (inner, outer) in enumerate(zip(body_out[state:], node.output[state:])):
         if inner and outer:
             axis = out_axes[j] if j < len(out_axes) else 0
             yield Crossing(inner, outer, f"body scan output {state + j} -> output {state + j}",
-                           ("output", state + j), stacked=axis if axis >= 0 else -1, stacks=True)
+                           ("output", state + j), stacked=axis)
 
 
 def _carried(node: onnx.NodeProto, count: int, body_in: list[str], body_out: list[str], *, first_in: int,
@@ -101,17 +103,22 @@ def _carried(node: onnx.NodeProto, count: int, body_in: list[str], body_out: lis
                            ("output", k))
 
 
-def expected_outer(crossing: Crossing, inner: QType) -> QType | None:
-    """The type ``crossing.outer`` must have given ``inner``'s; None when that depends on an unknown rank."""
-    if not crossing.stacks or inner.axis is None:
+def expected_outer(crossing: Crossing, inner: QType, outer_rank: int | None = None) -> QType | None:
+    """The type ``crossing.outer`` must have given ``inner``'s; None when a stacking axis counted from the end
+    meets an unknown rank."""
+    stacked = crossing.stacked
+    if stacked is None or inner.axis is None:
         return inner
-    if crossing.stacked is None or crossing.stacked < 0:
-        return None  # an axis counted from the end: where it lands needs the rank
-    axis = inner.axis + 1 if inner.axis >= crossing.stacked else inner.axis
+    if stacked < 0:
+        if outer_rank is None:
+            return None
+        stacked += outer_rank
+    axis = inner.axis + 1 if inner.axis >= stacked else inner.axis
     return inner.replace(axis=axis, validate=False)
 
 
-def crossing_problem(node: onnx.NodeProto, crossing: Crossing, inner: QType | None, outer: QType | None) -> str | None:
+def crossing_problem(node: onnx.NodeProto, crossing: Crossing, inner: QType | None, outer: QType | None,
+                     outer_rank: int | None = None) -> str | None:
     """Why the two types of ``crossing`` cannot both hold, or None (neither quantized, or consistent)."""
     if inner is None and outer is None:
         return None
@@ -121,7 +128,7 @@ def crossing_problem(node: onnx.NodeProto, crossing: Crossing, inner: QType | No
         kind = inner if outer is None else outer
         return (f"{crossing.what}: {typed!r} is {kind} but {plain!r} is not quantized; {op} passes the stored values "
                 f"across unchanged, so {plain!r} would read them as plain numbers: give it the same type")
-    want = expected_outer(crossing, inner)
+    want = expected_outer(crossing, inner, outer_rank)
     if want is None or want == outer:
         return None
     moved = f" (the axis moved by the stacking along axis {crossing.stacked})" if want.axis != inner.axis else ""

@@ -39,7 +39,7 @@ from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
-from onnx_qtypes.proto.control_flow import crossing_problem, crossings
+from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
@@ -54,7 +54,6 @@ from onnx_qtypes.reference_ops.single_assignment import check_single_assignment
 __all__ = ["KERNEL_MODES", "EvaluationError", "FeedError", "QuantizedArray", "ReferenceEvaluator"]
 
 KERNEL_MODES = ("definitional", "integer")
-CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 
 
 class QuantizedArray(np.ndarray):
@@ -107,9 +106,10 @@ def _validated(name: str, qtype: QType) -> QType:
 def _check_crossings(model: ModelProto, qtypes: dict[str, QType]) -> None:
     """EvaluationError where If / Loop / Scan would hand stored integers to a tensor of another type: passing them
     on would read them at another scale, and no node there could requantize (checker rule QT312)."""
+    opsets = {o.domain or "": o.version for o in model.opset_import}
     for _, graph in iter_graphs(model):
         for node in graph.node:
-            for crossing in crossings(node):
+            for crossing in crossings(node, opsets.get("", 0)):  # crossings() reads default-domain nodes only
                 problem = crossing_problem(node, crossing, qtypes.get(crossing.inner), qtypes.get(crossing.outer))
                 if problem:
                     label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node"

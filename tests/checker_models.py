@@ -271,35 +271,62 @@ def sequence_model(nested: QType | None) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
 
 
-def if_model(branch: QType | None, out: QType) -> onnx.ModelProto:
-    """r = If(c) whose then-branch returns Identity(x_q) as ``t`` (typed ``branch``); r typed ``out``."""
+def _vi(name: str, q: QType | None, shape: list[int] | None, elem_type: int = TensorProto.INT8) -> onnx.ValueInfoProto:
+    """A declaration, quantized with ``q`` when given (elem_type then UNDEFINED)."""
+    v = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q else elem_type, shape)
+    if q is not None:
+        declare(v, q)
+    return v
+
+
+def if_model(branch: QType | None, out: QType, else_q: QType | None = None) -> onnx.ModelProto:
+    """r = If(c) whose branches return Identity(x_q) as ``t`` (typed ``branch``) and ``e`` (``else_q``, default
+    ``out``); r typed ``out``."""
     def body(name: str, q: QType | None) -> onnx.GraphProto:
-        vi = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q else TensorProto.INT8, [2])
-        if q is not None:
-            declare(vi, q)
-        return helper.make_graph([helper.make_node("Identity", ["x_q"], [name], name=f"{name}_id")], name, [], [vi])
+        return helper.make_graph([helper.make_node("Identity", ["x_q"], [name], name=f"{name}_id")], name, [],
+                                 [_vi(name, q, [2])])
 
     g = Graph("if").input("x_q", (2,), out).input("c", (), elem_type=TensorProto.BOOL)
-    g.node("If", ["c"], ["r"], name="branch", then_branch=body("t", branch), else_branch=body("e", out))
+    g.node("If", ["c"], ["r"], name="branch", then_branch=body("t", branch), else_branch=body("e", else_q or out))
     return g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,)).build()
 
 
-def loop_model(body_q: QType, out: QType) -> onnx.ModelProto:
-    """r = Loop(n, , x_q) carrying x_q through Identity; the body's carried input and output typed ``body_q``."""
-    def vi(name: str, q: QType | None, elem_type: int, shape: list[int] | None) -> onnx.ValueInfoProto:
-        v = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q else elem_type, shape)
-        if q is not None:
-            declare(v, q)
-        return v
-
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["acc_in"], ["acc_out"], name="carry"),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")], "body",
-        [vi("i", None, TensorProto.INT64, []), vi("cond_in", None, TensorProto.BOOL, []), vi("acc_in", body_q, 0, [2])],
-        [vi("cond_out", None, TensorProto.BOOL, []), vi("acc_out", body_q, 0, [2])])
+def loop_model(body_q: QType, out: QType, body_out: QType | None = None, scan_out: QType | None = None
+               ) -> onnx.ModelProto:
+    """r = Loop(n, , x_q) carrying x_q through Identity: the body's carried input typed ``body_q``, its output
+    ``body_out`` (default ``body_q``); with ``scan_out``, the body also emits the carried value as a scan output
+    ``s`` (typed ``body_q``), stacked into ``rs`` typed ``scan_out``."""
+    nodes = [helper.make_node("Identity", ["acc_in"], ["acc_out"], name="carry"),
+             helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")]
+    outputs = [_vi("cond_out", None, [], TensorProto.BOOL), _vi("acc_out", body_out or body_q, [2])]
+    if scan_out is not None:
+        nodes.append(helper.make_node("Identity", ["acc_in"], ["s"], name="emit"))
+        outputs.append(_vi("s", body_q, [2]))
+    body = helper.make_graph(nodes, "body", [_vi("i", None, [], TensorProto.INT64),
+                                             _vi("cond_in", None, [], TensorProto.BOOL), _vi("acc_in", body_q, [2])],
+                             outputs)
     g = Graph("loop").input("x_q", (2,), out).init("n", np.array(3, np.int64))
-    g.node("Loop", ["n", "", "x_q"], ["r"], name="repeat", body=body)
-    return g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,)).build()
+    g.node("Loop", ["n", "", "x_q"], ["r"] + (["rs"] if scan_out is not None else []), name="repeat", body=body)
+    g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,))
+    if scan_out is not None:
+        g.value("rs", (3, 2), scan_out).dequantize("rs", "ys", scan_out).output("ys", (3, 2))
+    return g.build()
+
+
+def scan_model(state_body: QType, state: QType, slice_q: QType, stacked: QType) -> onnx.ModelProto:
+    """final, ys = Scan(s_q, x_q): state s_q (typed ``state``) carried through the body as s_in / s_out (typed
+    ``state_body``); scan input x_q [3, 2] (typed ``stacked``) sliced to x_in [2] (``slice_q``), copied to y_out
+    (``slice_q``) and stacked into ys [3, 2] (``stacked``)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["s_in"], ["s_out"], name="keep"),
+         helper.make_node("Identity", ["x_in"], ["y_out"], name="copy")], "body",
+        [_vi("s_in", state_body, [2]), _vi("x_in", slice_q, [2])],
+        [_vi("s_out", state_body, [2]), _vi("y_out", slice_q, [2])])
+    g = Graph("scan").input("s_q", (2,), state).input("x_q", (3, 2), stacked)
+    g.node("Scan", ["s_q", "x_q"], ["final", "ys"], name="scan", body=body, num_scan_inputs=1)
+    g.value("final", (2,), state).value("ys", (3, 2), stacked)
+    g.dequantize("final", "f", state).dequantize("ys", "y", stacked)
+    return g.output("f", (2,)).output("y", (3, 2)).build()
 
 
 # --- the case table -------------------------------------------------------------------------
@@ -661,7 +688,8 @@ def cases() -> list[Case]:
         _miss("QT311", "declared-input-fails-closed", lambda: _cast_of_quantized_constant(True)),
         # QT116
         _fire("QT116", "sequence-of-quantized-tensors", lambda: sequence_model(int8(0.5, 0)),
-              "/graph/input/0/type/sequence_type/elem_type/tensor_type", "seq", message="quantization inside"),
+              "/graph/input/0/type/sequence_type/elem_type/tensor_type", "seq",
+              message="a quantized type inside the sequence 'seq'"),
         _miss("QT116", "sequence-of-plain-tensors", lambda: sequence_model(None)),
         # QT312
         _fire("QT312", "if-branch-other-scale", lambda: if_model(int8(0.4, 0), int8(0.2, 0)),
@@ -670,8 +698,25 @@ def cases() -> list[Case]:
               message="'t' is not quantized"),
         _fire("QT312", "loop-carried-other-scale", lambda: loop_model(int8(0.5, 0), int8(0.1, 0)),
               "/graph/node/0/input/2", "x_q", "repeat", message="carried value 0: input 2 -> body input 2"),
+        _fire("QT312", "if-else-branch-other-scale", lambda: if_model(int8(0.2, 0), int8(0.2, 0), int8(0.4, 0)),
+              "/graph/node/0/output/0", "r", "branch", message="else_branch output 0 -> output 0"),
+        _fire("QT312", "loop-next-iteration-other-scale", lambda: loop_model(int8(0.1, 0), int8(0.1, 0), int8(0.5, 0)),
+              "/graph/node/0", node="repeat", message="body output 1 -> the next iteration's body input 2"),
+        _fire("QT312", "loop-scan-output-other-scale",
+              lambda: loop_model(int8(0.1, 0), int8(0.1, 0), scan_out=int8(0.3, 0)), "/graph/node/0/output/1", "rs",
+              "repeat", message="body scan output 0 -> output 1"),
+        _fire("QT312", "scan-state-other-scale",
+              lambda: scan_model(int8(0.5, 0), int8(0.1, 0), int8(0.1, 0), int8(0.1, 0)), "/graph/node/0/input/0",
+              "s_q", "scan", message="carried value 0: input 0 -> body input 0"),
+        _fire("QT312", "scan-per-axis-not-moved",
+              lambda: scan_model(int8(0.1, 0), int8(0.1, 0), int8([0.1, 0.2], [0, 0], axis=0), int8(0.1, 0)),
+              "/graph/node/0/output/1", "ys", "scan", message="axis=1> (the axis moved by the stacking along axis 0)"),
         _miss("QT312", "if-branch-same-type", lambda: if_model(int8(0.2, 0), int8(0.2, 0))),
         _miss("QT312", "loop-carried-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0))),
+        _miss("QT312", "loop-scan-output-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0), scan_out=int8(0.1, 0))),
+        _miss("QT312", "scan-per-axis-moved-by-stacking",
+              lambda: scan_model(int8(0.1, 0), int8(0.1, 0), int8([0.1, 0.2], [0, 0], axis=0),
+                                 int8([0.1, 0.2], [0, 0], axis=1))),
         # QT401
         _fire("QT401", "reshape-new-scale", lambda: mover("Reshape", (1, 4, 2, 2), (1, 16), int8(F32, 0), int8(0.04, 0),
                                                          extra_inputs=[("shape", np.array([1, 16], np.int64))]),

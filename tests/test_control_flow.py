@@ -27,16 +27,16 @@ def _scan(num_state: int = 1, num_scan: int = 1, **attrs: object):
 
 def test_scan_crossings_name_state_slices_and_stacks():
     node = _scan(scan_input_axes=[1], scan_output_axes=[-1])
-    found = {(c.inner, c.outer): c for c in crossings(node)}
+    found = {(c.inner, c.outer): c for c in crossings(node, 21)}
     assert set(found) == {("s_in0", "s0"), ("s_in0", "s_out0"), ("s_out0", "final0"), ("x_in0", "x0"), ("y_out", "ys")}
     assert found[("x_in0", "x0")].stacked == 1 and found[("x_in0", "x0")].port == ("input", 1)
-    assert found[("y_out", "ys")].stacked == -1  # counted from the end: depends on the rank
-    assert not found[("s_in0", "s0")].stacks
+    assert found[("y_out", "ys")].stacked == -1  # counted from the end: resolved with the outer rank
+    assert found[("s_in0", "s0")].stacked is None
 
 
 @pytest.mark.parametrize(("inner_axis", "stacked", "outer_axis"), [(0, 0, 1), (1, 0, 2), (0, 1, 0), (1, 1, 2)])
 def test_stacking_moves_the_axis_at_or_after_the_stacked_one(inner_axis, stacked, outer_axis):
-    crossing = next(c for c in crossings(_scan(scan_input_axes=[stacked])) if c.outer == "x0")
+    crossing = next(c for c in crossings(_scan(scan_input_axes=[stacked]), 21) if c.outer == "x0")
     inner = QType("int8", [0.1, 0.2], [0, 0], axis=inner_axis)
     assert expected_outer(crossing, inner) == QType("int8", [0.1, 0.2], [0, 0], axis=outer_axis)
     assert crossing_problem(_scan(), crossing, inner, QType("int8", [0.1, 0.2], [0, 0], axis=outer_axis)) is None
@@ -45,7 +45,7 @@ def test_stacking_moves_the_axis_at_or_after_the_stacked_one(inner_axis, stacked
 
 
 def test_a_per_tensor_type_crosses_unchanged_and_a_plain_side_is_named():
-    crossing = next(iter(crossings(_scan())))
+    crossing = next(iter(crossings(_scan(), 21)))
     q = QType("int8", 0.5, 1)
     assert crossing_problem(_scan(), crossing, q, q) is None
     assert crossing_problem(_scan(), crossing, None, None) is None
@@ -53,8 +53,17 @@ def test_a_per_tensor_type_crosses_unchanged_and_a_plain_side_is_named():
 
 
 def test_other_nodes_have_no_crossings():
-    assert list(crossings(helper.make_node("Relu", ["a"], ["b"]))) == []
-    assert list(crossings(helper.make_node("If", ["c"], ["r"], domain="com.example"))) == []
+    assert list(crossings(helper.make_node("Relu", ["a"], ["b"]), 21)) == []
+    assert list(crossings(helper.make_node("If", ["c"], ["r"], domain="com.example"), 21)) == []
+    assert list(crossings(_scan(), 8)) == []  # Scan-8: sequence_lens first and a batch axis; not read
+
+
+def test_an_axis_counted_from_the_end_is_resolved_with_the_outer_rank():
+    crossing = next(c for c in crossings(_scan(scan_output_axes=[-1]), 21) if c.outer == "ys")
+    inner = QType("int8", [0.1, 0.2], [0, 0], axis=0)  # per-axis on axis 0 of a rank-2 body value
+    assert expected_outer(crossing, inner) is None  # rank unknown: nothing to say
+    assert expected_outer(crossing, inner, outer_rank=3) == inner  # stacked on axis 2: axis 0 stays
+    assert "must be" in crossing_problem(_scan(), crossing, inner, QType("int8", 0.1), outer_rank=3)
 
 
 @pytest.mark.parametrize("build", [lambda: if_model(int8(0.4, 0), int8(0.2, 0)),

@@ -59,10 +59,11 @@ def check(ctx: Context) -> Iterator[Finding]:
     for pointer, name, data in ctx.other_types:  # rare: only declarations that are not tensors
         for path, tensor in _nested_tensors(onnx.TypeProto.FromString(data), f"{pointer}/type"):
             view = parse_view(tensor.SerializeToString(), f"{path} (tensor {name!r})")
-            fields = [f for f, n in (("quantization", 1000), ("statistics", 1001)) if view.HasField(f)]
-            if fields:
-                yield Finding(
-                    Location(path, tensor=name),
-                    f"{' and '.join(fields)} inside a {path.split('/type/', 1)[1].split('/')[0]} of {name!r}: this "
-                    "version types tensors only, and stock runtimes would read the stored integers as plain numbers",
-                )
+            container = path.split("/type/", 1)[1].split("/", 1)[0].removesuffix("_type")  # sequence, optional, map
+            if view.HasField("quantization"):
+                yield Finding(Location(path, tensor=name), f"a quantized type inside the {container} {name!r}: this "
+                              "version types tensors only, and stock runtimes would read the stored integers as "
+                              "plain numbers")
+            elif view.HasField("statistics"):
+                yield Finding(Location(path, tensor=name), f"statistics inside the {container} {name!r}: this "
+                              "version records statistics on tensor declarations only; nothing reads these")

@@ -7,7 +7,9 @@ k as the node's input, the body's input, the body's output and the node's
 output; a Loop's scan outputs and a Scan's scan inputs and outputs (per
 iteration in the body, stacked outside). When either tensor is quantized,
 both carry the same quantized type (statistics excluded); stacking along
-axis s moves a per-axis type's axis a to a + 1 when a >= s.
+axis s moves a per-axis type's axis a to a + 1 when a >= s (a negative s is
+resolved with the stacked tensor's declared rank; unknown rank: not
+checked). Scan before opset 9 is not read.
 
 ## Why
 No operator runs at these crossings, so nothing can requantize: the stored
@@ -45,11 +47,12 @@ from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, cross
 @rule("QT312", "control-flow-types-differ", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of(*CONTROL_FLOW):
-        for crossing in crossings(ref.node):
+        for crossing in crossings(ref.node, ref.opset):
             types = [ctx.qtype(ref.scope, crossing.inner), ctx.qtype(ref.scope, crossing.outer)]
             valid = [valid_type(ctx, ref.scope, crossing.inner), valid_type(ctx, ref.scope, crossing.outer)]
             if types != valid:
                 continue  # an invalid type says nothing about the other side (QT1xx reports it)
-            problem = crossing_problem(ref.node, crossing, *valid)
+            shape = ctx.shape(ref.scope, crossing.outer)
+            problem = crossing_problem(ref.node, crossing, *valid, None if shape is None else len(shape))
             if problem:
                 yield Finding(ref.location(*crossing.port) if crossing.port else ref.location(), problem)
