@@ -14,23 +14,14 @@ from onnx_qtypes.proto.qtype import Statistics
 T = TypeVar("T")
 
 
-def summarize(problems: list[tuple[int, str]], noun: str) -> tuple[int, str]:
-    """The first problem's index and text, with how many more there are.
-
-    One finding per type, not one per scale: a per-channel type with 512 bad
-    scales is one thing to fix.
-    """
-    index, text = problems[0]
-    return index, _more(text, len(problems) - 1, noun)
-
-
 def _more(text: str, more: int, noun: str) -> str:
     return text + f" ({more} more {noun} of this type break the same rule)" if more else text
 
 
 def summarize_flagged(flagged: np.ndarray, values: Sequence[T], decide: Callable[[int, T], str | None],
                       noun: str) -> tuple[int, str] | None:
-    """summarize() of the values of one type that break a rule, asking the rule's helper about one of them.
+    """The first value of one type that breaks a rule and how many more do: one finding per type, not one per
+    scale (a per-channel type with 512 bad scales is one thing to fix).
 
     ``flagged`` marks, per value, whether it breaks the rule: the helper's test in vector form, exact (not a
     screen). ``decide(i, values[i])`` is the helper's text for a value (None: no problem). The first flagged

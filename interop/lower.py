@@ -199,10 +199,8 @@ def _fits_constant(qtype: QType, value: TensorProto, where: str) -> None:
 
 
 def _problem(exc: QTypeError) -> str:
-    """The message of a QTypeError without its ``QType.<field>:`` prefix (a field of the proto message)."""
-    text = str(exc)
-    prefix = f"QType.{exc.field}: "
-    return f"{exc.field}: {text[len(prefix):]}" if text.startswith(prefix) else text
+    """The message of a QTypeError with the proto message's field in front, not ``QType.<field>``."""
+    return f"{exc.field}: {exc.problem}"
 
 
 class _Lowering:

@@ -14,6 +14,7 @@ class QTypeError(QTypesError, ValueError):
     def __init__(self, field: str, message: str, tensor: str | None = None) -> None:
         self.field = field
         self.tensor = tensor
+        self.problem = message  # what is wrong, without the tensor and field in front
         where = f"tensor {tensor!r}: " if tensor else ""
         super().__init__(f"{where}QType.{field}: {message}")
 

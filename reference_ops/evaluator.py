@@ -45,7 +45,7 @@ from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
-from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError, type_problem
+from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
 from onnx_qtypes.reference_ops.feeds import kind as element_kind
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
@@ -97,10 +97,9 @@ def _declared_types(model: ModelProto) -> dict[str, QType]:
 
 def _validated(name: str, qtype: QType) -> QType:
     try:
-        return QType(qtype.storage, qtype.scale, qtype.zero_point, qtype.axis, qtype.block_size, qtype.schema,
-                     qtype.storage_min, qtype.storage_max, qtype.expressed)
+        return qtype.replace()  # validated on the way
     except QTypeError as exc:
-        raise EvaluationError(f"tensor {name!r}: its type is invalid: {type_problem(exc)}") from None
+        raise EvaluationError(f"tensor {name!r}: its type is invalid: {exc.problem}") from None
 
 
 def _check_crossings(model: ModelProto, qtypes: dict[str, QType]) -> None:
@@ -129,7 +128,6 @@ class _Session:
         _check_crossings(model, self.qtypes)
         self.functions = {(f.domain, f.name) for f in model.functions}
         self.specs: list[InputSpec] = input_specs(model, self.qtypes)
-        self.inputs = [s.name for s in self.specs if s.required]
         self.kernel_log: dict[str, str] = {}
 
     def kernel(self, op_type: str) -> Any:
@@ -155,17 +153,28 @@ class _Session:
 
     def _dynamic_feed(self, name: str, value: np.ndarray, qtype: QType, feeds: Mapping[str, Any]) -> np.ndarray:
         if element_kind(value.dtype) == "f":
-            storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
+            try:
+                storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
+            except QTypeError as exc:  # e.g. inf or NaN in the data: no parameters to compute
+                raise FeedError(f"input {name!r}: {exc.problem}") from None
             return attach(storage, resolved)
-        zero_point = feeds.get(f"{name}.zero_point")
+        scale, zero_point = np.asarray(feeds[f"{name}.scale"]), feeds.get(f"{name}.zero_point")
+        if scale.dtype.kind != "f":
+            raise FeedError(f"input {name!r}: {name}.scale holds {scale.dtype} values; give float scales")
+        if zero_point is not None and np.asarray(zero_point).dtype.kind not in "iu":
+            raise FeedError(f"input {name!r}: {name}.zero_point holds {np.asarray(zero_point).dtype} values; give "
+                            "integers (nothing is rounded silently)")
+        if qtype.axis is None and scale.size != 1:
+            raise FeedError(f"input {name!r}: its type {qtype} is per-tensor, so {name}.scale holds one value, "
+                            f"not {scale.size}")
         try:
-            given = operand_qtype(qtype.storage, np.asarray(feeds[f"{name}.scale"]), zero_point, value.shape,
+            given = operand_qtype(qtype.storage, scale, zero_point, value.shape,
                                   axis=qtype.axis if qtype.axis is not None else 1, block_size=qtype.block_size or 0)
             resolved = qtype.replace(scale=given.scale, zero_point=given.zero_point, axis=given.axis,
                                      block_size=given.block_size)
             return attach(quant.to_storage(value, resolved, tensor=name), resolved)
         except QTypeError as exc:
-            raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {type_problem(exc)}") from None
+            raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {exc.problem}") from None
         except QTypesError as exc:
             raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {exc}") from None
 
@@ -308,7 +317,7 @@ class _TypedNode:
             raise
         except QTypeError as exc:
             tensor = f"tensor {exc.tensor!r}: " if exc.tensor else ""
-            raise EvaluationError(f"{self._label}: {tensor}{type_problem(exc)}") from exc
+            raise EvaluationError(f"{self._label}: {tensor}{exc.problem}") from exc
         except QTypesError as exc:
             raise EvaluationError(f"{self._label}: {exc}") from exc
         except Exception as exc:  # onnx.reference's own failures, located

@@ -279,3 +279,18 @@ def test_errors_while_running_name_node_and_tensor_without_internal_names():
         ReferenceEvaluator(model).run(None, {"x": np.zeros(3, np.int8)})
     assert str(err.value).startswith("node 'node' (Relu): tensor 'x': ")
     assert "needs 3 scales, found 2" in str(err.value) and "QType." not in str(err.value)
+
+
+@pytest.mark.parametrize(("feeds", "fragment"), [
+    ({"x": np.array([np.inf, 0.5, 1.0], np.float32)}, "input 'x': "),
+    ({"x": np.array([1, 2, 3], np.uint8), "x.scale": np.array("0.1")}, "x.scale holds <U3 values; give float scales"),
+    ({"x": np.array([1, 2, 3], np.uint8), "x.scale": np.float32(0.1), "x.zero_point": np.float32(0.5)},
+     "x.zero_point holds float32 values; give integers"),
+    ({"x": np.array([1, 2, 3], np.uint8), "x.scale": np.full(3, 0.1, np.float32)},
+     "is per-tensor, so x.scale holds one value, not 3"),
+], ids=["non-finite-data", "string-scale", "float-zero-point", "scale-count"])
+def test_a_dynamic_inputs_parameters_are_checked_not_coerced(feeds, fragment):
+    model = typed_model("Relu", [T("x", (3,), QType("uint8"))], [T("y", (3,), QType("uint8"))])
+    with pytest.raises(FeedError) as err:
+        ReferenceEvaluator(model).run(None, feeds)
+    assert fragment in str(err.value) and str(err.value).startswith("input 'x'"), str(err.value)
