@@ -136,3 +136,20 @@ def test_undecodable_extension_names_file_and_tensor(tmp_path):
     tt.MergeFromString(b"\x08\x00\xc2\x3e\x03\x08\xff\xff")  # field 1000: a truncated varint
     save(model, path)
     assert_one_line_error(run_cli("show", str(path)), "cut.onnx", "/graph/input/0", "tensor 'a'", "does not decode")
+
+
+def test_a_functions_tensors_are_its_own_rows_not_a_conflict(tmp_path):
+    """The graph's x and function f's x are different tensors (get_qtype(function=...) reads them apart)."""
+    from test_compat import _model_with_function
+
+    model = _model_with_function()  # f's body: x at 0.125
+    set_qtype(model, "x", QType("int8", 0.5))  # the graph's x
+    path = tmp_path / "f.onnx"
+    save(model, path)
+    table = run_cli("show", str(path))
+    assert table.returncode == 0, table.stderr
+    assert "declared with different types" not in table.stdout
+    assert "2 quantized tensor(s)" in table.stdout and "x (function local:f)" in table.stdout
+    rows = json.loads(run_cli("show", str(path), "--format", "json").stdout)["tensors"]
+    assert [(r["function"], r["tensor"], r["qtype"]["scale"]) for r in rows] == [
+        (None, "x", [0.5]), ("local:f", "x", [0.125])]

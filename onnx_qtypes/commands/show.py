@@ -51,9 +51,12 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
 
 def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
     """One row per tensor and distinct type (statistics aside) that is quantized or has statistics, in model order."""
-    rows: dict[tuple[str, QType | None], dict[str, Any]] = {}
+    rows: dict[tuple[str | None, str, QType | None], dict[str, Any]] = {}
     qtypes: dict[bytes, QType] = {}
+    functions = [f"{f.domain}:{f.name}" if f.domain else f.name for f in model.functions]
     for decl in iter_declarations(model):
+        # a function body names its own tensors (as get_qtype(function=...) reads them)
+        function = functions[int(decl.pointer.split("/")[2])] if decl.pointer.startswith("/functions/") else None
         where = f"{decl.pointer} (tensor {decl.name!r})"  # as check names it
         try:
             qtype, stats = _read(decl.value_info, where, qtypes)
@@ -61,18 +64,19 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
             raise MalformedExtensionError(f"{source}: {exc}") from None
         if qtype is None and stats is None:
             continue
-        row = rows.get((decl.name, qtype))
+        row = rows.get((function, decl.name, qtype))
         if row is None:
             shape = static_shape(decl.value_info)
-            row = rows[decl.name, qtype] = {"tensor": decl.name, "shape": None if shape is None else list(shape),
-                                            "declared_at": [], "qtype": qtype, "statistics": None}
+            row = rows[function, decl.name, qtype] = {"tensor": decl.name, "function": function,
+                                                      "shape": None if shape is None else list(shape),
+                                                      "declared_at": [], "qtype": qtype, "statistics": None}
         row["declared_at"].append(decl.pointer)
         if row["statistics"] is None:
             row["statistics"] = stats
-    first: dict[str, int] = {}  # a tensor's rows side by side, where it first appears
-    for name, _ in rows:
-        first.setdefault(name, len(first))
-    return sorted(rows.values(), key=lambda r: first[r["tensor"]])
+    first: dict[tuple[str | None, str], int] = {}  # a tensor's rows side by side, where it first appears
+    for function, name, _ in rows:
+        first.setdefault((function, name), len(first))
+    return sorted(rows.values(), key=lambda r: first[r["function"], r["tensor"]])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,7 +125,8 @@ def _finite(value: Any) -> Any:
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
     qtype: QType | None = row["qtype"]
     stats: TensorStatistics | None = row["statistics"]
-    out = {"tensor": row["tensor"], "shape": row["shape"], "declared_at": row["declared_at"]}
+    out = {"tensor": row["tensor"], "function": row["function"], "shape": row["shape"],
+           "declared_at": row["declared_at"]}
     out["qtype"] = None if qtype is None else {k: v for k, v in qtype.to_dict().items() if k != "statistics"}
     out["statistics"] = None if stats is None else stats.to_dict()
     return out
@@ -161,6 +166,8 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
         shape = "?" if row["shape"] is None else "[" + ",".join("?" if d is None else str(d) for d in row["shape"]) + "]"
         # check quotes names (repr, see Location.describe); here only names that would break the terminal or the table
         name = row["tensor"] if row["tensor"].isprintable() else repr(row["tensor"])
+        if row["function"] is not None:
+            name += f" (function {row['function']})"
         if qt is None:
             cells = (name, shape, "(float)", "-", "-", "-", "-", "-", _fmt_stats(row["statistics"]))
         else:
@@ -182,9 +189,10 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    quantized = {r["tensor"] for r in rows if r["qtype"] is not None}
+    quantized = {(r["function"], r["tensor"]) for r in rows if r["qtype"] is not None}
     summary = [f"{len(quantized)} quantized tensor(s) in {source}"]
-    if conflicts := sorted(n for n, count in Counter(r["tensor"] for r in rows).items() if count > 1):
+    counts = Counter((r["function"], r["tensor"]) for r in rows)
+    if conflicts := sorted((n, f or "") for (f, n), count in counts.items() if count > 1):
         summary.append(f"declared with different types (one row each; `onnx-qtypes check` reports QT301): "
-                       f"{', '.join(map(repr, conflicts))}")
+                       f"{', '.join(repr(n) + (f' in function {f}' if f else '') for n, f in conflicts)}")
     return "\n".join(lines + ["", *summary]) + "\n"
