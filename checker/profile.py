@@ -155,6 +155,15 @@ def _too_deep(doc: Any) -> str | None:
     return None
 
 
+# JSON Schema counts 16.0 as an integer; a profile's counts, bounds and zero points are read as Python ints
+# (a "16.0-bit accumulator" in a message), so a float there is refused by name instead.
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)),
+)
+
+
 def _short(error: jsonschema.ValidationError) -> str:
     """The validator's message with a long quoted value cut down to its ends."""
     message = error.message
@@ -173,7 +182,7 @@ def validate(doc: Any, origin: str) -> Profile:
             f"{origin}: invalid profile at {path}: objects and arrays nested more than {MAX_DEPTH} levels deep; "
             "a profile nests a few levels (see profile.schema.json)"
         )
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = _Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         raise ProfileError(f"{origin}: invalid profile at {error.json_path}: {_short(error)}")

@@ -13,6 +13,7 @@ from builders import add_model
 
 from onnx_qtypes import QType, save, set_qtype
 from onnx_qtypes.cli import main
+from onnx_qtypes.proto.errors import QTypesError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -124,11 +125,11 @@ def test_output_that_is_an_input_is_refused(tmp_path):
     from onnx_qtypes.proto.files import refuse_overwrite
 
     (tmp_path / "m.onnx").write_bytes(b"x")
-    with pytest.raises(Exception, match="is the model being read"):
+    with pytest.raises(QTypesError, match="is the model being read"):
         refuse_overwrite(tmp_path / "sub" / ".." / "m.onnx", model=tmp_path / "m.onnx")
     refuse_overwrite(tmp_path / "out.onnx", model=tmp_path / "m.onnx", inputs=None)  # a different file is fine
     (tmp_path / "hard.onnx").hardlink_to(tmp_path / "m.onnx")
-    with pytest.raises(Exception, match="is the model being read"):
+    with pytest.raises(QTypesError, match="is the model being read"):
         refuse_overwrite(tmp_path / "hard.onnx", model=tmp_path / "m.onnx")
 
 

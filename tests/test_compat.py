@@ -14,6 +14,7 @@ from onnx import TensorProto
 
 from onnx_qtypes import ModelLoadError, QType, UnknownTensorError, get_qtype, load, quantized_tensors, save, set_qtype, set_qtypes
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.model import write_view
 
 
@@ -101,9 +102,9 @@ def test_typed_models_round_trip_through_our_load_save(example_model, tmp_path):
 
 def test_set_qtype_checks_shape_and_initializer_type():
     model = weights_model(16)
-    with pytest.raises(Exception, match="needs 16 scales, found 2"):
+    with pytest.raises(QTypesError, match="needs 16 scales, found 2"):
         set_qtype(model, "w", QType("int8", [1.0, 2.0], axis=0))
-    with pytest.raises(Exception, match="initializer holds INT8, but the type stores uint8"):
+    with pytest.raises(QTypesError, match="initializer holds INT8, but the type stores uint8"):
         set_qtype(model, "w", QType("uint8", 1.0))
     with pytest.raises(KeyError, match="no tensor named 'nope'"):
         set_qtype(model, "nope", QType("int8", 1.0))
@@ -208,7 +209,7 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(Exception, match="disk full"):
+    with pytest.raises(QTypesError, match="disk full"):
         save(add_model(), target)
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]  # no temp file left
@@ -217,7 +218,7 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
 def test_set_qtypes_checks_everything_before_writing_anything():
     model = weights_model(16)
     before = model.SerializeToString()
-    with pytest.raises(Exception, match="needs 16 scales"):
+    with pytest.raises(QTypesError, match="needs 16 scales"):
         set_qtypes(model, {"y": QType("int8", 0.5), "w": QType("int8", [1.0, 2.0], axis=0)})
     assert model.SerializeToString() == before
 

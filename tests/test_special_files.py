@@ -239,6 +239,8 @@ _FIXED = '"fixed_output": {"Softmax": [{"storage": "%s", "scale": %s, "zero_poin
       "storage_max <= 127 for int8")),
     ('"roles": {"bias": {"storage": ["int8"], "zero_points": [0, 128]}}',
      "$.roles.bias.zero_points[1]: zero point 128 is outside the storage range [-128, 127]"),
+    ('"accumulator_bits": 16.0', "$.accumulator_bits: 16.0 is not of type 'integer'"),  # not "a 16.0-bit" later
+    ('"roles": {"activation": {"zero_points": [3.0]}}', "$.roles.activation.zero_points[0]: 3.0 is not of type 'integer'"),
 ])
 def test_out_of_range_profile_values_exit_2(tmp_path, model_path, capsys, body, expected):
     profile = tmp_path / "p.json"
