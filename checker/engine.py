@@ -61,7 +61,10 @@ def iter_diagnostics(model: ModelLike, profile: ProfileLike = None) -> Iterator[
     ``model`` may be a path, serialized bytes or an onnx.ModelProto;
     ``profile`` a built-in name ("generic", "tflite-int8", ...), a path to a
     profile JSON file, a parsed document or a Profile (None: generic).
-    Raises QTypesError for input that cannot be read (not a finding).
+    Raises QTypesError for input that cannot be read (not a finding). While a
+    rule computes, Python's cyclic garbage collector is paused process-wide
+    (other threads included); it is as the caller set it whenever a finding
+    is handed over and when the run ends.
     """
     proto, source = _as_model(model)
     collector = _CollectorPause()
