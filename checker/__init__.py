@@ -9,7 +9,7 @@ proposal/rules.md (generated) and proposal/spec/validity.md (normative).
 from onnx_qtypes.checker.diagnostics import Diagnostic, Location, Severity, ValidationError
 from onnx_qtypes.checker.engine import check_model, iter_diagnostics
 from onnx_qtypes.checker.profile import Profile, ProfileError, builtin_names, load_profile
-from onnx_qtypes.checker.registry import RULES, Rule, all_rules, get_rule
+from onnx_qtypes.checker.registry import RULES, Rule, UnknownRuleError, all_rules, get_rule, select_rules
 
 __all__ = [
     "RULES",
@@ -26,4 +26,6 @@ __all__ = [
     "get_rule",
     "iter_diagnostics",
     "load_profile",
+    "select_rules",
+    "UnknownRuleError",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from onnx import ModelProto
@@ -12,7 +12,7 @@ from onnx import ModelProto
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Diagnostic, Severity, ValidationError
 from onnx_qtypes.checker.profile import Profile, load_profile
-from onnx_qtypes.checker.registry import all_rules
+from onnx_qtypes.checker.registry import Rule, all_rules
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError
 
@@ -55,12 +55,17 @@ class _CollectorPause:
         self.paused = False
 
 
-def iter_diagnostics(model: ModelLike, profile: ProfileLike = None) -> Iterator[Diagnostic]:
+def iter_diagnostics(
+    model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[Rule] | None = None
+) -> Iterator[Diagnostic]:
     """Yield every finding of every rule (errors and warnings), rule by rule.
 
     ``model`` may be a path, serialized bytes or an onnx.ModelProto;
     ``profile`` a built-in name ("generic", "tflite-int8", ...), a path to a
-    profile JSON file, a parsed document or a Profile (None: generic).
+    profile JSON file, a parsed document or a Profile (None: generic);
+    ``rules`` the rules to run (None: all; see ``select_rules``).
+    This reads typed models; ``onnx_qtypes.diagnose`` also reads the QDQ /
+    QOperator models quantizers write.
     Raises QTypesError for input that cannot be read (not a finding). While a
     rule computes, Python's cyclic garbage collector is paused process-wide
     (other threads included); it is as the caller set it whenever a finding
@@ -71,7 +76,7 @@ def iter_diagnostics(model: ModelLike, profile: ProfileLike = None) -> Iterator[
     collector.pause()
     try:
         ctx = Context(proto, load_profile(profile), source)
-        for rule in all_rules():
+        for rule in all_rules() if rules is None else rules:
             severity = ctx.profile.severity_of(rule.id, rule.severity)
             for finding in rule.check(ctx):
                 diagnostic = Diagnostic(
@@ -81,12 +86,12 @@ def iter_diagnostics(model: ModelLike, profile: ProfileLike = None) -> Iterator[
                 yield diagnostic
                 collector.pause()
     except (ModelLoadError, MalformedExtensionError) as exc:  # found while indexing or reading a constant
-        raise _in_file(exc, source) from None
+        raise in_file(exc, source) from None
     finally:
         collector.resume()
 
 
-def _in_file(exc: QTypesError, source: str) -> QTypesError:
+def in_file(exc: QTypesError, source: str) -> QTypesError:
     """The error with the model file in front: the context names the pointer and the tensor, not the file."""
     text = str(exc)
     if source.startswith("<") or text.startswith(f"{source}:"):  # <model>, <bytes>: no file to name

@@ -52,6 +52,7 @@ class Rule:
     severity: Severity
     check: CheckFunction
     module: str
+    typed_only: bool = False  # only a typed model can break it: quiet when check reads a QDQ / QOperator file
 
     @property
     def doc(self) -> str:
@@ -70,8 +71,14 @@ class Rule:
         return self.id.lower()
 
     @property
-    def help(self) -> str:
+    def spec(self) -> str:
+        """The rule's normative anchor in the proposal (a repository path)."""
         return f"{SPEC_DOC}#{self.anchor}"
+
+    @property
+    def help(self) -> str:
+        """Where a finding's reader learns more, in any install: the command that prints the rule's doc."""
+        return f"onnx-qtypes rule {self.id}"
 
     @property
     def is_profile_rule(self) -> bool:
@@ -93,8 +100,14 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, name: str, severity: Severity | str) -> Callable[[CheckFunction], CheckFunction]:
-    """Register ``check`` as rule ``rule_id`` (decorator)."""
+def rule(
+    rule_id: str, name: str, severity: Severity | str, *, typed_only: bool = False
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register ``check`` as rule ``rule_id`` (decorator).
+
+    ``typed_only``: the rule is about how the extension itself is written (declarations, markers, fields),
+    which a QDQ / QOperator file has none of: ``check`` keeps it quiet on such a file's lifted form.
+    """
     if not ID_PATTERN.match(rule_id) or rule_id[2] not in AREAS:
         raise ValueError(f"rule id {rule_id!r} must be QT + 3 digits with a known area digit")
     if not SLUG_PATTERN.match(name):
@@ -105,7 +118,7 @@ def rule(rule_id: str, name: str, severity: Severity | str) -> Callable[[CheckFu
     def register(check: CheckFunction) -> CheckFunction:
         if rule_id in RULES and RULES[rule_id].module != check.__module__:
             raise ValueError(f"rule id {rule_id} registered twice ({RULES[rule_id].module}, {check.__module__})")
-        RULES[rule_id] = Rule(rule_id, name, Severity.parse(severity), check, check.__module__)
+        RULES[rule_id] = Rule(rule_id, name, Severity.parse(severity), check, check.__module__, typed_only)
         return check
 
     return register
@@ -130,3 +143,29 @@ def get_rule(key: str) -> Rule:
     raise UnknownRuleError(
         f"unknown rule {key!r}; rule ids run {rules[0].id}..{rules[-1].id} (list them with `onnx-qtypes rule`)"
     )
+
+
+def select_rules(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
+    """The rules ``select`` names (all when empty) less those ``ignore`` names.
+
+    Each entry is a rule id (``QT101``), a slug (``scale-not-positive``) or an id prefix naming an area or a
+    group (``QT1``, ``QT20``), as linters select rules; an entry that names no rule is an UnknownRuleError.
+    """
+    rules = all_rules()
+
+    def named(entries: Iterable[str]) -> set[str]:
+        ids: set[str] = set()
+        for entry in entries:
+            key = entry.strip()
+            if not key:
+                continue
+            prefix = key.upper()
+            matched = {r.id for r in rules if r.id.startswith(prefix) or r.name == key.lower()}
+            if not matched:
+                get_rule(key)  # raises, naming the range of ids
+            ids |= matched
+        return ids
+
+    chosen = named(select) if any(s.strip() for s in select) else {r.id for r in rules}
+    chosen -= named(ignore)
+    return [r for r in rules if r.id in chosen]

@@ -7,7 +7,18 @@ from onnx_qtypes.proto.errors import QTypesError
 
 
 class MalformedQDQError(QTypesError):
-    """A QDQ / QOperator model whose quantization cannot be lifted without changing its meaning."""
+    """A QDQ / QOperator model whose quantization cannot be lifted without changing its meaning.
+
+    Besides the message it says what ``check`` needs to report the problem as a finding in the user's file:
+    ``rule``, the checker rule the parameters break (``QT101``); ``node``, the position of the node that
+    applies them in its graph; ``tensor``, the quantized (integer) tensor; ``parameter``, the node input
+    (a tensor name) or attribute (``axis``, ``block_size``, ``output_dtype``) at fault, when one is.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None, node: int | None = None,
+                 tensor: str | None = None, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.rule, self.node, self.tensor, self.parameter = rule, node, tensor, parameter
 
 
 class LowerError(QTypesError):

@@ -54,6 +54,7 @@ class LiftResult:
     removed_dequantize: int = 0
     qoperator_nodes: int = 0
     statistics: int = 0
+    problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
 
     def summary(self) -> str:
         if not self.typed_tensors:
@@ -95,18 +96,32 @@ def _statistics(source: StatisticsSource | None) -> dict[str, TensorStatistics]:
     return statistics_from_tensors_data(source)
 
 
-def lift_model(model: ModelProto | str | os.PathLike | bytes, *, statistics: StatisticsSource | None = None) -> LiftResult:
-    """``lift`` with its report: notes, warnings and counts."""
+def lift_model(
+    model: ModelProto | str | os.PathLike | bytes,
+    *,
+    statistics: StatisticsSource | None = None,
+    tolerant: bool = False,
+) -> LiftResult:
+    """``lift`` with its report: notes, warnings and counts.
+
+    ``tolerant``: every malformed node or pair goes into ``problems`` (each a MalformedQDQError naming its
+    rule, node, tensor and parameter) and is left as it was, instead of the first one being raised; what is
+    well formed is lifted. ``check`` reads a QDQ model so.
+    """
     source, where = read_model(model, "lift")
     try:
-        return _lift(source, _statistics(statistics))
-    except (MalformedQDQError, StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
+        return _lift(source, _statistics(statistics), tolerant)
+    except MalformedQDQError as exc:
+        if where:
+            exc.args = (f"{where}: {exc}",)  # keeps what the error locates
+        raise exc from None
+    except (StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
         if where:
             raise type(exc)(f"{where}: {exc}") from None
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False) -> LiftResult:
     result = LiftResult(model)
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
@@ -115,7 +130,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics]) -> LiftResult:
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
-    rec = recognise(ix)
+    rec = recognise(ix, tolerant)
+    result.problems = rec.problems
     result.warnings.extend(rec.warnings)
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types:

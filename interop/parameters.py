@@ -63,6 +63,13 @@ def read_parameters(
     element type when known, which the storage type must equal.
     """
     where = f"{ix.label(node_index)}, tensor {data!r}"
+
+    def at(rule: str, parameter: str | None) -> dict:
+        """What a MalformedQDQError says besides its message: the rule it breaks, the node, the tensor and the
+        input ("scale", "zero_point": the node's input of that name) or attribute at fault."""
+        named = {"scale": scale, "zero_point": zero_point}.get(parameter or "", parameter)
+        return {"rule": rule, "node": node_index, "tensor": data, "parameter": named}
+
     scales = ix.constant(scale)
     if scales is None:
         raise Unrecognized(
@@ -82,7 +89,8 @@ def read_parameters(
     if data_type and data_type != storage:  # e.g. an int8 weight read with a uint8 zero point: ORT refuses it
         raise MalformedQDQError(
             f"{where}: the tensor is {_type_name(data_type)} but its zero point {zero_point!r} is "
-            f"{_type_name(storage)}; the zero point has the tensor's type"
+            f"{_type_name(storage)}; the zero point has the tensor's type",
+            **at("QT305", zero_point),
         )
     expressed = ix.constant_dtype(scale)
     if expressed not in EXPRESSED_BY_DATA_TYPE:
@@ -90,53 +98,58 @@ def read_parameters(
     if zero_points is not None and zero_points.size != scales.size:
         raise MalformedQDQError(
             f"{where}: zero point {zero_point!r} has {zero_points.size} value(s) but scale {scale!r} has "
-            f"{scales.size}; give one zero point per scale"
+            f"{scales.size}; give one zero point per scale",
+            **at("QT107", zero_point),
         )
     shape = ix.shape(data)
     if block_size:
-        axis_, granular = _blocked(where, scales, zero_points, shape, axis, block_size), block_size
+        axis_, granular = _blocked(where, scales, zero_points, shape, axis, block_size, at), block_size
     elif scales.size == 1 and scales.ndim <= 1:
         axis_, granular = None, None  # a one-element 1-D scale is per-tensor (onnxruntime reads it so)
     elif scales.ndim == 1:
-        axis_, granular = _per_axis(where, scales, shape, axis), None
+        axis_, granular = _per_axis(where, scales, shape, axis, at), None
     else:
         raise MalformedQDQError(
             f"{where}: scale {scale!r} has shape {_shape_text(scales.shape)} but no block_size; "
-            "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size"
+            "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size",
+            **at("QT107", scale),
         )
     scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
     kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
     bad = next((v for v in scale_values if scale_problem(v)), None)
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
-        raise MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}")
+        raise MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale))
     try:
         return QType(storage, scale_values, zp_values, **kwargs)
     except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
         return QType(storage, scale_values, zp_values, **kwargs, validate=False)
 
 
-def _normalized_axis(where: str, axis: int, rank: int | None) -> int:
+def _normalized_axis(where: str, axis: int, rank: int | None, at) -> int:
     if rank is None:
         if axis < 0:
             raise Unrecognized(f"{where}: axis {axis} is negative and the tensor's rank is unknown")
         return axis
     if not -rank <= axis < rank:
         raise MalformedQDQError(
-            f"{where}: axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]"
+            f"{where}: axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]",
+            **at("QT108", "axis"),
         )
     return axis % rank
 
 
-def _per_axis(where: str, scales: np.ndarray, shape: tuple[int | None, ...] | None, axis: int | None) -> int:
+def _per_axis(where: str, scales: np.ndarray, shape: tuple[int | None, ...] | None, axis: int | None, at) -> int:
     if axis is None:
-        raise MalformedQDQError(f"{where}: {scales.size} scales but the operator takes a single (per-tensor) scale")
+        raise MalformedQDQError(f"{where}: {scales.size} scales but the operator takes a single (per-tensor) scale",
+                                **at("QT107", "scale"))
     rank = None if shape is None else len(shape)
-    normalized = _normalized_axis(where, axis, rank)
+    normalized = _normalized_axis(where, axis, rank, at)
     if shape is not None and shape[normalized] is not None and shape[normalized] != scales.size:
         raise MalformedQDQError(
             f"{where}: {scales.size} scales along axis {axis}, but that axis of shape {_shape_text(shape)} "
-            f"has {shape[normalized]} slices; give one scale per slice"
+            f"has {shape[normalized]} slices; give one scale per slice",
+            **at("QT107", "scale"),
         )
     return normalized
 
@@ -148,19 +161,22 @@ def _blocked(
     shape: tuple[int | None, ...] | None,
     axis: int | None,
     block_size: int,
+    at,
 ) -> int:
     if block_size < 0:
-        raise MalformedQDQError(f"{where}: block_size {block_size} must be > 0")
+        raise MalformedQDQError(f"{where}: block_size {block_size} must be > 0", **at("QT110", "block_size"))
     rank = scales.ndim if shape is None else len(shape)
     if scales.ndim != rank:
         raise MalformedQDQError(
-            f"{where}: blocked scale has rank {scales.ndim} but the tensor has rank {rank}; they must match"
+            f"{where}: blocked scale has rank {scales.ndim} but the tensor has rank {rank}; they must match",
+            **at("QT107", "scale"),
         )
-    normalized = _normalized_axis(where, 1 if axis is None else axis, rank)
+    normalized = _normalized_axis(where, 1 if axis is None else axis, rank, at)
     if zero_points is not None and zero_points.shape != scales.shape:
         raise MalformedQDQError(
             f"{where}: zero point shape {_shape_text(zero_points.shape)} differs from scale shape "
-            f"{_shape_text(scales.shape)}"
+            f"{_shape_text(scales.shape)}",
+            **at("QT107", "zero_point"),
         )
     if shape is not None:
         expected = tuple(
@@ -169,6 +185,7 @@ def _blocked(
         if any(e is not None and e != s for e, s in zip(expected, scales.shape)):
             raise MalformedQDQError(
                 f"{where}: blocked scale has shape {_shape_text(scales.shape)}, but blocks of {block_size} along "
-                f"axis {normalized} of shape {_shape_text(shape)} need {_shape_text(expected)}"
+                f"axis {normalized} of shape {_shape_text(shape)} need {_shape_text(expected)}",
+                **at("QT107", "scale"),
             )
     return normalized

@@ -60,6 +60,7 @@ class Recognition:
     ops: dict[int, QuantOp]  # lifted nodes only
     types: dict[str, QType]  # every quantized tensor the lift types
     warnings: list[str]
+    problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant mode: all of them
 
 
 def is_quantize(node: NodeProto) -> bool:
@@ -86,7 +87,8 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
         data = node.output[0]
         storage = int(attrs.get("output_dtype", 0)) or None
         if zp and storage and ix.constant_dtype(zp) not in (None, storage):
-            raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type")
+            raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type",
+                                    rule="QT305", node=i, tensor=node.output[0], parameter="output_dtype")
         if not zp and storage is None:
             storage = 2  # UINT8, QuantizeLinear's default output type
         qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage,
@@ -205,15 +207,26 @@ class _Classes:
                 self.parent[other] = root
 
 
-def recognise(ix: GraphIndex) -> Recognition:
-    """Every quantized tensor's type, the nodes to lift, and warnings for what stays; raises on malformed pairs."""
+def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
+    """Every quantized tensor's type, the nodes to lift, and warnings for what stays; raises on malformed pairs.
+
+    ``tolerant``: collect every malformed node or pair in ``problems`` instead of raising on the first, and
+    leave what it touches as it was (untyped), so that the rest of the model is still lifted.
+    """
     ops: dict[int, QuantOp] = {}
     opaque: dict[int, str] = {}
+    problems: list[MalformedQDQError] = []
     for i, node in enumerate(ix.nodes):
         try:
             op = recognise_node(ix, i, node)
         except Unrecognized as exc:
             opaque[i] = str(exc)
+            continue
+        except MalformedQDQError as exc:
+            if not tolerant:
+                raise
+            problems.append(exc)
+            opaque[i] = ""  # reported as a problem, not as a warning
             continue
         if op is not None:
             ops[i] = op
@@ -259,8 +272,16 @@ def recognise(ix: GraphIndex) -> Recognition:
             found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
         return found
 
-    warnings.extend(f"{reason}; left as it was" for reason in opaque.values())
+    warnings.extend(f"{reason}; left as it was" for reason in opaque.values() if reason)
     roots = sorted(quantized, key=lambda r: min(ev.node for ev in evidence[r]))  # model order, for stable reports
+    for root in roots:
+        try:
+            _check_agreement(ix, evidence[root])
+        except MalformedQDQError as exc:
+            if not tolerant:
+                raise
+            problems.append(exc)
+            pin(root, None)  # its nodes stay as they were; the problem is the report
     for root in roots:
         for t in sorted(members[root] | {ev.tensor for ev in evidence[root]}):
             if t in ix.outer_refs:
@@ -287,14 +308,12 @@ def recognise(ix: GraphIndex) -> Recognition:
                     if classes.find(t) in quantized:
                         pin(classes.find(t), None)
 
-    for root in roots:
-        _check_agreement(ix, evidence[root])
     types: dict[str, QType] = {}
     for root in (r for r in roots if r not in pinned):
         for t in members[root] | {ev.tensor for ev in evidence[root]}:
             types[t] = evidence[root][0].qtype
     lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
-    return Recognition(lifted, types, warnings)
+    return Recognition(lifted, types, warnings, problems)
 
 
 def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
@@ -311,7 +330,9 @@ def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
                     "a QuantizeLinear/DequantizeLinear pair must use the same parameters"
                     if same
                     else f"{first.tensor!r} and {ev.tensor!r} hold the same integers, so they need the same parameters"
-                )
+                ),
+                rule="QT307" if same else "QT401", node=ev.node, tensor=ev.tensor,
+                parameter=_differing_input(ix, ev.node, first.qtype, ev.qtype),
             )
     writers = [ev for ev in evidence if ev.verb == "writes" and ev.op_type == "QuantizeLinear"]
     for w in writers:
@@ -320,8 +341,23 @@ def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
                 missing, present = (ev, w) if not ev.has_zero_point else (w, ev)
                 raise MalformedQDQError(
                     f"{ix.label(missing.node)} has no zero point for tensor {w.tensor!r}, but its partner "
-                    f"{ix.label(present.node)} has one; give both the same zero point input"
+                    f"{ix.label(present.node)} has one; give both the same zero point input",
+                    rule="QT307", node=missing.node, tensor=w.tensor,
                 )
+
+
+def _differing_input(ix: GraphIndex, i: int, a: QType, b: QType) -> str | None:
+    """The input of Q / DQ node ``i`` that holds the first parameter in which ``a`` and ``b`` differ."""
+    node = ix.nodes[i]
+    if not (is_quantize(node) or is_dequantize(node)):
+        return None
+    if a.scale != b.scale or a.expressed != b.expressed:
+        return _input(node, 1)
+    if a.zero_point != b.zero_point or a.storage != b.storage:
+        return _input(node, 2)
+    if a.axis != b.axis:
+        return "axis"
+    return "block_size" if a.block_size != b.block_size else None
 
 
 def describe_difference(a: QType, b: QType) -> tuple[str, str]:

@@ -4,6 +4,7 @@ The face of the package: it re-exports the public names of every wing.
 """
 
 from onnx_qtypes.interop import lift, lower
+from onnx_qtypes.diagnosis import Diagnosis, diagnose
 from onnx_qtypes.proto import (
     MalformedExtensionError,
     ModelLoadError,
@@ -27,6 +28,7 @@ from onnx_qtypes.proto import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Diagnosis",
     "MalformedExtensionError",
     "ModelLoadError",
     "QType",
@@ -37,6 +39,7 @@ __all__ = [
     "TensorStatistics",
     "UnknownTensorError",
     "__version__",
+    "diagnose",
     "get_qtype",
     "get_statistics",
     "lift",

@@ -26,7 +26,17 @@ def test_rules_md_links_resolve():
         assert (ROOT / "checker" / "rules" / f"{r.module.rsplit('.', 1)[1]}.py").is_file()
 
 
-def test_help_field_points_into_the_proposal():
+def test_spec_anchor_points_into_the_proposal():
     for r in all_rules():
-        path, anchor = r.help.split("#")
+        path, anchor = r.spec.split("#")
         assert (ROOT / path).is_file() and anchor == r.id.lower()
+
+
+def test_help_field_is_a_command_that_prints_the_rule(capsys):
+    from onnx_qtypes.cli import main
+
+    for r in all_rules():
+        program, command, rule_id = r.help.split()
+        assert (program, command, rule_id) == ("onnx-qtypes", "rule", r.id)
+        assert main([command, rule_id]) == 0
+        assert r.doc in capsys.readouterr().out

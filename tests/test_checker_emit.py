@@ -40,7 +40,7 @@ def test_json_report_follows_design(tmp_path, capsys):
     code, out, err = _cli(capsys, "check", str(path), "--format", "json")
     assert code == 1 and err == ""
     doc = json.loads(out)
-    assert set(doc) == {"model", "profile", "diagnostics", "summary"}
+    assert set(doc) == {"model", "profile", "diagnostics", "notes", "summary"} and doc["notes"] == []
     assert doc["model"] == str(path) and doc["profile"] == "generic"
     by_rule = {d["rule"]: d for d in doc["diagnostics"]}
     assert set(by_rule) == {"QT101", "QT102", "QT103"}
@@ -51,7 +51,7 @@ def test_json_report_follows_design(tmp_path, capsys):
         "severity": "error",
         "message": qt101["message"],
         "location": {"pointer": "/graph/input/0/type/tensor_type/quantization/scale/1", "node": None, "tensor": "q"},
-        "help": "proposal/spec/validity.md#qt101",
+        "help": "onnx-qtypes rule QT101",
     }
     assert "scale 0.0 must be finite and > 0" in qt101["message"]
     assert by_rule["QT102"]["severity"] == "warning"  # 0.1 is not a float32 value

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from onnx_qtypes.checker.diagnostics import Diagnostic, Severity
 
@@ -15,6 +15,7 @@ class Report:
     model: str
     profile: str
     diagnostics: tuple[Diagnostic, ...]
+    notes: tuple[str, ...] = ()  # what the reader should know besides the findings (what was not checked)
 
     @property
     def errors(self) -> int:
@@ -25,7 +26,11 @@ class Report:
         return sum(d.severity is Severity.WARNING for d in self.diagnostics)
 
 
-def _formats() -> dict[str, Callable[[Report], str]]:
+def as_list(reports: Report | Sequence[Report]) -> list[Report]:
+    return [reports] if isinstance(reports, Report) else list(reports)
+
+
+def _formats() -> dict[str, Callable[[list[Report]], str]]:
     from onnx_qtypes.checker.emit import json, sarif, text
 
     return {"text": text.render, "json": json.render, "sarif": sarif.render}
@@ -34,6 +39,7 @@ def _formats() -> dict[str, Callable[[Report], str]]:
 FORMAT_NAMES = ("text", "json", "sarif")
 
 
-def render(report: Report, fmt: str) -> str:
-    """The report in format ``fmt`` (text, json or sarif), ending with a newline."""
-    return _formats()[fmt](report)
+def render(reports: Report | Sequence[Report], fmt: str) -> str:
+    """One report, or several (one per model checked in one call), in format ``fmt`` (text, json or sarif),
+    ending with a newline."""
+    return _formats()[fmt](as_list(reports))

@@ -16,7 +16,7 @@ import urllib.parse
 from typing import Any
 
 from onnx_qtypes.checker.diagnostics import Diagnostic, Location
-from onnx_qtypes.checker.emit import Report
+from onnx_qtypes.checker.emit import Report, as_list
 from onnx_qtypes.checker.registry import Rule, all_rules
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -41,7 +41,7 @@ def _rule(rule: Rule) -> dict[str, Any]:
         "fullDescription": {"text": sections.get("What it checks", rule.summary)},
         "help": {"text": rule.doc, "markdown": rule.doc},
         "defaultConfiguration": {"level": rule.severity.value},
-        "properties": {"tags": [rule.area], "spec": rule.help},
+        "properties": {"tags": [rule.area], "spec": rule.spec},
     }
 
 
@@ -56,10 +56,10 @@ def _logical(location: Location) -> dict[str, Any]:
     return out
 
 
-def _location(location: Location, uri: str | None) -> dict[str, Any]:
+def _location(location: Location, uri: str | None, artifact: int) -> dict[str, Any]:
     out: dict[str, Any] = {"logicalLocations": [_logical(location)]}
     if uri is not None:
-        out["physicalLocation"] = {"artifactLocation": {"uri": uri, "index": 0}}
+        out["physicalLocation"] = {"artifactLocation": {"uri": uri, "index": artifact}}
     return out
 
 
@@ -71,37 +71,48 @@ def fingerprint(d: Diagnostic) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def document(report: Report) -> dict[str, Any]:
+def document(reports: Report | list[Report]) -> dict[str, Any]:
+    """One run over every model checked in one call: one artifact per model file, one result per finding."""
     from onnx_qtypes import __version__
 
+    reports = as_list(reports)
     rules = all_rules()
     index = {r.id: i for i, r in enumerate(rules)}
-    uri = _uri(report.model)
+    artifacts: list[dict[str, Any]] = []
     results = []
-    for d in report.diagnostics:
-        result: dict[str, Any] = {
-            "ruleId": d.rule,
-            "ruleIndex": index[d.rule],
-            "level": d.severity.value,
-            "message": {"text": d.message},
-            "locations": [_location(d.location, uri)],
-            "partialFingerprints": {FINGERPRINT: fingerprint(d)},
-        }
-        if d.related:
-            result["relatedLocations"] = [
-                {"id": i + 1, **_location(r, uri), "message": {"text": f"also declared at {r.pointer}"}}
-                for i, r in enumerate(d.related)
-            ]
-        results.append(result)
+    notes = []
+    for report in reports:
+        uri = _uri(report.model)
+        artifact = len(artifacts)
+        if uri is not None:
+            artifacts.append({"location": {"uri": uri}, "mimeType": "application/octet-stream"})
+        notes.extend({"level": "note", "message": {"text": f"{report.model}: {note}"}} for note in report.notes)
+        for d in report.diagnostics:
+            result: dict[str, Any] = {
+                "ruleId": d.rule,
+                "ruleIndex": index[d.rule],
+                "level": d.severity.value,
+                "message": {"text": d.message},
+                "locations": [_location(d.location, uri, artifact)],
+                "partialFingerprints": {FINGERPRINT: fingerprint(d)},
+            }
+            if d.related:
+                result["relatedLocations"] = [
+                    {"id": i + 1, **_location(r, uri, artifact), "message": {"text": f"also at {r.pointer}"}}
+                    for i, r in enumerate(d.related)
+                ]
+            results.append(result)
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "onnx-qtypes", "version": __version__, "rules": [_rule(r) for r in rules]}},
         "results": results,
-        "properties": {"profile": report.profile},
+        "properties": {"profile": reports[0].profile if reports else "generic"},
     }
-    if uri is not None:
-        run["artifacts"] = [{"location": {"uri": uri}, "mimeType": "application/octet-stream"}]
+    if notes:
+        run["invocations"] = [{"executionSuccessful": True, "toolExecutionNotifications": notes}]
+    if artifacts:
+        run["artifacts"] = artifacts
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def render(report: Report) -> str:
-    return json.dumps(document(report), indent=2) + "\n"
+def render(reports: Report | list[Report]) -> str:
+    return json.dumps(document(reports), indent=2) + "\n"

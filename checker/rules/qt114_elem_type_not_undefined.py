@@ -33,7 +33,7 @@ from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 
 
-@rule("QT114", "elem-type-not-undefined", "error")
+@rule("QT114", "elem-type-not-undefined", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     if not any(d.elem_type for d in ctx.distinct_declarations if d.quantization is not None):
         return  # every declaration shares its elem_type with one of these

@@ -34,7 +34,7 @@ from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.qtype import unknown_fields
 
 
-@rule("QT115", "unknown-extension-field", "error")
+@rule("QT115", "unknown-extension-field", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     found_in: dict[tuple[int, int], list[tuple[tuple, str]]] = {}  # per distinct declared type: its messages
     for decl in ctx.distinct_declarations:

@@ -54,7 +54,7 @@ def _nested(type_proto: onnx.TypeProto, path: str) -> Iterator[tuple[str, onnx.T
         yield from _nested_tensors(type_proto, path)
 
 
-@rule("QT116", "quantized-type-nested", "error")
+@rule("QT116", "quantized-type-nested", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     for pointer, name, data in ctx.other_types:  # rare: only declarations that are not tensors
         for path, tensor in _nested_tensors(onnx.TypeProto.FromString(data), f"{pointer}/type"):

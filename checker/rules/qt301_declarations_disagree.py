@@ -48,7 +48,7 @@ def _describe(decl: Declared) -> str:
         else f"elem_type {decl.elem_type}"
 
 
-@rule("QT301", "declarations-disagree", "error")
+@rule("QT301", "declarations-disagree", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     for key in ctx.repeated_names():
         decls = ctx.declarations_of(*key)

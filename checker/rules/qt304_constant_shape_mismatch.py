@@ -34,7 +34,7 @@ def _agree(dims: tuple[int, ...], shape: tuple[int | None, ...]) -> bool:
     return len(dims) == len(shape) and all(s is None or s == d for d, s in zip(dims, shape))
 
 
-@rule("QT304", "constant-shape-mismatch", "error")
+@rule("QT304", "constant-shape-mismatch", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     for (scope, name), const, _ in ctx.quantized_constants():
         dims = const.dims

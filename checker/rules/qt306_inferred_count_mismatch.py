@@ -43,7 +43,7 @@ def _decided(qt: QType, shape: tuple | None) -> bool:
     return expected is not None and all(d is not None for d in expected)
 
 
-@rule("QT306", "inferred-count-mismatch", "error")
+@rule("QT306", "inferred-count-mismatch", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
     decided = ~cols.has_block & (cols.axis_state == DIM)  # per-axis on a declared size: QT107's business

@@ -35,7 +35,7 @@ from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.schemas import formal, is_type_variable, schema_for
 
 
-@rule("QT309", "output-type-undeclared", "warning")
+@rule("QT309", "output-type-undeclared", "warning", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     declared = ctx.is_declared
     for ref in ctx.nodes:

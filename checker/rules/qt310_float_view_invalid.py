@@ -39,7 +39,7 @@ from onnx_qtypes.checker.registry import rule
 _NODE = re.compile(r"Node \(([^)]*)\)|node\. Name: (\S+) OpType")
 
 
-@rule("QT310", "float-view-invalid", "error")
+@rule("QT310", "float-view-invalid", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     try:
         onnx.checker.check_model(ctx.view)

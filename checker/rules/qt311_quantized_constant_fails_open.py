@@ -58,7 +58,7 @@ def _accepts_storage(schema, type_str: str, storage: StorageType | None) -> bool
     return storage is not None and type_string(storage.data_type) in allowed_types(schema, type_str)
 
 
-@rule("QT311", "quantized-constant-fails-open", "warning")
+@rule("QT311", "quantized-constant-fails-open", "warning", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     constants = [key for key, _, _ in ctx.quantized_constants() if key[0] == MAIN]
     if not constants or _fails_closed(ctx):

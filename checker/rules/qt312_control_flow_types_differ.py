@@ -44,7 +44,7 @@ from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 
 
-@rule("QT312", "control-flow-types-differ", "error")
+@rule("QT312", "control-flow-types-differ", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of(*CONTROL_FLOW):
         for crossing in crossings(ref.node, ref.opset):

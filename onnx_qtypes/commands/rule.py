@@ -18,5 +18,5 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{r.id}  {r.severity.value:<7}  {r.name:<36}  {r.summary}\n")
         return 0
     r = get_rule(args.rule)
-    sys.stdout.write(f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.help}\n\n{r.doc}\n")
+    sys.stdout.write(f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.spec}\n\n{r.doc}\n")
     return 0

@@ -1,0 +1,314 @@
+"""Check the model a user has, typed or as a quantizer wrote it.
+
+    result = onnx_qtypes.diagnose("model.qdq.onnx", profile="tflite-int8")
+
+A typed model goes to the checker as it is. A model with QuantizeLinear /
+DequantizeLinear or QOperator quantization but no quantized types is lifted
+in memory, tolerantly: every node or pair the lift finds malformed (a scale
+of 0, a DequantizeLinear disagreeing with its QuantizeLinear, ...) becomes a
+finding of the rule it breaks, and what is well formed is typed and checked
+by every rule that a QDQ file can break (``Rule.typed_only`` rules stay
+quiet). Each finding is located in the user's file, never in the in-memory
+lifted form: a type's scale is the scale input of the node that applies it,
+a node is the node it was lifted from. The user's file is never written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from onnx import ModelProto, NodeProto, StringStringEntryProto
+
+from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, get_rule, iter_diagnostics, load_profile
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, in_file
+from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.lift import LiftResult, lift_model
+from onnx_qtypes.interop.qoperator import operands, spec_for
+from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
+from onnx_qtypes.proto import iter_declarations, load
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError
+from onnx_qtypes.proto.model import read_view
+
+ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
+_NODE = re.compile(r"^/graph/node/(\d+)(/.*)?$")
+_DECLARATION = re.compile(r"^/graph/(input|output|value_info)/(\d+)(/type/tensor_type/(.*))?$")
+_INITIALIZER = re.compile(r"^/graph/initializer/(\d+)(/.*)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """Every finding of one model, located in the file as given, and what the reader should know besides."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    notes: tuple[str, ...] = ()
+    form: str = "typed"  # "typed", or "qdq" for a model checked through its lifted form
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+
+
+def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[Rule] | None = None) -> Diagnosis:
+    """Every finding of ``rules`` (None: all) in ``model`` (a path, bytes or ModelProto), typed or QDQ alike.
+
+    Raises QTypesError when the model cannot be read (not a finding).
+    """
+    proto, source = _read(model)
+    try:
+        return _diagnose(proto, load_profile(profile), None if rules is None else list(rules))
+    except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
+        raise in_file(exc, source) from None
+
+
+def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
+    if _is_typed(proto):
+        return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
+    stamped = ModelProto()
+    stamped.CopyFrom(proto)
+    for i, node in enumerate(stamped.graph.node):
+        node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
+    result = lift_model(stamped, tolerant=True)
+    if not result.typed_tensors and not result.problems and not result.warnings:  # nothing quantized: a float model
+        return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
+    active = [r for r in (chosen if chosen is not None else _all()) if not r.typed_only]
+    where = _Locator(proto, result.model)
+    found = list(_problem_diagnostics(result.problems, where, profile, {r.id for r in active}))
+    if result.typed_tensors:
+        found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
+    return Diagnosis(tuple(_unique(found)), tuple(_notes(result)), "qdq")
+
+
+def _all() -> list[Rule]:
+    from onnx_qtypes.checker import all_rules
+
+    return all_rules()
+
+
+def _read(model: Any) -> tuple[ModelProto, str]:
+    if isinstance(model, ModelProto):
+        return model, "<model>"
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return load(bytes(model)), "<bytes>"
+    if isinstance(model, (str, os.PathLike)):
+        return load(model), os.fspath(model)
+    raise QTypesError(f"check: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+
+
+def _is_typed(model: ModelProto) -> bool:
+    """True when any declaration carries the extension (a quantized type or statistics), even a malformed one."""
+    for decl in iter_declarations(model):
+        if decl.value_info.type.WhichOneof("value") != "tensor_type":
+            continue
+        try:
+            view = read_view(decl.value_info.type.tensor_type)
+        except MalformedExtensionError:
+            return True  # the checker reports it, located
+        if view.HasField("quantization") or view.HasField("statistics"):
+            return True
+    return False
+
+
+def _notes(result: LiftResult) -> list[str]:
+    notes = [f"checked as its lifted form (in memory, the file is not changed): {result.summary()}"]
+    if result.warnings:
+        notes.append(f"{len(result.warnings)} node(s) or tensor(s) not lifted, so not checked:")
+        notes.extend(f"  {w}" for w in result.warnings)
+    return notes
+
+
+def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
+    """One finding per rule, location and message: a shared scale read by several nodes is one fault."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for d in found:
+        key = (d.rule, d.location.pointer, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def _problem_diagnostics(
+    problems: list[MalformedQDQError], where: _Locator, profile: Any, active: set[str]
+) -> Iterable[Diagnostic]:
+    """The lift's problems as findings: one per rule and parameter, the other nodes applying it related."""
+    groups: dict[tuple[str, str], list[MalformedQDQError]] = {}
+    for p in problems:
+        rule = p.rule or "QT307"
+        key = (rule, p.parameter if p.parameter and p.parameter not in _ATTRIBUTES else f"{p.tensor}@{p.node}")
+        groups.setdefault(key, []).append(p)
+    for (rule_id, _), group in groups.items():
+        if rule_id not in active:
+            continue
+        rule = get_rule(rule_id)
+        first, *others = group
+        location = where.at_problem(first)
+        related = tuple(where.at_problem(p) for p in others)
+        severity = profile.severity_of(rule.id, rule.severity)
+        yield Diagnostic(rule.id, rule.name, severity, _message(first), location, rule.help, related)
+
+
+_ATTRIBUTES = ("axis", "block_size", "output_dtype")
+_LABEL = re.compile(r"^[^(]*\(/graph/node/\d+\), ")
+
+
+def _message(problem: MalformedQDQError) -> str:
+    """The lift's message less the node label in front: the location names the node."""
+    return _LABEL.sub("", str(problem), count=1)
+
+
+class _Locator:
+    """Maps places in the lifted form back to the user's file."""
+
+    def __init__(self, original: ModelProto, lifted: ModelProto) -> None:
+        graph = original.graph
+        self.nodes = list(graph.node)
+        self.lifted_nodes = list(lifted.graph.node)
+        self.lifted_declarations = {
+            kind: [vi.name for vi in getattr(lifted.graph, kind)] for kind in ("input", "output", "value_info")
+        }
+        self.lifted_initializers = [t.name for t in lifted.graph.initializer]
+        self.declarations: dict[str, str] = {}
+        for kind in ("value_info", "output", "input"):  # the interface wins
+            for k, vi in enumerate(getattr(graph, kind)):
+                self.declarations[vi.name] = f"/graph/{kind}/{k}"
+        self.initializers = {t.name: f"/graph/initializer/{k}" for k, t in enumerate(graph.initializer)}
+        self.producer = {name: i for i, n in enumerate(self.nodes) for name in n.output if name}
+        self.names = set(self.producer) | set(self.initializers) | set(self.declarations)
+        self.names.update(name for n in self.nodes for name in n.input if name)
+        # tensor -> nodes that apply its parameters: its QuantizeLinear first, then readers
+        self.appliers: dict[str, list[int]] = {}
+        for i, node in enumerate(self.nodes):
+            for name in self._parameterized(node):
+                self.appliers.setdefault(name, []).append(i)
+
+    @staticmethod
+    def _parameterized(node: NodeProto) -> list[str]:
+        """Tensors whose quantization parameters ``node`` applies (integer names, and the float names a folded
+        tensor may take: the QuantizeLinear's input, the DequantizeLinear's output)."""
+        if is_quantize(node):
+            return [n for n in (node.output[0], node.input[0]) if n]
+        if is_dequantize(node):
+            return [n for n in (node.input[0], node.output[0]) if n]
+        spec = spec_for(node)
+        if spec is None:
+            return []
+        names = [node.input[o.data] for o in operands(spec, node) if len(node.input) > o.data]
+        if spec.output and node.output:
+            names.append(node.output[0])
+        return [n for n in names if n]
+
+    def _parameter_input(self, i: int, tensor: str, field: str) -> int | None:
+        """The input of node ``i`` that holds ``field`` ("scale" / "zero_point") of ``tensor``'s parameters."""
+        node = self.nodes[i]
+        if is_quantize(node) or is_dequantize(node):
+            position = {"scale": 1, "zero_point": 2}[field]
+            return position if len(node.input) > position and node.input[position] else None
+        spec = spec_for(node)
+        if spec is None:
+            return None
+        for o in operands(spec, node):
+            if len(node.input) > o.data and node.input[o.data] == tensor:
+                position = o.scale if field == "scale" else o.zero_point
+                return position if len(node.input) > position and node.input[position] else None
+        if spec.output and node.output and node.output[0] == tensor:
+            position = spec.output[0 if field == "scale" else 1]
+            return position if len(node.input) > position and node.input[position] else None
+        return None
+
+    # -- places ----------------------------------------------------------------------------------------
+    def node(self, i: int, rest: str = "") -> Location:
+        node = self.nodes[i]
+        pointer = f"/graph/node/{i}{rest}"
+        tensor = None
+        if m := re.fullmatch(r"/(input|output)/(\d+)", rest):
+            names = node.input if m.group(1) == "input" else node.output
+            k = int(m.group(2))
+            tensor = names[k] if k < len(names) else None
+        return Location(pointer, node=node.name or None, tensor=tensor, op_type=node.op_type)
+
+    def parameter(self, i: int, tensor: str, parameter: str | None) -> Location:
+        """Node ``i`` at the input or attribute holding ``parameter`` (a tensor name or an attribute name)."""
+        node = self.nodes[i]
+        if parameter:
+            if parameter in node.input[1:]:
+                return self.node(i, f"/input/{list(node.input).index(parameter, 1)}")
+            for a, attribute in enumerate(node.attribute):
+                if attribute.name == parameter:
+                    return dataclasses.replace(self.node(i, f"/attribute/{a}"), tensor=tensor)
+        return dataclasses.replace(self.node(i), tensor=tensor)
+
+    def at_problem(self, problem: MalformedQDQError) -> Location:
+        if problem.node is None or problem.node >= len(self.nodes):
+            return Location("/graph", tensor=problem.tensor)
+        return self.parameter(problem.node, problem.tensor or "", problem.parameter)
+
+    def _origin(self, k: int) -> int | None:
+        node = self.lifted_nodes[k]
+        for entry in node.metadata_props:
+            if entry.key == ORIGIN_KEY:
+                return int(entry.value)
+        for name in node.output:  # made by the lift (a QOperator node expanded): the node writing its outputs
+            if name in self.producer:
+                return self.producer[name]
+        return None
+
+    def place(self, location: Location) -> Location:
+        """``location`` in the lifted form -> the same place in the user's file."""
+        pointer = location.pointer
+        if m := _NODE.match(pointer):
+            origin = self._origin(int(m.group(1)))
+            if origin is not None:
+                rest = m.group(2) or ""
+                stamped = any(e.key == ORIGIN_KEY for e in self.lifted_nodes[int(m.group(1))].metadata_props)
+                if not stamped and re.fullmatch(r"/(input|output)/\d+", rest):
+                    rest = ""  # an expanded node's positions are not its QOperator node's
+                return self.node(origin, rest)
+        elif m := _DECLARATION.match(pointer):
+            kind, k, field = m.group(1), int(m.group(2)), m.group(4) or ""
+            names = self.lifted_declarations[kind]
+            tensor = names[k] if k < len(names) else location.tensor
+            if tensor is not None:
+                return self._declared(tensor, field)
+        elif m := _INITIALIZER.match(pointer):
+            k = int(m.group(1))
+            name = self.lifted_initializers[k] if k < len(self.lifted_initializers) else None
+            if name in self.initializers:
+                return Location(self.initializers[name] + (m.group(2) or ""), tensor=name)
+        return self._fallback(location)
+
+    def _declared(self, tensor: str, field: str) -> Location:
+        """A field of lifted tensor ``tensor``'s type -> the node input or attribute that states it in the file."""
+        appliers = self.appliers.get(tensor, [])
+        writers = [i for i in appliers if is_quantize(self.nodes[i]) or self.nodes[i].output[:1] == [tensor]]
+        if appliers:
+            i = (writers or appliers)[0]
+            part = field.split("/")[1] if field.startswith("quantization/") and "/" in field else ""
+            if part in ("scale", "zero_point"):
+                position = self._parameter_input(i, tensor, part)
+                if position is not None:
+                    return self.node(i, f"/input/{position}")
+            if part in ("axis", "block_size"):
+                return self.parameter(i, tensor, part)
+            return dataclasses.replace(self.node(i), tensor=tensor if tensor in self.names else None)
+        if tensor in self.declarations:
+            return Location(self.declarations[tensor], tensor=tensor)
+        return self._fallback(Location("", tensor=tensor))
+
+    def _fallback(self, location: Location) -> Location:
+        tensor = location.tensor if location.tensor in self.names else None
+        if tensor is not None and tensor in self.producer:
+            return dataclasses.replace(self.node(self.producer[tensor]), tensor=tensor)
+        if tensor is not None and tensor in self.initializers:
+            return Location(self.initializers[tensor], tensor=tensor)
+        return Location("/graph", tensor=tensor)
+
+    def relocate(self, d: Diagnostic) -> Diagnostic:
+        return dataclasses.replace(d, location=self.place(d.location), related=tuple(self.place(r) for r in d.related))
+
+
+__all__ = ["Diagnosis", "diagnose"]
