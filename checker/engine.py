@@ -20,7 +20,7 @@ ModelLike = str | os.PathLike | bytes | bytearray | memoryview | ModelProto
 ProfileLike = Profile | dict | str | os.PathLike | None
 
 
-def _as_model(model: Any) -> tuple[ModelProto, str]:
+def as_model(model: Any) -> tuple[ModelProto, str]:
     if isinstance(model, ModelProto):
         return model, "<model>"
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -71,7 +71,7 @@ def iter_diagnostics(
     (other threads included); it is as the caller set it whenever a finding
     is handed over and when the run ends.
     """
-    proto, source = _as_model(model)
+    proto, source = as_model(model)
     collector = _CollectorPause()
     collector.pause()
     try:

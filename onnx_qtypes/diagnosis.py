@@ -16,7 +16,6 @@ a node is the node it was lifted from. The user's file is never written.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -24,13 +23,13 @@ from typing import Any
 from onnx import ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, get_rule, iter_diagnostics, load_profile
-from onnx_qtypes.checker.engine import ModelLike, ProfileLike, in_file
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
-from onnx_qtypes.proto import iter_declarations, load
-from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError
+from onnx_qtypes.proto import iter_declarations
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import read_view
 
 ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
@@ -57,7 +56,7 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    proto, source = _read(model)
+    proto, source = as_model(model)
     try:
         return _diagnose(proto, load_profile(profile), None if rules is None else list(rules))
     except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
@@ -86,16 +85,6 @@ def _all() -> list[Rule]:
     from onnx_qtypes.checker import all_rules
 
     return all_rules()
-
-
-def _read(model: Any) -> tuple[ModelProto, str]:
-    if isinstance(model, ModelProto):
-        return model, "<model>"
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return load(bytes(model)), "<bytes>"
-    if isinstance(model, (str, os.PathLike)):
-        return load(model), os.fspath(model)
-    raise QTypesError(f"check: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
 
 
 def _is_typed(model: ModelProto) -> bool:
