@@ -64,21 +64,45 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
 
 def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
-    if _is_typed(proto):
+    view = quantizer_view(proto)
+    if view is None:  # typed, or nothing quantized
         return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
+    result, where = view.result, view.locator
+    active = [r for r in (chosen if chosen is not None else _all()) if not r.typed_only]
+    found = list(_problem_diagnostics(result.problems, where, profile, {r.id for r in active}))
+    if result.typed_tensors:
+        found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
+    return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizerView:
+    """A QDQ / QOperator model's lifted form (``result.model``), and the way back to the file's places."""
+
+    result: LiftResult
+    locator: _Locator
+
+    def notes(self) -> list[str]:
+        notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
+        if self.result.warnings:
+            notes.append(f"{len(self.result.warnings)} node(s) or tensor(s) not lifted, so not checked:")
+            notes.extend(f"  {w}" for w in self.result.warnings)
+        return notes
+
+
+def quantizer_view(model: ModelProto) -> QuantizerView | None:
+    """The tolerant lift of a model with QDQ / QOperator quantization and no quantized types; None for a typed
+    model or one with nothing quantized. ``model`` is not changed."""
+    if _is_typed(model):
+        return None
     stamped = ModelProto()
-    stamped.CopyFrom(proto)
+    stamped.CopyFrom(model)
     for i, node in enumerate(stamped.graph.node):
         node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
     result = lift_model(stamped, tolerant=True)
     if not result.typed_tensors and not result.problems and not result.warnings:  # nothing quantized: a float model
-        return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
-    active = [r for r in (chosen if chosen is not None else _all()) if not r.typed_only]
-    where = _Locator(proto, result.model)
-    found = list(_problem_diagnostics(result.problems, where, profile, {r.id for r in active}))
-    if result.typed_tensors:
-        found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
-    return Diagnosis(tuple(_unique(found)), tuple(_notes(result)), "qdq")
+        return None
+    return QuantizerView(result, _Locator(model, result.model))
 
 
 def _all() -> list[Rule]:
@@ -99,14 +123,6 @@ def _is_typed(model: ModelProto) -> bool:
         if view.HasField("quantization") or view.HasField("statistics"):
             return True
     return False
-
-
-def _notes(result: LiftResult) -> list[str]:
-    notes = [f"checked as its lifted form (in memory, the file is not changed): {result.summary()}"]
-    if result.warnings:
-        notes.append(f"{len(result.warnings)} node(s) or tensor(s) not lifted, so not checked:")
-        notes.extend(f"  {w}" for w in result.warnings)
-    return notes
 
 
 def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
@@ -288,6 +304,17 @@ class _Locator:
             return Location(self.declarations[tensor], tensor=tensor)
         return self._fallback(Location("", tensor=tensor))
 
+    def stored_as(self, tensor: str) -> tuple[str, Location]:
+        """Lifted tensor ``tensor`` as the file holds it: its integer tensor's name and the node applying its
+        parameters (the QuantizeLinear writing it, else its first reader)."""
+        location = self._declared(tensor, "")
+        node = self.nodes[int(location.pointer.split("/")[3])] if _NODE.match(location.pointer) else None
+        if node is not None and is_quantize(node):
+            return node.output[0], location
+        if node is not None and is_dequantize(node):
+            return node.input[0], location
+        return tensor, location
+
     def _fallback(self, location: Location) -> Location:
         tensor = location.tensor if location.tensor in self.names else None
         if tensor is not None and tensor in self.producer:
@@ -300,4 +327,4 @@ class _Locator:
         return dataclasses.replace(d, location=self.place(d.location), related=tuple(self.place(r) for r in d.related))
 
 
-__all__ = ["Diagnosis", "diagnose"]
+__all__ = ["Diagnosis", "QuantizerView", "diagnose", "quantizer_view"]

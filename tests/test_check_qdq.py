@@ -214,3 +214,22 @@ def test_severity_of_lift_problems_follows_the_profile():
     _set(model, next(n for n in model.graph.node if n.op_type == "QuantizeLinear").input[1], 0.0)
     (d,) = [d for d in diagnose(model, profile="tflite-int8").diagnostics if d.rule == "QT101"]
     assert d.severity is Severity.ERROR
+
+
+def test_show_lists_a_quantizer_models_tensors_as_the_file_names_them(tmp_path, capsys):
+    model = _model("cnn-qdq_s8_perchannel")
+    path = tmp_path / "q.onnx"
+    onnx.save(model, path)
+    assert main(["show", str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {r["tensor"]: r for r in doc["tensors"]}
+    writers = {n.output[0]: i for i, n in enumerate(model.graph.node) if n.op_type == "QuantizeLinear"}
+    assert set(writers) <= set(rows)  # every activation the quantizer wrote
+    for name, i in writers.items():
+        assert rows[name]["declared_at"] == [f"/graph/node/{i}"]
+        scale = numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == model.graph.node[i].input[1]))
+        assert rows[name]["qtype"]["scale"] == [float(scale)]
+    per_channel = [r for r in rows.values() if r["qtype"]["granularity"] == "per-axis"]
+    assert per_channel and all(resolve(model, r["declared_at"][0]).op_type == "DequantizeLinear" for r in per_channel)
+    assert main(["show", str(path)]) == 0
+    assert f"{len(rows)} quantized tensor(s)" in capsys.readouterr().out

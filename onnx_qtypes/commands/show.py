@@ -17,7 +17,7 @@ from typing import Any
 import onnx
 
 from onnx_qtypes.proto import iter_declarations, load, static_shape
-from onnx_qtypes.proto.errors import MalformedExtensionError
+from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.model import read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -82,15 +82,39 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     model = load(args.model)
     require_utf8_names(model, args.model)
-    rows = collect(model, args.model)
+    rows, notes = collect(model, args.model), []
+    if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
+        rows, notes = _quantizer_rows(model, args.model)
     if args.format == "json":
-        sys.stdout.write(render_json(rows, args.model))
+        sys.stdout.write(render_json(rows, args.model, notes))
     else:
-        sys.stdout.write(render_table(rows, args.model))
+        sys.stdout.write(render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes))
     return 0
 
 
-def render_json(rows: list[dict[str, Any]], model: str) -> str:
+def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
+    from onnx_qtypes.diagnosis import quantizer_view  # imports interop and the checker: only for such models
+
+    try:
+        view = quantizer_view(model)
+    except QTypesError as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+    if view is None:
+        return [], []
+    rows = collect(view.result.model, source)
+    for row in rows:
+        row["tensor"], location = view.locator.stored_as(row["tensor"])
+        row["declared_at"] = [location.pointer]
+    notes = ["read from its QuantizeLinear / DequantizeLinear / QOperator nodes (declared_at: the node that "
+             "applies the parameters)"]
+    left = len(view.result.problems) + len(view.result.warnings)
+    if left:
+        notes.append(f"{left} node(s) with malformed or unliftable quantization are not listed; "
+                     "`onnx-qtypes check` names each")
+    return rows, notes
+
+
+def render_json(rows: list[dict[str, Any]], model: str, notes: list[str] | None = None) -> str:
     """{"model": ..., "tensors": [...]} with one tensor per line.
 
     Each line comes from json's C encoder: ``indent`` would select its
@@ -98,7 +122,8 @@ def render_json(rows: list[dict[str, Any]], model: str) -> str:
     """
     tensors = ",\n".join(f"    {_dumps(_json_row(r))}" for r in rows)
     body = f"[\n{tensors}\n  ]" if rows else "[]"
-    return f'{{\n  "model": {json.dumps(model)},\n  "tensors": {body}\n}}\n'
+    extra = f',\n  "notes": {json.dumps(notes)}' if notes else ""
+    return f'{{\n  "model": {json.dumps(model)},\n  "tensors": {body}{extra}\n}}\n'
 
 
 def _dumps(row: dict[str, Any]) -> str:
