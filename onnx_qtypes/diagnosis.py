@@ -240,8 +240,8 @@ class _Locator:
         """Node ``i`` at the input or attribute holding ``parameter`` (a tensor name or an attribute name)."""
         node = self.nodes[i]
         if parameter:
-            if parameter in node.input[1:]:
-                return self.node(i, f"/input/{list(node.input).index(parameter, 1)}")
+            if parameter in node.input:  # QLinearConcat reads its output's scale first
+                return self.node(i, f"/input/{list(node.input).index(parameter)}")
             for a, attribute in enumerate(node.attribute):
                 if attribute.name == parameter:
                     return dataclasses.replace(self.node(i, f"/attribute/{a}"), tensor=tensor)

@@ -233,3 +233,27 @@ def test_show_lists_a_quantizer_models_tensors_as_the_file_names_them(tmp_path, 
     assert per_channel and all(resolve(model, r["declared_at"][0]).op_type == "DequantizeLinear" for r in per_channel)
     assert main(["show", str(path)]) == 0
     assert f"{len(rows)} quantized tensor(s)" in capsys.readouterr().out
+
+
+def _scale_initializers(model: onnx.ModelProto) -> list[str]:
+    """Float initializers read by quantization nodes: their scales (weights and zero points are integers)."""
+    floats = {t.name for t in model.graph.initializer if t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)}
+    quantizing = [n for n in model.graph.node if "Quantize" in n.op_type or n.op_type.startswith("QLinear")]
+    return sorted({name for n in quantizing for name in n.input[1:] if name in floats} |
+                  {n.input[0] for n in quantizing if n.op_type == "QLinearConcat"} & floats)
+
+
+@pytest.mark.parametrize("name", sorted(corpus_models()))
+def test_every_scale_of_every_quantizer_model_set_to_zero_is_one_located_finding(name):
+    original = corpus_models()[name]
+    scales = _scale_initializers(original)
+    assert scales
+    for scale in scales:
+        model = _model(name)
+        tensor = next(t for t in model.graph.initializer if t.name == scale)
+        values = numpy_helper.to_array(tensor).copy()
+        values.flat[values.size // 2] = 0  # one channel of a per-channel scale, or the scale
+        tensor.CopyFrom(numpy_helper.from_array(values, scale))
+        found = [d for d in _errors(model) if d.rule == "QT101"]
+        assert [d.location.tensor for d in found] == [scale], (scale, [str(d) for d in found])
+        assert resolve(model, found[0].location.pointer) == scale
