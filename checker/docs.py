@@ -31,16 +31,19 @@ def render_rules_md() -> str:
         f"Every rule the checker implements, generated from its code. The normative text is "
         f"[`{_SPEC_FROM_PROPOSAL}`]({_SPEC_FROM_PROPOSAL}); each id links to its anchor there. "
         "`onnx-qtypes rule QTnnn` prints the same documentation. Ids are never renumbered or reused. "
-        "Severities are the defaults; a profile may raise them, never lower them.",
+        "Severities are the defaults; a profile may raise them, never lower them. "
+        f"*QDQ files*: whether `onnx-qtypes check` applies the rule to a model as a quantizer wrote it "
+        f"([`{_SPEC_FROM_PROPOSAL}#quantizer-files`]({_SPEC_FROM_PROPOSAL}#quantizer-files)).",
         "",
     ]
     for digit, area in AREAS.items():
         members = [r for r in rules if r.id[2] == digit]
         if not members:
             continue
-        out += [f"## QT{digit}xx — {area}", "", "| id | slug | severity | what |", "|---|---|---|---|"]
+        out += [f"## QT{digit}xx — {area}", "", "| id | slug | severity | QDQ files | what |", "|---|---|---|---|---|"]
         out += [
-            f"| [{r.id}]({_SPEC_FROM_PROPOSAL}#{r.anchor}) | `{r.name}` | {r.severity.value} | {_cell(r.summary)} |"
+            f"| [{r.id}]({_SPEC_FROM_PROPOSAL}#{r.anchor}) | `{r.name}` | {r.severity.value} | "
+            f"{'typed files only' if r.typed_only else 'checked'} | {_cell(r.summary)} |"
             for r in members
         ]
         out.append("")

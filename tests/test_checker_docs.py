@@ -40,3 +40,10 @@ def test_help_field_is_a_command_that_prints_the_rule(capsys):
         assert (program, command, rule_id) == ("onnx-qtypes", "rule", r.id)
         assert main([command, rule_id]) == 0
         assert r.doc in capsys.readouterr().out
+
+
+def test_the_spec_names_exactly_the_rules_quiet_on_quantizer_files():
+    text = (ROOT / "proposal/spec/validity.md").read_text(encoding="utf-8")
+    section = text.split('<a id="quantizer-files"></a>', 1)[1].split("<a id=", 1)[0]
+    listed = set(re.findall(r"QT\d{3}", section.split("typed files only", 1)[1]))
+    assert listed == {r.id for r in all_rules() if r.typed_only}
