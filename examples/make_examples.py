@@ -2,6 +2,10 @@
 
 broken_cnn.onnx: the same model with mistakes the checker reports.
 
+broken_qdq_cnn.onnx: the same model as standard QDQ ONNX, the form
+quantizers write (no quantized types), with three mistakes `onnx-qtypes
+check` finds in the file as it is.
+
 typed_cnn.onnx: float input -> QuantizeLinear -> typed Conv (per-channel
 int8 symmetric weights, int32 bias) -> Relu -> MaxPool -> DequantizeLinear
 -> float output, with calibration statistics on the activations. Every op
@@ -19,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, get_qtype, save, set_qtype
+from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, get_qtype, lower, save, set_qtype
 
 HERE = pathlib.Path(__file__).resolve().parent
 IR_VERSION, OPSET = 10, 21  # what onnxruntime 1.31 accepts
@@ -101,7 +105,29 @@ def broken_cnn() -> onnx.ModelProto:
     return model
 
 
-EXAMPLES = {"typed_cnn.onnx": typed_cnn, "broken_cnn.onnx": broken_cnn}
+def broken_qdq_cnn() -> onnx.ModelProto:
+    """typed_cnn lowered to QuantizeLinear / DequantizeLinear nodes, with mistakes no stock tool reports.
+
+    - the Relu output is quantized with scale 0 (every value becomes the zero point);
+    - the bias DequantizeLinear's scale is not input scale x weight scale (channel 2 is 10x off);
+    - the output DequantizeLinear reads the MaxPool result with twice the scale its QuantizeLinear wrote.
+    """
+    model = lower(typed_cnn())
+    for entry in [*model.graph.node, *model.graph.value_info, *model.graph.input, *model.graph.output]:
+        del entry.metadata_props[:]  # what lower keeps for lift; a quantizer writes none
+    constants = {t.name: t for t in model.graph.initializer}
+
+    def scale(name: str, change) -> None:
+        values = numpy_helper.to_array(constants[name]).copy()
+        constants[name].CopyFrom(numpy_helper.from_array(change(values), name))
+
+    scale("relu_q_scale", lambda v: np.zeros_like(v))
+    scale("b_scale", lambda v: np.where(np.arange(v.size) == 2, v * np.float32(10), v).astype(v.dtype))
+    scale("y_scale", lambda v: v * np.float32(2))
+    return model
+
+
+EXAMPLES = {"typed_cnn.onnx": typed_cnn, "broken_cnn.onnx": broken_cnn, "broken_qdq_cnn.onnx": broken_qdq_cnn}
 
 
 def main(out_dir: pathlib.Path = HERE) -> None:

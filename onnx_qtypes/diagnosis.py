@@ -85,7 +85,7 @@ class QuantizerView:
     def notes(self) -> list[str]:
         notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
         if self.result.warnings:
-            notes.append(f"{len(self.result.warnings)} node(s) or tensor(s) not lifted, so not checked:")
+            notes.append(f"the lift left {len(self.result.warnings)} thing(s) as they were, not checked:")
             notes.extend(f"  {w}" for w in self.result.warnings)
         return notes
 

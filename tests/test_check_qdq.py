@@ -166,7 +166,7 @@ def test_notes_name_what_was_not_lifted():
     model.graph.node.append(cast)
     model.graph.output.append(onnx.helper.make_tensor_value_info("as_plain", onnx.TensorProto.INT32, None))
     found = diagnose(model)
-    assert any("not lifted" in n for n in found.notes) and any("'plain'" in n for n in found.notes)
+    assert any("left" in n and "not checked" in n for n in found.notes) and any("'plain'" in n for n in found.notes)
 
 
 def test_cli_text_json_sarif_report_the_same_findings_without_touching_the_file(tmp_path, capsys):
