@@ -14,8 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.rule is None:
-        for r in all_rules():
-            sys.stdout.write(f"{r.id}  {r.severity.value:<7}  {r.name:<36}  {r.summary}\n")
+        rows = [(r.id, r.severity.value, r.name, r.summary) for r in all_rules()]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column is not padded
+        for row in rows:
+            sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + f"  {row[-1]}\n")
         return 0
     r = get_rule(args.rule)
     sys.stdout.write(f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.help}\n\n{r.doc}\n")
