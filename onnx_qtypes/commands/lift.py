@@ -7,7 +7,7 @@ QuantizeLinear / DequantizeLinear at the edges. Nodes the lift does not
 understand stay as they were, with a warning naming them. With
 --statistics, onnxruntime's calibration results (the JSON written by
 quantize_static(calibration_cache_path=...) or write_calibration_table) are
-recorded as the tensors' statistics.
+recorded as the tensors' statistics; any other JSON file is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import json
 import sys
 
 from onnx_qtypes.interop.lift import lift_model
+from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
 from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file
 
@@ -32,9 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input, statistics=args.statistics)
-    if args.statistics:
+    statistics = None
+    if args.statistics:  # read first: its errors name that file alone, and come before the model's
         require_regular_file(args.statistics, "a calibration .json file")  # before opening: a FIFO blocks
-    result = lift_model(args.input, statistics=args.statistics)
+        statistics = load_calibration_cache(args.statistics)
+    result = lift_model(args.input, statistics=statistics)
     save(result.model, args.output)
     if args.format == "json":
         doc = {
