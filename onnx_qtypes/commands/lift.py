@@ -19,7 +19,7 @@ import sys
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
-from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file
+from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file, standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,12 +50,13 @@ def run(args: argparse.Namespace) -> int:
             "notes": result.notes,
             "warnings": result.warnings,
         }
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        with standard_output() as out:
+            out.write(json.dumps(doc, indent=2) + "\n")
         return 0
     for message in result.warnings:
         print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
-    for message in result.notes:
-        print(f"note: {message}")
-    print(f"{args.output}: {result.summary()}")
+    with standard_output() as out:
+        for message in result.notes:
+            print(f"note: {message}", file=out)
+        print(f"{args.output}: {result.summary()}", file=out)
     return 0

@@ -20,7 +20,7 @@ import sys
 
 from onnx_qtypes.interop.lower import FORMS, lower_model
 from onnx_qtypes.proto import save
-from onnx_qtypes.proto.files import refuse_overwrite
+from onnx_qtypes.proto.files import refuse_overwrite, standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     save(result.model, args.output)
     for message in result.warnings:
         print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
-    for message in result.notes:
-        print(f"note: {message}")
-    print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, "
-          f"opset {next(o.version for o in result.model.opset_import if o.domain in ('', 'ai.onnx'))}")
+    opset = next(o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx"))
+    with standard_output() as out:
+        for message in result.notes:
+            print(f"note: {message}", file=out)
+        print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, opset {opset}", file=out)
     return 0

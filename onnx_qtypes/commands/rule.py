@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnx_qtypes.checker import all_rules, get_rule
+from onnx_qtypes.proto.files import standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,9 +16,10 @@ def run(args: argparse.Namespace) -> int:
     if args.rule is None:
         rows = [(r.id, r.severity.value, r.name, r.summary) for r in all_rules()]
         widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column is not padded
-        for row in rows:
-            sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + f"  {row[-1]}\n")
-        return 0
-    r = get_rule(args.rule)
-    sys.stdout.write(f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.help}\n\n{r.doc}\n")
+        text = "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + f"  {row[-1]}\n" for row in rows)
+    else:
+        r = get_rule(args.rule)
+        text = f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.help}\n\n{r.doc}\n"
+    with standard_output() as out:
+        out.write(text)
     return 0
