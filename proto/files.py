@@ -150,6 +150,16 @@ def _mode_for(target: pathlib.Path) -> int:
         return 0o666 & ~umask
 
 
+def keep_when_idle(output: str | os.PathLike, source: str | os.PathLike, why: str) -> str:
+    """For a command that had nothing to do with ``source`` (``why`` says so): QTypesError when ``output`` is an
+    existing file, which the user more likely swapped with ``source`` than meant to replace by a copy; otherwise
+    the warning to print, saying ``output`` was written anyway. A device, FIFO or /dev/stdout is no file to keep."""
+    out = os.fspath(output)
+    if os.path.exists(out) and not is_stream(pathlib.Path(out)):
+        raise QTypesError(f"{os.fspath(source)}: {why}; {out} left unchanged (check the order: IN OUT)")
+    return f"{os.fspath(source)}: {why}; {out} written anyway, with nothing converted"
+
+
 def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | None) -> None:
     """QTypesError when ``output`` is the same file as one of the named inputs (e.g. model=..., inputs=...)."""
     out = pathlib.Path(os.fspath(output)).resolve()
