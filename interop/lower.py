@@ -70,6 +70,7 @@ class LowerResult:
     notes: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     qlinear_nodes: int = 0
+    typed_tensors: int = 0  # quantized tensors of the input; none means there was nothing to lower
 
 
 class LowerWarning(UserWarning):
@@ -454,6 +455,7 @@ class _Lowering:
         self._set_versions(kept_meta)
         if self.result.qlinear_nodes:
             self.result.notes.append(f"{self.result.qlinear_nodes} QLinearConv / QLinearMatMul node(s)")
+        self.result.typed_tensors = len(self.types)
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
         try:

@@ -25,7 +25,12 @@ observed values:
   keeps.
 
 Reading the JSON needs no onnxruntime; objects are read by attribute, so a
-live ``TensorsData`` works as well.
+live ``TensorsData`` works as well. Only onnxruntime's own shapes are read:
+a ``TensorsData`` document (``CLS``, ``data``, ``calibration_method``,
+``smooth_quant``), as ``save_tensors_data`` and ``write_calibration_table``
+write it, or a plain map of tensor names to ``TensorData`` objects. Anything
+else (a profile, a report, ``{"r1": 5}``) is refused, naming the first key
+that does not fit, never read as empty statistics.
 """
 
 from __future__ import annotations
@@ -43,24 +48,54 @@ from onnx_qtypes.proto.files import require_regular_file
 from onnx_qtypes.proto.qtype import Statistics, TensorStatistics
 
 FIELDS = ("lowest", "highest", "avg", "std", "hist", "hist_edges", "bins")
+TENSORS_DATA_KEYS = ("CLS", "data", "calibration_method", "smooth_quant")
+METHODS = ("MinMax", "Entropy", "Percentile", "Distribution")  # onnxruntime's CalibrationMethod
 PER_CHANNEL_AXIS = 1
+TENSOR_DATA = f"a TensorData object (some of {', '.join(FIELDS)})"
+EXPECTED = (f"expected a TensorsData document ({', '.join(TENSORS_DATA_KEYS)}) "
+            f"or a map of tensor names to {TENSOR_DATA}")
+
+
+class _NotCalibrationData(StatisticsImportError):
+    """The document is not shaped like onnxruntime's calibration results at all."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"not onnxruntime calibration data: {detail}")
+        self.detail = detail
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value (or any object) is, in words."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    for types, word in ((str, "a string"), ((int, float), "a number"), (Mapping, "an object"),
+                        ((list, tuple), "a list")):
+        if isinstance(value, types):
+            return word
+    return f"an instance of {type(value).__name__}"
 
 
 def _array(value: Any) -> np.ndarray | None:
     if value is None:
         return None
-    if isinstance(value, Mapping) and value.get("CLS") == "numpy.array":
-        return np.asarray(value.get("data"), dtype=np.float64)
-    if isinstance(value, (int, float, list, tuple, np.ndarray, np.generic)):
+    if isinstance(value, Mapping) and value.get("CLS") == "numpy.array" and "data" in value:
+        return np.asarray(value["data"], dtype=np.float64)
+    if isinstance(value, (int, float, list, tuple, np.ndarray, np.generic)) and not isinstance(value, bool):
         return np.asarray(value, dtype=np.float64)
     raise TypeError(f"expected a number or array, got {type(value).__name__}")
 
 
 def _fields(data: Any) -> dict[str, np.ndarray]:
     if isinstance(data, Mapping):
+        for key in data:
+            if key not in (*FIELDS, "CLS") or (key == "CLS" and data[key] != "TensorData"):
+                raise _NotCalibrationData(f"{key!r} is not a TensorData field; expected {TENSOR_DATA}")
         raw = {k: data[k] for k in FIELDS if k in data}
     else:
         raw = {k: getattr(data, k) for k in FIELDS if hasattr(data, k)}
+    if not raw:
+        what = "an object with no TensorData field" if isinstance(data, Mapping) else _kind(data)
+        raise _NotCalibrationData(f"{what}; expected {TENSOR_DATA}")
     out: dict[str, np.ndarray] = {}
     for key, value in raw.items():
         array = _array(value)
@@ -74,8 +109,10 @@ def _method_name(method: Any) -> str | None:
         return None
     if isinstance(method, Mapping):  # {"CLS": "CalibrationMethod", "value": "CalibrationMethod.MinMax"}
         method = method.get("value")
-    name = getattr(method, "name", None) or str(method)
-    return name.split(".")[-1]
+    name = (getattr(method, "name", None) or str(method)).split(".")[-1]
+    if name not in METHODS:
+        raise _NotCalibrationData(f"calibration_method {method!r} is not one of {', '.join(METHODS)}")
+    return name
 
 
 def _histogram(fields: dict[str, np.ndarray], method: str | None) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -146,14 +183,15 @@ def _check(name: str, stats: TensorStatistics) -> None:
 def statistics_from_tensors_data(tensors_data: Any) -> dict[str, TensorStatistics]:
     """A whole ``TensorsData`` (object, its JSON dict, or a plain name -> TensorData mapping)."""
     method = None
-    if isinstance(tensors_data, Mapping) and tensors_data.get("CLS") == "TensorsData":
-        method, items = tensors_data.get("calibration_method"), tensors_data.get("data", {})
+    if isinstance(tensors_data, Mapping) and "CLS" in tensors_data:
+        method, items = _tensors_data_document(tensors_data)
     elif hasattr(tensors_data, "data") and hasattr(tensors_data, "calibration_method"):
         method, items = tensors_data.calibration_method, tensors_data.data
     else:
         items = tensors_data
     if not isinstance(items, Mapping):
-        raise StatisticsImportError("calibration data must map tensor names to onnxruntime TensorData")
+        raise _NotCalibrationData(f"it must map tensor names to onnxruntime TensorData, got {_kind(items)}; {EXPECTED}")
+    _method_name(method)  # an unknown method is refused even when there are no tensors
     out: dict[str, TensorStatistics] = {}
     for name, data in items.items():
         if isinstance(data, TensorStatistics):
@@ -161,11 +199,26 @@ def statistics_from_tensors_data(tensors_data: Any) -> dict[str, TensorStatistic
             continue
         try:
             stats = statistics_from_tensor_data(data, method)
+        except _NotCalibrationData as exc:
+            raise _NotCalibrationData(f"key {name!r}: {exc.detail}") from None
         except (TypeError, ValueError) as exc:
             raise StatisticsImportError(f"tensor {name!r}: {exc}") from None
         _check(name, stats)
         out[name] = stats
     return out
+
+
+def _tensors_data_document(doc: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(calibration_method, data) of a TensorsData JSON document, its keys checked."""
+    if doc["CLS"] != "TensorsData":
+        raise _NotCalibrationData(f"CLS is {doc['CLS']!r}, not 'TensorsData'; {EXPECTED}")
+    for key in doc:
+        if key not in TENSORS_DATA_KEYS:
+            raise _NotCalibrationData(f"key {key!r} is not part of a TensorsData document; {EXPECTED}")
+    for key in ("data", "calibration_method"):
+        if key not in doc:
+            raise _NotCalibrationData(f"the TensorsData document has no {key!r}; {EXPECTED}")
+    return doc["calibration_method"], doc["data"]
 
 
 def load_calibration_cache(path: str | os.PathLike) -> dict[str, TensorStatistics]:
@@ -185,6 +238,9 @@ def load_calibration_cache(path: str | os.PathLike) -> dict[str, TensorStatistic
     except RecursionError:
         raise StatisticsImportError(f"{source}: not calibration data (nested too deeply)") from None
     try:
-        return statistics_from_tensors_data(doc)
+        stats = statistics_from_tensors_data(doc)
+        if not stats:
+            raise _NotCalibrationData(f"it names no tensors; {EXPECTED}")
     except StatisticsImportError as exc:
         raise StatisticsImportError(f"{source}: {exc}") from None
+    return stats

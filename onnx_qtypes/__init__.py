@@ -3,9 +3,13 @@
 The face of the package: it re-exports the public names of every wing.
 """
 
-from onnx_qtypes.interop import lift, lower
-from onnx_qtypes.diagnosis import Diagnosis, diagnose
-from onnx_qtypes.proto import (
+from onnx_qtypes import _source_tree
+
+_source_tree.install(__path__)  # from a source checkout, onnx_qtypes.<wing> is its top-level folder
+
+from onnx_qtypes.interop import lift, lower  # noqa: E402
+from onnx_qtypes.diagnosis import Diagnosis, diagnose  # noqa: E402
+from onnx_qtypes.proto import (  # noqa: E402
     MalformedExtensionError,
     ModelLoadError,
     QType,

@@ -6,7 +6,9 @@ is written through (the file it points to is replaced, the link kept); a
 device, FIFO or socket, or a link to an open descriptor such as /dev/stdout,
 is written to directly: renaming over it would replace it with a plain file.
 Every file we read must be a regular file (``require_regular_file``): reading
-a device may never end, and opening a FIFO blocks.
+a device may never end, and opening a FIFO blocks. A write that fails (a full
+disk, an I/O error, no permission, standard output sent to /dev/full) is one
+QTypesError naming the file: "FILE: cannot write: REASON".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import pathlib
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from typing import IO
@@ -69,9 +72,18 @@ def writable_target(path: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path
     return target, folder
 
 
+def cannot_write(target: str | os.PathLike, exc: OSError) -> QTypesError:
+    """The one-line error for a failed write: the file the user named, then the system's reason."""
+    return QTypesError(f"{os.fspath(target)}: cannot write: {exc.strerror or exc}")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
-    """Open a temporary file for writing; on success it replaces ``path`` (a stream target is written directly)."""
+    """Open a temporary file for writing; on success it replaces ``path`` (a stream target is written directly).
+
+    Any OSError on the way (creating the temporary file, writing, syncing, renaming) is ``cannot_write``
+    naming ``path``'s target, never the temporary file, which is removed.
+    """
     target, folder = writable_target(path)
     encoding = {} if "b" in mode else {"encoding": "utf-8"}
     if is_stream(target):  # atomicity means nothing for a stream, and the rename would replace the device
@@ -80,10 +92,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
             with open(target, mode.replace("w", "a"), **encoding) as fh:
                 yield fh
         except OSError as exc:
-            raise QTypesError(f"{target}: cannot write ({exc.strerror or exc})") from None
+            raise cannot_write(target, exc) from None
         return
-    fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".qtypes-", suffix=".tmp", dir=folder)
         os.chmod(tmp, _mode_for(target))  # mkstemp makes 0600; the file should look like any other we write
         with os.fdopen(fd, mode, **encoding) as fh:
             yield fh
@@ -91,10 +104,40 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        raise QTypesError(f"{target}: cannot write ({exc.strerror or exc})") from None
+        raise cannot_write(target, exc) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def standard_output() -> Iterator[IO[str]]:
+    """``sys.stdout`` for a command's report, flushed on leaving; a failed write is ``cannot_write`` naming where
+    standard output goes (``> /dev/full``: "/dev/full (standard output): cannot write: No space left on device").
+
+    Wrap only the writing: an OSError raised inside is taken to be standard output's. A closed pipe
+    (BrokenPipeError) is left to the caller, which stops quietly.
+    """
+    try:
+        yield sys.stdout
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        name = _stdout_name()
+        with contextlib.suppress(OSError, ValueError):  # what is still buffered would fail again at exit: drop it
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        raise cannot_write(name, exc) from None
+
+
+def _stdout_name() -> str:
+    try:
+        where = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")  # Linux: the file behind the redirection
+    except (OSError, ValueError, AttributeError):
+        return "standard output"
+    return f"{where} (standard output)" if where.startswith("/") else "standard output"
 
 
 def _mode_for(target: pathlib.Path) -> int:
@@ -105,6 +148,16 @@ def _mode_for(target: pathlib.Path) -> int:
         umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def keep_when_idle(output: str | os.PathLike, source: str | os.PathLike, why: str) -> str:
+    """For a command that had nothing to do with ``source`` (``why`` says so): QTypesError when ``output`` is an
+    existing file, which the user more likely swapped with ``source`` than meant to replace by a copy; otherwise
+    the warning to print, saying ``output`` was written anyway. A device, FIFO or /dev/stdout is no file to keep."""
+    out = os.fspath(output)
+    if os.path.exists(out) and not is_stream(pathlib.Path(out)):
+        raise QTypesError(f"{os.fspath(source)}: {why}; {out} left unchanged (check the order: IN OUT)")
+    return f"{os.fspath(source)}: {why}; {out} written anyway, with nothing converted"
 
 
 def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | None) -> None:

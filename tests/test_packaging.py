@@ -89,6 +89,31 @@ def test_wheel_installs_and_imports_every_sub_package(wheel, tmp_path):
     assert "onnx_qtypes/proto/onnx_qtypes_pb2.py" in names
 
 
+def test_the_source_tree_finder_maps_the_wings_as_pyproject_does():
+    from onnx_qtypes._source_tree import WINGS
+
+    assert PACKAGE_DIR == {"onnx_qtypes": "onnx_qtypes", **WINGS}
+
+
+def test_from_the_repository_root_a_wheel_install_imports_the_source_tree(wheel, tmp_path):
+    """The root's onnx_qtypes/ shadows the installed package; its wings must still import (from the same tree)."""
+    python = _venv(tmp_path / "venv")
+    _pip(python, str(wheel))
+    version = subprocess.run([str(python), "-m", "onnx_qtypes", "--version"], capture_output=True, text=True,
+                             cwd=ROOT, timeout=120)
+    assert version.returncode == 0 and version.stdout.startswith("onnx-qtypes "), version
+    both = subprocess.run([str(python), "-c", "import onnx_qtypes.interop, onnx_qtypes.checker"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert both.returncode == 0, both.stderr
+    for package, file in _imported_files(python, ROOT).items():  # not half source, half wheel
+        expected = _source_dir(package) / "__init__.py"
+        assert pathlib.Path(file).resolve() == expected.resolve(), f"{package} imported from {file}"
+    elsewhere = subprocess.run(  # away from the root the wheel is used as it is, with no finder added
+        [str(python), "-c", "import onnx_qtypes, sys; print([type(f).__name__ for f in sys.meta_path])"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert elsewhere.returncode == 0 and "WingFinder" not in elsewhere.stdout, elsewhere
+
+
 def test_editable_install_imports_every_sub_package_from_the_source_tree(tmp_path):
     python = _venv(tmp_path / "venv")
     _pip(python, "-e", str(ROOT))

@@ -20,7 +20,7 @@ from onnx_qtypes.checker import builtin_names, load_profile, select_rules
 from onnx_qtypes.checker.emit import FORMAT_NAMES, Report, render
 from onnx_qtypes.diagnosis import diagnose
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +48,9 @@ def _ids(values: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.list_profiles:
         width = max(map(len, builtin_names()))
-        for name in builtin_names():
-            sys.stdout.write(f"{name:<{width}}  {' '.join(load_profile(name).description.split())}\n")
+        with standard_output() as out:
+            for name in builtin_names():
+                out.write(f"{name:<{width}}  {' '.join(load_profile(name).description.split())}\n")
         return 0
     if not args.models:
         raise QTypesError("check: give at least one MODEL (or --list-profiles)")
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(args.output, "w") as fh:
             fh.write(text)
     else:
-        sys.stdout.write(text)
+        with standard_output() as out:
+            out.write(text)
     if unreadable:
         return 2
     return 1 if any(r.errors for r in reports) else 0

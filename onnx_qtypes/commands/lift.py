@@ -7,7 +7,12 @@ QuantizeLinear / DequantizeLinear at the edges. Nodes the lift does not
 understand stay as they were, with a warning naming them. With
 --statistics, onnxruntime's calibration results (the JSON written by
 quantize_static(calibration_cache_path=...) or write_calibration_table) are
-recorded as the tensors' statistics.
+recorded as the tensors' statistics; any other JSON file is refused (exit 2).
+
+When there is nothing to lift (IN is already typed, or has no quantization
+and no statistics were attached), an existing OUT is left unchanged and the
+command exits 2: IN and OUT were probably given the wrong way round. A new
+OUT is written (the model as it was) with a warning.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import json
 import sys
 
 from onnx_qtypes.interop.lift import lift_model
+from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
-from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file
+from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, require_regular_file, standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input, statistics=args.statistics)
-    if args.statistics:
+    statistics = None
+    if args.statistics:  # read first: its errors name that file alone, and come before the model's
         require_regular_file(args.statistics, "a calibration .json file")  # before opening: a FIFO blocks
-    result = lift_model(args.input, statistics=args.statistics)
+        statistics = load_calibration_cache(args.statistics)
+    result = lift_model(args.input, statistics=statistics)
+    idle = None
+    if not result.typed_tensors and not result.statistics:
+        idle = keep_when_idle(args.output, args.input, "; ".join(result.notes) or "no quantization to lift")
     save(result.model, args.output)
+    if idle:
+        print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     if args.format == "json":
         doc = {
             "input": args.input,
@@ -47,12 +60,13 @@ def run(args: argparse.Namespace) -> int:
             "notes": result.notes,
             "warnings": result.warnings,
         }
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        with standard_output() as out:
+            out.write(json.dumps(doc, indent=2) + "\n")
         return 0
     for message in result.warnings:
         print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
-    for message in result.notes:
-        print(f"note: {message}")
-    print(f"{args.output}: {result.summary()}")
+    with standard_output() as out:
+        for message in result.notes:
+            print(f"note: {message}", file=out)
+        print(f"{args.output}: {result.summary()}", file=out)
     return 0

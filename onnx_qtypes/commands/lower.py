@@ -10,7 +10,10 @@ and is written at IR 10 / opset 21, which onnxruntime 1.31 loads. A type
 expressed in bfloat16 is lowered with a warning: onnxruntime 1.31 has no
 QuantizeLinear / DequantizeLinear kernel for bfloat16 scales. An invalid type
 is refused (exit 2); `onnx-qtypes check` lists every problem. The output may
-not be the input file.
+not be the input file. When IN has no quantized types there is nothing to
+lower: an existing OUT is left unchanged and the command exits 2 (IN and OUT
+were probably given the wrong way round); a new OUT is written (the model as
+it was, at IR 10 / opset 21) with a warning.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 
 from onnx_qtypes.interop.lower import FORMS, lower_model
 from onnx_qtypes.proto import save
-from onnx_qtypes.proto.files import refuse_overwrite
+from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input)
     result = lower_model(args.input, args.form)
+    idle = None
+    if not result.typed_tensors:
+        idle = keep_when_idle(args.output, args.input, "the model has no quantized types; nothing to lower")
     save(result.model, args.output)
+    if idle:
+        print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     for message in result.warnings:
         print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
-    for message in result.notes:
-        print(f"note: {message}")
-    print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, "
-          f"opset {next(o.version for o in result.model.opset_import if o.domain in ('', 'ai.onnx'))}")
+    opset = next(o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx"))
+    with standard_output() as out:
+        for message in result.notes:
+            print(f"note: {message}", file=out)
+        print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, opset {opset}", file=out)
     return 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnx_qtypes.checker import all_rules, get_rule
+from onnx_qtypes.proto.files import standard_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,9 +14,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.rule is None:
-        for r in all_rules():
-            sys.stdout.write(f"{r.id}  {r.severity.value:<7}  {r.name:<36}  {r.summary}\n")
-        return 0
-    r = get_rule(args.rule)
-    sys.stdout.write(f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.spec}\n\n{r.doc}\n")
+        rows = [(r.id, r.severity.value, r.name, r.summary) for r in all_rules()]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column is not padded
+        text = "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + f"  {row[-1]}\n" for row in rows)
+    else:
+        r = get_rule(args.rule)
+        text = f"{r.id} {r.name} ({r.severity.value}; {r.area})\nspec: {r.spec}\n\n{r.doc}\n"
+    with standard_output() as out:
+        out.write(text)
     return 0

@@ -28,7 +28,6 @@ import io
 import contextlib
 import math
 import os
-import sys
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -39,7 +38,7 @@ from numpy.lib import format as npy_format
 
 from onnx_qtypes.proto import load
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file, standard_output
 from onnx_qtypes.proto.names import require_utf8_names
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
@@ -209,11 +208,12 @@ def run(args: argparse.Namespace) -> int:
     except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
         raise type(exc)(f"{args.model}: {exc}") from None
     write_npz(args.outputs, output_arrays(evaluator, names, values))
-    print(f"wrote {len(names)} output(s) to {args.outputs} ({args.kernels} kernels)")
-    if args.kernels == "integer":
-        fallbacks = {node: why for node, why in evaluator.kernel_log.items() if why != "integer"}
-        integer = len(evaluator.kernel_log) - len(fallbacks)
-        print(f"integer kernels ran for {integer} of {len(evaluator.kernel_log)} typed node(s)")
-        for node, why in fallbacks.items():
-            print(f"  {node}: {why}", file=sys.stdout)
+    with standard_output() as out:
+        print(f"wrote {len(names)} output(s) to {args.outputs} ({args.kernels} kernels)", file=out)
+        if args.kernels == "integer":
+            fallbacks = {node: why for node, why in evaluator.kernel_log.items() if why != "integer"}
+            integer = len(evaluator.kernel_log) - len(fallbacks)
+            print(f"integer kernels ran for {integer} of {len(evaluator.kernel_log)} typed node(s)", file=out)
+            for node, why in fallbacks.items():
+                print(f"  {node}: {why}", file=out)
     return 0

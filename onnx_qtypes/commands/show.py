@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections import Counter
 from typing import Any
 
@@ -18,6 +17,7 @@ import onnx
 
 from onnx_qtypes.proto import iter_declarations, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
+from onnx_qtypes.proto.files import standard_output
 from onnx_qtypes.proto.model import read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -86,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
         rows, notes = _quantizer_rows(model, args.model)
     if args.format == "json":
-        sys.stdout.write(render_json(rows, args.model, notes))
+        text = render_json(rows, args.model, notes)
     else:
-        sys.stdout.write(render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes))
+        text = render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes)
+    with standard_output() as out:
+        out.write(text)
     return 0
 
 
