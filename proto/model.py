@@ -21,6 +21,7 @@ from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
 from onnx_qtypes.proto.files import (
     NOT_REGULAR,
+    cannot_write,
     atomic_write,
     is_special,
     is_stream,
@@ -486,8 +487,10 @@ def save(
             data = staging / location
             if data.exists():  # the data file lands just before the model that points at it
                 os.replace(data, folder / location)
-    except (OSError, ValueError) as exc:
-        raise QTypesError(f"{target}: cannot write ({exc})") from None
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
+    except ValueError as exc:
+        raise QTypesError(f"{target}: cannot write: {exc}") from None
     finally:
         for child in staging.iterdir():
             child.unlink()
