@@ -21,8 +21,8 @@ from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
 from onnx_qtypes.proto.files import (
     NOT_REGULAR,
-    cannot_write,
     atomic_write,
+    cannot_write,
     is_special,
     is_stream,
     require_regular_file,

@@ -22,3 +22,23 @@ def test_python_example_runs(tmp_path):
     assert scope["y"].shape == (1, 4, 4, 4)
     assert scope["qt"].get_qtype(scope["typed"], "w") == scope["w"]
     assert (tmp_path / "out.onnx").stat().st_size > 0
+    assert sorted(d.rule for d in scope["found"].errors) == ["QT101", "QT307", "QT405"]
+
+
+def test_shell_examples_exit_as_the_readme_says():
+    """Every `onnx-qtypes` line of the README's shell blocks runs from the repository root; a `check` whose
+    comment says "exit 1" exits 1, every other line 0."""
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    lines = [line for block in blocks for line in block.splitlines() if line.startswith("onnx-qtypes ")]
+    assert len(lines) >= 4
+    for line in lines:
+        command, _, comment = line.partition("#")
+        expected = 1 if "exit 1" in comment else 0
+        args = command.split()[1:]
+        result = subprocess.run([sys.executable, "-m", "onnx_qtypes", *args], cwd=ROOT, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == expected, (line, result.stdout[-500:], result.stderr)
