@@ -18,8 +18,10 @@ Stable API (other test modules import it; keep it small):
   cache (``TensorsData`` as JSON) that quantized the model.
 - ``calibration_samples(name) -> list[dict[str, np.ndarray]]``: the inputs
   that calibration saw.
-- ``run_onnxruntime(model, feeds) -> dict[str, np.ndarray]``: one CPU run
-  (outputs by name), optimizations at onnxruntime's defaults.
+- ``run_onnxruntime(model, feeds, optimize=True) -> dict[str, np.ndarray]``:
+  one CPU run (outputs by name), optimizations at onnxruntime's defaults, or
+  with ``optimize=False`` all graph optimizations disabled (``ORT_DISABLE_ALL``:
+  its definition path, DequantizeLinear -> float op -> QuantizeLinear).
 - ``float_models() -> dict[str, onnx.ModelProto]``: the float sources
   (``"cnn"``, ``"mlp"``, ``"attention"``).
 - ``MODELS``, ``SETTINGS``: the names that make up the keys.
@@ -335,12 +337,15 @@ def calibration_samples(name: str) -> list[dict[str, np.ndarray]]:
     return _samples(FLOAT_MODELS[model_name](), _seed(model_name), CALIBRATION_SAMPLES)
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run ``model`` once on onnxruntime's CPU provider; outputs keyed by name."""
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], optimize: bool = True) -> dict[str, np.ndarray]:
+    """Run ``model`` once on onnxruntime's CPU provider; outputs keyed by name. ``optimize=False`` disables
+    every graph optimization (no fused QDQ kernels): the path tests compare our reference with."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))

@@ -18,7 +18,7 @@ from onnx_qtypes.checker.emit import Report, render
 from onnx_qtypes.checker.emit.sarif import fingerprint
 from onnx_qtypes.cli import main
 
-SARIF_SCHEMA = ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"  # vendored; origin and licence: tests/data/README.md
 
 
 def _mixed(tmp_path: pathlib.Path) -> pathlib.Path:

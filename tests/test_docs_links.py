@@ -9,7 +9,8 @@ import pytest
 from builders import ROOT
 
 DOCS = sorted(
-    [ROOT / "README.md", *(ROOT / "proposal").rglob("*.md"), *ROOT.glob("*/README.md")],
+    [ROOT / "README.md", *(ROOT / "proposal").rglob("*.md"),
+     *(p for p in ROOT.glob("*/README.md") if not p.parent.name.startswith("."))],  # not .pytest_cache/, .venv/
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
