@@ -17,8 +17,8 @@ a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
 range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
 so that ``lift`` removes it again). The model is written at IR 10 / opset 21
 (IR 13 / opset 25 when a tensor is stored as int2 / uint2), which
-onnxruntime 1.31 loads; it has no kernels for bfloat16 scales, so a bfloat16
-type lowers with a warning (proposal/spec/interop.md#runtimes).
+onnxruntime 1.31 and 1.32 load; they have no kernels for bfloat16 scales, so a
+bfloat16 type lowers with a warning (proposal/spec/interop.md#runtimes).
 
 A type that is not valid is refused (LowerError naming the tensor), never
 lowered: see ``_types``.
@@ -467,8 +467,8 @@ class _Lowering:
             shown = ", ".join(repr(t) for t in bf16[:3]) + (f" and {len(bf16) - 3} more" if len(bf16) > 3 else "")
             self.result.warnings.append(
                 f"{'tensor' if len(bf16) == 1 else 'tensors'} {shown} {'is' if len(bf16) == 1 else 'are'} expressed in bfloat16: the lowered QuantizeLinear / "
-                "DequantizeLinear nodes take bfloat16 scales, which is valid ONNX, but onnxruntime 1.31 has no "
-                "kernel for them (NOT_IMPLEMENTED when the session is created); run the model on another runtime, "
+                "DequantizeLinear nodes take bfloat16 scales, which is valid ONNX, but onnxruntime (1.31, 1.32 measured) "
+                "has no kernel for them (NOT_IMPLEMENTED when the session is created); run the model on another runtime, "
                 "or express the types in float32 or float16"
             )
         return self.result

@@ -7,7 +7,7 @@ MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere. The output has
 no extension fields (schema, narrowed ranges and statistics are kept in
 ValueInfo metadata_props, so `onnx-qtypes lift` restores the typed model)
 and is written at IR 10 / opset 21, which onnxruntime 1.31 loads. A type
-expressed in bfloat16 is lowered with a warning: onnxruntime 1.31 has no
+expressed in bfloat16 is lowered with a warning: onnxruntime (1.31, 1.32) has no
 QuantizeLinear / DequantizeLinear kernel for bfloat16 scales. An invalid type
 is refused (exit 2); `onnx-qtypes check` lists every problem. The output may
 not be the input file. When IN has no quantized types there is nothing to
