@@ -22,7 +22,14 @@ from onnx import TensorProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, QType, block_count, scale_problem
+from onnx_qtypes.proto.qtype import (
+    EXPRESSED_BY_DATA_TYPE,
+    STORAGE_BY_DATA_TYPE,
+    QType,
+    block_count,
+    scale_problem,
+    stored_outside_type,
+)
 
 
 class Unrecognized(Exception):
@@ -82,6 +89,13 @@ def read_parameters(
         if zero_points is None:
             raise Unrecognized(f"{where}: zero point {zero_point!r} is not a constant (a graph input, or computed at run time)")
         storage = ix.constant_dtype(zero_point)
+        wrapped = stored_outside_type(ix.constant_tensor(zero_point))
+        if wrapped is not None:
+            st = STORAGE_BY_DATA_TYPE[storage]
+            raise MalformedQDQError(
+                f"{where}: zero point {zero_point!r}[{wrapped[0]}] is stored as {wrapped[1]}, outside {st.name} "
+                f"[{st.min}, {st.max}]; runtimes read it wrapped around, as "
+                f"{int(np.asarray(wrapped[1]).astype(st.np_dtype))}", **at("QT103", zero_point))
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
             f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"

@@ -32,3 +32,7 @@ class UnknownTensorError(QTypesError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])
+
+
+class ParameterReferenceError(MalformedExtensionError):
+    """A type names an initializer for its parameters that does not hold them (missing, wrong type or shape)."""

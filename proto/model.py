@@ -12,13 +12,19 @@ import dataclasses
 import os
 import pathlib
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
 from onnx import ModelProto, TensorProto, ValueInfoProto
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError, UnknownTensorError
+from onnx_qtypes.proto.errors import (
+    MalformedExtensionError,
+    ModelLoadError,
+    ParameterReferenceError,
+    QTypesError,
+    UnknownTensorError,
+)
 from onnx_qtypes.proto.files import (
     NOT_REGULAR,
     atomic_write,
@@ -28,7 +34,7 @@ from onnx_qtypes.proto.files import (
     require_regular_file,
     writable_target,
 )
-from onnx_qtypes.proto.qtype import QType, TensorStatistics, unknown_field_problem
+from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
 STATISTICS_FIELD = 1001
@@ -73,16 +79,64 @@ def write_view(tensor_type: onnx.TypeProto.Tensor, view: pb.TensorTypeView) -> N
     tensor_type.MergeFromString(view.SerializeToString())
 
 
-def read_qtype(value_info: ValueInfoProto, where: str = "", *, validate: bool = False) -> QType | None:
-    """The quantized type declared by ``value_info`` (statistics attached), or None."""
+ParameterLookup = Callable[[str], "TensorProto | None"]
+
+
+def read_qtype(
+    value_info: ValueInfoProto, where: str = "", *, validate: bool = False, parameters: ParameterLookup | None = None
+) -> QType | None:
+    """The quantized type declared by ``value_info`` (statistics attached), or None.
+
+    ``parameters`` finds an initializer by name: a type with parameters by reference reads them through it
+    (ParameterReferenceError when they cannot be read; ``model_parameters`` makes one for a model).
+    """
     if value_info.type.WhichOneof("value") != "tensor_type":
         return None
-    view = read_view(value_info.type.tensor_type, where or f"value {value_info.name!r}")
+    where = where or f"value {value_info.name!r}"
+    view = read_view(value_info.type.tensor_type, where)
     if not view.HasField("quantization"):
         return None
-    require_known_fields(view, where or f"value {value_info.name!r}")
+    require_known_fields(view, where)
     stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
-    return QType.from_proto(view.quantization, stats, validate=validate)
+    message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
+    return QType.from_proto(message, stats, validate=validate)
+
+
+def model_parameters(model: ModelProto) -> ParameterLookup:
+    """Initializers by name, for parameters by reference: the main graph's and its subgraphs' (one name space)."""
+    found: dict[str, TensorProto] | None = None
+
+    def lookup(name: str) -> TensorProto | None:
+        nonlocal found
+        if found is None:  # built on the first reference: most models have none
+            found = {}
+            for _, graph in iter_graphs(model):
+                for init in graph.initializer:
+                    found.setdefault(init.name, init)
+        return found.get(name)
+
+    return lookup
+
+
+def inline_parameters(
+    msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
+) -> pb.QuantizedType:
+    """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` (a copy; ``msg``
+    itself when it lists them); ParameterReferenceError naming the declaration when they cannot be read."""
+    if not (msg.HasField("scale_tensor") or msg.HasField("zero_point_tensor")):
+        return msg
+    if parameters is None:
+        raise ParameterReferenceError(f"{where}: the type names its parameters by reference; read it with the model")
+    problem, scales, zero_points = reference_values(msg, parameters, shape)
+    if problem:
+        raise ParameterReferenceError(f"{where}: {problem}")
+    out = pb.QuantizedType()
+    out.CopyFrom(msg)
+    if scales is not None:
+        out.scale[:] = scales.tolist()
+    if zero_points is not None:
+        out.zero_point[:] = zero_points.tolist()
+    return out
 
 
 def require_known_fields(view: pb.TensorTypeView, where: str) -> None:
@@ -272,8 +326,9 @@ def get_qtype(model: ModelProto, name: str, *, function: str | None = None) -> Q
     index = _Index(model, function)
     if not index.known(name):
         raise UnknownTensorError(f"model has no tensor named {name!r}")
+    parameters = model_parameters(model)
     for decl in index.declarations.get(name, ()):
-        qtype = read_qtype(decl.value_info, decl.pointer)
+        qtype = read_qtype(decl.value_info, decl.pointer, parameters=parameters)
         if qtype is not None:
             return qtype
     return None
@@ -342,7 +397,8 @@ def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | 
     """Record statistics on every declaration of tensor ``name``, in place (``function``: as in set_qtype)."""
     targets = _Index(model, function).targets(name)
     for vi in targets:
-        if vi.type.tensor_type.elem_type == TensorProto.UNDEFINED and read_qtype(vi) is None:
+        if vi.type.tensor_type.elem_type == TensorProto.UNDEFINED and not read_view(vi.type.tensor_type).HasField(
+                "quantization"):
             raise QTypesError(f"set_statistics({name!r}): the tensor's element type is unknown; declare it first")
     for vi in targets:
         write_statistics(vi, statistics)
@@ -352,9 +408,10 @@ def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | 
 def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict[str, QType]:
     """Every quantized tensor name with its (first declared) type, in model order (``function``: as in get_qtype)."""
     out: dict[str, QType] = {}
+    parameters = model_parameters(model)
     for decl in (d for decls in _Index(model, function).declarations.values() for d in decls):
         if decl.name not in out:
-            qtype = read_qtype(decl.value_info, decl.pointer)
+            qtype = read_qtype(decl.value_info, decl.pointer, parameters=parameters)
             if qtype is not None:
                 out[decl.name] = qtype
     return out

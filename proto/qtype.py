@@ -271,10 +271,22 @@ def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequenc
 _SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
 
 
+# Extension versions this reader knows. 1: the fields of the first release (a type without `version`);
+# 2: parameters by reference (scale_tensor, zero_point_tensor). A writer writes the lowest version whose
+# fields the type uses, so that a type a version-1 reader can read stays readable by it.
+KNOWN_VERSIONS = (1, 2)
+REFERENCES_VERSION = 2
+
+
 def unknown_fields(msg: Message, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
     """(path, what) for every field or schema value of ``msg`` (a QuantizedType or TensorStatistics, nested
     Statistics included) this version does not define. Protobuf keeps such a field aside and reads the
     default, so an unknown schema would read as asymmetric: every reader reports these (checker: QT115)."""
+    if isinstance(msg, pb.QuantizedType) and msg.HasField("version") and msg.version not in KNOWN_VERSIONS:
+        yield (*path, "version"), (
+            f"extension version {msg.version} is not one this reader knows ({', '.join(map(str, KNOWN_VERSIONS))}); "
+            "read the model with a newer onnx-qtypes"
+        )
     for field in UnknownFieldSet(msg):
         if isinstance(msg, pb.QuantizedType) and field.field_number == _SCHEMA_FIELD and field.wire_type == 0:
             known = ", ".join(f"{s.name.lower()} ({s.value})" for s in Schema)
@@ -317,6 +329,78 @@ def parameter_shape(qtype: QType, shape: Sequence[int | None]) -> tuple[int | No
         return (dim,)
     blocks = None if dim is None else block_count(dim, qtype.block_size)
     return tuple(blocks if i == qtype.axis else d for i, d in enumerate(shape))
+
+
+def reference_dims(msg: pb.QuantizedType, shape: Sequence[int | None] | None) -> tuple[int | None, ...] | None:
+    """The dims a parameter initializer of ``msg`` must have for a tensor of ``shape``; None when unknown."""
+    if not msg.HasField("axis"):
+        return ()
+    if shape is None:
+        return None
+    if not msg.HasField("block_size"):
+        return (shape[msg.axis],) if 0 <= msg.axis < len(shape) else None
+    if not 0 <= msg.axis < len(shape) or msg.block_size <= 0:
+        return None
+    return tuple(
+        (None if d is None else block_count(d, msg.block_size)) if i == msg.axis else d for i, d in enumerate(shape)
+    )
+
+
+def reference_values(
+    msg: pb.QuantizedType, lookup: Callable[[str], Any], shape: Sequence[int | None] | None
+) -> tuple[str | None, np.ndarray | None, np.ndarray | None]:
+    """(problem, scales, zero points) of the parameters ``msg`` names by reference, read through ``lookup``
+    (initializer name -> TensorProto or None); the arrays are flat, row-major, None for a parameter listed in
+    the type. ``problem`` says why they cannot be read (the values are then None)."""
+    wanted = reference_dims(msg, shape)
+    arrays: dict[str, np.ndarray] = {}
+    for field, listed, data_type, kind in (
+        ("scale", msg.scale, msg.expressed_type, np.float64),
+        ("zero_point", msg.zero_point, msg.storage_type, np.int64),
+    ):
+        if not msg.HasField(f"{field}_tensor"):
+            continue
+        name = getattr(msg, f"{field}_tensor")
+        where = f"{field}_tensor {name!r}"
+        if listed:
+            return f"{where}: the type lists {field} values too; give one form, not both", None, None
+        init = lookup(name)
+        if init is None:
+            return f"{where} names no initializer of the graph (parameters by reference live in initializers)", None, None
+        if init.data_type != data_type:
+            return (f"{where} holds {data_type_name(init.data_type)}, but {field}s of this type are "
+                    f"{data_type_name(data_type)}"), None, None
+        dims = tuple(init.dims)
+        fits = dims in ((), (1,)) if wanted == () else (
+            len(dims) == 1 if wanted is None and not msg.HasField("block_size") else
+            wanted is None or (len(dims) == len(wanted) and all(w is None or w == d for w, d in zip(wanted, dims))))
+        if not fits:
+            shown = "[] or [1]" if wanted == () else "[" + ",".join("?" if w is None else str(w) for w in wanted) + "]" \
+                if wanted is not None else "1-D"
+            return f"{where} has dims {list(dims)}, but the parameter shape is {shown}", None, None
+        try:
+            values = onnx.numpy_helper.to_array(init)
+        except Exception as exc:  # noqa: BLE001 - onnx raises several types for data unlike its dims
+            return f"{where}: its data does not decode ({' '.join(str(exc).split())[:120]})", None, None
+        arrays[field] = np.asarray(values).astype(kind).reshape(-1)
+    scales, zero_points = arrays.get("scale"), arrays.get("zero_point")
+    count = scales.size if scales is not None else len(msg.scale)
+    if zero_points is not None and zero_points.size != count:
+        return (f"zero_point_tensor {msg.zero_point_tensor!r} holds {zero_points.size} zero points for {count} "
+                "scales"), None, None
+    return None, scales, zero_points
+
+
+def stored_outside_type(tensor: TensorProto) -> tuple[int, int] | None:
+    """(index, value) of the first integer a TensorProto of an 8- or 16-bit type holds outside its type's range,
+    or None. Such values sit in ``int32_data`` (raw_data cannot hold them); numpy and runtimes read them
+    wrapped (a uint8 300 becomes 44), so what the model means differs from what its producer wrote."""
+    st = STORAGE_BY_DATA_TYPE.get(tensor.data_type)
+    if st is None or st.bits not in (8, 16) or not tensor.int32_data:
+        return None
+    values = np.asarray(tensor.int32_data, np.int64)
+    outside = np.flatnonzero((values < st.min) | (values > st.max))
+    return (int(outside[0]), int(values[outside[0]])) if outside.size else None
 
 
 def count_problem(qtype: QType, shape: Sequence[int | None]) -> str | None:
@@ -534,6 +618,10 @@ class QType:
     storage_max: int | None = None
     expressed: str = "float32"
     statistics: TensorStatistics | None = dataclasses.field(default=None, compare=False)
+    # Where the parameters are stored, not what they are: names of initializers holding the scales / zero
+    # points (parameters by reference), None when listed in the type. Never part of type identity.
+    scale_tensor: str | None = dataclasses.field(default=None, compare=False)
+    zero_point_tensor: str | None = dataclasses.field(default=None, compare=False)
 
     def __init__(
         self,
@@ -547,6 +635,8 @@ class QType:
         storage_max: int | None = None,
         expressed: str | int = "float32",
         statistics: TensorStatistics | None = None,
+        scale_tensor: str | None = None,
+        zero_point_tensor: str | None = None,
         *,
         validate: bool = True,
     ) -> None:
@@ -570,6 +660,10 @@ class QType:
         if statistics is not None and not isinstance(statistics, TensorStatistics):
             raise QTypeError("statistics", f"expected a TensorStatistics or None, got {statistics!r}")
         sets(self, "statistics", statistics)
+        for field, name in (("scale_tensor", scale_tensor), ("zero_point_tensor", zero_point_tensor)):
+            if name is not None and (not isinstance(name, str) or not name):
+                raise QTypeError(field, f"expected an initializer name (a non-empty str), got {name!r}")
+            sets(self, field, name)
         if validate:
             self._validate()
 
@@ -654,17 +748,29 @@ class QType:
             "storage_min": self.storage_min,
             "storage_max": self.storage_max,
         }
+        if self.scale_tensor is not None or self.zero_point_tensor is not None:
+            out["parameters_in"] = {"scale": self.scale_tensor, "zero_point": self.zero_point_tensor}
         if self.statistics is not None:
             out["statistics"] = self.statistics.to_dict()
         return out
 
     # -- proto conversion
     def to_proto(self) -> pb.QuantizedType:
+        """The message declaring this type; parameters by reference name their initializers instead of being
+        listed (the initializers themselves are the model's: ``proto.model.set_qtype`` writes them)."""
         msg = pb.QuantizedType()
         msg.storage_type = self.storage_type.data_type
         msg.expressed_type = self.expressed_type.data_type
-        msg.scale.extend(self.scale)
-        msg.zero_point.extend(self.zero_point)
+        if self.scale_tensor is not None:
+            msg.scale_tensor = self.scale_tensor
+        else:
+            msg.scale.extend(self.scale)
+        if self.zero_point_tensor is not None:
+            msg.zero_point_tensor = self.zero_point_tensor
+        elif any(self.zero_point) or self.scale_tensor is None:
+            msg.zero_point.extend(self.zero_point)
+        if self.scale_tensor is not None or self.zero_point_tensor is not None:
+            msg.version = REFERENCES_VERSION
         if self.axis is not None:
             msg.axis = self.axis
         if self.block_size is not None:
@@ -700,6 +806,8 @@ class QType:
                 storage_max=msg.storage_max if has("storage_max") else None,
                 expressed=msg.expressed_type,
                 statistics=statistics,
+                scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
+                zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
                 validate=validate,
             )
         # Protobuf already typed every field: skip the generic coercion (checker reads thousands of these).
@@ -716,6 +824,8 @@ class QType:
             storage_max=msg.storage_max if has("storage_max") else storage.max,
             expressed=expressed.name,
             statistics=statistics,
+            scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
+            zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
         )
         if validate:
             qtype._validate()

@@ -579,8 +579,10 @@ def cases() -> list[Case]:
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),
-        _fire("QT115", "field-12", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x01")), QF, "q",
-              message="field 12"),
+        _fire("QT115", "field-30", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\xf0\x01\x01")), QF, "q",
+              message="field 30"),
+        _fire("QT115", "version-3", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x03")), f"{QF}/version", "q",
+              message="extension version 3"),
         _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),
         # QT201
         _fire("QT201", "inverted", lambda: one_tensor(int8(), statistics=stats(min=2.5, max=-2.4)), f"{SF}/min", "q"),

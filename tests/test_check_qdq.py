@@ -257,3 +257,13 @@ def test_every_scale_of_every_quantizer_model_set_to_zero_is_one_located_finding
         found = [d for d in _errors(model) if d.rule == "QT101"]
         assert [d.location.tensor for d in found] == [scale], (scale, [str(d) for d in found])
         assert resolve(model, found[0].location.pointer) == scale
+
+
+def test_a_zero_point_stored_outside_its_type_is_found_where_runtimes_read_it_wrapped():
+    model = _model("cnn-qdq_u8_pertensor")
+    i, q = _node(model, "QuantizeLinear", 1)
+    zp = next(t for t in model.graph.initializer if t.name == q.input[2])
+    zp.CopyFrom(onnx.TensorProto(name=zp.name, data_type=onnx.TensorProto.UINT8, int32_data=[300]))
+    (error,) = _errors(model)
+    assert error.rule == "QT103" and error.location.pointer == f"/graph/node/{i}/input/2"
+    assert error.location.tensor == zp.name and "300" in error.message and "44" in error.message

@@ -63,7 +63,7 @@ def test_duplicate_declarations_are_checked_once():
 
 def test_declarations_sharing_a_type_are_each_reported():
     # Three tensors decoded from one TypeProto share its decoded fields; every one is still its own finding.
-    bad = qmsg(scale=[0.0], extra=b"\x60\x01")  # a zero scale and an undefined field 12
+    bad = qmsg(scale=[0.0], extra=b"\xf0\x01\x01")  # a zero scale and an undefined field 30
     g = Graph()
     for name in ("a", "b", "c"):
         g.input(name, (2,), bad, marker=TensorProto.INT8)

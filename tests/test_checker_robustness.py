@@ -46,7 +46,7 @@ def quantized_types(draw):  # noqa: ANN001, ANN201
         storage_min=draw(st.none() | st.integers(-300, 300)),
         storage_max=draw(st.none() | st.integers(-300, 300)),
         expressed=draw(st.none() | st.sampled_from([1, 6, 10, 16, 11])),
-        extra=draw(st.sampled_from([b"", b"\x38\x09", b"\x60\x01"])),
+        extra=draw(st.sampled_from([b"", b"\x38\x09", b"\xf0\x01\x01"])),
     )
 
 
@@ -159,7 +159,7 @@ def _invalid_kinds(shape: tuple[int, ...], storage: int) -> dict[str, tuple[dict
         "pow2_per_axis": ({**per_axis, "schema": 4, "scale": [0.1] * n}, "QT112"),
         "dynamic_zero_point": ({"scale": [], "zero_point": [0]}, "QT113"),
         "schema_unknown": ({"extra": b"\x38\x63"}, "QT115"),  # schema = 99
-        "unknown_field": ({"extra": b"\x60\x01"}, "QT115"),  # field 12
+        "unknown_field": ({"extra": b"\xf0\x01\x01"}, "QT115"),  # field 30
     }
 
 

@@ -119,9 +119,9 @@ def test_unknown_schema_value_exits_2_naming_file_and_tensor(tmp_path):
 
 def test_unknown_field_in_quantization_or_statistics_exits_2(tmp_path):
     model, path = _typed(tmp_path, "field12.onnx")
-    _declare(model.graph.input[0], QType("int8", 0.5).to_proto().SerializeToString() + b"\x60\x01")
+    _declare(model.graph.input[0], QType("int8", 0.5).to_proto().SerializeToString() + b"\xf0\x01\x01")
     save(model, path)
-    assert_one_line_error(run_cli("show", str(path)), "field12.onnx", "tensor 'a'", "field 12")
+    assert_one_line_error(run_cli("show", str(path)), "field12.onnx", "tensor 'a'", "field 30")
     model, path = _typed(tmp_path, "stats.onnx")
     inner = pb.Statistics(min=0.0).SerializeToString() + b"\xc8\x01\x01"  # field 25, varint 1
     _declare(model.graph.output[0], statistics=b"\x0a" + bytes([len(inner)]) + inner)  # TensorStatistics.tensor

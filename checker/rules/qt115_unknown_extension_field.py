@@ -2,22 +2,26 @@
 
 ## What it checks
 `QuantizedType`, `TensorStatistics` and `Statistics` messages contain only
-the fields `proto/onnx_qtypes.proto` defines, and `schema` holds one of its
-enum values.
+the fields `proto/onnx_qtypes.proto` defines, `schema` holds one of its
+enum values, and a `QuantizedType.version` is one this checker knows (1 or
+2; absent means 1).
 
 ## Why
 Protobuf keeps unknown fields silently. A newer version of the extension may
 add a field that changes what the values mean (a second axis, a float zero
 point); a consumer that ignores it would misread the tensor — the fail-open
 problem one level down. An unknown `schema` value reads as ASYMMETRIC, so a
-predicate the producer meant to declare would not be checked.
+predicate the producer meant to declare would not be checked. A type written
+for a newer extension version says so in `version`, so that a reader fails
+closed even when the newer version only changed what a known field means.
 
 ## Invalid example
-`QuantizedType { storage_type: INT8 scale: 0.1 schema: 9 }`, or a
-QuantizedType carrying field number 12.
+`QuantizedType { storage_type: INT8 scale: 0.1 schema: 9 }`, a
+QuantizedType carrying field number 30, or `version: 3`.
 
 ## Valid example
-`QuantizedType { storage_type: INT8 scale: 0.1 schema: SYMMETRIC }`.
+`QuantizedType { storage_type: INT8 scale: 0.1 schema: SYMMETRIC }`, with
+no `version` or `version: 2`.
 
 ## Fix
 Check the model with a checker that knows the newer version, or drop the
