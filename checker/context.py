@@ -24,7 +24,7 @@ from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, reference_values
 
 T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
@@ -57,9 +57,16 @@ class Declared(NamedTuple):
     quantization: pb.QuantizedType | None  # raw message, for presence and unknown fields
     statistics: TensorStatistics | None
     raw_statistics: pb.TensorStatistics | None
+    # parameters by reference: "scale" / "zero_point" -> the initializer's pointer (None: listed in the type),
+    # and why they cannot be read (QT117), None when they can
+    parameters_at: dict[str, str] | None = None
+    reference_problem: str | None = None
 
     def field(self, *parts: object) -> str:
-        """JSON pointer to a field of this declaration's type."""
+        """JSON pointer to a field of this declaration's type; a referenced scale or zero point is its
+        initializer (the values live there)."""
+        if self.parameters_at and len(parts) >= 2 and parts[0] == "quantization" and parts[1] in self.parameters_at:
+            return self.parameters_at[parts[1]]  # type: ignore[index]
         return "/".join([self.pointer, "type", "tensor_type", *map(str, parts)])
 
 
@@ -133,7 +140,8 @@ def _scope_of(pointer: str) -> str:
 
 
 def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
-            shapes: dict[bytes | None, tuple[int | None, ...] | None]) -> tuple | None:
+            shapes: dict[bytes | None, tuple[int | None, ...] | None],
+            parameters: Callable[[str], tuple[str, TensorProto] | None]) -> tuple | None:
     """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor.
 
     ``where`` (pointer and tensor name) starts the message of a MalformedExtensionError.
@@ -149,20 +157,46 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
     quantization = view.quantization if view.HasField("quantization") else None
     raw_stats = view.statistics if view.HasField("statistics") else None
     stats = TensorStatistics.from_proto(raw_stats) if raw_stats is not None else None
-    qtype = None
-    if quantization is not None and stats is None:
-        type_key = quantization.SerializeToString()  # tensors moved by data-movement ops share a type
-        qtype = qtypes.get(type_key)
-        if qtype is None:
-            qtype = qtypes[type_key] = QType.from_proto(quantization, validate=False)
-    elif quantization is not None:
-        qtype = QType.from_proto(quantization, stats, validate=False)
     shape_key = view.shape if view.HasField("shape") else None  # the TensorShapeProto's bytes
     if shape_key not in shapes:  # most declarations share a few shapes
         vi = onnx.ValueInfoProto()
         vi.type.ParseFromString(data)
         shapes[shape_key] = static_shape(vi)
-    return view.elem_type, shapes[shape_key], qtype, quantization, stats, raw_stats
+    shape = shapes[shape_key]
+    values, parameters_at, problem = quantization, None, None
+    if quantization is not None and (quantization.HasField("scale_tensor") or quantization.HasField("zero_point_tensor")):
+        values, parameters_at, problem = _referenced(quantization, shape, parameters)
+    qtype = None
+    if quantization is not None and stats is None:
+        type_key = data if parameters_at else quantization.SerializeToString()  # data-movement ops share a type
+        qtype = qtypes.get(type_key)
+        if qtype is None:
+            qtype = qtypes[type_key] = QType.from_proto(values, validate=False)
+    elif quantization is not None:
+        qtype = QType.from_proto(values, stats, validate=False)
+    return view.elem_type, shape, qtype, quantization, stats, raw_stats, parameters_at, problem
+
+
+def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
+                parameters: Callable[[str], tuple[str, TensorProto] | None]) -> tuple:
+    """(message with the referenced values listed, {field: initializer pointer}, problem) of a type that names
+    its parameters; the message unchanged when they cannot be read (QT117 says why)."""
+    found = {}
+    for field in ("scale", "zero_point"):
+        if msg.HasField(f"{field}_tensor") and (hit := parameters(getattr(msg, f"{field}_tensor"))) is not None:
+            found[field] = hit
+    problem, scales, zero_points = reference_values(msg, lambda name: next(
+        (init for pointer, init in found.values() if init.name == name), None), shape)
+    at = {field: pointer for field, (pointer, _) in found.items()}
+    if problem:
+        return msg, at or None, problem
+    out = pb.QuantizedType()
+    out.CopyFrom(msg)
+    if scales is not None:
+        out.scale[:] = scales.tolist()
+    if zero_points is not None:
+        out.zero_point[:] = zero_points.tolist()
+    return out, at, None
 
 
 class Context:
@@ -189,6 +223,16 @@ class Context:
         self._require_text_names()
 
     # -- indexing -------------------------------------------------------------
+    def _parameter_initializer(self, name: str) -> tuple[str, TensorProto] | None:
+        """(pointer, initializer) of a name a type gives for its parameters: the main graph and its subgraphs."""
+        if "parameters" not in self._memo:
+            found: dict[str, tuple[str, TensorProto]] = {}
+            for pointer, graph in self.graphs:
+                for i, init in enumerate(graph.initializer):
+                    found.setdefault(init.name, (f"{pointer}/initializer/{i}", init))
+            self._memo["parameters"] = found
+        return self._memo["parameters"].get(name)  # type: ignore[attr-defined]
+
     def _index_declarations(self) -> None:
         """Every ValueInfoProto in iter_declarations order, decoded once per distinct TypeProto."""
         decoded: dict[bytes, tuple | None] = {}  # most declarations repeat a few types (activations, data movement)
@@ -208,7 +252,7 @@ class Context:
                     new = fields is decoded
                     if new:
                         where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
-                        fields = decoded[key] = _decode(key, where, qtypes, shapes)
+                        fields = decoded[key] = _decode(key, where, qtypes, shapes, self._parameter_initializer)
                     if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
                         if key:
                             self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))

@@ -34,6 +34,7 @@ from onnx_qtypes.proto.files import (
     require_regular_file,
     writable_target,
 )
+from onnx_qtypes.proto.parameter_tensors import drop_unreferenced, store_parameters, wants_reference
 from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
@@ -386,10 +387,46 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
                     f"set_qtype({name!r}): initializer holds {TensorProto.DataType.Name(init.data_type)}, "
                     f"but the type stores {qtype.storage}; convert the data first"
                 )
+    placed = {}
     for name, qtype in qtypes.items():
+        placed[name] = _place_parameters(model, index, name, qtype, function)
+    for name, qtype in placed.items():
         for vi in index.targets(name):
             write_qtype(vi, qtype)
     return model
+
+
+def _declared_references(index: _Index, name: str) -> QType | None:
+    """The type ``name`` declares now, read for the initializer names only (the values are not resolved)."""
+    for decl in index.declarations.get(name, ()):
+        if decl.value_info.type.WhichOneof("value") != "tensor_type":
+            continue
+        view = read_view(decl.value_info.type.tensor_type, decl.pointer)
+        if view.HasField("quantization"):
+            return QType.from_proto(view.quantization, validate=False)
+    return None
+
+
+def _place_parameters(model: ModelProto, index: _Index, name: str, qtype: QType | None,
+                      function: str | None) -> QType | None:
+    """``qtype`` with its parameters where they belong: listed, or in initializers (parameter_tensors)."""
+    previous = _declared_references(index, name)
+    named_before = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
+    if qtype is not None and wants_reference(qtype):
+        if function is not None:
+            if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
+                raise QTypesError(f"set_qtype({name!r}): a function body has no initializers to hold parameters")
+        else:
+            graph, init = index.definitions.get(name, (model.graph, None))
+            graph = graph if isinstance(graph, onnx.GraphProto) else model.graph
+            shape = tuple(init.dims) if init is not None else next(
+                (s for d in index.declarations.get(name, ()) if (s := static_shape(d.value_info)) is not None), None)
+            qtype = store_parameters(graph, name, qtype, shape, previous)
+    if named_before:
+        still = {n for n in (qtype.scale_tensor, qtype.zero_point_tensor) if n} if qtype is not None else set()
+        for _, graph in iter_graphs(model):
+            drop_unreferenced(graph, named_before, still)
+    return qtype
 
 
 def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None, *,

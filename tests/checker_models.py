@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes.proto import QType, Schema, Statistics, TensorStatistics
+from onnx_qtypes.proto import QType, Schema, Statistics, TensorStatistics, set_qtype
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.model import read_view, write_view
 
@@ -410,6 +410,42 @@ def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None,
     return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
 
 
+def _referenced_weight(change: str = "") -> onnx.ModelProto:
+    """An int8 weight whose per-axis scales are kept in initializer ``w_scale``, read by Identity into float ``y``;
+    ``change`` spoils the reference one way (see QT117 / QT118)."""
+    g = Graph("referenced").init("w", np.ones((2, 3), np.int8))
+    g.node("Identity", ["w"], ["y"], name="identity").output("y", (2, 3))
+    if change == "dequantize":  # a DequantizeLinear of w reads the scales: allowed
+        g.node("DequantizeLinear", ["w", "w_scale"], ["w_real"], name="dq", axis=1).output("w_real", (2, 3))
+    model = g.build()
+    set_qtype(model, "w", QType("int8", f32([0.5, 0.25, 0.125]), None, axis=1, scale_tensor="w_scale"))
+    scale = next(t for t in model.graph.initializer if t.name == "w_scale")
+    if change == "missing":
+        model.graph.initializer.remove(scale)
+    elif change == "float64":
+        scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale).astype(np.float64), "w_scale"))
+    elif change == "dims":
+        scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale).reshape(1, 3), "w_scale"))
+    elif change == "both":
+        vi = model.graph.value_info[0]
+        view = read_view(vi.type.tensor_type)
+        view.quantization.scale.extend(f32([0.5, 0.25, 0.125]))
+        write_view(vi.type.tensor_type, view)
+    elif change == "graph-input":
+        model.graph.input.append(helper.make_tensor_value_info("w_scale", FLOAT, [3]))
+    elif change == "read-as-data":
+        model.graph.node.append(helper.make_node("Mul", ["w_scale", "w_scale"], ["sq"], name="square"))
+        model.graph.output.append(helper.make_tensor_value_info("sq", FLOAT, [3]))
+    elif change == "shared":
+        model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 3), np.int8), "w2"))
+        model.graph.node.append(helper.make_node("Identity", ["w2"], ["y2"], name="identity2"))
+        model.graph.output.append(helper.make_tensor_value_info("y2", FLOAT, [2, 3]))
+        vi = model.graph.value_info.add()
+        vi.CopyFrom(model.graph.value_info[0])
+        vi.name = "w2"
+    return model
+
+
 def _type_constraint(w_declared: bool) -> onnx.ModelProto:
     g = Graph("tc").input("x", (1, 3, 4, 4))
     g.quantize("x", "x_q", int8(F32, 0), (1, 3, 4, 4))
@@ -568,6 +604,24 @@ def cases() -> list[Case]:
         _fire("QT112", "pow2-0.3", lambda: one_tensor(qmsg(scale=[0.3], schema=pb.SYMMETRIC_POW2_SCALE)),
               f"{QF}/scale/0", "q"),
         _miss("QT112", "pow2-0.125", lambda: one_tensor(qmsg(scale=[0.125], schema=pb.SYMMETRIC_POW2_SCALE))),
+        # QT117
+        _fire("QT117", "no-such-initializer", lambda: _referenced_weight("missing"),
+              "/graph/value_info/0/type/tensor_type/quantization/scale_tensor", "w", message="names no initializer"),
+        _fire("QT117", "float64-scales", lambda: _referenced_weight("float64"),
+              "/graph/value_info/0/type/tensor_type/quantization/scale_tensor", "w", message="DOUBLE"),
+        _fire("QT117", "blocked-dims", lambda: _referenced_weight("dims"),
+              "/graph/value_info/0/type/tensor_type/quantization/scale_tensor", "w", message="dims [1, 3]"),
+        _fire("QT117", "listed-and-referenced", lambda: _referenced_weight("both"),
+              "/graph/value_info/0/type/tensor_type/quantization/scale_tensor", "w", message="not both"),
+        _miss("QT117", "referenced-scales", lambda: _referenced_weight(), quiet=False),
+        # QT118
+        _fire("QT118", "graph-input", lambda: _referenced_weight("graph-input"), "/graph/initializer/1", "w_scale",
+              message="graph input"),
+        _fire("QT118", "read-by-mul", lambda: _referenced_weight("read-as-data"), "/graph/node/1/input/0", "w_scale",
+              node="square", message="as data"),
+        _fire("QT118", "two-types-one-initializer", lambda: _referenced_weight("shared"), "/graph/initializer/1",
+              "w_scale", message="named by the type of 'w'"),
+        _miss("QT118", "read-by-its-dequantize", lambda: _referenced_weight("dequantize"), quiet=False),
         # QT113
         _fire("QT113", "dynamic-with-zero-point", lambda: one_tensor(qmsg(TensorProto.UINT8, [], [128])),
               f"{QF}/zero_point", "q"),

@@ -21,6 +21,8 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt114_elem_type_not_undefined,
     qt115_unknown_extension_field,
     qt116_quantized_type_nested,
+    qt117_parameter_reference_unreadable,
+    qt118_parameter_reference_shared,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
     qt203_stats_std_invalid,

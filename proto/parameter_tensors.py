@@ -1,0 +1,85 @@
+"""Parameters by reference: a type's scales and zero points kept in initializers instead of in the type.
+
+A blocked int4 weight of 4096 x 4096 with blocks of 32 has 524,288 scales: listed in its type they would
+sit in the graph (4 MiB of doubles per weight, 1 GiB for a 7B model, past protobuf's 2 GiB for 70B), where
+external data cannot take them. In an initializer they are data like the weight itself. The type then names
+the initializer (``QuantizedType.scale_tensor`` / ``zero_point_tensor``); readers resolve the name
+(``proto.model.inline_parameters``), writers place the values here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import GraphProto, numpy_helper
+
+from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.qtype import QType, parameter_shape
+
+# Above this many parameters set_qtype and lift keep them in initializers (8 KiB of scales listed at most).
+REFERENCE_THRESHOLD = 1024
+
+
+def wants_reference(qtype: QType) -> bool:
+    """True when ``qtype``'s parameters belong in initializers: it names some, or has more than the threshold."""
+    return qtype.scale_tensor is not None or qtype.zero_point_tensor is not None or (
+        qtype.axis is not None and len(qtype.scale) > REFERENCE_THRESHOLD)
+
+
+def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[int | None, ...] | None,
+                     previous: QType | None = None) -> QType:
+    """``qtype`` with its scales (and non-zero zero points) written into initializers of ``graph``.
+
+    Names come from ``qtype`` or, when it names none, from the type it replaces (``previous``), else
+    ``<tensor>_scale`` / ``<tensor>_zero_point`` made unique. An existing initializer of that name is
+    replaced only when it held this tensor's parameters already (``previous`` named it); any other is
+    another tensor's data and is refused. Without a known parameter shape (a blocked type on a tensor of
+    unknown shape) the parameters stay listed in the type.
+    """
+    dims = parameter_shape(qtype, shape) if shape is not None else (() if qtype.axis is None else None)
+    if dims is None or any(d is None for d in dims):
+        if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
+            raise QTypesError(f"set_qtype({tensor!r}): parameters by reference need the tensor's shape; declare it")
+        return qtype
+    existing = {init.name: i for i, init in enumerate(graph.initializer)}
+    owned = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
+    names = {}
+    for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor)):
+        name = default or (getattr(previous, f"{field}_tensor") if previous else None)
+        if field == "zero_point" and name is None and not any(qtype.zero_point):
+            continue  # all zero: nothing to store
+        if name is None:
+            name = _unique(f"{tensor}_{field}", existing)
+        elif name in existing and name not in owned:
+            raise QTypesError(
+                f"set_qtype({tensor!r}): initializer {name!r} exists and does not hold this tensor's parameters; "
+                "name another one (a parameter initializer belongs to one type)"
+            )
+        names[field] = name
+    values = {
+        "scale": np.asarray(qtype.scale, np.float64).astype(qtype.expressed_type.np_dtype),
+        "zero_point": np.asarray(qtype.zero_point, np.int64).astype(qtype.storage_type.np_dtype),
+    }
+    for field, name in names.items():
+        init = numpy_helper.from_array(values[field].reshape(dims), name)
+        if name in existing:
+            graph.initializer[existing[name]].CopyFrom(init)
+        else:
+            graph.initializer.append(init)
+            existing[name] = len(graph.initializer) - 1
+    return qtype.replace(validate=False, scale_tensor=names.get("scale"), zero_point_tensor=names.get("zero_point"))
+
+
+def drop_unreferenced(graph: GraphProto, names: set[str], still_named: set[str]) -> None:
+    """Remove the initializers in ``names`` that no type names any more and no node reads."""
+    read = {i for node in graph.node for i in node.input} | {o.name for o in graph.output}
+    gone = names - still_named - read
+    for i in reversed([i for i, init in enumerate(graph.initializer) if init.name in gone]):
+        del graph.initializer[i]
+
+
+def _unique(name: str, taken: dict[str, int]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
