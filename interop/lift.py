@@ -153,7 +153,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     types = _restore_declared(types, folded, declared, result)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
     _declare(graph, final, work, types, folded, targets)
-    _drop_unused(model, final, parameter_names)
+    named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
+    _drop_unused(model, final, parameter_names - named)
 
     result.typed_tensors = len(types)
     source_nodes = folded.removed - expanded.invented

@@ -44,8 +44,8 @@ from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
-from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
-from onnx_qtypes.proto.model import Declaration, read_statistics, read_view
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
+from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import (
     STORAGE_TYPES,
@@ -118,8 +118,9 @@ def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | N
     types: dict[str, QType] = {}
     first: dict[str, str] = {}  # tensor -> pointer of the declaration its type came from
     shapes: dict[str, tuple[int | None, ...]] = {}
+    parameters = model_parameters(model)
     for decl in iter_declarations(model):
-        qtype = _declared(decl)
+        qtype = _declared(decl, parameters)
         in_main = decl.pointer.startswith("/graph/") and decl.pointer.count("/") == 3
         if qtype is not None and not in_main:
             raise LowerError(f"{decl.pointer}: quantized tensor {decl.name!r} inside a subgraph or function; "
@@ -155,7 +156,7 @@ def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | N
     return types, shapes
 
 
-def _declared(decl: Declaration) -> QType | None:
+def _declared(decl: Declaration, parameters: ParameterLookup) -> QType | None:
     """The valid quantized type ``decl`` declares, or None; LowerError naming the tensor when it is not valid."""
     vi = decl.value_info
     if vi.type.WhichOneof("value") != "tensor_type":
@@ -178,7 +179,10 @@ def _declared(decl: Declaration) -> QType | None:
             f"declares elem_type UNDEFINED (0); {CHECK_HINT}"
         )
     try:
-        return QType.from_proto(view.quantization, TensorStatistics.from_proto(view.statistics) if has_s else None)
+        message = inline_parameters(view.quantization, parameters, static_shape(vi), where)
+        return QType.from_proto(message, TensorStatistics.from_proto(view.statistics) if has_s else None)
+    except ParameterReferenceError as exc:
+        raise LowerError(f"{exc}; {CHECK_HINT}") from None
     except QTypeError as exc:
         raise LowerError(f"{where}: invalid quantized type: {_problem(exc)}; {CHECK_HINT}") from None
 
@@ -242,14 +246,24 @@ class _Lowering:
     # -- parameters -------------------------------------------------------------------------------
     def _parameters(self, name: str) -> tuple[str, str | None]:
         if name not in self.params:
+            qtype = self.types[name]
             scale, zp = parameter_tensors(
-                self.types[name], self.ix.shape(name), name,
+                qtype, self.ix.shape(name), name,
                 self.names.fresh(f"{name}_scale"), self.names.fresh(f"{name}_zero_point"),
             )
-            self.initializers.append(scale)
-            if zp is not None:
-                self.initializers.append(zp)
-            self.params[name] = (scale.name, None if zp is None else zp.name)
+            if qtype.scale_tensor is not None:  # parameters by reference: the initializer is already the input
+                scale = None
+                if qtype.zero_point_tensor is None and not any(qtype.zero_point) and self.form == "qdq":
+                    zp = None  # DequantizeLinear reads an absent zero point as 0
+            if qtype.zero_point_tensor is not None:
+                zp = None
+            for tensor in (scale, zp):
+                if tensor is not None:
+                    self.initializers.append(tensor)
+            self.params[name] = (
+                qtype.scale_tensor or scale.name,
+                qtype.zero_point_tensor or (None if zp is None else zp.name),
+            )
         return self.params[name]
 
     def _dequantize(self, name: str) -> str:

@@ -106,6 +106,16 @@ def strip(value_info: ValueInfoProto) -> None:
 
 
 def same_parameters(a: QType, b: QType) -> bool:
-    """Equal in everything a QDQ node can express (schema and storage range aside)."""
-    fields = ("storage", "expressed", "scale", "zero_point", "axis", "block_size")
-    return all(getattr(a, f) == getattr(b, f) for f in fields)
+    """Equal in everything a QDQ node can express (schema and storage range aside).
+
+    A type read back from metadata names its parameters by reference without their values (they stay in the
+    initializer, not copied into text): it matches a type read from the same initializer.
+    """
+    fields = ("storage", "expressed", "axis", "block_size")
+    if not all(getattr(a, f) == getattr(b, f) for f in fields):
+        return False
+    if (a.scale_tensor and not a.scale) or (b.scale_tensor and not b.scale):
+        return a.scale_tensor == b.scale_tensor and (
+            a.zero_point_tensor == b.zero_point_tensor if (a.zero_point_tensor or b.zero_point_tensor)
+            else not any(a.zero_point) and not any(b.zero_point))
+    return a.scale == b.scale and a.zero_point == b.zero_point

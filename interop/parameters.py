@@ -30,6 +30,7 @@ from onnx_qtypes.proto.qtype import (
     scale_problem,
     stored_outside_type,
 )
+from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
 
 
 class Unrecognized(Exception):
@@ -131,6 +132,9 @@ def read_parameters(
     scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
     kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
+        kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
+                      zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)
     bad = next((v for v in scale_values if scale_problem(v)), None)
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
         raise MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale))
@@ -138,6 +142,19 @@ def read_parameters(
         return QType(storage, scale_values, zp_values, **kwargs)
     except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
         return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+
+
+def _own_initializer(ix: GraphIndex, name: str, data: str) -> str | None:
+    """``name`` when it is an initializer read only as the scale or zero point of QuantizeLinear /
+    DequantizeLinear nodes of ``data``, so that the type may name it (QT118); None otherwise."""
+    if name not in ix.initializers or name in ix.input_set:
+        return None
+    for c, j in ix.consumers.get(name, ()):
+        node = ix.nodes[c]
+        side = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+        if node.op_type not in ("QuantizeLinear", "DequantizeLinear") or j not in (1, 2) or side != data:
+            return None
+    return name
 
 
 def _normalized_axis(where: str, axis: int, rank: int | None, at) -> int:

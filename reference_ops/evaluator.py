@@ -39,6 +39,7 @@ from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
+from onnx_qtypes.proto.model import model_parameters
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
@@ -81,8 +82,9 @@ def _declared_types(model: ModelProto) -> dict[str, QType]:
     (the result would depend on which one is read). Types are keyed by tensor name across the model."""
     out: dict[str, QType] = {}
     where: dict[str, str] = {}
+    parameters = model_parameters(model)
     for decl in iter_declarations(model):
-        qtype = read_qtype(decl.value_info, decl.pointer)
+        qtype = read_qtype(decl.value_info, decl.pointer, parameters=parameters)
         if qtype is None:
             continue
         if decl.name not in out:

@@ -18,7 +18,7 @@ import onnx
 from onnx_qtypes.proto import iter_declarations, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import standard_output
-from onnx_qtypes.proto.model import read_view, require_known_fields
+from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
 
 
-def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType]
+def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType], parameters: ParameterLookup
           ) -> tuple[QType | None, TensorStatistics | None]:
     """The declared type (without statistics) and statistics, refusing fields this version does not define.
 
@@ -44,8 +44,11 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
     if not quantized:
         return None, stats
     key = view.quantization.SerializeToString()
+    if view.quantization.HasField("scale_tensor") or view.quantization.HasField("zero_point_tensor"):
+        key = value_info.type.SerializeToString()  # the parameters' shape follows the declared shape
     if key not in qtypes:
-        qtypes[key] = QType.from_proto(view.quantization, validate=False)
+        message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
+        qtypes[key] = QType.from_proto(message, validate=False)
     return qtypes[key], stats
 
 
@@ -54,12 +57,13 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
     rows: dict[tuple[str | None, str, QType | None], dict[str, Any]] = {}
     qtypes: dict[bytes, QType] = {}
     functions = [f"{f.domain}:{f.name}" if f.domain else f.name for f in model.functions]
+    parameters = model_parameters(model)
     for decl in iter_declarations(model):
         # a function body names its own tensors (as get_qtype(function=...) reads them)
         function = functions[int(decl.pointer.split("/")[2])] if decl.pointer.startswith("/functions/") else None
         where = f"{decl.pointer} (tensor {decl.name!r})"  # as check names it
         try:
-            qtype, stats = _read(decl.value_info, where, qtypes)
+            qtype, stats = _read(decl.value_info, where, qtypes, parameters)
         except MalformedExtensionError as exc:
             raise MalformedExtensionError(f"{source}: {exc}") from None
         if qtype is None and stats is None:
@@ -206,7 +210,7 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
                 shape,
                 f"{qt.storage}->{qt.expressed}",
                 gran,
-                _fmt_list(qt.scale) if qt.scale else "-",
+                (_fmt_list(qt.scale) if qt.scale else "-") + (f" (in {qt.scale_tensor})" if qt.scale_tensor else ""),
                 _fmt_list(qt.zero_point) if qt.zero_point else "-",
                 f"[{qt.storage_min},{qt.storage_max}]",
                 qt.schema.name.lower(),
