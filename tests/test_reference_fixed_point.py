@@ -1,6 +1,7 @@
 """reference_ops.fixed_point: multipliers, shifts and the three roundings,
-checked against exact rational arithmetic and the formulas the anchors
-derive from gemmlowp / TFLite / TOSA."""
+checked against exact rational arithmetic and the published formulas of
+gemmlowp (fixedpoint.h SaturatingRoundingDoublingHighMul, RoundingDivideByPOT),
+TFLite (MultiplyByQuantizedMultiplier) and TOSA (RESCALE)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_rounding_shift_right_ties_by_mode():
 
 
 def gemmlowp_reference(x: int, multiplier: int, shift: int) -> int:
-    """TFLite's double rounding, from the formulas in the anchors: SRDHM = floor((a*b + 2**30) / 2**31),
+    """TFLite's double rounding, from gemmlowp's fixedpoint.h: SRDHM = floor((a*b + 2**30) / 2**31),
     then RoundingDivideByPOT with ties away from zero."""
     tflite_shift = 31 - shift
     a = x * 2 ** max(tflite_shift, 0)
