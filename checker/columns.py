@@ -21,7 +21,14 @@ import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema, count_problem
+from onnx_qtypes.proto.qtype import (
+    EXPRESSED_TYPES,
+    STORAGE_TYPES,
+    QType,
+    Schema,
+    count_problem,
+    symmetric_with_unsigned_zero_points,
+)
 
 UNKNOWN = -1  # rank of a declaration without a shape
 # axis_state: what the declared shape says about the type's axis
@@ -170,6 +177,7 @@ def _verdicts(c: Columns) -> dict[int, bool]:
     symmetric = np.isin(schema, (Schema.SYMMETRIC.value, Schema.SYMMETRIC_POW2_SCALE.value))
     bad |= symmetric[owner] & (zero_points != 0)
     unsigned = schema == Schema.SYMMETRIC_WITH_UNSIGNED.value
-    bad |= unsigned[owner] & (zero_points != 0) & (zero_points != (lo + hi + 1) // 2)  # the unsigned midpoint
+    centre, bottom = symmetric_with_unsigned_zero_points(c.type_min[owner], c.type_max[owner], lo)
+    bad |= unsigned[owner] & (zero_points != centre) & (zero_points != bottom)
     ok &= np.bincount(owner[bad], minlength=n) == 0
     return {id(d.qtype): bool(v) for d, v in zip(c.types, ok.tolist())}

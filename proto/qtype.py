@@ -243,21 +243,46 @@ def is_pow2(scale: float) -> bool:
     return mantissa == 0.5
 
 
-def unsigned_midpoint(lo: int, hi: int) -> int:
-    """Zero point of SYMMETRIC_WITH_UNSIGNED's unsigned form, e.g. 128 for uint8."""
-    return (lo + hi + 1) // 2
+def unsigned_midpoint(type_min: Any, type_max: Any) -> Any:
+    """The storage *type's* midpoint ``(min + max + 1) // 2``: 0 for every signed type, 2^(bits-1) for an
+    unsigned one (128 for uint8). It is where a signed zero point 0 lands when the values are re-encoded
+    in the unsigned type of the same width (uint8 q = int8 q + 128). Integers or numpy arrays alike."""
+    return (type_min + type_max + 1) // 2
 
 
-def schema_problem(schema: Schema, scales: Sequence[float], zero_points: Sequence[int], lo: int, hi: int) -> str | None:
-    """Why the parameters break ``schema``'s predicate, or None."""
+def symmetric_with_unsigned_zero_points(type_min: Any, type_max: Any, storage_min: Any) -> tuple[Any, Any]:
+    """The zero points SYMMETRIC_WITH_UNSIGNED admits, as (symmetric form, unsigned form).
+
+    Symmetric form: real 0 at the storage type's midpoint (0 for signed storage, 128 for uint8), whatever
+    the declared range. Unsigned form: real 0 at ``storage_min``, the bottom of the declared (possibly
+    narrowed) range, so only non-negative reals are representable (int8 with -128 is uint8 with 0). This is
+    Glow's ``SymmetricWithUnsigned`` (offset 0 or the range's minimum, its ``validateQuantizationParams`` in
+    lib/Quantization/Base/Base.cpp), closed under re-encoding int8 <-> uint8. Integers or numpy arrays alike.
+    """
+    return unsigned_midpoint(type_min, type_max), storage_min
+
+
+def schema_problem(
+    schema: Schema, scales: Sequence[float], zero_points: Sequence[int], lo: int, hi: int,
+    storage: StorageType | None = None,
+) -> str | None:
+    """Why the parameters break ``schema``'s predicate, or None.
+
+    ``lo``, ``hi``: the declared storage range; ``storage``: the storage type, needed only to judge the
+    zero points of SYMMETRIC_WITH_UNSIGNED (its symmetric form depends on the type's signedness).
+    """
     if schema.symmetric and any(zero_points):
         bad = next(z for z in zero_points if z != 0)
         return f"schema {schema.name.lower()} requires every zero point to be 0, found {bad}"
-    if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
-        allowed = {0, unsigned_midpoint(lo, hi)}
+    if schema is Schema.SYMMETRIC_WITH_UNSIGNED and zero_points:
+        if storage is None:
+            raise TypeError("schema_problem needs the storage type to judge symmetric_with_unsigned zero points")
+        centre, bottom = symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)
+        allowed = {centre, bottom}
         if not set(zero_points) <= allowed:
             bad = next(z for z in zero_points if z not in allowed)
-            return f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)}, found {bad}"
+            return (f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)} "
+                    f"({centre}: the type's midpoint, symmetric; {bottom}: storage_min, unsigned), found {bad}")
     if schema.pow2:
         values = np.fromiter(scales, dtype=np.float64, count=len(scales))
         mantissa, _ = np.frexp(values)
@@ -726,7 +751,7 @@ class QType:
             raise QTypeError("scale", scale_problem(bad))
         if (bad_zp := _first_outside(self.zero_point, lo, hi)) is not None:
             raise QTypeError("zero_point", zero_point_problem(bad_zp, lo, hi))
-        if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi):
+        if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi, st):
             raise QTypeError("schema", problem)
 
     def check_shape(self, shape: Sequence[int | None], tensor: str | None = None) -> None:

@@ -26,7 +26,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import QType, Schema, block_count, parameter_shape, unsigned_midpoint
+from onnx_qtypes.proto.qtype import (
+    QType,
+    Schema,
+    block_count,
+    parameter_shape,
+    symmetric_with_unsigned_zero_points,
+)
 
 __all__ = [
     "broadcast_parameters",
@@ -177,9 +183,13 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
       (for uint8 this is ONNX DynamicQuantizeLinear);
     - symmetric: ``scale = max(|rmin|, rmax) / qsym``, zero point 0, with
       ``qsym = min(-qmin, qmax)`` for signed storage and ``qmax`` otherwise;
-    - symmetric_with_unsigned: signed storage as symmetric; unsigned storage
-      zero point 0 and ``scale = rmax / qmax`` when ``min x >= 0``, else
-      the midpoint and ``scale = max(|rmin|, rmax) / min(mid - qmin, qmax - mid)``;
+    - symmetric_with_unsigned (Glow's choice, any storage type): when
+      ``min x >= 0``, the unsigned form: zero point ``qmin`` and
+      ``scale = rmax / (qmax - qmin)``; otherwise the symmetric form: zero
+      point ``mid``, the storage type's midpoint (0 signed, 128 uint8), and
+      ``scale = max(|rmin|, rmax) / qsym`` with ``qsym = min(mid - qmin, qmax - mid)``
+      (``qmax - mid`` when ``mid == qmin``); a declared range that leaves no
+      room above ``mid`` (``mid`` outside ``[qmin, qmax)``) takes the unsigned form;
     - *_pow2_scale: the scale rounded up to the next power of two, then the
       zero point recomputed with it.
     """
@@ -209,12 +219,18 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
         amax = np.maximum(-rmin, rmax).astype(ftype)
         qsym = min(-lo, hi) if lo < 0 else hi
         scales = (nonempty(amax) / ftype.type(qsym)).astype(ftype)
-        if schema is Schema.SYMMETRIC_WITH_UNSIGNED and lo >= 0:
-            mid = unsigned_midpoint(lo, hi)
-            negative = gmin < 0
-            half = ftype.type(min(mid - lo, hi - mid))
-            scales = np.where(negative, nonempty(amax) / half, nonempty(rmax) / ftype.type(hi)).astype(ftype)
-            zero_points = np.where(negative, mid, 0).astype(np.int64)
+        if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
+            st = qtype.storage_type
+            mid, bottom = symmetric_with_unsigned_zero_points(st.min, st.max, lo)
+            unsigned = nonempty(rmax) / ftype.type(hi - lo)
+            if lo <= mid < hi:
+                half = ftype.type(min(mid - lo, hi - mid) if lo < mid else hi - mid)
+                negative = gmin < 0
+                scales = np.where(negative, nonempty(amax) / half, unsigned).astype(ftype)
+                zero_points = np.where(negative, mid, bottom).astype(np.int64)
+            else:
+                scales = np.broadcast_to(unsigned, rmax.shape).astype(ftype)
+                zero_points = np.full(rmax.shape, bottom, np.int64)
     if schema.pow2:
         scales = _pow2_ceiling(scales.astype(np.float64)).astype(ftype)
     scales = _positive(scales, ftype)

@@ -600,6 +600,38 @@ def cases() -> list[Case]:
               f"{QF}/zero_point/0", "q", message="[0, 128]"),
         _miss("QT111", "unsigned-midpoint", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [128],
                                                                     schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        # SYMMETRIC_WITH_UNSIGNED (Glow): the type's midpoint or storage_min; int8 -128 is uint8 0
+        _fire("QT111", "int8-unsigned-minus-127", lambda: one_tensor(qmsg(TensorProto.INT8, [0.1], [-127],
+                                                                          schema=pb.SYMMETRIC_WITH_UNSIGNED)),
+              f"{QF}/zero_point/0", "q", message="[-128, 0]"),
+        _fire("QT111", "int8-unsigned-per-axis", lambda: one_tensor(qmsg(
+                  scale=[0.1, 0.1, 0.1], zero_point=[-128, 0, 64], axis=1, schema=pb.SYMMETRIC_WITH_UNSIGNED)),
+              f"{QF}/zero_point/2", "q", message="found 64"),
+        _fire("QT111", "narrowed-int8-minus-128-is-not-storage-min", lambda: one_tensor(qmsg(
+                  TensorProto.INT8, [0.1], [-126], schema=pb.SYMMETRIC_WITH_UNSIGNED, storage_min=-127)),
+              f"{QF}/zero_point/0", "q", message="[-127, 0]"),
+        _fire("QT111", "narrowed-uint8-range-midpoint", lambda: one_tensor(qmsg(
+                  TensorProto.UINT8, [0.1], [127], schema=pb.SYMMETRIC_WITH_UNSIGNED, storage_max=254)),
+              f"{QF}/zero_point/0", "q", message="[0, 128]"),
+        _fire("QT111", "uint4-unsigned-7", lambda: one_tensor(qmsg(TensorProto.UINT4, [0.1], [7],
+                                                                   schema=pb.SYMMETRIC_WITH_UNSIGNED)),
+              f"{QF}/zero_point/0", "q", message="[0, 8]"),
+        _miss("QT111", "int8-unsigned-storage-min", lambda: one_tensor(qmsg(TensorProto.INT8, [0.1], [-128],
+                                                                            schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        _miss("QT111", "int8-unsigned-symmetric", lambda: one_tensor(qmsg(TensorProto.INT8, [0.1], [0],
+                                                                          schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        _miss("QT111", "uint8-unsigned-zero", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], [0],
+                                                                      schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        _miss("QT111", "int8-unsigned-per-axis-both-forms", lambda: one_tensor(qmsg(
+                  scale=[0.1, 0.1, 0.1], zero_point=[-128, 0, -128], axis=1, schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        _miss("QT111", "narrowed-int8-storage-min", lambda: one_tensor(qmsg(
+                  TensorProto.INT8, [0.1], [-127], schema=pb.SYMMETRIC_WITH_UNSIGNED, storage_min=-127))),
+        _miss("QT111", "narrowed-uint8-type-midpoint", lambda: one_tensor(qmsg(
+                  TensorProto.UINT8, [0.1], [128], schema=pb.SYMMETRIC_WITH_UNSIGNED, storage_max=254))),
+        _miss("QT111", "int16-unsigned-storage-min", lambda: one_tensor(qmsg(TensorProto.INT16, [0.1], [-32768],
+                                                                             schema=pb.SYMMETRIC_WITH_UNSIGNED))),
+        _miss("QT111", "uint16-unsigned-midpoint", lambda: one_tensor(qmsg(TensorProto.UINT16, [0.1], [32768],
+                                                                           schema=pb.SYMMETRIC_WITH_UNSIGNED))),
         # QT112
         _fire("QT112", "pow2-0.3", lambda: one_tensor(qmsg(scale=[0.3], schema=pb.SYMMETRIC_POW2_SCALE)),
               f"{QF}/scale/0", "q"),

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, set_qtype
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema, parameter_shape, unsigned_midpoint
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema, parameter_shape, symmetric_with_unsigned_zero_points
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 IR_VERSION, OPSET = 10, 21
@@ -218,7 +218,8 @@ def qtypes(
     if schema.symmetric:
         zero_points = [0] * count
     elif schema is Schema.SYMMETRIC_WITH_UNSIGNED:
-        zero_points = [draw(st.sampled_from(sorted({0, unsigned_midpoint(lo, hi)}))) for _ in range(count)]
+        admitted = sorted(set(symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)))
+        zero_points = [draw(st.sampled_from(admitted)) for _ in range(count)]
     else:  # int32: small zero points, see test_onnxruntime_int32_dequantize_wraps_around
         zp_lo, zp_hi = (max(lo, -(2**15)), min(hi, 2**15)) if storage.bits > 16 else (lo, hi)
         zero_points = [draw(st.integers(zp_lo, zp_hi)) for _ in range(count)]

@@ -116,6 +116,18 @@ def test_well_formed_is_what_qtype_validates(message):
     assert well_formed(ctx, qtype.replace(validate=False)) == _validates(message)  # not a declared type
 
 
+@pytest.mark.parametrize(("storage", "zero_point", "lo", "valid"), [
+    (TensorProto.INT8, -128, None, True), (TensorProto.INT8, 0, None, True), (TensorProto.INT8, -127, None, False),
+    (TensorProto.INT8, -127, -127, True), (TensorProto.UINT8, 128, None, True), (TensorProto.UINT8, 0, None, True),
+    (TensorProto.UINT8, 127, None, False), (TensorProto.UINT8, 1, 1, True), (TensorProto.UINT4, 8, None, True),
+])
+def test_well_formed_judges_symmetric_with_unsigned_as_qtype_does(storage, zero_point, lo, valid):
+    message = qmsg(storage, [0.5], [zero_point], schema=2, storage_min=lo)
+    ctx = Context(one_tensor(message), load_profile(None))
+    assert _validates(message) is valid
+    assert well_formed(ctx, ctx.qtype("", "q")) is valid
+
+
 # --- every invalid kind, wherever it sits -------------------------------------------------------------------
 
 SHAPE = (1, 4, 2, 2)

@@ -49,6 +49,8 @@ def test_storage_accepts_onnx_data_type_numbers():
         ({"storage": "int8", "scale": 1.0, "zero_point": -128, "storage_min": -127}, "zero_point", "[-127, 127]"),
         ({"storage": "int8", "scale": 1.0, "zero_point": 3, "schema": "symmetric"}, "schema", "every zero point to be 0"),
         ({"storage": "uint8", "scale": 1.0, "zero_point": 127, "schema": "symmetric_with_unsigned"}, "schema", "[0, 128]"),
+        ({"storage": "int8", "scale": 1.0, "zero_point": -127, "schema": "symmetric_with_unsigned"}, "schema",
+         "[-128, 0]"),
         ({"storage": "int8", "scale": 0.3, "schema": "symmetric_pow2_scale"}, "schema", "exactly 2^k"),
         ({"storage": "int8", "zero_point": 3}, "zero_point", "dynamic type"),
         ({"storage": "int8", "scale": 1.0, "schema": "banana"}, "schema", "unknown schema"),
@@ -65,11 +67,69 @@ def test_invalid_construction_names_the_field(kwargs, field, fragment):
 def test_near_misses_are_accepted():
     QType("uint8", 1.0, 128, schema="symmetric_with_unsigned")
     QType("uint8", 1.0, 0, schema="symmetric_with_unsigned")
+    QType("int8", 1.0, -128, schema="symmetric_with_unsigned")  # the unsigned range written in int8 (Glow)
+    QType("int8", 1.0, 0, schema="symmetric_with_unsigned")
     QType("int8", 0.125, 0, schema=Schema.SYMMETRIC_POW2_SCALE)
     QType("int8", 2.0**-20, 5, schema="asymmetric_pow2_scale")
     QType("int8", 1.0, -127, storage_min=-127, storage_max=127)
     QType("int2", 1.0, -2)
     QType("int8")  # dynamic
+
+
+# SYMMETRIC_WITH_UNSIGNED: (symmetric form = the type's midpoint, unsigned form = storage_min) per storage type
+SWU_ADMITTED = {
+    "int2": (0, -2), "uint2": (2, 0), "int4": (0, -8), "uint4": (8, 0), "int8": (0, -128), "uint8": (128, 0),
+    "int16": (0, -32768), "uint16": (32768, 0), "int32": (0, -(2**31)),
+}
+
+
+def test_symmetric_with_unsigned_covers_every_storage_type():
+    assert set(SWU_ADMITTED) == set(STORAGE_TYPES)
+
+
+@pytest.mark.parametrize(("storage", "admitted"), SWU_ADMITTED.items())
+def test_symmetric_with_unsigned_admits_the_midpoint_and_storage_min(storage, admitted):
+    st = STORAGE_TYPES[storage]
+    for zero_point in admitted:
+        assert QType(storage, 1.0, zero_point, schema="symmetric_with_unsigned").zero_point == (zero_point,)
+    for zero_point in sorted({z + d for z in admitted for d in (-1, 1)} - set(admitted)):
+        if st.min <= zero_point <= st.max:  # outside the range: a range error, not a schema one
+            with pytest.raises(QTypeError, match=r"symmetric_with_unsigned requires zero points in") as info:
+                QType(storage, 1.0, zero_point, schema="symmetric_with_unsigned")
+            assert info.value.field == "schema"
+
+
+def test_symmetric_with_unsigned_int8_minus_128_holds_what_uint8_0_holds():
+    signed = QType("int8", 0.1, -128, schema="symmetric_with_unsigned")
+    unsigned = QType("uint8", 0.1, 0, schema="symmetric_with_unsigned")
+    q = np.arange(-128, 128)
+    assert np.array_equal(0.1 * (q - signed.zero_point[0]), 0.1 * (q + 128 - unsigned.zero_point[0]))
+
+
+@pytest.mark.parametrize(
+    ("storage", "lo", "hi", "valid", "invalid"),
+    [
+        ("int8", -127, 127, (0, -127), (-128, -126, 1)),  # unsigned form follows storage_min; -128 is out of range
+        ("uint8", 0, 254, (128, 0), (127, 1)),  # the symmetric form stays at the type's midpoint
+        ("uint8", 1, 255, (128, 1), (0, 2)),
+        ("uint8", 0, 100, (0,), (50, 128)),  # the midpoint is outside the range
+        ("int4", -7, 7, (0, -7), (-8, -6)),
+        ("uint16", 10, 60000, (32768, 10), (0, 30005)),
+    ],
+)
+def test_symmetric_with_unsigned_on_a_narrowed_range(storage, lo, hi, valid, invalid):
+    for zero_point in valid:
+        QType(storage, 1.0, zero_point, schema="symmetric_with_unsigned", storage_min=lo, storage_max=hi)
+    for zero_point in invalid:
+        with pytest.raises(QTypeError):
+            QType(storage, 1.0, zero_point, schema="symmetric_with_unsigned", storage_min=lo, storage_max=hi)
+
+
+def test_symmetric_with_unsigned_per_axis_mixes_both_forms():
+    qt = QType("int8", [0.1, 0.2, 0.3], [0, -128, 0], axis=0, schema="symmetric_with_unsigned")
+    assert qt.zero_point == (0, -128, 0)
+    with pytest.raises(QTypeError, match="found -127"):
+        QType("int8", [0.1, 0.2], [-128, -127], axis=0, schema="symmetric_with_unsigned")
 
 
 def test_immutable():

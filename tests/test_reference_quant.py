@@ -232,6 +232,12 @@ def test_dynamic_constant_input_counts_as_a_range_of_one():
         ("uint8", "symmetric_with_unsigned", [0.0, 5.1], np.float32(np.float32(5.1) / np.float32(255)), 0),
         # ... with negative data: midpoint 128, max |x| / min(128, 127)
         ("uint8", "symmetric_with_unsigned", [-1.27, 0.5], np.float32(np.float32(1.27) / np.float32(127)), 128),
+        # symmetric_with_unsigned, int8, non-negative data: Glow's unsigned form, zero point -128, max / 255
+        ("int8", "symmetric_with_unsigned", [0.0, 5.1], np.float32(np.float32(5.1) / np.float32(255)), -128),
+        # ... with negative data: symmetric, zero point 0, max |x| / 127
+        ("int8", "symmetric_with_unsigned", [-2.54, 1.0], np.float32(np.float32(2.54) / np.float32(127)), 0),
+        # int4 narrowed to [-7, 7], non-negative data: zero point storage_min -7, max / 14
+        ("int4", "symmetric_with_unsigned", [0.5, 7.0], 0.5, -7),
         # pow2: (1 - -1) / 255 = 0.00784 > 2**-7 -> 2**-6, zero point round(0 - -1 / 2**-6) = 64
         ("uint8", "asymmetric_pow2_scale", [-1.0, 1.0], 2.0**-6, 64),
         # symmetric pow2: 3 / 127 = 0.0236 -> 2**-5
@@ -243,6 +249,34 @@ def test_dynamic_parameters_per_schema(storage, schema, data, scale, zero_point)
     resolved = quant.dynamic_parameters(np.array(data, np.float32), qt)
     assert resolved.scale == (float(scale),) and resolved.zero_point == (zero_point,)
     assert resolved.schema is Schema.parse(schema)  # the resolved type satisfies the declared schema
+
+
+@pytest.mark.parametrize(
+    ("storage", "lo", "hi", "data", "scale", "zero_point"),
+    [
+        # uint8 [0, 254] with negative data: the type's midpoint 128, max |x| / min(128 - 0, 254 - 128)
+        ("uint8", 0, 254, [-1.26, 0.5], np.float32(np.float32(1.26) / np.float32(126)), 128),
+        # uint8 [1, 255] with non-negative data: zero point storage_min 1, max / 254
+        ("uint8", 1, 255, [0.0, 2.54], np.float32(np.float32(2.54) / np.float32(254)), 1),
+        # uint8 [0, 100]: the midpoint is outside the range, so negative data takes the unsigned form too
+        ("uint8", 0, 100, [-3.0, 2.0], np.float32(np.float32(2.0) / np.float32(100)), 0),
+        # int8 [0, 127]: the midpoint is storage_min; negative data: max |x| / 127
+        ("int8", 0, 127, [-2.54, 1.0], np.float32(np.float32(2.54) / np.float32(127)), 0),
+    ],
+)
+def test_dynamic_symmetric_with_unsigned_on_a_narrowed_range(storage, lo, hi, data, scale, zero_point):
+    qt = QType(storage, schema="symmetric_with_unsigned", storage_min=lo, storage_max=hi)
+    resolved = quant.dynamic_parameters(np.array(data, np.float32), qt)
+    assert resolved.scale == (float(scale),) and resolved.zero_point == (zero_point,)
+
+
+def test_dynamic_symmetric_with_unsigned_chooses_per_group():
+    x = np.array([[0.0, 2.55], [-1.27, 0.5]], np.float32)
+    resolved = quant.dynamic_parameters(x, QType("int8", axis=0, schema="symmetric_with_unsigned"))
+    assert resolved.zero_point == (-128, 0)
+    assert resolved.scale == (float(np.float32(2.55) / np.float32(255)), float(np.float32(1.27) / np.float32(127)))
+    q = quant.quantize(x, resolved)
+    assert q[0].tolist() == [-128, 127] and q[1].tolist() == [-127, 50]
 
 
 def test_dynamic_per_axis_and_blocked_reduce_per_group():
