@@ -132,3 +132,19 @@ def test_a_reference_to_nothing_is_a_located_error_for_readers():
         qt.get_qtype(model, "w")
     with pytest.raises(qt.QTypesError, match="w_params"):
         qt.lower(model)
+
+
+def test_show_and_statistics_read_the_referenced_form(typed, capsys):
+    import json
+
+    from onnx_qtypes.cli import main
+
+    _, lifted, path = typed
+    assert main(["show", str(path), "--format", "json"]) == 0
+    (row,) = [r for r in json.loads(capsys.readouterr().out)["tensors"] if r["tensor"] == "w"]
+    assert row["qtype"]["parameters_in"] == {"scale": "w_scale", "zero_point": None}
+    assert len(row["qtype"]["scale"]) == K * N // BLOCK
+    stats = qt.TensorStatistics(tensor=qt.Statistics(min=-1.0, max=1.0))
+    model = qt.load(path)
+    qt.set_statistics(model, "w", stats)
+    assert qt.get_statistics(model, "w") == stats and qt.get_qtype(model, "w").scale_tensor == "w_scale"
