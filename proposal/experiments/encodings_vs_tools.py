@@ -299,8 +299,9 @@ def enc_sentinel_data(m: onnx.ModelProto) -> onnx.ModelProto:
         qnames = _graph_qnames(graph)
         for node in graph.node:
             if node.op_type == "QuantizeLinear" and len(node.input) < 3 and node.output[0] in qnames:
-                (qt,) = [q for n, q in quantized_tensors(m).items() if n == node.output[0]]
-                zp = numpy_helper.from_array(np.array(qt.zero_point[0], qt.storage_type.np_dtype), node.output[0] + "_zp")
+                qt = quantized_tensors(m)[node.output[0]]
+                zp = numpy_helper.from_array(np.array(qt.zero_point[0], qt.storage_type.np_dtype),
+                                             node.output[0] + "_zp")
                 graph.initializer.append(zp)
                 node.input.append(zp.name)
                 keep = [a for a in node.attribute if a.name != "output_dtype"]
@@ -786,7 +787,8 @@ def run_matrix(encodings=None, models=None, tools=None, quick=False, jobs=None, 
     encodings = list(encodings or ENCODINGS)
     models = list(models or MODELS)
     chosen = list(tools or [t for t in TOOLS if not quick or TOOLS[t].quick])
-    skipped = {t: f"{TOOLS[t].needs} not importable" for t in chosen if TOOLS[t].needs and not _installed(TOOLS[t].needs)}
+    skipped = {t: f"{TOOLS[t].needs} not importable" for t in chosen
+               if TOOLS[t].needs and not _installed(TOOLS[t].needs)}
     run_tools = [t for t in chosen if t not in skipped]
     pairs = [(e, m) for e in encodings for m in models]
     t0 = time.time()
@@ -867,7 +869,8 @@ def markdown(result: dict, refs: dict[str, str]) -> str:
     count = {e: len(fail_open(result, e)) for e in encs}
     lines += ["", "## Recommendation", "",
               "Fail-open pairs per encoding: " + ", ".join(f"{e} {n}" for e, n in count.items()) + ".",
-              "Encodings with zero fail-open pairs here: " + (", ".join(e for e in encs if not count[e]) or "none") + ".",
+              "Encodings with zero fail-open pairs here: "
+              + (", ".join(e for e in encs if not count[e]) or "none") + ".",
               f"Measured choice (zero fail-open, then most pairs kept intact): **{rec}**"
               + (f" ({ENCODINGS[rec].label})." if rec else "."), ""]
     if rec == RECOMMENDED and full_run(result):
