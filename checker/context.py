@@ -15,12 +15,13 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import ModelProto, TensorProto, numpy_helper
+from onnx import ModelProto, TensorProto
 
 from onnx_qtypes.checker import declared_bytes, float_view
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
+from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
@@ -111,7 +112,7 @@ class NodeRef(NamedTuple):
 class ConstantRef:
     """An initializer or a Constant node's value."""
 
-    __slots__ = ("attribute", "data_type", "dims", "external", "name", "node", "pointer", "tensor")
+    __slots__ = ("attribute", "data_type", "dims", "external", "marked", "name", "node", "pointer", "tensor")
 
     def __init__(self, pointer: str, name: str, tensor: TensorProto | None, node: NodeRef | None = None,
                  attribute: onnx.AttributeProto | None = None) -> None:
@@ -120,8 +121,10 @@ class ConstantRef:
         self.dims: tuple[int, ...]
         self.data_type: int
         self.external = False  # data in an external file (not read)
+        self.marked = False  # data_type is a fail-closed marker; data_type below is the storage type it stands for
         if tensor is not None:
-            self.dims, self.data_type = tuple(tensor.dims[:]), tensor.data_type
+            self.dims, self.data_type = tuple(tensor.dims[:]), plain_data_type(tensor.data_type)
+            self.marked = self.data_type != tensor.data_type
             self.external = tensor.data_location == TensorProto.EXTERNAL
         else:
             self.dims = (len(onnx.helper.get_attribute_value(attribute)),) \
@@ -658,14 +661,14 @@ def _check_size(const: ConstantRef) -> None:
 
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:
     tensor = const.tensor  # its size was checked when the context indexed it
-    dtype = _RAW_DTYPES.get(tensor.data_type)
+    dtype = _RAW_DTYPES.get(const.data_type)
     if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
-    if tensor.data_type not in TensorProto.DataType.values():
+    if const.data_type not in TensorProto.DataType.values():
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data_type {tensor.data_type} is not an ONNX "
                              "data type")
     try:
-        return numpy_helper.to_array(const.tensor)
+        return tensor_array(const.tensor)
     except (ValueError, TypeError, MemoryError) as exc:
         dims = list(const.dims)
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None

@@ -21,6 +21,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.checker import declared_bytes
 from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto.encoding import unmark_tensor
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES, QType
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def build(ctx: Context) -> ModelProto:
         qtype = ctx.qtype("", init.name)
         if qtype is None:
             graph.initializer.append(init.tensor)
+            unmark_tensor(graph.initializer[-1])  # a boundary zero point: the view reads its storage type
         elif init.name not in inputs:
             new_input(init.name, expressed_data_type(qtype), init.dims)
     containers: dict[str, object] = {}  # "/graph/input" -> that repeated field of the view, resolved once

@@ -31,7 +31,10 @@ AREAS = {
 # Sections every rule doc carries, in this order (the contract test enforces it).
 DOC_SECTIONS = ("What it checks", "Why", "Invalid example", "Valid example", "Fix")
 # Ids that once existed and must never be reused: id -> why it went away.
-RETIRED: dict[str, str] = {}
+RETIRED: dict[str, str] = {
+    "QT114": "elem-type-not-undefined checked the version-1 marker (elem_type UNDEFINED), which onnx.shape_inference "
+             "overwrites; QT119 elem-type-not-marker checks the marker that replaced it",
+}
 
 ID_PATTERN = re.compile(r"^QT[1-9][0-9]{2}$")
 SLUG_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

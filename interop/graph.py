@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 
+from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
@@ -108,7 +109,7 @@ class GraphIndex:
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
         for name, init in self.initializers.items():
-            self.elem_types[name] = init.data_type
+            self.elem_types[name] = plain_data_type(init.data_type)
             self.shapes[name] = tuple(init.dims)
         self._arrays: dict[str, np.ndarray | None] = {}
         self._tensor_names: set[str] | None = None
@@ -130,7 +131,7 @@ class GraphIndex:
         if name not in self._arrays:
             tensor = self.constant_tensor(name)
             try:
-                self._arrays[name] = None if tensor is None else numpy_helper.to_array(tensor)
+                self._arrays[name] = None if tensor is None else tensor_array(tensor)
             except (ValueError, TypeError, KeyError, MemoryError) as exc:  # data unlike dims, an undefined data_type
                 raise ModelLoadError(f"constant {name!r}: its data does not match data_type "
                                      f"{tensor.data_type} and dims {list(tensor.dims)} ({exc})") from None
@@ -141,13 +142,13 @@ class GraphIndex:
 
     def constant_dtype(self, name: str) -> int | None:
         tensor = self.constant_tensor(name)
-        return None if tensor is None else tensor.data_type
+        return None if tensor is None else plain_data_type(tensor.data_type)
 
     # -- types
     def elem_type(self, name: str) -> int | None:
         tensor = self.constant_tensor(name)
         if tensor is not None:
-            return tensor.data_type
+            return plain_data_type(tensor.data_type)
         return self.elem_types.get(name)
 
     def shape(self, name: str) -> tuple[int | None, ...] | None:

@@ -35,6 +35,7 @@ from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, write_qtype
+from onnx_qtypes.proto.encoding import to_wire_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -110,7 +111,9 @@ def lift_model(
     """
     source, where = read_model(model, "lift")
     try:
-        return _lift(source, _statistics(statistics), tolerant)
+        result = _lift(source, _statistics(statistics), tolerant)
+        to_wire_form(result.model)  # the typed model carries the fail-closed markers
+        return result
     except MalformedQDQError as exc:
         if where:
             exc.args = (f"{where}: {exc}",)  # keeps what the error locates

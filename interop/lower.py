@@ -44,6 +44,7 @@ from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
+from onnx_qtypes.proto.encoding import to_plain_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
 from onnx_qtypes.proto.node_schema import node_problem
@@ -94,6 +95,7 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
     if form not in FORMS:
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
     source, where = read_model(model, "lower")
+    to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
         return _Lowering(source, form).run()
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:

@@ -34,6 +34,7 @@ from onnx_qtypes.proto.files import (
     require_regular_file,
     writable_target,
 )
+from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_tensor
 from onnx_qtypes.proto.parameter_tensors import drop_unreferenced, store_parameters, wants_reference
 from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
 
@@ -163,9 +164,10 @@ def read_statistics(value_info: ValueInfoProto, where: str = "") -> TensorStatis
 def write_qtype(value_info: ValueInfoProto, qtype: QType | None) -> None:
     """Declare ``qtype`` on ``value_info`` (None: make it plain storage integers).
 
-    The element type becomes UNDEFINED (the fail-closed marker) and the
-    statistics of ``qtype`` replace any recorded ones; with None the element
-    type becomes the old storage type and the statistics are kept.
+    The element type becomes the marker of the storage type (``encoding``:
+    1000 + storage type, the fail-closed marker) and the statistics of
+    ``qtype`` replace any recorded ones; with None the element type becomes
+    the old storage type and the statistics are kept.
     """
     tensor_type = value_info.type.tensor_type
     view = read_view(tensor_type, f"value {value_info.name!r}")
@@ -174,7 +176,7 @@ def write_qtype(value_info: ValueInfoProto, qtype: QType | None) -> None:
             view.elem_type = view.quantization.storage_type
             view.ClearField("quantization")
     else:
-        view.elem_type = TensorProto.UNDEFINED
+        view.elem_type = marker(qtype.storage_type.data_type)
         view.quantization.CopyFrom(qtype.to_proto())
         if qtype.statistics is not None:
             view.statistics.CopyFrom(qtype.statistics.to_proto())
@@ -382,7 +384,7 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
         init = index.definitions.get(name, (None, None))[1]
         if init is not None:
             qtype.check_shape(tuple(init.dims), name)
-            if init.data_type != qtype.storage_type.data_type:
+            if plain_data_type(init.data_type) != qtype.storage_type.data_type:
                 raise QTypesError(
                     f"set_qtype({name!r}): initializer holds {TensorProto.DataType.Name(init.data_type)}, "
                     f"but the type stores {qtype.storage}; convert the data first"
@@ -393,7 +395,10 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
     for name, qtype in placed.items():
         for vi in index.targets(name):
             write_qtype(vi, qtype)
-    return model
+        init = index.definitions.get(name, (None, None))[1]
+        if qtype is None and init is not None:
+            unmark_tensor(init)  # plain integers again
+    return to_wire_form(model)  # the constants and boundary zero points of the new types marked too
 
 
 def _declared_references(index: _Index, name: str) -> QType | None:
@@ -549,12 +554,18 @@ def save(
 ) -> None:
     """Write ``model`` to ``path`` atomically (never a half-written file).
 
+    Quantized tensors are written with the fail-closed markers of ``encoding``
+    (a model read in the version-1 form is converted on the way out).
     ``external_data`` None means: only when the model would exceed the 2 GiB
     protobuf limit. External data goes to ``location`` (default
     ``<file name>.data``) beside the model. ``model`` itself is not modified.
     """
     if not isinstance(model, ModelProto):
         raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
+    if not in_wire_form(model):  # a version-1 model (UNDEFINED marker): written with today's markers
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        model = to_wire_form(copy)
     target, folder = writable_target(path)
     if external_data is None:
         external_data = _too_big_for_protobuf(model)

@@ -39,6 +39,7 @@ from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
+from onnx_qtypes.proto.encoding import plain_copy
 from onnx_qtypes.proto.model import model_parameters
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
@@ -123,6 +124,7 @@ class _Session:
     def __init__(self, model: ModelProto, kernels: str) -> None:
         if kernels not in KERNEL_MODES:
             raise EvaluationError(f"kernels={kernels!r}: expected one of {', '.join(KERNEL_MODES)}")
+        model = plain_copy(model)  # onnx.reference reads constants: their storage types, not the markers
         check_single_assignment(model)
         self.model = model
         self.kernels = kernels

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes.proto import QType, Schema, Statistics, TensorStatistics, set_qtype
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.encoding import marked_storage, marker, to_wire_form, unmark_tensor
 from onnx_qtypes.proto.model import read_view, write_view
 
 IR_VERSION, OPSET = 10, 21
@@ -56,12 +57,15 @@ Q = QType | pb.QuantizedType
 
 
 def declare(vi: onnx.ValueInfoProto, q: Q | None = None, statistics: TensorStatistics | None = None,
-            elem_type: int = TensorProto.UNDEFINED) -> None:
-    """Write a quantized type (and statistics) into a declaration, byte for byte as given."""
+            elem_type: int | None = None) -> None:
+    """Write a quantized type (and statistics) into a declaration, byte for byte as given; ``elem_type`` None is
+    the fail-closed marker of the storage type (UNDEFINED when the storage type is not one)."""
     view = read_view(vi.type.tensor_type)
     if q is not None:
         message = q.to_proto() if isinstance(q, QType) else q
         view.quantization.CopyFrom(message)
+        if elem_type is None:
+            elem_type = marker(message.storage_type) if marked_storage(marker(message.storage_type)) else 0
         view.elem_type = elem_type
         if isinstance(q, QType) and q.statistics is not None and statistics is None:
             statistics = q.statistics
@@ -80,18 +84,20 @@ class Graph:
         self.outputs: list[onnx.ValueInfoProto] = []
         self.value_info: list[onnx.ValueInfoProto] = []
         self.inits: list[onnx.TensorProto] = []
+        self.explicit_markers: dict[str, int] = {}  # declarations whose elem_type a case sets itself
 
-    @staticmethod
-    def _vi(name: str, elem_type: int, shape: Sequence[int] | None, q: Q | None, st: TensorStatistics | None,
-            marker: int = TensorProto.UNDEFINED) -> onnx.ValueInfoProto:
+    def _vi(self, name: str, elem_type: int, shape: Sequence[int] | None, q: Q | None, st: TensorStatistics | None,
+            marker: int | None = None) -> onnx.ValueInfoProto:
         vi = helper.make_tensor_value_info(name, TensorProto.UNDEFINED if q is not None else elem_type,
                                            None if shape is None else list(shape))
         if q is not None or st is not None:
             declare(vi, q, st, marker)
+        if marker is not None:
+            self.explicit_markers[name] = marker
         return vi
 
     def input(self, name: str, shape: Sequence[int] | None, q: Q | None = None, elem_type: int = FLOAT,
-              statistics: TensorStatistics | None = None, marker: int = TensorProto.UNDEFINED) -> Graph:
+              statistics: TensorStatistics | None = None, marker: int | None = None) -> Graph:
         self.inputs.append(self._vi(name, elem_type, shape, q, statistics, marker))
         return self
 
@@ -140,16 +146,23 @@ class Graph:
         self.inits.append(numpy_helper.from_array(zp, f"{name}_zero_point"))
 
     def build(self, opset: int = OPSET, ir_version: int = IR_VERSION) -> onnx.ModelProto:
+        """The model as onnx_qtypes.save writes it (quantized constants and boundary zero points marked), but
+        for the elem_types a case set itself."""
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits,
                                   value_info=self.value_info)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+        to_wire_form(model)
+        for vi in (*model.graph.input, *model.graph.output, *model.graph.value_info):
+            if vi.name in self.explicit_markers:
+                vi.type.tensor_type.elem_type = self.explicit_markers[vi.name]
+        return model
 
 
 # --- building blocks ----------------------------------------------------------------
 
 
 def one_tensor(q: Q, shape: Sequence[int] | None = (2, 3), statistics: TensorStatistics | None = None,
-               marker: int = TensorProto.UNDEFINED) -> onnx.ModelProto:
+               marker: int | None = None) -> onnx.ModelProto:
     """Graph input ``q`` of the given type, read by Identity into a float output ``y``."""
     out_shape = None if shape is None else list(shape)
     expressed = q.expressed_type.data_type if isinstance(q, QType) else q.expressed_type
@@ -386,6 +399,23 @@ def _cast_of_quantized_constant(also_input: bool) -> onnx.ModelProto:
     return g.node("Cast", ["w"], ["y"], name="cast", to=FLOAT).output("y", (2,)).build()
 
 
+def _plain_constants(which: str) -> onnx.ModelProto:
+    """A marked model (as save writes it) with one tensor of quantized integers left plain (QT311)."""
+    if which == "initializer":
+        model = _cast_of_quantized_constant(False)
+        unmark_tensor(model.graph.initializer[0])
+        return model
+    model = _qdq()
+    quantize = model.graph.node[0]
+    zero_point = next(t for t in model.graph.initializer if t.name == quantize.input[2])
+    if which == "zero point":
+        unmark_tensor(zero_point)
+    elif which == "no zero point":
+        del quantize.input[2]
+        quantize.attribute.append(helper.make_attribute("output_dtype", TensorProto.INT8))
+    return model
+
+
 def _undeclared_output(declared: bool) -> onnx.ModelProto:
     q = int8(0.1, 0)
     g = Graph("relu").input("x_q", (1, 4), q).node("Relu", ["x_q"], ["r"], name="relu")
@@ -473,7 +503,7 @@ def _inferred_count(scales: int) -> onnx.ModelProto:
             init.CopyFrom(numpy_helper.from_array(np.full(scales, 0.05, np.float32), "y_q_scale"))
         if init.name == "y_q_zero_point":
             init.CopyFrom(numpy_helper.from_array(np.zeros(scales, np.int8), "y_q_zero_point"))
-    return model
+    return to_wire_form(model)
 
 
 def _transpose(out_axis: int) -> onnx.ModelProto:
@@ -658,10 +688,12 @@ def cases() -> list[Case]:
         _fire("QT113", "dynamic-with-zero-point", lambda: one_tensor(qmsg(TensorProto.UINT8, [], [128])),
               f"{QF}/zero_point", "q"),
         _miss("QT113", "dynamic", lambda: one_tensor(qmsg(TensorProto.UINT8, []))),
-        # QT114
-        _fire("QT114", "int8-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.INT8), f"{IN}/elem_type",
+        # QT119
+        _fire("QT119", "int8-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.INT8), f"{IN}/elem_type",
               "q"),
-        _miss("QT114", "undefined-marker", lambda: one_tensor(qmsg(scale=[0.1]))),
+        _fire("QT119", "version-1-undefined-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.UNDEFINED),
+              f"{IN}/elem_type", "q", message="version-1 marker"),
+        _miss("QT119", "int8-marked-1003", lambda: one_tensor(qmsg(scale=[0.1]))),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),
@@ -771,9 +803,14 @@ def cases() -> list[Case]:
         _fire("QT310", "bogus-attribute", _bogus_attribute, "/graph/node/0", node="identity", message="bogus"),
         _miss("QT310", "plain", lambda: one_tensor(int8())),
         # QT311
-        _fire("QT311", "cast-of-quantized-initializer", lambda: _cast_of_quantized_constant(False),
-              "/graph/node/0/input/0", "w", "cast"),
-        _miss("QT311", "declared-input-fails-closed", lambda: _cast_of_quantized_constant(True)),
+        _fire("QT311", "plain-int8-initializer", lambda: _plain_constants("initializer"), "/graph/initializer/0", "w",
+              message="quantized constant 'w'"),
+        _fire("QT311", "plain-boundary-zero-point", lambda: _plain_constants("zero point"), "/graph/node/0/input/2",
+              "z", "quantize", message="zero point 'z'"),
+        _fire("QT311", "quantize-without-zero-point", lambda: _plain_constants("no zero point"), "/graph/node/0",
+              node="quantize", message="without a zero-point input"),
+        _miss("QT311", "marked-initializer", lambda: _cast_of_quantized_constant(False), quiet=False),
+        _miss("QT311", "marked-boundary-zero-point", lambda: _plain_constants("")),
         # QT116
         _fire("QT116", "sequence-of-quantized-tensors", lambda: sequence_model(int8(0.5, 0)),
               "/graph/input/0/type/sequence_type/elem_type/tensor_type", "seq",

@@ -1,81 +1,76 @@
-"""A quantized constant reaches stock runtimes as plain integers.
+"""A tensor holding quantized integers is stored with a plain data_type: stock tools read it as numbers.
 
 ## What it checks
-A quantized initializer or `Constant` read by an operator whose outputs do
-not take their element type from it (in the schema, no output shares that
-input's type variable: `Cast`, comparisons, `ArgMax`, `NonZero`,
-`MatMulInteger`, …; `Shape` and `Size`, which ignore values, excepted),
-in a model with no quantized graph input, graph output or node output.
+Every tensor that holds the stored integers of a quantized value carries the
+fail-closed marker as `data_type` (1000 + the storage type, its integers in
+`raw_data`): a quantized initializer, the `value` of a `Constant` whose
+output is quantized, and the zero point of a boundary QuantizeLinear (whose
+output is quantized) or DequantizeLinear (whose input is). A boundary
+QuantizeLinear has a zero-point input, so that its output type comes from a
+marked tensor rather than from `output_dtype` or the UINT8 default.
 
 ## Why
-Stock runtimes do not read `value_info` of initializer names: they see the
-storage integers and their `data_type`. Every other path fails closed (a
-quantized graph input, output or node output makes onnxruntime refuse the
-model), but this one runs: `Cast(w)` returns `[100.0, 100.0]` where the
-extension means `[50.0, 50.0]` (measured, RFC 0001). The model is valid; the
-hazard is in tools that do not implement the extension, hence a warning.
+A stock tool that rewrites the model may drop `value_info` (optimizers do)
+or re-infer types from the nodes (shape inference, the version converter).
+Then the only types left are those of the constants and of what the nodes
+compute from them: an INT8 initializer or an INT8 zero point lets
+onnxruntime run `Add` on stored integers and return plain integer sums
+(measured: 7 fail-open pairs in proposal/experiments/encodings_vs_tools.py
+for marked declarations alone, none once these tensors are marked too).
 
 ## Invalid example
-`y = Cast<to=FLOAT>(w)` with `w` an INT8 initializer declared
-`int8:float32<0.5:0>`, and no other quantized tensor.
+`w` an initializer with `data_type: INT8` declared `int8:float32<0.5:0>`; or
+`x_q = QuantizeLinear(x, s, z)` with `x_q` quantized and `z` of
+`data_type: INT8`.
 
 ## Valid example
-The same with `w` also listed in `graph.input` (onnxruntime then refuses the
-model), or with a quantized node output anywhere in the graph.
+The same tensors with `data_type: 1003` and their integers in `raw_data`.
 
 ## Fix
-Run the model through `onnx-qtypes lower` before giving it to a runtime
-without the extension, or add a quantized declaration that fails closed.
+Save the model with `onnx_qtypes.save`, which marks them (and converts a
+model read in the version-1 form).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.context import MAIN, Context, storage_of
-from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.context import Context
+from onnx_qtypes.checker.diagnostics import Finding, Location
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.checker.schemas import allowed_types, formal, is_type_variable, schema_for, type_string
-from onnx_qtypes.proto.qtype import StorageType
-
-VALUE_AGNOSTIC = frozenset({"Shape", "Size"})  # read only the shape, never the values
+from onnx_qtypes.proto.encoding import marker
+from onnx_qtypes.proto.qtype import STORAGE_TYPES
 
 
-def _fails_closed(ctx: Context) -> bool:
-    """Whether a stock runtime refuses the model: a quantized graph input, graph output or computed node output."""
-    for decl in ctx.quantized_declarations(unique=False):
-        if decl.scope != MAIN:
-            continue
-        if decl.kind in ("input", "output"):
-            return True
-        if (MAIN, decl.name) in ctx.producers and not ctx.is_constant(MAIN, decl.name):
-            return True
-    return False
-
-
-def _accepts_storage(schema, type_str: str, storage: StorageType | None) -> bool:  # noqa: ANN001
-    """Whether a stock runtime would accept the raw integers here (else it refuses: fails closed)."""
-    return storage is not None and type_string(storage.data_type) in allowed_types(schema, type_str)
-
-
-@rule("QT311", "quantized-constant-fails-open", "warning", typed_only=True)
+@rule("QT311", "quantized-constant-fails-open", "error", typed_only=True)
 def check(ctx: Context) -> Iterator[Finding]:
-    constants = [key for key, _, _ in ctx.quantized_constants() if key[0] == MAIN]
-    if not constants or _fails_closed(ctx):
-        return
-    for key in constants:
-        for ref, index in ctx.consumers.get(key, []):
-            schema = schema_for(ref)
-            if schema is None or ref.op_type in VALUE_AGNOSTIC or ctx.is_boundary(ref):
-                continue
-            param = formal(schema, "input", index)
-            if param is None or not is_type_variable(schema, param.type_str):
-                continue
-            follows = any(p.type_str == param.type_str for p in schema.outputs)
-            if not follows and _accepts_storage(schema, param.type_str, storage_of(ctx.qtype(*key))):
-                yield Finding(
-                    ref.location("input", index),
-                    f"{ref.op_type} reads the quantized constant {key[1]!r} ({ctx.qtype(*key)}) and its outputs do "
-                    "not take their type from it; runtimes without the extension will compute on the raw "
-                    "integers instead of refusing the model",
-                )
+    for key, const, qtype in ctx.quantized_constants():
+        st = STORAGE_TYPES.get(qtype.storage)
+        if st is not None and const.tensor is not None and not const.marked and const.data_type == st.data_type:
+            yield Finding(const.location(), _message(f"quantized constant {key[1]!r}", st.data_type))
+    for ref in ctx.nodes_of("QuantizeLinear", "DequantizeLinear"):
+        if not ctx.is_boundary(ref):
+            continue
+        quantized = ref.outputs[0] if ref.op_type == "QuantizeLinear" else ref.inputs[0]
+        st = STORAGE_TYPES.get(ctx.qtype(ref.scope, quantized).storage)
+        if st is None:
+            continue
+        zero_point = ref.inputs[2] if len(ref.inputs) > 2 and ref.inputs[2] else None
+        if zero_point is None:
+            if ref.op_type == "QuantizeLinear":
+                yield Finding(ref.location(), f"QuantizeLinear writes quantized {quantized!r} without a zero-point "
+                              "input, so re-inference types its output from output_dtype as plain integers; give it "
+                              f"a zero point of data_type {marker(st.data_type)}")
+            continue
+        const = ctx.constants.get((ref.scope, zero_point))
+        if const is not None and not const.marked and const.data_type == st.data_type:
+            yield Finding(Location(ref.location("input", 2).pointer, node=ref.name, tensor=zero_point,
+                                   op_type=ref.op_type),
+                          _message(f"zero point {zero_point!r} of boundary {ref.op_type} on {quantized!r}",
+                                   st.data_type))
+
+
+def _message(what: str, storage: int) -> str:
+    return (f"{what} is stored with its plain data_type, so a tool that drops or re-infers the declarations leaves "
+            f"runtimes computing on the raw integers; store it with data_type {marker(storage)} "
+            "(onnx_qtypes.save does)")

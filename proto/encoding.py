@@ -1,0 +1,238 @@
+"""The fail-closed marker: how a quantized tensor is written so that stock tools refuse it instead of misreading it.
+
+A quantized tensor's declaration has ``elem_type = 1000 + storage type`` (INT8 -> 1003) beside field 1000, and
+every tensor holding its stored integers (an initializer, a Constant's value, the zero point of a boundary
+QuantizeLinear / DequantizeLinear) has that number as ``data_type``, the integers in ``raw_data`` exactly as
+the storage type lays them out. No stock tool knows these numbers, so none can re-derive a plain integer type
+for the tensor: shape inference, the version converter, optimizers and runtimes refuse the model or leave it
+closed (measured by proposal/experiments/encodings_vs_tools.py: no fail-open pair). Version 1 of the
+extension marked declarations with ``elem_type = UNDEFINED`` only, which onnx.shape_inference overwrites with
+INT8; such models are still read, and ``save`` writes them in this form.
+
+Inside onnx-qtypes, code that hands a model to onnx.reference or writes standard ONNX works on ``plain_copy``:
+markers replaced by the storage types, declarations by UNDEFINED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
+
+from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
+
+MARKER_BASE = 1000
+_BOUNDARY = ("QuantizeLinear", "DequantizeLinear")
+
+
+def marker(storage_data_type: int) -> int:
+    """The element / data type number marking a tensor quantized with this storage type (INT8 -> 1003)."""
+    return MARKER_BASE + storage_data_type
+
+
+def marked_storage(value: int) -> int | None:
+    """The storage data type a marker stands for, or None when ``value`` is not a marker."""
+    storage = value - MARKER_BASE
+    return storage if storage in STORAGE_BY_DATA_TYPE else None
+
+
+def plain_data_type(value: int) -> int:
+    """``value`` with a marker replaced by its storage data type."""
+    storage = marked_storage(value)
+    return value if storage is None else storage
+
+
+def tensor_array(tensor: TensorProto) -> np.ndarray:
+    """numpy_helper.to_array, reading a marked tensor as its storage type."""
+    storage = marked_storage(tensor.data_type)
+    if storage is None:
+        return numpy_helper.to_array(tensor)
+    tensor.data_type = storage  # in place and back: a copy would duplicate the data of a large weight
+    try:
+        return numpy_helper.to_array(tensor)
+    finally:
+        tensor.data_type = marker(storage)
+
+
+def mark_tensor(tensor: TensorProto, storage: int) -> None:
+    """Give a tensor holding storage integers the marker ``data_type`` (its integers moved to ``raw_data``)."""
+    if tensor.data_type == marker(storage):
+        return
+    if tensor.data_location != TensorProto.EXTERNAL and not tensor.HasField("raw_data"):
+        tensor.data_type = storage
+        data = numpy_helper.from_array(numpy_helper.to_array(tensor)).raw_data  # packs 4- and 2-bit values
+        for field in ("int32_data", "int64_data", "float_data", "double_data", "uint64_data", "string_data"):
+            tensor.ClearField(field)
+        tensor.raw_data = data
+    tensor.data_type = marker(storage)  # external data is the raw layout already
+
+
+def unmark_tensor(tensor: TensorProto) -> None:
+    """The storage type back in place of a marker (``raw_data`` is already laid out for it)."""
+    storage = marked_storage(tensor.data_type)
+    if storage is not None:
+        tensor.data_type = storage
+
+
+def is_marked(elem_type: int) -> bool:
+    return marked_storage(elem_type) is not None
+
+
+# --- whole models ---------------------------------------------------------------------------------------
+
+
+def _scopes(model: ModelProto) -> Iterator[tuple[list[GraphProto | object], list[ValueInfoProto]]]:
+    """(graphs or functions sharing one name space, their declarations): the main graph with its subgraphs,
+    then each function body."""
+    from onnx_qtypes.proto.model import iter_graphs
+
+    graphs = [g for _, g in iter_graphs(model)]
+    yield graphs, [vi for g in graphs for vi in (*g.input, *g.output, *g.value_info)]
+    for function in model.functions:
+        yield [function], list(function.value_info)
+
+
+def _storage_of(value_info: ValueInfoProto) -> int | None:
+    """The storage data type of a quantized declaration, None when it is not one (or does not decode)."""
+    from onnx_qtypes.proto.errors import MalformedExtensionError
+    from onnx_qtypes.proto.model import read_view
+
+    if value_info.type.WhichOneof("value") != "tensor_type":
+        return None
+    try:
+        view = read_view(value_info.type.tensor_type)
+    except MalformedExtensionError:
+        return None  # readers report it; nothing to mark
+    if not view.HasField("quantization") or view.quantization.storage_type not in STORAGE_BY_DATA_TYPE:
+        return None
+    return view.quantization.storage_type
+
+
+def _constants(graph: GraphProto | object) -> dict[str, TensorProto]:
+    found = {t.name: t for t in getattr(graph, "initializer", ())}
+    for node in graph.node:  # type: ignore[attr-defined]
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    found.setdefault(node.output[0], attribute.t)
+    return found
+
+
+def to_wire_form(model: ModelProto) -> ModelProto:
+    """Mark every quantized tensor of ``model`` in place (idempotent): declarations, constants and the zero
+    points of boundary QuantizeLinear / DequantizeLinear nodes; a boundary QuantizeLinear without a zero point
+    gets one (all zeros, marked) instead of ``output_dtype``. Returns ``model``."""
+    for graphs, declarations in _scopes(model):
+        storage: dict[str, int] = {}
+        for vi in declarations:
+            found = _storage_of(vi)
+            if found is not None:
+                storage.setdefault(vi.name, found)
+                vi.type.tensor_type.elem_type = marker(found)
+        if not storage:
+            continue
+        constants: dict[str, TensorProto] = {}
+        for graph in graphs:
+            constants.update(_constants(graph))
+        readers: dict[str, list[NodeProto]] = {}
+        for graph in graphs:
+            for node in graph.node:  # type: ignore[attr-defined]
+                for name in node.input:
+                    readers.setdefault(name, []).append(node)
+        for name, tensor in constants.items():
+            if name in storage and plain_data_type(tensor.data_type) == storage[name]:
+                mark_tensor(tensor, storage[name])
+        for graph in graphs:
+            for node in list(graph.node):  # type: ignore[attr-defined]
+                _mark_boundary(graph, node, storage, constants, readers)
+    return model
+
+
+def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: dict[str, TensorProto],
+                   readers: dict[str, list[NodeProto]]) -> None:
+    if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
+        return
+    quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+    st = storage.get(quantized)
+    if st is None:
+        return
+    if len(node.input) > 2 and node.input[2]:
+        zp = constants.get(node.input[2])
+        only_boundary = all(r.op_type in _BOUNDARY and list(r.input).index(node.input[2]) == 2
+                            for r in readers.get(node.input[2], []))
+        if zp is not None and only_boundary and plain_data_type(zp.data_type) == st:
+            mark_tensor(zp, st)
+        return
+    if node.op_type != "QuantizeLinear" or len(node.input) < 2 or node.input[1] not in constants:
+        return
+    scale = constants[node.input[1]]
+    if not hasattr(graph, "initializer"):
+        return  # a function body has no initializers to hold the zero point
+    zeros = np.zeros(tuple(scale.dims), STORAGE_BY_DATA_TYPE[st].np_dtype)
+    name = _fresh(f"{quantized}_zero_point", constants)
+    zp = numpy_helper.from_array(zeros, name)
+    mark_tensor(zp, st)
+    graph.initializer.append(zp)
+    constants[name] = graph.initializer[-1]
+    while len(node.input) < 2:
+        node.input.append("")
+    node.input.append(name)
+    kept = [a for a in node.attribute if a.name != "output_dtype"]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+
+
+def _fresh(name: str, taken: dict[str, TensorProto]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+def in_wire_form(model: ModelProto) -> bool:
+    """True when ``to_wire_form`` would change nothing (checked on a copy only when something is quantized)."""
+    for _, declarations in _scopes(model):
+        for vi in declarations:
+            found = _storage_of(vi)
+            if found is not None and vi.type.tensor_type.elem_type != marker(found):
+                return False
+    if not has_markers(model):
+        return not any(_storage_of(vi) is not None for _, d in _scopes(model) for vi in d)
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    return to_wire_form(copy).SerializeToString() == model.SerializeToString()
+
+
+def has_markers(model: ModelProto) -> bool:
+    """True when any declaration or constant of ``model`` carries a marker."""
+    for graphs, declarations in _scopes(model):
+        if any(vi.type.WhichOneof("value") == "tensor_type" and is_marked(vi.type.tensor_type.elem_type)
+               for vi in declarations):
+            return True
+        if any(is_marked(t.data_type) for graph in graphs for t in _constants(graph).values()):
+            return True
+    return False
+
+
+def to_plain_form(model: ModelProto) -> ModelProto:
+    """Replace every marker of ``model`` in place: constants get their storage type, quantized declarations
+    elem_type UNDEFINED (the form onnx.reference and standard writers need). Returns ``model``."""
+    for graphs, declarations in _scopes(model):
+        for vi in declarations:
+            if vi.type.WhichOneof("value") == "tensor_type" and is_marked(vi.type.tensor_type.elem_type):
+                vi.type.tensor_type.elem_type = TensorProto.UNDEFINED
+        for graph in graphs:
+            for tensor in _constants(graph).values():
+                unmark_tensor(tensor)
+    return model
+
+
+def plain_copy(model: ModelProto) -> ModelProto:
+    """``model`` itself when nothing is marked, else ``to_plain_form`` of a copy."""
+    if not has_markers(model):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    return to_plain_form(copy)
