@@ -119,17 +119,30 @@ def _constants(graph: GraphProto | object) -> dict[str, TensorProto]:
     return found
 
 
-def to_wire_form(model: ModelProto) -> ModelProto:
+def to_wire_form(model: ModelProto, names: set[str] | None = None) -> ModelProto:
     """Mark every quantized tensor of ``model`` in place (idempotent): declarations, constants and the zero
     points of boundary QuantizeLinear / DequantizeLinear nodes; a boundary QuantizeLinear without a zero point
-    gets one (all zeros, marked) instead of ``output_dtype``. Returns ``model``."""
+    gets one (all zeros, marked) instead of ``output_dtype``. ``names``: only these tensors (set_qtype's).
+    Returns ``model``."""
+    _wire_changes(model, apply=True, names=names)
+    return model
+
+
+def _wire_changes(model: ModelProto, apply: bool, names: set[str] | None = None) -> int:
+    """How many tensors ``to_wire_form`` marks (or, with ``apply``, marked)."""
+    changes = 0
     for graphs, declarations in _scopes(model):
         storage: dict[str, int] = {}
         for vi in declarations:
+            if names is not None and vi.name not in names:
+                continue
             found = _storage_of(vi)
             if found is not None:
                 storage.setdefault(vi.name, found)
-                vi.type.tensor_type.elem_type = marker(found)
+                if vi.type.tensor_type.elem_type != marker(found):
+                    changes += 1
+                    if apply:
+                        vi.type.tensor_type.elem_type = marker(found)
         if not storage:
             continue
         constants: dict[str, TensorProto] = {}
@@ -141,34 +154,40 @@ def to_wire_form(model: ModelProto) -> ModelProto:
                 for name in node.input:
                     readers.setdefault(name, []).append(node)
         for name, tensor in constants.items():
-            if name in storage and plain_data_type(tensor.data_type) == storage[name]:
-                mark_tensor(tensor, storage[name])
+            if name in storage and tensor.data_type == storage[name]:
+                changes += 1
+                if apply:
+                    mark_tensor(tensor, storage[name])
         for graph in graphs:
             for node in list(graph.node):  # type: ignore[attr-defined]
-                _mark_boundary(graph, node, storage, constants, readers)
-    return model
+                changes += _mark_boundary(graph, node, storage, constants, readers, apply)
+    return changes
 
 
 def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: dict[str, TensorProto],
-                   readers: dict[str, list[NodeProto]]) -> None:
+                   readers: dict[str, list[NodeProto]], apply: bool) -> int:
     if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
-        return
+        return 0
     quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
     st = storage.get(quantized)
     if st is None:
-        return
+        return 0
     if len(node.input) > 2 and node.input[2]:
         zp = constants.get(node.input[2])
         only_boundary = all(r.op_type in _BOUNDARY and list(r.input).index(node.input[2]) == 2
                             for r in readers.get(node.input[2], []))
-        if zp is not None and only_boundary and plain_data_type(zp.data_type) == st:
+        if zp is None or not only_boundary or zp.data_type != st:
+            return 0
+        if apply:
             mark_tensor(zp, st)
-        return
+        return 1
     if node.op_type != "QuantizeLinear" or len(node.input) < 2 or node.input[1] not in constants:
-        return
-    scale = constants[node.input[1]]
+        return 0
     if not hasattr(graph, "initializer"):
-        return  # a function body has no initializers to hold the zero point
+        return 0  # a function body has no initializers to hold the zero point
+    if not apply:
+        return 1
+    scale = constants[node.input[1]]
     zeros = np.zeros(tuple(scale.dims), STORAGE_BY_DATA_TYPE[st].np_dtype)
     name = _fresh(f"{quantized}_zero_point", constants)
     zp = numpy_helper.from_array(zeros, name)
@@ -181,6 +200,7 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
     kept = [a for a in node.attribute if a.name != "output_dtype"]
     del node.attribute[:]
     node.attribute.extend(kept)
+    return 1
 
 
 def _fresh(name: str, taken: dict[str, TensorProto]) -> str:
@@ -192,17 +212,8 @@ def _fresh(name: str, taken: dict[str, TensorProto]) -> str:
 
 
 def in_wire_form(model: ModelProto) -> bool:
-    """True when ``to_wire_form`` would change nothing (checked on a copy only when something is quantized)."""
-    for _, declarations in _scopes(model):
-        for vi in declarations:
-            found = _storage_of(vi)
-            if found is not None and vi.type.tensor_type.elem_type != marker(found):
-                return False
-    if not has_markers(model):
-        return not any(_storage_of(vi) is not None for _, d in _scopes(model) for vi in d)
-    copy = ModelProto()
-    copy.CopyFrom(model)
-    return to_wire_form(copy).SerializeToString() == model.SerializeToString()
+    """True when ``to_wire_form`` would change nothing."""
+    return not _wire_changes(model, apply=False)
 
 
 def has_markers(model: ModelProto) -> bool:

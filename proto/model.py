@@ -398,7 +398,7 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
         init = index.definitions.get(name, (None, None))[1]
         if qtype is None and init is not None:
             unmark_tensor(init)  # plain integers again
-    return to_wire_form(model)  # the constants and boundary zero points of the new types marked too
+    return to_wire_form(model, set(placed))  # their constants and boundary zero points marked too
 
 
 def _declared_references(index: _Index, name: str) -> QType | None:

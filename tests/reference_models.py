@@ -104,8 +104,10 @@ def lower_to_qdq(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> 
     ``shapes`` gives the shape of every quantized tensor (for per-axis parameter layout).
     """
     from onnx_qtypes import quantized_tensors
+    from onnx_qtypes.proto.encoding import plain_copy
 
     qtypes = quantized_tensors(model)
+    model = plain_copy(model)  # storage types in place of the fail-closed markers: this writes standard ONNX
     graph = model.graph
     node = graph.node[0]
     if node.op_type in ("QuantizeLinear", "DequantizeLinear"):  # boundary ops stay: only the types become plain

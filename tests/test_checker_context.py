@@ -71,7 +71,7 @@ def test_declarations_sharing_a_type_are_each_reported():
     found = {(d.rule, d.location.pointer) for d in iter_diagnostics(g.build())}
     for i in range(3):
         assert ("QT101", f"/graph/input/{i}/type/tensor_type/quantization/scale/0") in found
-        assert ("QT114", f"/graph/input/{i}/type/tensor_type/elem_type") in found
+        assert ("QT119", f"/graph/input/{i}/type/tensor_type/elem_type") in found
         assert ("QT115", f"/graph/input/{i}/type/tensor_type/quantization") in found
 
 

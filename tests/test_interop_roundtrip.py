@@ -3,6 +3,8 @@ statistics identical, graph unchanged; and the lowered model is standard ONNX.""
 
 from __future__ import annotations
 
+from onnx_qtypes.proto.encoding import tensor_array  # noqa: E402 (reads marked initializers)
+
 import numpy as np
 import onnx
 import pytest
@@ -45,7 +47,7 @@ def canonical(model: onnx.ModelProto) -> dict:
             (n.op_type, n.domain, n.name, list(n.input), list(n.output), [a.SerializeToString() for a in n.attribute])
             for n in graph.node
         ],
-        "initializers": {t.name: (t.data_type, list(t.dims), numpy_helper.to_array(t).tobytes()) for t in graph.initializer},
+        "initializers": {t.name: (t.data_type, list(t.dims), tensor_array(t).tobytes()) for t in graph.initializer},
         "inputs": [i.name for i in graph.input],
         "outputs": [o.name for o in graph.output],
         "declarations": declarations(model),
