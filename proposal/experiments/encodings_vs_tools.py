@@ -54,6 +54,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, set_qtypes
 from onnx_qtypes.proto import iter_declarations, iter_graphs, quantized_tensors
+from onnx_qtypes.proto.encoding import to_plain_form, to_wire_form
 from onnx_qtypes.proto.model import read_view, write_view
 
 HERE = Path(__file__).resolve().parent
@@ -270,6 +271,8 @@ def _boundary_nodes(model: onnx.ModelProto) -> Iterator[tuple[onnx.GraphProto, o
 
 
 def enc_today(m: onnx.ModelProto) -> onnx.ModelProto:
+    """a: the version-1 form (declarations elem_type UNDEFINED, constants with plain data types), which every
+    encoding starts from (the models are built with set_qtype, then put in this form)."""
     return m
 
 
@@ -288,6 +291,11 @@ def _to_sentinel(init: TensorProto, storage: int) -> None:
     init.Clear()
     init.name, init.data_type, init.raw_data = name, SENTINEL + storage, data
     init.dims.extend(dims)
+
+
+def enc_shipped(m: onnx.ModelProto) -> onnx.ModelProto:
+    """c as onnx_qtypes writes it (proto.encoding.to_wire_form, what set_qtype and save produce)."""
+    return to_wire_form(m)
 
 
 def enc_sentinel_data(m: onnx.ModelProto) -> onnx.ModelProto:
@@ -364,7 +372,8 @@ class Encoding:
 ENCODINGS: dict[str, Encoding] = {
     "a": Encoding("today: elem_type UNDEFINED + field 1000", enc_today),
     "b": Encoding("elem_type sentinel 1000+storage on declarations", enc_sentinel),
-    "c": Encoding("b + sentinel data_type on quantized initializers and boundary zero points", enc_sentinel_data),
+    "c": Encoding("b + sentinel data_type on quantized initializers and boundary zero points (as onnx_qtypes writes "
+                  "it: proto.encoding.to_wire_form)", enc_shipped),
     "d1": Encoding("a + ir_version above the known ones", enc_ir_gate),
     "d2": Encoding("a + opset_import ai.onnx.qtypes", enc_domain_import),
     "d3": Encoding("a + marker node in ai.onnx.qtypes", enc_marker_node),
@@ -614,7 +623,7 @@ def _same(outputs, expected) -> bool:
 def run_pair(enc: str, model_name: str, tool_name: str, progress: Callable[[str], None] = lambda s: None) -> dict:
     case = MODELS[model_name]()
     before = read_types(case.model)
-    encoded = ENCODINGS[enc].encode(onnx.ModelProto.FromString(case.model.SerializeToString()))
+    encoded = ENCODINGS[enc].encode(to_plain_form(onnx.ModelProto.FromString(case.model.SerializeToString())))
     rec = {"encoding": enc, "model": model_name, "tool": tool_name}
     progress("tool")
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), \
@@ -725,7 +734,7 @@ def probes() -> dict[str, str]:
         "+ initializer data_type 1003 (raw_data)": _plain_add(init_type=SENTINEL + TensorProto.INT8),
     }
     for enc in ENCODINGS:
-        cases[f"onnx.checker only: add_qdq in encoding {enc}"] = ENCODINGS[enc].encode(add_qdq().model)
+        cases[f"onnx.checker only: add_qdq in encoding {enc}"] = ENCODINGS[enc].encode(to_plain_form(add_qdq().model))
     out = {}
     for label, m in cases.items():
         try:
