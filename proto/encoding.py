@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
+from onnx_qtypes.proto.parameter_tensors import unique_name
 from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
 
 MARKER_BASE = 1000
@@ -189,7 +190,7 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
         return 1
     scale = constants[node.input[1]]
     zeros = np.zeros(tuple(scale.dims), STORAGE_BY_DATA_TYPE[st].np_dtype)
-    name = _fresh(f"{quantized}_zero_point", constants)
+    name = unique_name(f"{quantized}_zero_point", constants)
     zp = numpy_helper.from_array(zeros, name)
     mark_tensor(zp, st)
     graph.initializer.append(zp)
@@ -201,19 +202,6 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
     del node.attribute[:]
     node.attribute.extend(kept)
     return 1
-
-
-def _fresh(name: str, taken: dict[str, TensorProto]) -> str:
-    candidate, n = name, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{name}_{n}"
-    return candidate
-
-
-def in_wire_form(model: ModelProto) -> bool:
-    """True when ``to_wire_form`` would change nothing."""
-    return not _wire_changes(model, apply=False)
 
 
 def has_markers(model: ModelProto) -> bool:

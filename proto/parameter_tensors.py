@@ -9,6 +9,8 @@ the initializer (``QuantizedType.scale_tensor`` / ``zero_point_tensor``); reader
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 import numpy as np
 from onnx import GraphProto, numpy_helper
 
@@ -48,7 +50,7 @@ def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[
         if field == "zero_point" and name is None and not any(qtype.zero_point):
             continue  # all zero: nothing to store
         if name is None:
-            name = _unique(f"{tensor}_{field}", existing)
+            name = unique_name(f"{tensor}_{field}", existing)
         elif name in existing and name not in owned:
             raise QTypesError(
                 f"set_qtype({tensor!r}): initializer {name!r} exists and does not hold this tensor's parameters; "
@@ -77,7 +79,8 @@ def drop_unreferenced(graph: GraphProto, names: set[str], still_named: set[str])
         del graph.initializer[i]
 
 
-def _unique(name: str, taken: dict[str, int]) -> str:
+def unique_name(name: str, taken: Container[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``, ... whichever ``taken`` does not hold."""
     candidate, n = name, 1
     while candidate in taken:
         n += 1

@@ -678,7 +678,8 @@ def _drive_tool(tool: str, pairs: list[tuple[str, str]], stall: float) -> list[d
     while len(records) < len(pairs):
         start = len(records)
         proc = subprocess.Popen([sys.executable, script, "--worker", tool, "--start", str(start)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=_same_source())
         proc.stdin.write(spec)
         proc.stdin.close()
         lines: queue.Queue = queue.Queue()
@@ -756,8 +757,17 @@ def probes() -> dict[str, str]:
     return out
 
 
+def _same_source() -> dict[str, str]:
+    """The environment for a worker: onnx_qtypes imported from the checkout this script belongs to, as the
+    parent imported it (not whatever another checkout installed)."""
+    import os
+
+    root = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+
+
 def _probes_in_subprocess() -> dict[str, str]:
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe"], capture_output=True,
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe"], capture_output=True, env=_same_source(),
                           text=True, timeout=120)
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
