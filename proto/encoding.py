@@ -204,6 +204,11 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
     return 1
 
 
+def in_wire_form(model: ModelProto) -> bool:
+    """True when ``to_wire_form`` would change nothing."""
+    return not _wire_changes(model, apply=False)
+
+
 def has_markers(model: ModelProto) -> bool:
     """True when any declaration or constant of ``model`` carries a marker."""
     for graphs, declarations in _scopes(model):
