@@ -23,6 +23,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, Schema
+from onnx_qtypes.proto.encoding import to_wire_form
 from onnx_qtypes.proto import write_qtype
 from onnx_qtypes.checker import iter_diagnostics
 
@@ -74,6 +75,7 @@ def build(nodes: int, seed: int = 0) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     float_vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in activations]
     typed = helper.make_model(helper.make_graph(typed_nodes, "typed", *io, typed_inits, value_info=typed_vi),
                               opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    to_wire_form(typed)  # weights and boundary zero points marked, as save writes them
     twin = helper.make_model(helper.make_graph(float_nodes, "float", *io, float_inits, value_info=float_vi),
                              opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     return typed, twin

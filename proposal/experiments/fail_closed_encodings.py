@@ -7,7 +7,8 @@ zero point 0 (real 50). Under the extension's semantics c is quantize(100) =
 clamp(200) = 127; plain int8 arithmetic wraps to -56. Each encoding is given
 to onnx.checker (full_check), to a stock onnx.load/onnx.save round trip and
 to onnxruntime. "fails closed" means onnxruntime refuses the model instead of
-computing -56. Output: a Markdown table (quoted in proposal/0001).
+computing -56. Output: a Markdown table. The first, smaller experiment; proposal/0001 quotes the
+wider one, encodings_vs_tools.py (20 tools, 10 models).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def extension_fields_only() -> onnx.ModelProto:
 def onnx_qtypes_encoding() -> onnx.ModelProto:
     model = base()
     for name in "abc":
-        set_qtype(model, name, QT)  # elem_type UNDEFINED + extension fields
+        set_qtype(model, name, QT)  # elem_type 1000 + INT8 (the marker) + extension fields
     return model
 
 
@@ -103,7 +104,7 @@ def opset_domain_marker() -> onnx.ModelProto:
 
 ENCODINGS = {
     "quantization only in new TypeProto.Tensor fields, elem_type INT8": extension_fields_only,
-    "**onnx-qtypes: new fields + elem_type UNDEFINED**": onnx_qtypes_encoding,
+    "**onnx-qtypes: new fields + elem_type marker 1000 + storage type**": onnx_qtypes_encoding,
     "new TensorProto.DataType values (e.g. INT8Q = 200)": new_elem_type_value,
     "new TypeProto oneof arm (onnx/onnx PR #8214)": unknown_typeproto_arm,
     "GraphProto.quantization_annotation": quantization_annotation,
