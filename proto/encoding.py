@@ -233,6 +233,23 @@ def to_plain_form(model: ModelProto) -> ModelProto:
     return model
 
 
+def unmark_names(model: ModelProto, names: set[str]) -> None:
+    """Plain storage types again for the constants of ``names`` and the zero points of their boundary
+    QuantizeLinear / DequantizeLinear (set_qtype with None: the tensors are plain integers now)."""
+    for graphs, _ in _scopes(model):
+        constants: dict[str, TensorProto] = {}
+        for graph in graphs:
+            constants.update(_constants(graph))
+        for graph in graphs:
+            for node in graph.node:  # type: ignore[attr-defined]
+                if node.op_type in _BOUNDARY and len(node.input) > 2 and node.input[2] in constants:
+                    side = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+                    if side in names:
+                        unmark_tensor(constants[node.input[2]])
+        for name in names & constants.keys():
+            unmark_tensor(constants[name])
+
+
 def plain_copy(model: ModelProto) -> ModelProto:
     """``model`` itself when nothing is marked, else ``to_plain_form`` of a copy."""
     if not has_markers(model):

@@ -34,7 +34,7 @@ from onnx_qtypes.proto.files import (
     require_regular_file,
     writable_target,
 )
-from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_tensor
+from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
 from onnx_qtypes.proto.parameter_tensors import drop_unreferenced, store_parameters, wants_reference
 from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
 
@@ -395,10 +395,8 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
     for name, qtype in placed.items():
         for vi in index.targets(name):
             write_qtype(vi, qtype)
-        init = index.definitions.get(name, (None, None))[1]
-        if qtype is None and init is not None:
-            unmark_tensor(init)  # plain integers again
-    return to_wire_form(model, set(placed))  # their constants and boundary zero points marked too
+    unmark_names(model, {name for name, qtype in placed.items() if qtype is None})  # plain integers again
+    return to_wire_form(model, {name for name, qtype in placed.items() if qtype is not None})
 
 
 def _declared_references(index: _Index, name: str) -> QType | None:

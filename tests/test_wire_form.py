@@ -82,3 +82,12 @@ def test_marked_constants_read_as_their_storage_integers():
     assert plain.data_type == onnx.TensorProto.INT8
     assert np.array_equal(tensor_array(w), onnx.numpy_helper.to_array(plain))
     assert w.data_type == marker(onnx.TensorProto.INT8)  # read in place, left as it was
+
+
+def test_untyping_a_tensor_leaves_no_marker_behind():
+    model = qt.load(EXAMPLE)
+    for name in list(qt.quantized_tensors(model)):
+        qt.set_qtype(model, name, None)
+    assert all(t.data_type < 1000 for t in model.graph.initializer)
+    assert all(vi.type.tensor_type.elem_type < 1000 for vi in (*model.graph.input, *model.graph.value_info))
+    onnx.checker.check_model(model)  # plain integers and QDQ nodes: standard ONNX again
