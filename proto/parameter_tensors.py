@@ -33,8 +33,8 @@ def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[
 
     Names come from ``qtype`` or, when it names none, from the type it replaces (``previous``), else
     ``<tensor>_scale`` / ``<tensor>_zero_point`` made unique. An existing initializer of that name is
-    replaced only when it held this tensor's parameters already (``previous`` named it); any other is
-    another tensor's data and is refused. Without a known parameter shape (a blocked type on a tensor of
+    replaced only when it held this tensor's parameters already (``previous`` named it), and reused as it
+    is when it holds exactly these values; any other is another tensor's data and is refused. Without a known parameter shape (a blocked type on a tensor of
     unknown shape) the parameters stay listed in the type.
     """
     dims = parameter_shape(qtype, shape) if shape is not None else (() if qtype.axis is None else None)
@@ -44,6 +44,10 @@ def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[
         return qtype
     existing = {init.name: i for i, init in enumerate(graph.initializer)}
     owned = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
+    values = {
+        "scale": np.asarray(qtype.scale, np.float64).astype(qtype.expressed_type.np_dtype).reshape(dims),
+        "zero_point": np.asarray(qtype.zero_point, np.int64).astype(qtype.storage_type.np_dtype).reshape(dims),
+    }
     names = {}
     for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor)):
         name = default or (getattr(previous, f"{field}_tensor") if previous else None)
@@ -51,24 +55,35 @@ def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[
             continue  # all zero: nothing to store
         if name is None:
             name = unique_name(f"{tensor}_{field}", existing)
-        elif name in existing and name not in owned:
+        elif name in existing and name not in owned and not _holds(graph.initializer[existing[name]], values[field]):
             raise QTypesError(
                 f"set_qtype({tensor!r}): initializer {name!r} exists and does not hold this tensor's parameters; "
                 "name another one (a parameter initializer belongs to one type)"
             )
         names[field] = name
-    values = {
-        "scale": np.asarray(qtype.scale, np.float64).astype(qtype.expressed_type.np_dtype),
-        "zero_point": np.asarray(qtype.zero_point, np.int64).astype(qtype.storage_type.np_dtype),
-    }
     for field, name in names.items():
-        init = numpy_helper.from_array(values[field].reshape(dims), name)
+        if name in existing and _holds(graph.initializer[existing[name]], values[field]):
+            continue  # already these values (a DequantizeLinear's scale, say): left as it is, marker and all
+        init = numpy_helper.from_array(values[field], name)
         if name in existing:
             graph.initializer[existing[name]].CopyFrom(init)
         else:
             graph.initializer.append(init)
             existing[name] = len(graph.initializer) - 1
     return qtype.replace(validate=False, scale_tensor=names.get("scale"), zero_point_tensor=names.get("zero_point"))
+
+
+def _holds(tensor, wanted: np.ndarray) -> bool:
+    """Whether initializer ``tensor`` holds exactly ``wanted`` (type, dims and values)."""
+    from onnx_qtypes.proto.encoding import plain_data_type, tensor_array  # noqa: PLC0415 (imports this module)
+
+    if tuple(tensor.dims) != wanted.shape or plain_data_type(tensor.data_type) != \
+            numpy_helper.from_array(wanted[:0].reshape(0)).data_type:
+        return False
+    try:
+        return bool(np.array_equal(tensor_array(tensor).astype(np.float64), wanted.astype(np.float64)))
+    except Exception:  # noqa: BLE001 - data that does not decode holds nothing
+        return False
 
 
 def drop_unreferenced(graph: GraphProto, names: set[str], still_named: set[str]) -> None:

@@ -148,3 +148,32 @@ def test_show_and_statistics_read_the_referenced_form(typed, capsys):
     model = qt.load(path)
     qt.set_statistics(model, "w", stats)
     assert qt.get_statistics(model, "w") == stats and qt.get_qtype(model, "w").scale_tensor == "w_scale"
+
+
+def test_referenced_zero_points_read_by_a_dequantize_are_marked_and_still_read():
+    """An asymmetric int4 weight: its zero points in an initializer that its DequantizeLinear also reads (so the
+    marker applies to it); check, run and lower read it the same."""
+    rng = np.random.default_rng(7)
+    k, n = 64, 64
+    w = numpy_helper.from_array(rng.integers(0, 16, (k, n)).astype(ml_dtypes.uint4), "w")
+    scales = (rng.random((k // BLOCK, n)) * 0.02 + 0.001).astype(np.float16)
+    zero_points = numpy_helper.from_array(rng.integers(0, 16, (k // BLOCK, n)).astype(ml_dtypes.uint4), "w_zp")
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zp"], ["w_real"], name="dq_w", axis=0,
+                          block_size=BLOCK),
+         helper.make_node("MatMul", ["x", "w_real"], ["y"], name="matmul")],
+        "asym", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, n])],
+        [w, numpy_helper.from_array(scales, "w_scale"), zero_points])
+    qdq = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    typed = qt.lift(qdq)
+    wt = qt.get_qtype(typed, "w")
+    qt.set_qtype(typed, "w", wt.replace(scale_tensor="w_scale", zero_point_tensor="w_zp"))
+    assert qt.get_qtype(typed, "w").zero_point == wt.zero_point
+    assert [d for d in iter_diagnostics(typed) if d.is_error] == []
+    x = rng.normal(size=(1, k)).astype(np.float16)
+    (ours,) = ReferenceEvaluator(typed).run(None, {"x": x})
+    (plain,) = onnx.reference.ReferenceEvaluator(qdq).run(None, {"x": x})
+    np.testing.assert_allclose(np.asarray(ours, np.float32), np.asarray(plain, np.float32), rtol=2e-2, atol=0.25)
+    lowered = qt.lower(typed)
+    onnx.checker.check_model(lowered, full_check=True)
