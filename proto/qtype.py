@@ -281,7 +281,8 @@ def schema_problem(
         allowed = {centre, bottom}
         if not set(zero_points) <= allowed:
             bad = next(z for z in zero_points if z not in allowed)
-            return (f"schema symmetric_with_unsigned requires zero points in {sorted(allowed)} "
+            either = " or ".join(str(z) for z in sorted(allowed, key=lambda z: z != centre))
+            return (f"schema symmetric_with_unsigned requires every zero point to be {either} "
                     f"({centre}: the type's midpoint, symmetric; {bottom}: storage_min, unsigned), found {bad}")
     if schema.pow2:
         values = np.fromiter(scales, dtype=np.float64, count=len(scales))
