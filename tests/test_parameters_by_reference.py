@@ -177,3 +177,21 @@ def test_referenced_zero_points_read_by_a_dequantize_are_marked_and_still_read()
     np.testing.assert_allclose(np.asarray(ours, np.float32), np.asarray(plain, np.float32), rtol=2e-2, atol=0.25)
     lowered = qt.lower(typed)
     onnx.checker.check_model(lowered, full_check=True)
+
+
+def test_a_bad_referenced_scale_is_one_finding_not_also_a_boundary_mismatch(typed):
+    """The DequantizeLinear of a typed model reading the very initializer its type names cannot disagree with it:
+    a NaN there is QT101 alone, and an initializer that cannot be read is QT117 alone."""
+    _, lifted, _ = typed
+    model = onnx.ModelProto()
+    model.CopyFrom(lifted)
+    model.graph.output.append(helper.make_tensor_value_info("w_out", TensorProto.FLOAT16, [K, N]))
+    model.graph.node.append(helper.make_node("DequantizeLinear", ["w", "w_scale"], ["w_out"], name="dq_out",
+                                             axis=0, block_size=BLOCK))
+    scale = next(t for t in model.graph.initializer if t.name == "w_scale")
+    values = numpy_helper.to_array(scale).copy()
+    values[5, 5] = np.nan
+    scale.CopyFrom(numpy_helper.from_array(values, "w_scale"))
+    assert sorted({d.rule for d in iter_diagnostics(model) if d.is_error}) == ["QT101"]
+    scale.CopyFrom(numpy_helper.from_array(values[:64], "w_scale"))  # dims no longer the parameter shape
+    assert sorted({d.rule for d in iter_diagnostics(model) if d.is_error}) == ["QT117"]

@@ -83,6 +83,8 @@ def _granularity(ref: NodeRef, qt: QType, scale: np.ndarray, rank: int | None) -
 
 def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding]:
     scale_name, zp_name = _input(ref, 1), _input(ref, 2)
+    if qt.is_dynamic and (qt.scale_tensor or qt.zero_point_tensor):
+        return  # parameters by reference that cannot be read: QT117's finding, not a dynamic type
     scale = ctx.constant_array(ref.scope, scale_name) if scale_name else None
     zero_point = ctx.constant_array(ref.scope, zp_name) if zp_name else None
     if qt.is_dynamic:
@@ -110,7 +112,8 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
         return
     want = np.asarray(qt.scale, dtype=np.float64).astype(scale.dtype).astype(np.float64)
     have = scale.astype(np.float64).reshape(-1)
-    if have.shape != want.shape or not np.array_equal(have, want):
+    same_tensor = scale_name == qt.scale_tensor  # the initializer the type names: equal by construction
+    if not same_tensor and (have.shape != want.shape or not np.array_equal(have, want, equal_nan=True)):
         index = _first_difference(have, want)
         yield Finding(ref.location("input", 1), f"scale {_show(have, index)} differs from the type of {name!r} "
                       f"({qt}): the node must use the type's scales exactly")
