@@ -35,7 +35,7 @@ from onnx_qtypes.proto.files import (
     writable_target,
 )
 from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
-from onnx_qtypes.proto.parameter_tensors import drop_unreferenced, store_parameters, wants_reference
+from onnx_qtypes.proto.parameter_tensors import Placement, drop_unreferenced, plan_parameters, wants_reference
 from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
@@ -389,9 +389,15 @@ def set_qtypes(model: ModelProto, qtypes: Mapping[str, QType | None], *, functio
                     f"set_qtype({name!r}): initializer holds {TensorProto.DataType.Name(init.data_type)}, "
                     f"but the type stores {qtype.storage}; convert the data first"
                 )
+    claimed: set[str] = set()
+    plans = {name: _plan(model, index, name, qtype, function, claimed) for name, qtype in qtypes.items()}
     placed = {}
-    for name, qtype in qtypes.items():
-        placed[name] = _place_parameters(model, index, name, qtype, function)
+    for name, (qtype, placement, graph) in plans.items():  # every type fits: now write
+        if placement is not None:
+            placement.apply(graph)
+        placed[name] = qtype
+    for name, qtype in placed.items():
+        _drop_replaced_parameters(model, index, name, qtype)
     for name, qtype in placed.items():
         for vi in index.targets(name):
             write_qtype(vi, qtype)
@@ -410,26 +416,33 @@ def _declared_references(index: _Index, name: str) -> QType | None:
     return None
 
 
-def _place_parameters(model: ModelProto, index: _Index, name: str, qtype: QType | None,
-                      function: str | None) -> QType | None:
-    """``qtype`` with its parameters where they belong: listed, or in initializers (parameter_tensors)."""
+def _plan(model: ModelProto, index: _Index, name: str, qtype: QType | None, function: str | None,
+          claimed: set[str]) -> tuple[QType | None, Placement | None, onnx.GraphProto | None]:
+    """``qtype`` with its parameters where they belong (listed, or in initializers: parameter_tensors), and
+    the initializers to write there; nothing is written yet."""
+    if qtype is None or not wants_reference(qtype):
+        return qtype, None, None
+    if function is not None:
+        if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
+            raise QTypesError(f"set_qtype({name!r}): a function body has no initializers to hold parameters")
+        return qtype, None, None
+    graph, init = index.definitions.get(name, (model.graph, None))
+    graph = graph if isinstance(graph, onnx.GraphProto) else model.graph
+    shape = tuple(init.dims) if init is not None else next(
+        (s for d in index.declarations.get(name, ()) if (s := static_shape(d.value_info)) is not None), None)
+    taken = {n for n, (_, i) in index.definitions.items() if i is None} | {vi.name for vi in graph.input}
+    placement = plan_parameters(graph, name, qtype, shape, _declared_references(index, name), taken, claimed)
+    return placement.qtype, placement, graph
+
+
+def _drop_replaced_parameters(model: ModelProto, index: _Index, name: str, qtype: QType | None) -> None:
+    """Remove the initializers the tensor's previous type named and its new type does not, when unread."""
     previous = _declared_references(index, name)
     named_before = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
-    if qtype is not None and wants_reference(qtype):
-        if function is not None:
-            if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
-                raise QTypesError(f"set_qtype({name!r}): a function body has no initializers to hold parameters")
-        else:
-            graph, init = index.definitions.get(name, (model.graph, None))
-            graph = graph if isinstance(graph, onnx.GraphProto) else model.graph
-            shape = tuple(init.dims) if init is not None else next(
-                (s for d in index.declarations.get(name, ()) if (s := static_shape(d.value_info)) is not None), None)
-            qtype = store_parameters(graph, name, qtype, shape, previous)
     if named_before:
         still = {n for n in (qtype.scale_tensor, qtype.zero_point_tensor) if n} if qtype is not None else set()
         for _, graph in iter_graphs(model):
             drop_unreferenced(graph, named_before, still)
-    return qtype
 
 
 def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | None, *,

@@ -9,10 +9,11 @@ the initializer (``QuantizedType.scale_tensor`` / ``zero_point_tensor``); reader
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container
 
 import numpy as np
-from onnx import GraphProto, numpy_helper
+from onnx import GraphProto, TensorProto, numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.qtype import QType, parameter_shape
@@ -27,50 +28,83 @@ def wants_reference(qtype: QType) -> bool:
         qtype.axis is not None and len(qtype.scale) > REFERENCE_THRESHOLD)
 
 
-def store_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[int | None, ...] | None,
-                     previous: QType | None = None) -> QType:
-    """``qtype`` with its scales (and non-zero zero points) written into initializers of ``graph``.
+@dataclasses.dataclass
+class Placement:
+    """Where one type's parameters go: the type naming them, and the initializers to write (none written yet)."""
+
+    qtype: QType
+    writes: list[TensorProto] = dataclasses.field(default_factory=list)
+
+    def apply(self, graph: GraphProto) -> None:
+        existing = {init.name: i for i, init in enumerate(graph.initializer)}
+        for init in self.writes:
+            if init.name in existing:
+                graph.initializer[existing[init.name]].CopyFrom(init)
+            else:
+                graph.initializer.append(init)
+
+
+def plan_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[int | None, ...] | None,
+                    previous: QType | None = None, taken: Container[str] = (), claimed: set[str] | None = None
+                    ) -> Placement:
+    """Where ``qtype``'s scales (and non-zero zero points) go in initializers of ``graph``; nothing is written
+    until ``Placement.apply``, so that set_qtypes changes the model only when every type fits.
 
     Names come from ``qtype`` or, when it names none, from the type it replaces (``previous``), else
     ``<tensor>_scale`` / ``<tensor>_zero_point`` made unique. An existing initializer of that name is
-    replaced only when it held this tensor's parameters already (``previous`` named it), and reused as it
-    is when it holds exactly these values; any other is another tensor's data and is refused. Without a known parameter shape (a blocked type on a tensor of
-    unknown shape) the parameters stay listed in the type.
+    replaced only when it held this tensor's parameters already (``previous`` named it), and kept as it is
+    when it holds exactly these values; any other is another tensor's data and is refused, as is a name in
+    ``taken`` (a graph input or node output) or in ``claimed`` (named by another type of the same call).
+    Without a known parameter shape (a blocked type on a tensor of unknown shape) the parameters stay listed.
     """
     dims = parameter_shape(qtype, shape) if shape is not None else (() if qtype.axis is None else None)
     if dims is None or any(d is None for d in dims):
         if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
             raise QTypesError(f"set_qtype({tensor!r}): parameters by reference need the tensor's shape; declare it")
-        return qtype
-    existing = {init.name: i for i, init in enumerate(graph.initializer)}
+        return Placement(qtype)
+    claimed = set() if claimed is None else claimed
+    existing = {init.name: init for init in graph.initializer}
     owned = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
     values = {
         "scale": np.asarray(qtype.scale, np.float64).astype(qtype.expressed_type.np_dtype).reshape(dims),
         "zero_point": np.asarray(qtype.zero_point, np.int64).astype(qtype.storage_type.np_dtype).reshape(dims),
     }
-    names = {}
+    names: dict[str, str] = {}
+    placement = Placement(qtype)
     for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor)):
         name = default or (getattr(previous, f"{field}_tensor") if previous else None)
         if field == "zero_point" and name is None and not any(qtype.zero_point):
             continue  # all zero: nothing to store
         if name is None:
-            name = unique_name(f"{tensor}_{field}", existing)
-        elif name in existing and name not in owned and not _holds(graph.initializer[existing[name]], values[field]):
+            name = unique_name(f"{tensor}_{field}", _Taken(existing, claimed, names.values(), taken))
+        elif name in claimed or name in names.values():
+            raise QTypesError(f"set_qtype({tensor!r}): {name!r} is named for the parameters of another type too; "
+                              "a parameter initializer belongs to one type")
+        elif name in taken and name not in existing:
+            raise QTypesError(f"set_qtype({tensor!r}): {name!r} is a graph input or a node output, not an "
+                              "initializer; name a new initializer for the parameters")
+        elif name in existing and name not in owned and not _holds(existing[name], values[field]):
             raise QTypesError(
                 f"set_qtype({tensor!r}): initializer {name!r} exists and does not hold this tensor's parameters; "
                 "name another one (a parameter initializer belongs to one type)"
             )
         names[field] = name
-    for field, name in names.items():
-        if name in existing and _holds(graph.initializer[existing[name]], values[field]):
-            continue  # already these values (a DequantizeLinear's scale, say): left as it is, marker and all
-        init = numpy_helper.from_array(values[field], name)
-        if name in existing:
-            graph.initializer[existing[name]].CopyFrom(init)
-        else:
-            graph.initializer.append(init)
-            existing[name] = len(graph.initializer) - 1
-    return qtype.replace(validate=False, scale_tensor=names.get("scale"), zero_point_tensor=names.get("zero_point"))
+        if not (name in existing and _holds(existing[name], values[field])):  # else kept as it is, marker and all
+            placement.writes.append(numpy_helper.from_array(values[field], name))
+    claimed.update(names.values())
+    placement.qtype = qtype.replace(validate=False, scale_tensor=names.get("scale"),
+                                    zero_point_tensor=names.get("zero_point"))
+    return placement
+
+
+class _Taken:
+    """Every name already in use, for a fresh one: several containers asked in turn (none copied)."""
+
+    def __init__(self, *containers: Container[str]) -> None:
+        self.containers = containers
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in c for c in self.containers)
 
 
 def _holds(tensor, wanted: np.ndarray) -> bool:

@@ -195,3 +195,19 @@ def test_a_bad_referenced_scale_is_one_finding_not_also_a_boundary_mismatch(type
     assert sorted({d.rule for d in iter_diagnostics(model) if d.is_error}) == ["QT101"]
     scale.CopyFrom(numpy_helper.from_array(values[:64], "w_scale"))  # dims no longer the parameter shape
     assert sorted({d.rule for d in iter_diagnostics(model) if d.is_error}) == ["QT117"]
+
+
+def test_reference_names_that_are_not_free_are_refused_and_leave_the_model_unchanged():
+    model = qt.lift(_blocked_qdq(64, 64))
+    w = qt.get_qtype(model, "w")
+    before = model.SerializeToString()
+    for name in ("x", "y"):  # a graph input, a node output
+        with pytest.raises(qt.QTypesError, match=f"'{name}' is a graph input or a node output"):
+            qt.set_qtype(model, "w", w.replace(scale_tensor=name))
+        assert model.SerializeToString() == before
+    model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 64), np.int8).astype(ml_dtypes.int4), "v"))
+    before = model.SerializeToString()
+    with pytest.raises(qt.QTypesError, match="named for the parameters of another type too"):
+        qt.set_qtypes(model, {"w": w.replace(scale_tensor="shared"),
+                              "v": qt.QType("int4", [0.5] * 64, None, axis=1, scale_tensor="shared")})
+    assert model.SerializeToString() == before  # all or nothing
