@@ -175,12 +175,21 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
         return 0
     if len(node.input) > 2 and node.input[2]:
         zp = constants.get(node.input[2])
-        only_boundary = all(r.op_type in _BOUNDARY and list(r.input).index(node.input[2]) == 2
-                            for r in readers.get(node.input[2], []))
-        if zp is None or not only_boundary or zp.data_type != st:
+        if zp is None or zp.data_type != st:
             return 0
         if apply:
-            mark_tensor(zp, st)
+            if all(_typed_boundary_zero_point(r, node.input[2], storage) for r in readers.get(node.input[2], [])):
+                mark_tensor(zp, st)
+            elif hasattr(graph, "initializer"):  # read as plain integers elsewhere: this node gets a marked copy
+                copy = TensorProto()
+                copy.CopyFrom(zp)
+                copy.name = unique_name(f"{node.input[2]}_{quantized}", constants)
+                mark_tensor(copy, st)
+                graph.initializer.append(copy)
+                constants[copy.name] = graph.initializer[-1]
+                node.input[2] = copy.name
+            else:
+                return 0  # a function body: no initializer to hold a copy (QT311 reports the zero point)
         return 1
     if node.op_type != "QuantizeLinear" or len(node.input) < 2 or node.input[1] not in constants:
         return 0
@@ -207,6 +216,15 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
 def in_wire_form(model: ModelProto) -> bool:
     """True when ``to_wire_form`` would change nothing."""
     return not _wire_changes(model, apply=False)
+
+
+def _typed_boundary_zero_point(reader: NodeProto, name: str, storage: dict[str, int]) -> bool:
+    """Whether ``reader`` reads ``name`` only as the zero point of a QuantizeLinear / DequantizeLinear whose
+    quantized side is a quantized tensor (so that marking it changes no plain computation)."""
+    if reader.op_type not in _BOUNDARY or [i for i, n in enumerate(reader.input) if n == name] != [2]:
+        return False
+    side = reader.output[0] if reader.op_type == "QuantizeLinear" else reader.input[0]
+    return side in storage
 
 
 def has_markers(model: ModelProto) -> bool:

@@ -91,3 +91,22 @@ def test_untyping_a_tensor_leaves_no_marker_behind():
     assert all(t.data_type < 1000 for t in model.graph.initializer)
     assert all(vi.type.tensor_type.elem_type < 1000 for vi in (*model.graph.input, *model.graph.value_info))
     onnx.checker.check_model(model)  # plain integers and QDQ nodes: standard ONNX again
+
+
+def test_a_zero_point_also_read_as_plain_integers_gets_a_marked_copy(tmp_path):
+    model = qt.load(EXAMPLE)
+    quantize = next(n for n in model.graph.node if n.op_type == "QuantizeLinear")
+    shared = quantize.input[2]
+    plain = onnx.ModelProto()
+    plain.CopyFrom(model)
+    to_plain_form(plain)
+    plain.graph.node.append(onnx.helper.make_node("Cast", [shared], ["zp_as_float"], to=onnx.TensorProto.FLOAT))
+    plain.graph.output.append(onnx.helper.make_tensor_value_info("zp_as_float", onnx.TensorProto.FLOAT, []))
+    qt.save(plain, tmp_path / "shared.onnx")
+    saved = qt.load(tmp_path / "shared.onnx")
+    constants = {t.name: t for t in saved.graph.initializer}
+    cast = next(n for n in saved.graph.node if n.op_type == "Cast")
+    assert constants[cast.input[0]].data_type == onnx.TensorProto.INT8  # the Cast still reads plain integers
+    saved_quantize = next(n for n in saved.graph.node if n.op_type == "QuantizeLinear")
+    assert saved_quantize.input[2] != shared and constants[saved_quantize.input[2]].data_type == marker(3)
+    assert [d for d in iter_diagnostics(saved) if d.is_error] == []
