@@ -24,11 +24,11 @@ STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 MS_DOMAIN = "com.microsoft"
 
 
-def node_label(node: NodeProto, index: int) -> str:
-    """How messages name a node: op type, name and JSON pointer."""
+def node_label(node: NodeProto, index: int, graph: str = "/graph") -> str:
+    """How messages name a node: op type, name and JSON pointer (``graph``: its graph's pointer)."""
     domain = "" if node.domain in STANDARD_DOMAINS else f"{node.domain}."
     name = f" {node.name!r}" if node.name else ""
-    return f"{domain}{node.op_type}{name} (/graph/node/{index})"
+    return f"{domain}{node.op_type}{name} ({graph}/node/{index})"
 
 
 def attributes(node: NodeProto) -> dict[str, object]:
@@ -63,7 +63,11 @@ def infer(model: ModelProto) -> Inferred:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception:  # an inference failure only costs us shapes, never correctness
         inferred = model
-    graph = inferred.graph
+    return declared_types(inferred.graph)
+
+
+def declared_types(graph: GraphProto) -> Inferred:
+    """Element types and shapes that ``graph``'s initializers and declarations state (after inference: all)."""
     elem_types: dict[str, int] = {}
     shapes: dict[str, tuple[int | None, ...]] = {}
     for init in graph.initializer:
@@ -81,10 +85,12 @@ def infer(model: ModelProto) -> Inferred:
 
 
 class GraphIndex:
-    """Producers, consumers and constants of one graph, by tensor name."""
+    """Producers, consumers and constants of one graph, by tensor name. ``pointer``: the graph's JSON pointer
+    (a subgraph's, e.g. ``/graph/node/3/attribute/0/g``), as messages name its nodes."""
 
-    def __init__(self, graph: GraphProto, inferred: Inferred | None = None) -> None:
+    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph") -> None:
         self.graph = graph
+        self.pointer = pointer
         self.nodes: list[NodeProto] = list(graph.node)
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         self.inputs = [vi.name for vi in graph.input]
@@ -163,7 +169,7 @@ class GraphIndex:
         return None if not et else et in FLOAT_TYPES
 
     def label(self, index: int) -> str:
-        return node_label(self.nodes[index], index)
+        return node_label(self.nodes[index], index, self.pointer)
 
     def tensor_names(self) -> set[str]:
         """Every tensor the graph computes or reads (declarations alone do not count)."""

@@ -84,6 +84,32 @@ def read_parameters(
             f"{where}: scale {scale!r} is not a constant (a graph input, or computed at run time), "
             "so the tensor has no static type"
         )
+    found: list[MalformedQDQError] = []  # independent problems: each is reported, not only the first
+    try:
+        qtype = _read(ix, where, at, found, data, scale, scales, zero_point, axis, block_size, storage, data_type)
+    except Unrecognized:
+        if found:  # what was already found malformed is reported, not hidden behind what the lift cannot type
+            raise _joined(found) from None
+        raise
+    if found:
+        raise _joined(found)
+    assert qtype is not None
+    return qtype
+
+
+def _joined(found: list[MalformedQDQError]) -> MalformedQDQError:
+    """The first problem, carrying the others (``also``)."""
+    first = found[0]
+    first.also = found[1:]
+    return first
+
+
+def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: str, scale: str,
+          scales: np.ndarray, zero_point: str | None, axis: int | None, block_size: int, storage: int | None,
+          data_type: int | None) -> QType | None:
+    """read_parameters' work: raises Unrecognized, appends each independent MalformedQDQError to ``found``
+    (a zero point outside its type; its type unlike the tensor's; a count or axis problem; a bad scale) and
+    then returns None."""
     zero_points = None
     if zero_point:
         zero_points = ix.constant(zero_point)
@@ -93,55 +119,67 @@ def read_parameters(
         wrapped = stored_outside_type(ix.constant_tensor(zero_point))
         if wrapped is not None:
             st = STORAGE_BY_DATA_TYPE[storage]
-            raise MalformedQDQError(
+            found.append(MalformedQDQError(
                 f"{where}: zero point {zero_point!r}[{wrapped[0]}] is stored as {wrapped[1]}, outside {st.name} "
                 f"[{st.min}, {st.max}]; runtimes read it wrapped around, as "
-                f"{int(np.asarray(wrapped[1]).astype(st.np_dtype))}", **at("QT103", zero_point))
+                f"{int(np.asarray(wrapped[1]).astype(st.np_dtype))}", **at("QT103", zero_point)))
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
             f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"
         )
     if data_type and data_type != storage:  # e.g. an int8 weight read with a uint8 zero point: ORT refuses it
-        raise MalformedQDQError(
+        found.append(MalformedQDQError(
             f"{where}: the tensor is {_type_name(data_type)} but its zero point {zero_point!r} is "
             f"{_type_name(storage)}; the zero point has the tensor's type",
             **at("QT305", zero_point),
-        )
+        ))
     expressed = ix.constant_dtype(scale)
     if expressed not in EXPRESSED_BY_DATA_TYPE:
         raise Unrecognized(f"{where}: scale {scale!r} is {_type_name(expressed)}, not float, float16 or bfloat16")
+    try:
+        axis_, granular = _granularity(where, scale, scales, zero_point, zero_points, ix.shape(data), axis,
+                                       block_size, at)
+    except MalformedQDQError as exc:  # a count or axis problem; the scale's values are still read
+        found.append(exc)
+        axis_ = granular = None
+    scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
+    bad = next((v for v in scale_values if scale_problem(v)), None)
+    if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
+        found.append(MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale)))
+    if found:
+        return None
+    zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
+    kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
+        kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
+                      zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)
+    try:
+        return QType(storage, scale_values, zp_values, **kwargs)
+    except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
+        return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+
+
+def _granularity(where: str, scale: str, scales: np.ndarray, zero_point: str | None, zero_points: np.ndarray | None,
+                 shape: tuple[int | None, ...] | None, axis: int | None, block_size: int,
+                 at) -> tuple[int | None, int | None]:
+    """The type's axis and block size; MalformedQDQError on the first count or axis problem."""
     if zero_points is not None and zero_points.size != scales.size:
         raise MalformedQDQError(
             f"{where}: zero point {zero_point!r} has {zero_points.size} value(s) but scale {scale!r} has "
             f"{scales.size}; give one zero point per scale",
             **at("QT107", zero_point),
         )
-    shape = ix.shape(data)
     if block_size:
-        axis_, granular = _blocked(where, scales, zero_points, shape, axis, block_size, at), block_size
-    elif scales.size == 1 and scales.ndim <= 1:
-        axis_, granular = None, None  # a one-element 1-D scale is per-tensor (onnxruntime reads it so)
-    elif scales.ndim == 1:
-        axis_, granular = _per_axis(where, scales, shape, axis, at), None
-    else:
-        raise MalformedQDQError(
-            f"{where}: scale {scale!r} has shape {_shape_text(scales.shape)} but no block_size; "
-            "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size",
-            **at("QT107", scale),
-        )
-    scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
-    zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
-    kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
-    if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
-        kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
-                      zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)
-    bad = next((v for v in scale_values if scale_problem(v)), None)
-    if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
-        raise MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale))
-    try:
-        return QType(storage, scale_values, zp_values, **kwargs)
-    except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
-        return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+        return _blocked(where, scales, zero_points, shape, axis, block_size, at), block_size
+    if scales.size == 1 and scales.ndim <= 1:
+        return None, None  # a one-element 1-D scale is per-tensor (onnxruntime reads it so)
+    if scales.ndim == 1:
+        return _per_axis(where, scales, shape, axis, at), None
+    raise MalformedQDQError(
+        f"{where}: scale {scale!r} has shape {_shape_text(scales.shape)} but no block_size; "
+        "use a scalar (per-tensor) or 1-D (per-axis) scale, or set block_size",
+        **at("QT107", scale),
+    )
 
 
 def _own_initializer(ix: GraphIndex, name: str, data: str) -> str | None:

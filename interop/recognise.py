@@ -225,7 +225,7 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
         except MalformedQDQError as exc:
             if not tolerant:
                 raise
-            problems.append(exc)
+            problems.extend(exc.every())  # the node's independent problems, each reported
             opaque[i] = ""  # reported as a problem, not as a warning
             continue
         if op is not None:

@@ -10,7 +10,10 @@ finding of the rule it breaks, and what is well formed is typed and checked
 by every rule that a QDQ file can break (``Rule.typed_only`` rules stay
 quiet). Each finding is located in the user's file, never in the in-memory
 lifted form: a type's scale is the scale input of the node that applies it,
-a node is the node it was lifted from. The user's file is never written.
+a node is the node it was lifted from. Subgraphs (If branches, Loop and Scan
+bodies) are not lifted, but the parameters of their quantization nodes are
+read all the same, and each malformed one is a finding located in the
+subgraph. The user's file is never written.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from onnx import ModelProto, NodeProto, StringStringEntryProto
+import onnx
+from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
 from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.graph import GraphIndex, declared_types
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
-from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
-from onnx_qtypes.proto import iter_declarations
+from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import read_view
 
@@ -69,7 +74,8 @@ def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Dia
         return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else _all()) if not r.typed_only]
-    found = list(_problem_diagnostics(result.problems, where, profile, {r.id for r in active}))
+    problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
+    found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
     if result.typed_tensors:
         found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
@@ -81,6 +87,7 @@ class QuantizerView:
 
     result: LiftResult
     locator: _Locator
+    subgraph_problems: tuple[tuple[MalformedQDQError, _Locator], ...] = ()  # each with its subgraph's locator
 
     def notes(self) -> list[str]:
         notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
@@ -102,7 +109,35 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
     result = lift_model(stamped, tolerant=True)
     if not result.typed_tensors and not result.problems and not result.warnings:  # nothing quantized: a float model
         return None
-    return QuantizerView(result, _Locator(model, result.model))
+    return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))
+
+
+def _subgraph_problems(model: ModelProto) -> list[tuple[MalformedQDQError, _Locator]]:
+    """The malformed parameters of the quantization nodes in every subgraph (which the lift leaves as they
+    were), each with the locator of its subgraph. A parameter from an outer scope does not resolve in the
+    subgraph: its node is not typed (Unrecognized), which is no finding."""
+    subgraphs = [(pointer, graph) for pointer, graph in iter_graphs(model) if pointer != "/graph"
+                 and any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node)]
+    if not subgraphs:
+        return []
+    inferred = dict(iter_graphs(_inferred(model)))
+    found: list[tuple[MalformedQDQError, _Locator]] = []
+    for pointer, graph in subgraphs:
+        typed = inferred.get(pointer)
+        ix = GraphIndex(graph, declared_types(typed if typed is not None else graph), pointer)
+        problems = recognise(ix, tolerant=True).problems
+        if problems:
+            where = _Locator(model, None, graph=graph, root=pointer)
+            found.extend((p, where) for p in problems)
+    return found
+
+
+def _inferred(model: ModelProto) -> ModelProto:
+    """``model`` with the types and shapes onnx infers, in subgraphs too (the model itself when it cannot)."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # an inference failure only costs shapes
+        return model
 
 
 def _all() -> list[Rule]:
@@ -138,27 +173,28 @@ def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def _problem_diagnostics(
-    problems: list[MalformedQDQError], where: _Locator, profile: Any, active: set[str]
+    problems: list[tuple[MalformedQDQError, _Locator]], profile: Any, active: set[str]
 ) -> Iterable[Diagnostic]:
-    """The lift's problems as findings: one per rule and parameter, the other nodes applying it related."""
-    groups: dict[tuple[str, str], list[MalformedQDQError]] = {}
-    for p in problems:
+    """The lift's problems, each with the locator of its graph, as findings: one per rule, graph and parameter,
+    the other nodes applying it related."""
+    groups: dict[tuple[str, str, str], list[tuple[MalformedQDQError, _Locator]]] = {}
+    for p, where in problems:
         rule = p.rule or "QT307"
-        key = (rule, p.parameter if p.parameter and p.parameter not in _ATTRIBUTES else f"{p.tensor}@{p.node}")
-        groups.setdefault(key, []).append(p)
-    for (rule_id, _), group in groups.items():
+        parameter = p.parameter if p.parameter and p.parameter not in _ATTRIBUTES else f"{p.tensor}@{p.node}"
+        groups.setdefault((rule, where.root, parameter), []).append((p, where))
+    for (rule_id, _, _), group in groups.items():
         if rule_id not in active:
             continue
         rule = get_rule(rule_id)
-        first, *others = group
+        (first, where), *others = group
         location = where.at_problem(first)
-        related = tuple(where.at_problem(p) for p in others)
+        related = tuple(w.at_problem(p) for p, w in others)
         severity = profile.severity_of(rule.id, rule.severity)
         yield Diagnostic(rule.id, rule.name, severity, _message(first), location, rule.help, related)
 
 
 _ATTRIBUTES = ("axis", "block_size", "output_dtype")
-_LABEL = re.compile(r"^[^(]*\(/graph/node/\d+\), ")
+_LABEL = re.compile(r"^[^(]*\(/graph(/node/\d+/attribute/\d+/(g|graphs/\d+))*/node/\d+\), ")
 
 
 def _message(problem: MalformedQDQError) -> str:
@@ -167,21 +203,25 @@ def _message(problem: MalformedQDQError) -> str:
 
 
 class _Locator:
-    """Maps places in the lifted form back to the user's file."""
+    """Maps places in the lifted form back to the user's file; or, for a subgraph (``graph`` at JSON pointer
+    ``root``, not lifted: ``lifted`` None), the problems found in it to its places."""
 
-    def __init__(self, original: ModelProto, lifted: ModelProto) -> None:
-        graph = original.graph
+    def __init__(self, original: ModelProto, lifted: ModelProto | None, *, graph: GraphProto | None = None,
+                 root: str = "/graph") -> None:
+        graph = original.graph if graph is None else graph
+        self.root = root
         self.nodes = list(graph.node)
-        self.lifted_nodes = list(lifted.graph.node)
+        lifted_graph = GraphProto() if lifted is None else lifted.graph
+        self.lifted_nodes = list(lifted_graph.node)
         self.lifted_declarations = {
-            kind: [vi.name for vi in getattr(lifted.graph, kind)] for kind in ("input", "output", "value_info")
+            kind: [vi.name for vi in getattr(lifted_graph, kind)] for kind in ("input", "output", "value_info")
         }
-        self.lifted_initializers = [t.name for t in lifted.graph.initializer]
+        self.lifted_initializers = [t.name for t in lifted_graph.initializer]
         self.declarations: dict[str, str] = {}
         for kind in ("value_info", "output", "input"):  # the interface wins
             for k, vi in enumerate(getattr(graph, kind)):
-                self.declarations[vi.name] = f"/graph/{kind}/{k}"
-        self.initializers = {t.name: f"/graph/initializer/{k}" for k, t in enumerate(graph.initializer)}
+                self.declarations[vi.name] = f"{root}/{kind}/{k}"
+        self.initializers = {t.name: f"{root}/initializer/{k}" for k, t in enumerate(graph.initializer)}
         self.producer = {name: i for i, n in enumerate(self.nodes) for name in n.output if name}
         self.names = set(self.producer) | set(self.initializers) | set(self.declarations)
         self.names.update(name for n in self.nodes for name in n.input if name)
@@ -228,7 +268,7 @@ class _Locator:
     # -- places ----------------------------------------------------------------------------------------
     def node(self, i: int, rest: str = "") -> Location:
         node = self.nodes[i]
-        pointer = f"/graph/node/{i}{rest}"
+        pointer = f"{self.root}/node/{i}{rest}"
         tensor = None
         if m := re.fullmatch(r"/(input|output)/(\d+)", rest):
             names = node.input if m.group(1) == "input" else node.output
@@ -249,7 +289,7 @@ class _Locator:
 
     def at_problem(self, problem: MalformedQDQError) -> Location:
         if problem.node is None or problem.node >= len(self.nodes):
-            return Location("/graph", tensor=problem.tensor)
+            return Location(self.root, tensor=problem.tensor)
         return self.parameter(problem.node, problem.tensor or "", problem.parameter)
 
     def _origin(self, k: int) -> int | None:
@@ -324,7 +364,33 @@ class _Locator:
         return Location("/graph", tensor=tensor)
 
     def relocate(self, d: Diagnostic) -> Diagnostic:
-        return dataclasses.replace(d, location=self.place(d.location), related=tuple(self.place(r) for r in d.related))
+        location = self.place(d.location)
+        related = tuple(self.place(r) for r in d.related)
+        if d.rule in _BIAS_PARAMETER:
+            at_parameter = self._bias_parameter(location, _BIAS_PARAMETER[d.rule])
+            if at_parameter is not None:  # the value to fix; the node reading the bias stays in view
+                location, related = at_parameter, (location, *related)
+        return dataclasses.replace(d, location=location, related=related)
+
+    def _bias_parameter(self, location: Location, position: int) -> Location | None:
+        """A bias finding at a node input that a DequantizeLinear writes (QDQ form) -> that DequantizeLinear's
+        input ``position`` (1: scale, 2: zero point), the parameter to fix; None when there is no such input."""
+        m = _NODE.match(location.pointer)
+        k = re.fullmatch(r"/input/(\d+)", m.group(2) or "") if m else None
+        if m is None or k is None:
+            return None
+        inputs = self.nodes[int(m.group(1))].input
+        writer = self.producer.get(inputs[int(k.group(1))]) if int(k.group(1)) < len(inputs) else None
+        if writer is None or not is_dequantize(self.nodes[writer]):
+            return None
+        dq = self.nodes[writer]
+        if len(dq.input) <= position or not dq.input[position]:
+            return None
+        return self.node(writer, f"/input/{position}")
+
+
+# Bias rules (zero point, scale, granularity): the bias DequantizeLinear's input that holds the parameter at fault.
+_BIAS_PARAMETER = {"QT404": 2, "QT405": 1, "QT406": 1}
 
 
 __all__ = ["Diagnosis", "QuantizerView", "diagnose", "quantizer_view"]

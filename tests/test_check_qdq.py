@@ -16,6 +16,7 @@ from onnx_qtypes import diagnose
 from onnx_qtypes.checker import Severity, select_rules
 from onnx_qtypes.checker.float_view import resolve
 from onnx_qtypes.cli import main
+from onnx_qtypes.proto import iter_graphs
 
 
 def _model(name: str) -> onnx.ModelProto:
@@ -49,7 +50,7 @@ def _located_in(model: onnx.ModelProto, d) -> None:
     if d.location.pointer.split("/")[-2] in ("input", "output"):
         assert target == d.location.tensor
     if d.location.node is not None:
-        assert d.location.node in {n.name for n in model.graph.node}
+        assert d.location.node in {n.name for _, graph in iter_graphs(model) for n in graph.node}
 
 
 def _errors(model: onnx.ModelProto, **kwargs) -> list:
@@ -127,15 +128,40 @@ def test_per_channel_count_axis_and_zero_point_type():
 
 
 def test_bias_scale_not_input_times_weight():
+    """The finding is at the value to fix, the bias DequantizeLinear's scale, with the Conv reading it related."""
     model = _model("cnn-qdq_u8_pertensor")
     conv_index, conv = _node(model, "Conv")
-    bias_dq = next(n for n in model.graph.node if n.output[0] == conv.input[2])
+    dq_index, bias_dq = next((i, n) for i, n in enumerate(model.graph.node) if n.output[0] == conv.input[2])
     scale = numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == bias_dq.input[1]))
     _set(model, bias_dq.input[1], scale * 3)
     errors = _errors(model)
     assert [d.rule for d in errors] == ["QT405"]
-    assert errors[0].location.node in (conv.name, bias_dq.name)
-    assert errors[0].location.pointer.startswith("/graph/node/")
+    assert errors[0].location.pointer == f"/graph/node/{dq_index}/input/1"
+    assert errors[0].location.node == bias_dq.name and errors[0].location.tensor == bias_dq.input[1]
+    assert [r.pointer for r in errors[0].related] == [f"/graph/node/{conv_index}/input/2"]
+
+
+def test_bias_zero_point_is_found_at_the_bias_dequantize():
+    model = _model("cnn-qdq_s8_perchannel")
+    conv_index, conv = _node(model, "Conv")
+    dq_index, bias_dq = next((i, n) for i, n in enumerate(model.graph.node) if n.output[0] == conv.input[2])
+    zero_point = numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == bias_dq.input[2]))
+    _set(model, bias_dq.input[2], zero_point + 5)
+    (error,) = [d for d in _errors(model) if d.rule == "QT404"]
+    assert error.location.pointer == f"/graph/node/{dq_index}/input/2" and error.location.tensor == bias_dq.input[2]
+    assert f"/graph/node/{conv_index}/input/2" in [r.pointer for r in error.related]
+
+
+def test_bias_granularity_is_found_at_the_bias_scale():
+    model = _model("cnn-qdq_s8_perchannel")
+    conv_index, conv = _node(model, "Conv")
+    dq_index, bias_dq = next((i, n) for i, n in enumerate(model.graph.node) if n.output[0] == conv.input[2])
+    scale = numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == bias_dq.input[1]))
+    _set(model, bias_dq.input[1], scale[:1].reshape(()))  # one scale for every channel: per-tensor
+    _set(model, bias_dq.input[2], np.zeros((), np.int32))
+    errors = [d for d in _errors(model) if d.rule == "QT406"]
+    assert [d.location.pointer for d in errors] == [f"/graph/node/{dq_index}/input/1"]
+    assert f"/graph/node/{conv_index}/input/2" in [r.pointer for r in errors[0].related]
 
 
 def test_qoperator_scale_is_located_at_the_qlinear_input():
@@ -267,3 +293,99 @@ def test_a_zero_point_stored_outside_its_type_is_found_where_runtimes_read_it_wr
     (error,) = _errors(model)
     assert error.rule == "QT103" and error.location.pointer == f"/graph/node/{i}/input/2"
     assert error.location.tensor == zp.name and "300" in error.message and "44" in error.message
+
+
+def test_every_independent_fault_of_one_node_is_a_finding():
+    """A zero point stored outside its type does not hide a negative scale of the same DequantizeLinear."""
+    model = _model("cnn-qdq_s8_perchannel")
+    initializers = {t.name: t for t in model.graph.initializer}
+    i, dq = next((i, n) for i, n in enumerate(model.graph.node) if n.op_type == "DequantizeLinear"
+                 and initializers[n.input[2]].data_type == onnx.TensorProto.INT8 and initializers[n.input[1]].dims)
+    scale = numpy_helper.to_array(initializers[dq.input[1]]).copy()
+    scale[0] = -1
+    _set(model, dq.input[1], scale)
+    zp = next(t for t in model.graph.initializer if t.name == dq.input[2])
+    values = numpy_helper.to_array(zp).astype(np.int32)
+    values[0] = 999
+    zp.CopyFrom(onnx.TensorProto(name=zp.name, data_type=onnx.TensorProto.INT8, dims=zp.dims,
+                                 int32_data=values.tolist()))
+    errors = {d.rule: d for d in _errors(model)}
+    assert set(errors) == {"QT101", "QT103"}
+    assert errors["QT101"].location.pointer == f"/graph/node/{i}/input/1" and "-1" in errors["QT101"].message
+    assert errors["QT103"].location.pointer == f"/graph/node/{i}/input/2" and "999" in errors["QT103"].message
+    axis = next(a for a in dq.attribute if a.name == "axis")
+    axis.i = 9  # a third, independent problem: the axis
+    assert {d.rule for d in _errors(model)} == {"QT101", "QT103", "QT108"}
+
+
+def _branch(name: str, scale, *, outer_scale: bool = False) -> onnx.GraphProto:
+    """An If branch quantizing outer-scope tensor ``x``: QuantizeLinear -> DequantizeLinear, both reading the
+    branch's own scale initializer (or, ``outer_scale``, the main graph's ``outer_scale``)."""
+    h = onnx.helper
+    s = "outer_scale" if outer_scale else f"{name}_scale"
+    nodes = [h.make_node("QuantizeLinear", ["x", s, f"{name}_zp"], [f"{name}_q"], name=f"{name}_quantize"),
+             h.make_node("DequantizeLinear", [f"{name}_q", s, f"{name}_zp"], [f"{name}_y"], name=f"{name}_dequantize")]
+    initializers = [numpy_helper.from_array(np.array(128, np.uint8), f"{name}_zp")]
+    if not outer_scale:
+        initializers.append(numpy_helper.from_array(np.array(scale, np.float32), s))
+    return h.make_graph(nodes, name, [], [h.make_tensor_value_info(f"{name}_y", onnx.TensorProto.FLOAT, [2])],
+                        initializers)
+
+
+def _if_model(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto) -> onnx.ModelProto:
+    h = onnx.helper
+    inner = h.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch, name="choose")
+    graph = h.make_graph(
+        [h.make_node("Relu", ["x0"], ["x"], name="relu"), inner], "main",
+        [h.make_tensor_value_info("x0", onnx.TensorProto.FLOAT, [2]),
+         h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array(0.0, np.float32), "outer_scale")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+
+
+def _branch_pointer(model: onnx.ModelProto, branch: str) -> str:
+    """The JSON pointer of the If's ``branch`` (make_node sorts attributes by name)."""
+    return f"/graph/node/1/attribute/{[a.name for a in model.graph.node[1].attribute].index(branch)}/g"
+
+
+def test_faults_inside_subgraphs_are_findings_located_in_the_subgraph(tmp_path, capsys):
+    model = _if_model(_branch("then", 0.0), _branch("else", -2.0))
+    errors = _errors(model)
+    assert [d.rule for d in errors] == ["QT101", "QT101"]
+    then_, else_ = sorted(errors, key=lambda d: d.location.tensor != "then_scale")
+    # one finding per scale: the DequantizeLinear reading it too is related
+    then_pointer, else_pointer = _branch_pointer(model, "then_branch"), _branch_pointer(model, "else_branch")
+    assert then_.location.pointer == f"{then_pointer}/node/0/input/1"
+    assert then_.location.node == "then_quantize" and then_.location.tensor == "then_scale"
+    assert [r.pointer for r in then_.related] == [f"{then_pointer}/node/1/input/1"]
+    assert else_.location.pointer == f"{else_pointer}/node/0/input/1"
+    assert else_.location.tensor == "else_scale" and "-2" in else_.message and "/graph/node/0" not in else_.message
+    for d in errors:
+        assert resolve(model, d.location.pointer) == d.location.tensor
+    path = tmp_path / "if.onnx"
+    onnx.save(model, path)
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().out.count(" error QT101 ") == 2
+
+
+def test_subgraph_parameters_from_an_outer_scope_are_not_findings():
+    model = _if_model(_branch("then", 0.0, outer_scale=True), _branch("else", 1.0))
+    found = diagnose(model)
+    assert found.form == "qdq" and found.errors == []
+    assert any("subgraph" in n for n in found.notes)
+
+
+def test_faults_in_nested_subgraphs_and_loop_bodies():
+    h = onnx.helper
+    body = _branch("body", np.nan)
+    body.input.extend([h.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
+                       h.make_tensor_value_info("cond_in", onnx.TensorProto.BOOL, [])])
+    body.node.append(h.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"))
+    body.output.insert(0, h.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []))
+    loop = h.make_node("Loop", ["", "c"], ["ys"], body=body, name="repeat")
+    then_branch = h.make_graph([loop], "then", [], [h.make_tensor_value_info("ys", onnx.TensorProto.FLOAT, None)])
+    model = _if_model(then_branch, _branch("else", 1.0))
+    (error,) = _errors(model)
+    assert error.rule == "QT101" and error.location.tensor == "body_scale"
+    assert error.location.pointer == f"{_branch_pointer(model, 'then_branch')}/node/0/attribute/0/g/node/0/input/1"
