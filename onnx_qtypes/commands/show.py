@@ -113,10 +113,10 @@ def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str,
         row["declared_at"] = [location.pointer]
     notes = ["read from its QuantizeLinear / DequantizeLinear / QOperator nodes (declared_at: the node that "
              "applies the parameters)"]
-    left = len(view.result.problems) + len(view.result.warnings)
-    if left:
-        notes.append(f"{left} node(s) with malformed or unliftable quantization are not listed; "
-                     "`onnx-qtypes check` names each")
+    malformed = {p.node for p in view.result.problems}  # a node may break several rules: counted once
+    if malformed or view.result.warnings:
+        notes.append(f"{len(malformed)} node(s) with malformed quantization and {len(view.result.warnings)} "
+                     "thing(s) the lift left as they were are not listed; `onnx-qtypes check` names each")
     return rows, notes
 
 
