@@ -30,7 +30,12 @@ a ``TensorsData`` document (``CLS``, ``data``, ``calibration_method``,
 ``smooth_quant``), as ``save_tensors_data`` and ``write_calibration_table``
 write it, or a plain map of tensor names to ``TensorData`` objects. Anything
 else (a profile, a report, ``{"r1": 5}``) is refused, naming the first key
-that does not fit, never read as empty statistics.
+that does not fit, never read as empty statistics. A tensor whose values no
+calibration produces is refused, naming the tensor and the field: NaN or
+infinite values, empty arrays, every field null, ``lowest`` / ``highest`` of
+different lengths, several ``avg`` / ``std`` values, a ``hist`` without edges
+(or edges without a ``hist``), or edges that are not one more than the counts
+(except onnxruntime's own Percentile ``hist[:2]``, which is left out).
 """
 
 from __future__ import annotations
@@ -101,7 +106,45 @@ def _fields(data: Any) -> dict[str, np.ndarray]:
         array = _array(value)
         if array is not None:
             out[key] = array
+    if not out:
+        raise ValueError(f"no statistics: every field ({', '.join(raw)}) is null")
+    _validate(out)
     return out
+
+
+def _validate(fields: dict[str, np.ndarray]) -> None:
+    """Refuse values no calibration produces: empty, NaN or infinite, or of lengths that do not fit together."""
+    for key, array in fields.items():
+        if array.size == 0:
+            raise ValueError(f"{key} is empty")
+        flat = array.reshape(-1)
+        bad = flat[~np.isfinite(flat)]
+        if bad.size:
+            raise ValueError(f"{key} is {'NaN' if np.isnan(bad[0]) else bad[0]}, not a finite number")
+    ranges = {k: fields[k].size for k in ("lowest", "highest") if k in fields}
+    if len(set(ranges.values())) > 1:
+        raise ValueError(f"lowest has {ranges['lowest']} value(s) but highest has {ranges['highest']}; "
+                         "per-channel ranges need one of each per channel")
+    for key in ("avg", "std"):
+        if key in fields and fields[key].size != 1:
+            raise ValueError(f"{key} has {fields[key].size} values; expected one")
+    hist = fields.get("hist")
+    if hist is None:
+        for key in ("hist_edges", "bins"):
+            if key in fields:
+                raise ValueError(f"{key} without hist: histogram edges need their counts")
+        return
+    if "hist_edges" in fields:
+        edges_key = "hist_edges"
+    elif "bins" in fields:  # the (lowest, highest, hist, edges) tuple form stores the edges as "bins"
+        edges_key = "bins"
+        if hist.size == 1 and fields["bins"].size == 1:
+            return  # onnxruntime's Percentile result: the first two bin counts (hist[:2]), not a histogram
+    else:
+        raise ValueError("hist without hist_edges: a histogram needs its edges")
+    if fields[edges_key].size != hist.size + 1:
+        raise ValueError(f"hist has {hist.size} count(s) but {edges_key} has {fields[edges_key].size} edge(s); "
+                         "a histogram needs one edge more than counts")
 
 
 def _method_name(method: Any) -> str | None:
@@ -120,10 +163,10 @@ def _histogram(fields: dict[str, np.ndarray], method: str | None) -> tuple[tuple
     if hist is None:
         return (), ()
     edges = fields.get("hist_edges")
-    if edges is None and "bins" in fields and fields["bins"].size == hist.size + 1:
-        edges = fields["bins"]  # the (lowest, highest, hist, edges) tuple form stores the edges as "bins"
+    if edges is None:
+        edges = fields.get("bins")  # the (lowest, highest, hist, edges) tuple form stores the edges as "bins"
     if edges is None or edges.size != hist.size + 1:
-        return (), ()
+        return (), ()  # only onnxruntime's Percentile hist[:2] gets here (_validate refuses the rest)
     if method == "Percentile" and not np.isclose(edges[0], -edges[-1]):
         return (), ()  # symmetric Percentile calibration histograms |x|
     counts = hist.reshape(-1)
@@ -138,7 +181,8 @@ def statistics_from_tensor_data(data: Any, method: Any = None) -> TensorStatisti
     fields = _fields(data)
     observed = name in (None, "MinMax")
     lo, hi = (fields.get("lowest"), fields.get("highest")) if observed else (None, None)
-    per_channel = lo is not None and lo.size > 1
+    ranged = lo if lo is not None else hi
+    per_channel = ranged is not None and ranged.size > 1
     edges, counts = _histogram(fields, name)
     mean = fields.get("avg") if name in ("Distribution", None) else None
     std = fields.get("std") if name in ("Distribution", None) else None
@@ -162,9 +206,10 @@ def statistics_from_tensor_data(data: Any, method: Any = None) -> TensorStatisti
 
     method_text = f"onnxruntime:{name.lower()}" if name else "onnxruntime"
     if per_channel:
-        assert lo is not None
-        channels = tuple(one(i) for i in range(lo.size))
-        whole = Statistics(min=float(lo.min()), max=float(hi.max()) if hi is not None else None)
+        assert ranged is not None
+        channels = tuple(one(i) for i in range(ranged.size))
+        whole = Statistics(min=float(lo.min()) if lo is not None else None,
+                           max=float(hi.max()) if hi is not None else None)
         return TensorStatistics(tensor=whole, axis=PER_CHANNEL_AXIS, per_axis=channels, method=method_text)
     return TensorStatistics(tensor=one(None), method=method_text)
 

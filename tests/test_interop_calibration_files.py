@@ -109,3 +109,87 @@ def test_the_api_refuses_what_is_not_tensor_data():
     with pytest.raises(StatisticsImportError, match="key 'r1': an instance of object"):
         statistics_from_tensors_data({"r1": object()})
     assert statistics_from_tensors_data(_tensors_data())["x"].tensor.max == 2.25  # the live object still reads
+
+
+# Tensor entries shaped like TensorData whose values no calibration produces: refused naming the tensor and field.
+# Written as JSON text, since Python's json reads (and json.dumps writes) NaN and Infinity.
+BAD_VALUES = {
+    "NaN lowest": ('{"x": {"lowest": NaN, "highest": 1}}', "lowest is NaN"),
+    "infinite highest": ('{"x": {"lowest": -1, "highest": Infinity}}', "highest is inf"),
+    "-infinite lowest": ('{"x": {"lowest": -Infinity, "highest": 1}}', "lowest is -inf"),
+    "NaN avg": ('{"x": {"lowest": -1, "highest": 1, "avg": NaN, "std": 1}}', "avg is NaN"),
+    "infinite std": ('{"x": {"lowest": -1, "highest": 1, "avg": 0, "std": Infinity}}', "std is inf"),
+    "NaN in hist": ('{"x": {"lowest": -1, "highest": 1, "hist": [1, NaN], "hist_edges": [-1, 0, 1]}}',
+                    "hist is NaN"),
+    "infinite hist edge": ('{"x": {"lowest": -1, "highest": 1, "hist": [1, 2], "hist_edges": [-1, 0, Infinity]}}',
+                           "hist_edges is inf"),
+    "NaN per channel": ('{"x": {"lowest": [0, NaN], "highest": [1, 1]}}', "lowest is NaN"),
+    "per-channel lengths differ": ('{"x": {"lowest": [1, 2], "highest": [0]}}',
+                                   "lowest has 2 value(s) but highest has 1"),
+    "one lowest, two highest": ('{"x": {"lowest": 0, "highest": [1, 2]}}', "lowest has 1 value(s) but highest has 2"),
+    "an empty lowest": ('{"x": {"lowest": [], "highest": []}}', "lowest is empty"),
+    "several avg": ('{"x": {"avg": [0, 1], "std": 1}}', "avg has 2 values"),
+    "edges not one more than counts": ('{"x":{"lowest":-1,"highest":1,"hist":[1,2,3],"hist_edges":[0,1]}}',
+                                       "hist has 3 count(s) but hist_edges has 2 edge(s)"),
+    "as many edges as counts": ('{"x":{"lowest":-1,"highest":1,"hist":[1,2],"hist_edges":[0,1]}}',
+                                "hist has 2 count(s) but hist_edges has 2 edge(s)"),
+    "tuple-form edges too short": ('{"x":{"lowest":-1,"highest":1,"hist":[1,2,3],"bins":[0,1]}}',
+                                   "hist has 3 count(s) but bins has 2 edge(s)"),
+    "hist without edges": ('{"x":{"lowest":-1,"highest":1,"hist":[1,2,3]}}', "hist without hist_edges"),
+    "edges without hist": ('{"x":{"lowest":-1,"highest":1,"hist_edges":[0,1,2]}}', "hist_edges without hist"),
+    "every field null": ('{"x": {"lowest": null, "highest": null}}', "no statistics: every field"),
+    "every field null in a TensorsData": (json.dumps({**TENSORS_DATA, "data": {"x": {"CLS": "TensorData",
+                                                                                      "hist": None}}}),
+                                          "no statistics: every field (hist) is null"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_VALUES)
+def test_impossible_values_are_refused_naming_the_file_the_tensor_and_the_field(tmp_path, capsys, kind):
+    text, fragment = BAD_VALUES[kind]
+    cache = tmp_path / "cal.json"
+    cache.write_text(text)
+    out = tmp_path / "t.onnx"
+    capsys.readouterr()
+    assert main(["lift", str(corpus_paths()[MODEL]), str(out), "--statistics", str(cache)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "", captured
+    assert lines[0].startswith(f"onnx-qtypes: error: {cache}: tensor 'x': "), lines[0]
+    assert fragment in lines[0], lines[0]
+    assert "internal error" not in lines[0]
+    assert not out.exists()
+
+
+ACCEPTED = {
+    # still read: the histogram with one edge more than counts, in either spelling, and per-channel ranges
+    "hist with hist_edges": ({"x": {"lowest": -1, "highest": 1, "hist": [1, 2], "hist_edges": [-1, 0, 1]}},
+                             lambda s: s.tensor.histogram_counts == (1, 2) and s.tensor.count == 3),
+    "hist with edges as bins": ({"x": {"lowest": -1, "highest": 1, "hist": [1, 2], "bins": [-1, 0, 1]}},
+                                lambda s: s.tensor.histogram_edges == (-1.0, 0.0, 1.0)),
+    "per-channel ranges": ({"x": {"lowest": [-c for c in range(16)], "highest": list(range(1, 17))}},  # x is [2, 16]
+                           lambda s: [(c.min, c.max) for c in s.per_axis] == [(-c, c + 1) for c in range(16)]),
+    "only highest": ({"x": {"highest": 1}}, lambda s: (s.tensor.min, s.tensor.max) == (None, 1)),
+}
+
+
+@pytest.mark.parametrize("kind", ACCEPTED)
+def test_consistent_values_are_still_read(tmp_path, capsys, kind):
+    content, expected = ACCEPTED[kind]
+    cache = tmp_path / "cal.json"
+    cache.write_text(json.dumps(content))
+    out = tmp_path / "t.onnx"
+    assert main(["lift", str(corpus_paths()[MODEL]), str(out), "--statistics", str(cache)]) == 0, capsys.readouterr()
+    stats = quantized_tensors(load(out))["x_QuantizeLinear_Output"].statistics
+    assert expected(stats), stats
+    assert main(["check", str(out)]) == 0, capsys.readouterr()  # the lifted model passes its own checker
+
+
+def test_onnxruntime_percentile_two_counts_are_still_left_out():
+    """onnxruntime's Percentile tuple (lowest, highest, *hist[:2]) stores two counts as hist and bins."""
+    stats = statistics_from_tensors_data({**TENSORS_DATA, "data": {"x": {"lowest": -1.0, "highest": 1.0,
+                                                                         "hist": 3, "bins": 5}},
+                                          "calibration_method": "CalibrationMethod.Percentile"})["x"]
+    assert stats.tensor.histogram_counts == () and stats.tensor.min is None
+    with pytest.raises(StatisticsImportError, match="tensor 'x': lowest is NaN"):
+        statistics_from_tensors_data({"x": {"lowest": float("nan"), "highest": 1.0}})  # the API refuses alike
