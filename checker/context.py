@@ -25,7 +25,7 @@ from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, reference_values
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, listing, reference_values
 
 T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
@@ -193,13 +193,7 @@ def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
     at = {field: pointer for field, (pointer, _) in found.items()}
     if problem:
         return msg, at or None, problem
-    out = pb.QuantizedType()
-    out.CopyFrom(msg)
-    if scales is not None:
-        out.scale[:] = scales.tolist()
-    if zero_points is not None:
-        out.zero_point[:] = zero_points.tolist()
-    return out, at, None
+    return listing(msg, scales, zero_points), at, None
 
 
 class Context:

@@ -36,7 +36,7 @@ from onnx_qtypes.proto.files import (
 )
 from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
 from onnx_qtypes.proto.parameter_tensors import Placement, drop_unreferenced, plan_parameters, wants_reference
-from onnx_qtypes.proto.qtype import QType, TensorStatistics, reference_values, unknown_field_problem
+from onnx_qtypes.proto.qtype import QType, TensorStatistics, listing, reference_values, unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
 STATISTICS_FIELD = 1001
@@ -132,13 +132,7 @@ def inline_parameters(
     problem, scales, zero_points = reference_values(msg, parameters, shape)
     if problem:
         raise ParameterReferenceError(f"{where}: {problem}")
-    out = pb.QuantizedType()
-    out.CopyFrom(msg)
-    if scales is not None:
-        out.scale[:] = scales.tolist()
-    if zero_points is not None:
-        out.zero_point[:] = zero_points.tolist()
-    return out
+    return listing(msg, scales, zero_points)
 
 
 def require_known_fields(view: pb.TensorTypeView, where: str) -> None:

@@ -14,7 +14,7 @@ import dataclasses
 import enum
 import math
 import numbers
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -429,6 +429,17 @@ def stored_outside_type(tensor: TensorProto) -> tuple[int, int] | None:
     values = np.asarray(tensor.int32_data, np.int64)
     outside = np.flatnonzero((values < st.min) | (values > st.max))
     return (int(outside[0]), int(values[outside[0]])) if outside.size else None
+
+
+def listing(msg: pb.QuantizedType, scales: np.ndarray | None, zero_points: np.ndarray | None) -> pb.QuantizedType:
+    """A copy of ``msg`` with referenced parameters listed (``reference_values``'s arrays; None: as it was)."""
+    out = pb.QuantizedType()
+    out.CopyFrom(msg)
+    if scales is not None:
+        out.scale[:] = scales.tolist()
+    if zero_points is not None:
+        out.zero_point[:] = zero_points.tolist()
+    return out
 
 
 def count_problem(qtype: QType, shape: Sequence[int | None]) -> str | None:
