@@ -172,6 +172,8 @@ def _histogram(fields: dict[str, np.ndarray], method: str | None) -> tuple[tuple
     counts = hist.reshape(-1)
     if np.any(counts < 0) or np.any(counts != np.round(counts)):
         raise ValueError("histogram counts must be non-negative integers")
+    if np.any(counts >= 2.0**63):
+        raise ValueError(f"hist count {counts.max():.6g} is more than a 64-bit count can hold")
     return tuple(float(e) for e in edges.reshape(-1)), tuple(int(c) for c in counts)
 
 
@@ -246,7 +248,7 @@ def statistics_from_tensors_data(tensors_data: Any) -> dict[str, TensorStatistic
             stats = statistics_from_tensor_data(data, method)
         except _NotCalibrationData as exc:
             raise _NotCalibrationData(f"key {name!r}: {exc.detail}") from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # an integer past float's range overflows
             raise StatisticsImportError(f"tensor {name!r}: {exc}") from None
         _check(name, stats)
         out[name] = stats

@@ -81,11 +81,12 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
         raise Unrecognized(f"{ix.label(i)}: no scale input")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
-    axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))
+    data = node.output[0] if is_quantize(node) else node.input[0]
+    axis = _int_attribute(ix, i, attrs, "axis", 1, data, "QT108")
+    block = _int_attribute(ix, i, attrs, "block_size", 0, data, "QT110")
     zp = _input(node, 2)
     if is_quantize(node):
-        data = node.output[0]
-        storage = int(attrs.get("output_dtype", 0)) or None
+        storage = _int_attribute(ix, i, attrs, "output_dtype", 0, data, "QT305") or None
         if zp and storage and ix.constant_dtype(zp) not in (None, storage):
             raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type",
                                     rule="QT305", node=i, tensor=node.output[0], parameter="output_dtype")
@@ -98,6 +99,15 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
     qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data),
                             data_type=ix.elem_type(data))
     return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", node.op_type, bool(zp))])
+
+
+def _int_attribute(ix: GraphIndex, i: int, attrs: dict, name: str, default: int, tensor: str, rule: str) -> int:
+    """An integer attribute of node ``i``; MalformedQDQError (the rule it breaks) when it holds another kind."""
+    value = attrs.get(name, default)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise MalformedQDQError(f"{ix.label(i)}: attribute {name} is {value!r}, not an integer (the operator's "
+                            f"schema types it INT)", rule=rule, node=i, tensor=tensor, parameter=name)
 
 
 def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:

@@ -92,7 +92,8 @@ class QuantizerView:
     def notes(self) -> list[str]:
         notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
         if self.result.warnings:
-            notes.append(f"the lift left {len(self.result.warnings)} thing(s) as they were, not checked:")
+            notes.append(f"the lift left {len(self.result.warnings)} thing(s) as they were, so no rule on types looks "
+                         "at them (the parameters of quantization nodes inside subgraphs are still checked):")
             notes.extend(f"  {w}" for w in self.result.warnings)
         return notes
 

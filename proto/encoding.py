@@ -159,14 +159,28 @@ def _wire_changes(model: ModelProto, apply: bool, names: set[str] | None = None)
                 changes += 1
                 if apply:
                     mark_tensor(tensor, storage[name])
+        taken = _names_in(graphs)  # a zero point's marked copy needs a name no tensor of the scope has
         for graph in graphs:
             for node in list(graph.node):  # type: ignore[attr-defined]
-                changes += _mark_boundary(graph, node, storage, constants, readers, apply)
+                changes += _mark_boundary(graph, node, storage, constants, readers, apply, taken)
     return changes
 
 
+def _names_in(graphs: list) -> set[str]:
+    """Every name the graphs (or function bodies) of one scope use: values, constants and declarations."""
+    names: set[str] = set()
+    for graph in graphs:
+        for node in graph.node:
+            names.update(node.input)
+            names.update(node.output)
+        names.update(t.name for t in getattr(graph, "initializer", ()))
+        for kind in ("input", "output", "value_info"):
+            names.update(v if isinstance(v, str) else v.name for v in getattr(graph, kind, ()))
+    return names
+
+
 def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: dict[str, TensorProto],
-                   readers: dict[str, list[NodeProto]], apply: bool) -> int:
+                   readers: dict[str, list[NodeProto]], apply: bool, taken: set[str]) -> int:
     if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
         return 0
     quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
@@ -183,7 +197,8 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
             elif hasattr(graph, "initializer"):  # read as plain integers elsewhere: this node gets a marked copy
                 copy = TensorProto()
                 copy.CopyFrom(zp)
-                copy.name = unique_name(f"{node.input[2]}_{quantized}", constants)
+                copy.name = unique_name(f"{node.input[2]}_{quantized}", taken)
+                taken.add(copy.name)
                 mark_tensor(copy, st)
                 graph.initializer.append(copy)
                 constants[copy.name] = graph.initializer[-1]
@@ -199,7 +214,8 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
         return 1
     scale = constants[node.input[1]]
     zeros = np.zeros(tuple(scale.dims), STORAGE_BY_DATA_TYPE[st].np_dtype)
-    name = unique_name(f"{quantized}_zero_point", constants)
+    name = unique_name(f"{quantized}_zero_point", taken)
+    taken.add(name)
     zp = numpy_helper.from_array(zeros, name)
     mark_tensor(zp, st)
     graph.initializer.append(zp)

@@ -192,7 +192,7 @@ def test_notes_name_what_was_not_lifted():
     model.graph.node.append(cast)
     model.graph.output.append(onnx.helper.make_tensor_value_info("as_plain", onnx.TensorProto.INT32, None))
     found = diagnose(model)
-    assert any("left" in n and "not checked" in n for n in found.notes) and any("'plain'" in n for n in found.notes)
+    assert any("left" in n and "no rule on types looks at them" in n for n in found.notes) and any("'plain'" in n for n in found.notes)
 
 
 def test_cli_text_json_sarif_report_the_same_findings_without_touching_the_file(tmp_path, capsys):
@@ -389,3 +389,13 @@ def test_faults_in_nested_subgraphs_and_loop_bodies():
     (error,) = _errors(model)
     assert error.rule == "QT101" and error.location.tensor == "body_scale"
     assert error.location.pointer == f"{_branch_pointer(model, 'then_branch')}/node/0/attribute/0/g/node/0/input/1"
+
+
+def test_an_axis_attribute_that_is_not_an_integer_is_a_located_finding():
+    model = _model("cnn-qdq_s8_perchannel")
+    i, dq = next((i, n) for i, n in enumerate(model.graph.node) if n.op_type == "DequantizeLinear"
+                 and any(a.name == "axis" for a in n.attribute))
+    k = next(k for k, a in enumerate(dq.attribute) if a.name == "axis")
+    dq.attribute[k].CopyFrom(onnx.helper.make_attribute("axis", "zero"))
+    (error,) = [d for d in _errors(model) if d.rule == "QT108"]
+    assert error.location.pointer == f"/graph/node/{i}/attribute/{k}" and "not an integer" in error.message

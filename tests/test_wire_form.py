@@ -110,3 +110,14 @@ def test_a_zero_point_also_read_as_plain_integers_gets_a_marked_copy(tmp_path):
     saved_quantize = next(n for n in saved.graph.node if n.op_type == "QuantizeLinear")
     assert saved_quantize.input[2] != shared and constants[saved_quantize.input[2]].data_type == marker(3)
     assert [d for d in iter_diagnostics(saved) if d.is_error] == []
+
+
+def test_a_marked_copy_never_takes_a_name_the_model_uses(tmp_path):
+    model = qt.load(EXAMPLE)
+    to_plain_form(model)
+    quantize = next(n for n in model.graph.node if n.op_type == "QuantizeLinear")
+    shared, quantized = quantize.input[2], quantize.output[0]
+    model.graph.node.append(onnx.helper.make_node("Cast", [shared], [f"{shared}_{quantized}"], to=onnx.TensorProto.FLOAT))
+    model.graph.output.append(onnx.helper.make_tensor_value_info(f"{shared}_{quantized}", onnx.TensorProto.FLOAT, []))
+    qt.save(model, tmp_path / "clash.onnx")
+    onnx.checker.check_model(to_plain_form(qt.load(tmp_path / "clash.onnx")))  # still single assignment
