@@ -34,7 +34,7 @@ from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistic
 from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.source import read_model
-from onnx_qtypes.proto import iter_graphs, quantized_tensors, write_qtype
+from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import to_wire_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import write_statistics
@@ -382,6 +382,7 @@ def _declare(
             vi = graph.value_info.add()
             vi.CopyFrom(_float_value_info(name, work))
             by_name[name] = vi
+        _fits_statistics(name, stats, _shape(name, work, folded) or static_shape(vi))
         if name in types:
             write_qtype(vi, types[name].with_statistics(stats))
         elif vi.type.tensor_type.elem_type != TensorProto.UNDEFINED:
@@ -425,11 +426,25 @@ def _attach_float_statistics(graph: GraphProto, stats: dict[str, TensorStatistic
         if name not in names:
             continue
         vi = by_name.get(name)
+        _fits_statistics(name, value, ix.shape(name) or (static_shape(vi) if vi is not None else None))
         if vi is None:
             vi = graph.value_info.add()
             vi.CopyFrom(helper.make_tensor_value_info(name, ix.elem_type(name) or TensorProto.FLOAT, None))
         write_statistics(vi, value)
         result.statistics += 1
+
+
+def _fits_statistics(name: str, stats: TensorStatistics, shape: tuple[int | None, ...] | None) -> None:
+    """StatisticsImportError when per-channel statistics do not have one entry per slice of the tensor."""
+    if not stats.per_axis or shape is None or stats.axis is None:
+        return
+    if not 0 <= stats.axis < len(shape):
+        raise StatisticsImportError(f"tensor {name!r}: per-channel statistics on axis {stats.axis}, but the tensor "
+                                    f"has rank {len(shape)}")
+    slices = shape[stats.axis]
+    if slices is not None and slices != len(stats.per_axis):
+        raise StatisticsImportError(f"tensor {name!r}: the calibration data gives {len(stats.per_axis)} per-channel "
+                                    f"statistics, but axis {stats.axis} of shape {list(shape)} has {slices} slices")
 
 
 def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> None:

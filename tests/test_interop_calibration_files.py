@@ -193,3 +193,16 @@ def test_onnxruntime_percentile_two_counts_are_still_left_out():
     assert stats.tensor.histogram_counts == () and stats.tensor.min is None
     with pytest.raises(StatisticsImportError, match="tensor 'x': lowest is NaN"):
         statistics_from_tensors_data({"x": {"lowest": float("nan"), "highest": 1.0}})  # the API refuses alike
+
+
+def test_per_channel_statistics_must_have_one_entry_per_slice(tmp_path, capsys):
+    model = corpus_paths()["mlp-qdq_u8_pertensor"]  # input x: [2, 16], per-channel axis 1 has 16 slices
+    path, out = tmp_path / "per_channel.json", tmp_path / "out.onnx"
+    path.write_text(json.dumps({"x": {"lowest": [-1.0] * 5, "highest": [1.0] * 5}}))
+    assert main(["lift", str(model), str(out), "--statistics", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "5 per-channel statistics" in err[0] and "16 slices" in err[0], err
+    assert not out.exists()
+    path.write_text(json.dumps({"x": {"lowest": [-1.0] * 16, "highest": [1.0] * 16}}))
+    assert main(["lift", str(model), str(out), "--statistics", str(path)]) == 0
+    assert main(["check", str(out)]) == 0
