@@ -97,6 +97,13 @@ def _statistics(source: StatisticsSource | None) -> dict[str, TensorStatistics]:
     return statistics_from_tensors_data(source)
 
 
+def _has_values(stats: TensorStatistics) -> bool:
+    """Whether ``stats`` records anything (onnxruntime's Percentile output keeps only two bin counts: nothing)."""
+    empty = TensorStatistics().tensor
+    return bool(stats.per_axis) or (stats.tensor is not None and stats.tensor != empty and any(
+        v not in (None, ()) for v in dataclasses.astuple(stats.tensor)))
+
+
 def lift_model(
     model: ModelProto | str | os.PathLike | bytes,
     *,
@@ -316,7 +323,14 @@ def _statistics_targets(
         if target in types or target in final.tensor_names():
             targets[target] = decoded
     missing = []
+    empty = [name for name, value in stats.items() if not _has_values(value)]
+    if empty:
+        shown = ", ".join(repr(m) for m in empty[:8]) + (", ..." if len(empty) > 8 else "")
+        result.notes.append(f"statistics of {len(empty)} tensor(s) left out, the calibration data records no value "
+                            f"for them (onnxruntime's Percentile result keeps only two bin counts): {shown}")
     for name, value in stats.items():
+        if name in empty:
+            continue
         target = _resolve(final, types, folded, name)
         if target is None:
             missing.append(name)

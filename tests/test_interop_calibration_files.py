@@ -206,3 +206,16 @@ def test_per_channel_statistics_must_have_one_entry_per_slice(tmp_path, capsys):
     path.write_text(json.dumps({"x": {"lowest": [-1.0] * 16, "highest": [1.0] * 16}}))
     assert main(["lift", str(model), str(out), "--statistics", str(path)]) == 0
     assert main(["check", str(out)]) == 0
+
+
+def test_statistics_that_record_no_value_are_left_out_with_a_note(tmp_path):
+    from onnx_qtypes import get_statistics
+    from onnx_qtypes.interop import lift_model
+
+    path = tmp_path / "percentile.json"
+    path.write_text(json.dumps({**TENSORS_DATA, "calibration_method": "CalibrationMethod.Percentile",
+                                "data": {"x": {"lowest": -1.0, "highest": 1.0, "hist": 3, "bins": 5}}}))
+    result = lift_model(corpus_paths()["mlp-qdq_u8_pertensor"], statistics=path)
+    assert result.statistics == 0
+    assert any("left out" in n and "'x'" in n for n in result.notes), result.notes
+    assert all(get_statistics(result.model, name) is None for name in quantized_tensors(result.model))
