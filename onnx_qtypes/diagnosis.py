@@ -115,22 +115,44 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
 
 def _subgraph_problems(model: ModelProto) -> list[tuple[MalformedQDQError, _Locator]]:
     """The malformed parameters of the quantization nodes in every subgraph (which the lift leaves as they
-    were), each with the locator of its subgraph. A parameter from an outer scope does not resolve in the
-    subgraph: its node is not typed (Unrecognized), which is no finding."""
+    were), each with the locator of its subgraph. A parameter may be an initializer of an enclosing graph
+    (the names are one scope): those the subgraph's quantization nodes read are visible to it."""
     subgraphs = [(pointer, graph) for pointer, graph in iter_graphs(model) if pointer != "/graph"
                  and any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node)]
     if not subgraphs:
         return []
     inferred = dict(iter_graphs(_inferred(model)))
+    graphs = dict(iter_graphs(model))
     found: list[tuple[MalformedQDQError, _Locator]] = []
     for pointer, graph in subgraphs:
         typed = inferred.get(pointer)
-        ix = GraphIndex(graph, declared_types(typed if typed is not None else graph), pointer)
+        ix = GraphIndex(_with_outer_parameters(graph, pointer, graphs),
+                        declared_types(typed if typed is not None else graph), pointer)
         problems = recognise(ix, tolerant=True).problems
         if problems:
             where = _Locator(model, None, graph=graph, root=pointer)
             found.extend((p, where) for p in problems)
     return found
+
+
+def _with_outer_parameters(graph: onnx.GraphProto, pointer: str, graphs: dict[str, onnx.GraphProto]
+                           ) -> onnx.GraphProto:
+    """``graph``, or a copy of it holding the initializers of its enclosing graphs that its quantization nodes
+    read and that it does not define itself (a subgraph sees its enclosing scopes' names)."""
+    wanted = {name for n in graph.node if is_quantize(n) or is_dequantize(n) or spec_for(n) for name in n.input[1:]}
+    own = {t.name for t in graph.initializer} | {o for n in graph.node for o in n.output} | {i.name for i in graph.input}
+    wanted -= own
+    outer = [t for p, g in graphs.items() if pointer.startswith(p + "/") for t in g.initializer if t.name in wanted]
+    if not outer:
+        return graph
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    seen: set[str] = set()
+    for t in reversed(outer):  # the innermost enclosing graph's definition wins
+        if t.name not in seen:
+            seen.add(t.name)
+            copy.initializer.append(t)
+    return copy
 
 
 def _inferred(model: ModelProto) -> ModelProto:

@@ -332,7 +332,7 @@ def _branch(name: str, scale, *, outer_scale: bool = False) -> onnx.GraphProto:
                         initializers)
 
 
-def _if_model(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto) -> onnx.ModelProto:
+def _if_model(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto, outer: float = 0.0) -> onnx.ModelProto:
     h = onnx.helper
     inner = h.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch, name="choose")
     graph = h.make_graph(
@@ -340,7 +340,7 @@ def _if_model(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto) -> onn
         [h.make_tensor_value_info("x0", onnx.TensorProto.FLOAT, [2]),
          h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
-        [numpy_helper.from_array(np.array(0.0, np.float32), "outer_scale")])
+        [numpy_helper.from_array(np.array(outer, np.float32), "outer_scale")])
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
 
 
@@ -369,11 +369,14 @@ def test_faults_inside_subgraphs_are_findings_located_in_the_subgraph(tmp_path, 
     assert capsys.readouterr().out.count(" error QT101 ") == 2
 
 
-def test_subgraph_parameters_from_an_outer_scope_are_not_findings():
-    model = _if_model(_branch("then", 0.0, outer_scale=True), _branch("else", 1.0))
-    found = diagnose(model)
-    assert found.form == "qdq" and found.errors == []
-    assert any("subgraph" in n for n in found.notes)
+def test_subgraph_parameters_from_an_outer_scope_are_read_there():
+    model = _if_model(_branch("then", 0.0, outer_scale=True), _branch("else", 1.0))  # outer_scale is 0
+    (error,) = _errors(model)
+    assert error.rule == "QT101" and error.location.tensor == "outer_scale"
+    assert error.location.pointer == f"{_branch_pointer(model, 'then_branch')}/node/0/input/1"
+    fine = diagnose(_if_model(_branch("then", 0.0, outer_scale=True), _branch("else", 1.0), outer=0.5))
+    assert fine.form == "qdq" and fine.errors == []
+    assert any("subgraph" in n for n in fine.notes)
 
 
 def test_faults_in_nested_subgraphs_and_loop_bodies():
