@@ -1,0 +1,54 @@
+"""The checker conformance cases (conformance_tests/cases/checker): valid per case.schema.json, regenerated
+byte for byte by their generator, one firing case and one near miss per rule, and met by our checker."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from builders import ROOT, load_script
+
+from onnx_qtypes.checker import all_rules, iter_diagnostics
+
+FOLDER = ROOT / "conformance_tests" / "cases" / "checker"
+SCHEMA = json.loads((ROOT / "conformance_tests" / "case.schema.json").read_text())
+CASES = sorted(p.name for p in FOLDER.iterdir() if p.is_dir())
+
+
+def _case(case_id: str) -> dict:
+    return json.loads((FOLDER / case_id / "case.json").read_text())
+
+
+def test_committed_cases_are_what_the_generator_writes(tmp_path):
+    written = load_script("conformance_tests/generators/checker_cases.py").write(tmp_path / "checker")
+    assert written == len(CASES)
+    for case_id in CASES:
+        for name in ("case.json", "model.onnx"):
+            assert (tmp_path / "checker" / case_id / name).read_bytes() == (FOLDER / case_id / name).read_bytes(), (
+                f"{case_id}/{name} is stale: run python conformance_tests/generators/checker_cases.py")
+
+
+def test_every_rule_has_a_firing_case_and_a_near_miss():
+    kinds = {(c["rule"], c["expect"]["fires"]) for c in map(_case, CASES)}
+    for rule in all_rules():
+        assert (rule.id, True) in kinds and (rule.id, False) in kinds, rule.id
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_case_meets_the_schema_and_our_checker_meets_the_case(case_id):
+    case = _case(case_id)
+    jsonschema.validate(case, SCHEMA)
+    assert case["id"] == case_id
+    expect = case["expect"]
+    found = list(iter_diagnostics((FOLDER / case_id / "model.onnx").read_bytes(), case.get("profile")))
+    mine = [d for d in found if d.rule == case["rule"]]
+    if not expect["fires"]:
+        assert mine == []
+        others = {"none": found, "no_errors": [d for d in found if d.is_error], "any": []}[expect["other_findings"]]
+        assert others == [], [str(d) for d in others]
+        return
+    at = [d for d in mine if d.location.pointer == expect["pointer"]]
+    assert at, [str(d) for d in found]
+    assert all(at[0].location.to_dict()[k] == expect[k] for k in ("tensor", "node") if k in expect)
+    assert expect.get("message_contains", "") in at[0].message
