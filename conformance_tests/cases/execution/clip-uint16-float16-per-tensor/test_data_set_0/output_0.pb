@@ -1,0 +1,1 @@
+ByJ0i¶zuzui¶ú‚&¢à¨zui¶'}zuzuzuzui¶zuzuéi¶zu+Ši¶i¶

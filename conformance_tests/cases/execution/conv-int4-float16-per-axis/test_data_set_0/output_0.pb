@@ -1,0 +1,1 @@
+ByJ&4ù,Vâh‹J6C5C3!ftaCgfggugefVvuw

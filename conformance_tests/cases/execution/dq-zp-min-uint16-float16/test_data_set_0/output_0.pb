@@ -1,0 +1,2 @@
+
+ByJ0DNÙW-PêUÇOEPtV>PéPÈSÓU$WÆC>TUTBWV4U`U(UNËW

@@ -1,0 +1,1 @@
+BxJ00ø;püGÄfAlgþEq™öFgó<%6¨ö‰AYÆgèpH1šF+ZbÎðr¯äD

@@ -1,0 +1,1 @@
+ByJ_VIe%wv¢dpvˆdV

@@ -1,0 +1,1 @@
+ByJ¨x3x3x3x3x3x3x3x3x3BSÂþè¾yx3x3x3¾÷äk2-®x3x3x3åo_£>Ä x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3x3Ê7ýys7Ix3x3x3Z{4³¢Ix3x3x3ñ¤WÃxLLNx3x3x3x3x3x3x3x3x3x3x3x3x3x3x3

@@ -1,0 +1,2 @@
+
+BxJ0ÚME`LRÈ´L{ÌëÈ'BÇOÏfLñÉBÍâÉoIdGFÅgÌÌõKý¸}HjF

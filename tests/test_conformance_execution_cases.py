@@ -1,0 +1,99 @@
+"""The execution conformance cases (conformance_tests/cases/execution): valid per case.schema.json, regenerated
+byte for byte by their generator, enough of them and small enough, and our reference reproduces every expected
+output (the definitional kernels exactly, the integer kernels within each case's tolerance)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import numpy as np
+import onnx
+import pytest
+from builders import ROOT, load_script
+from onnx import numpy_helper
+
+import onnx_qtypes
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+FOLDER = ROOT / "conformance_tests" / "cases" / "execution"
+SCHEMA = json.loads((ROOT / "conformance_tests" / "case.schema.json").read_text())
+CASES = sorted(p.name for p in FOLDER.iterdir() if p.is_dir())
+OPS = sorted(p.stem for p in (ROOT / "reference_ops" / "ops").glob("[a-z]*.py") if p.stem != "__init__")
+
+
+def _case(case_id: str) -> dict:
+    return json.loads((FOLDER / case_id / "case.json").read_text())
+
+
+def _files(folder) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _snake(op: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+
+
+def test_committed_cases_are_what_the_generator_writes(tmp_path):
+    written = load_script("conformance_tests/generators/execution_cases.py").write(tmp_path / "execution")
+    assert written == len(CASES)
+    fresh, committed = _files(tmp_path / "execution"), _files(FOLDER)
+    assert sorted(fresh) == sorted(committed), "run python conformance_tests/generators/execution_cases.py"
+    for name, data in fresh.items():
+        assert data == committed[name], f"{name} is stale: run python conformance_tests/generators/execution_cases.py"
+
+
+def test_the_suite_is_large_enough_small_enough_and_covers_every_op():
+    assert len(CASES) >= 300
+    assert sum(len(b) for b in _files(FOLDER).values()) < 20 * 2**20
+    cases = [_case(c) for c in CASES]
+    assert {_snake(c["operator"]).replace("mat_mul", "matmul") for c in cases} >= set(OPS), set(OPS)
+    tags = {(c["tags"]["storage"], c["tags"]["expressed"]) for c in cases}
+    for storage in ("int8", "uint8", "int16", "uint16", "int4", "uint4"):
+        assert {(storage, "float32"), (storage, "float16")} <= tags, storage
+    granularity = {(c["operator"], c["tags"]["granularity"]) for c in cases}
+    for op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
+        assert {(op, "per-tensor"), (op, "per-axis")} <= granularity, op
+
+
+def _read(folder, prefix: str, names: list[str]) -> list[np.ndarray]:
+    out = []
+    for i, name in enumerate(names):
+        tensor = onnx.load_tensor(str(folder / "test_data_set_0" / f"{prefix}_{i}.pb"))
+        assert tensor.name == name
+        out.append(numpy_helper.to_array(tensor))
+    return out
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
+    case = _case(case_id)
+    jsonschema.validate(case, SCHEMA)
+    assert case["id"] == case_id and case["kind"] == "execution"
+    document, anchor = case["spec"].split("#")
+    assert f'<a id="{anchor}"></a>' in (ROOT / document).read_text(encoding="utf-8"), case["spec"]
+    folder = FOLDER / case_id
+    model = onnx_qtypes.load((folder / case["model"]).read_bytes())
+    qdq = onnx.load(str(folder / case["qdq_model"]))
+    assert (qdq.ir_version, [(o.domain, o.version) for o in qdq.opset_import]) == (10, [("", 21)])
+    assert [i.name for i in model.graph.input] == case["inputs"] == [i.name for i in qdq.graph.input]
+    assert [o.name for o in model.graph.output] == case["outputs"] == [o.name for o in qdq.graph.output]
+    feeds = dict(zip(case["inputs"], _read(folder, "input", case["inputs"])))
+    expected = _read(folder, "output", case["outputs"])
+    definitional = ReferenceEvaluator(model, kernels="definitional").run(None, feeds)
+    integer = ReferenceEvaluator(model, kernels="integer").run(None, feeds)
+    quantized = onnx_qtypes.quantized_tensors(model)
+    for name, want, exact, approx in zip(case["outputs"], expected, definitional, integer):
+        exact, approx = np.asarray(exact), np.asarray(approx)
+        assert exact.shape == approx.shape == want.shape, name
+        if name in quantized:
+            want64 = want.astype(np.int64)
+            np.testing.assert_array_equal(exact.astype(np.int64), want64, err_msg=name)
+            steps = int(np.max(np.abs(approx.astype(np.int64) - want64), initial=0))
+            assert steps <= case["tolerance"][name], f"{name}: integer kernels {steps} steps from the expected output"
+        else:
+            assert exact.dtype == want.dtype, name
+            np.testing.assert_array_equal(exact, want, err_msg=name)
+            if case["tolerance"][name] == 0:
+                np.testing.assert_array_equal(approx, want, err_msg=name)
