@@ -302,7 +302,8 @@ def _ops(rm):
             scale, zp = scale.reshape(()), zp.reshape(())
         inputs = [T("x", (2, 3, 4), dtype=fdt(g)), T("s", scale.shape, dtype=fdt(g), value=scale),
                   T("z", zp.shape, value=zp)]
-        feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * float(np.max(y.scale)) * (g.info.max - g.info.min) / 8).astype(g.fdtype)}
+        spread = float(np.max(y.scale)) * (g.info.max - g.info.min) / 8
+        feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * spread).astype(g.fdtype)}
         return Spec("QuantizeLinear", inputs, [T("y", (2, 3, 4), y)], 0, {"axis": 1} if per_axis else {},
                     anchor="boundary", feeds=feeds)
 
@@ -496,7 +497,8 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):  # float16 overflow: left out just below
                 warnings.simplefilter("ignore")
-                reals = ReferenceEvaluator(rm.typed_model(spec.op, spec.inputs, plain, opset=21, **spec.attrs)).run(None, feeds)
+                float_model = rm.typed_model(spec.op, spec.inputs, plain, opset=21, **spec.attrs)
+                reals = ReferenceEvaluator(float_model).run(None, feeds)
         except Exception:  # noqa: BLE001 (the reference cannot run it)
             return None
         if not all(np.isfinite(np.asarray(r, np.float64)).all() for r in reals):
@@ -527,7 +529,8 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         if _steps(want, got, quantized[t.name]) > spec.tolerance:
             SKIPPED.append(f"{case_id}: integer kernels beyond {spec.tolerance} step(s)")
             return None
-    expected = [_storage_array(v, t.qtype) if t.qtype is not None else np.asarray(v) for t, v in zip(spec.outputs, expected)]
+    expected = [_storage_array(v, t.qtype) if t.qtype is not None else np.asarray(v)
+                for t, v in zip(spec.outputs, expected)]
     qtypes = [t.qtype for t in tensors if t.qtype is not None]
     main = next(t.qtype for t in tensors if t.qtype is not None and t.qtype.storage_type.bits < 32)
     doc = {
