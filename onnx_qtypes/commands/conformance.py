@@ -49,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.report and args.junit and args.report == args.junit:
         raise ConformanceUsageError("--report and --junit name the same file")
+    backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
     cases = load_cases(args.cases, args.filter)  # unreadable case folders: CaseError, exit 2
     if not cases:
         where = args.cases or "the installed suite"
         raise ConformanceUsageError(f"no execution cases in {where}" + (f" match -k {' '.join(args.filter)}" if args.filter else ""))
-    backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
     name, version = str(getattr(backend, "name", args.backend)), backend_version_of(backend)
     tty = sys.stdout.isatty()
 
