@@ -25,6 +25,7 @@ COMMANDS = {
     "lower": "typed model -> standard ONNX (QDQ, or QOperator where it applies)",
     "check": "check a model against the validity rules and a hardware profile",
     "rule": "print a checker rule's documentation (or list every rule)",
+    "conformance": "run the conformance suite's execution cases on a backend",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
