@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import onnx
 
 from onnx_qtypes.proto.errors import QTypesError
 
@@ -80,6 +81,9 @@ class ReferenceBackend:
         return {name: np.array(value) for name, value in zip(names, results)}
 
 
+_SUB_BYTE = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4, onnx.TensorProto.INT2, onnx.TensorProto.UINT2)
+
+
 class OnnxRuntimeBackend:
     """The standard-ONNX QDQ model on onnxruntime's CPU provider."""
 
@@ -94,7 +98,14 @@ class OnnxRuntimeBackend:
         self.version = onnxruntime.__version__
 
     def supports(self, case: ExecutionCase) -> bool | str:
-        return True if case.qdq_model_path.is_file() else f"{case.qdq_model_path.name} missing"
+        if not case.qdq_model_path.is_file():
+            return f"{case.qdq_model_path.name} missing"
+        graph = onnx.load(str(case.qdq_model_path), load_external_data=False).graph
+        packed = [v.name for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in _SUB_BYTE]
+        if packed:  # the runtime may compute them; its Python API cannot hand them over
+            return (f"graph input/output {packed[0]!r} is a 4- or 2-bit tensor, which onnxruntime's Python API "
+                    "cannot take or return (no numpy type)")
+        return True
 
     def prepare(self, case: ExecutionCase) -> Any:
         ort = self._ort
