@@ -293,15 +293,18 @@ def _ops(rm):
         inputs.append(T("c", (5,), cq, value=np.array([-300, -7, 0, 11, 250], np.int32)))
         return Spec("Gemm", inputs, [T("y", (3, 5), y)], 1, {"transB": 1})
 
+    def boundary_parameters(g, qtype) -> list:
+        """The scale and zero-point inputs of a QuantizeLinear / DequantizeLinear applying ``qtype``."""
+        scale = np.asarray(qtype.scale, g.fdtype)
+        zp = np.asarray(qtype.zero_point).astype(g.info.np_dtype)
+        if qtype.axis is None:
+            scale, zp = scale.reshape(()), zp.reshape(())
+        return [T("s", scale.shape, dtype=fdt(g), value=scale), T("z", zp.shape, value=zp)]
+
     def quantize_linear(g, v):
         per_axis = v == "per-axis"
         y = g.q(3, 1) if per_axis else g.q()
-        scale = np.asarray(y.scale, g.fdtype)
-        zp = np.asarray(y.zero_point).astype(g.info.np_dtype)
-        if not per_axis:
-            scale, zp = scale.reshape(()), zp.reshape(())
-        inputs = [T("x", (2, 3, 4), dtype=fdt(g)), T("s", scale.shape, dtype=fdt(g), value=scale),
-                  T("z", zp.shape, value=zp)]
+        inputs = [T("x", (2, 3, 4), dtype=fdt(g)), *boundary_parameters(g, y)]
         spread = float(np.max(y.scale)) * (g.info.max - g.info.min) / 8
         feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * spread).astype(g.fdtype)}
         return Spec("QuantizeLinear", inputs, [T("y", (2, 3, 4), y)], 0, {"axis": 1} if per_axis else {},
@@ -310,11 +313,7 @@ def _ops(rm):
     def dequantize_linear(g, v):
         per_axis = v == "per-axis"
         x = g.q(4, 2) if per_axis else g.q()
-        scale = np.asarray(x.scale, g.fdtype)
-        zp = np.asarray(x.zero_point).astype(g.info.np_dtype)
-        if not per_axis:
-            scale, zp = scale.reshape(()), zp.reshape(())
-        inputs = [T("x", (2, 3, 4), x), T("s", scale.shape, dtype=fdt(g), value=scale), T("z", zp.shape, value=zp)]
+        inputs = [T("x", (2, 3, 4), x), *boundary_parameters(g, x)]
         return Spec("DequantizeLinear", inputs, [T("y", (2, 3, 4), dtype=fdt(g))], 0,
                     {"axis": 2} if per_axis else {}, anchor="boundary")
 
