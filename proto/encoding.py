@@ -62,7 +62,13 @@ def mark_tensor(tensor: TensorProto, storage: int) -> None:
         return
     if tensor.data_location != TensorProto.EXTERNAL and not tensor.HasField("raw_data"):
         tensor.data_type = storage
-        data = numpy_helper.from_array(numpy_helper.to_array(tensor)).raw_data  # packs 4- and 2-bit values
+        try:
+            data = numpy_helper.from_array(numpy_helper.to_array(tensor)).raw_data  # packs 4- and 2-bit values
+        except (ValueError, TypeError, KeyError) as exc:  # data unlike its dims: nothing to mark
+            from onnx_qtypes.proto.errors import ModelLoadError  # noqa: PLC0415
+
+            raise ModelLoadError(f"tensor {tensor.name!r}: its data does not match its dims {list(tensor.dims)} "
+                                 f"({' '.join(str(exc).split())[:120]}); it cannot be stored marked") from None
         for field in ("int32_data", "int64_data", "float_data", "double_data", "uint64_data", "string_data"):
             tensor.ClearField(field)
         tensor.raw_data = data

@@ -121,3 +121,13 @@ def test_a_marked_copy_never_takes_a_name_the_model_uses(tmp_path):
     model.graph.output.append(onnx.helper.make_tensor_value_info(f"{shared}_{quantized}", onnx.TensorProto.FLOAT, []))
     qt.save(model, tmp_path / "clash.onnx")
     onnx.checker.check_model(to_plain_form(qt.load(tmp_path / "clash.onnx")))  # still single assignment
+
+
+def test_a_quantized_constant_whose_data_does_not_fit_is_a_named_error(tmp_path):
+    model = qt.load(EXAMPLE)
+    to_plain_form(model)
+    w = next(t for t in model.graph.initializer if t.name == "w")
+    w.CopyFrom(onnx.TensorProto(name="w", data_type=onnx.TensorProto.INT8, dims=list(w.dims), int32_data=[1, 2, 3]))
+    with pytest.raises(qt.QTypesError, match="tensor 'w': its data does not match its dims"):
+        qt.save(model, tmp_path / "bad.onnx")
+    assert not (tmp_path / "bad.onnx").exists()
