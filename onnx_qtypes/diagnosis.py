@@ -26,7 +26,7 @@ from typing import Any
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
-from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, get_rule, iter_diagnostics, load_profile
+from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
@@ -73,7 +73,7 @@ def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Dia
     if view is None:  # typed, or nothing quantized
         return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
-    active = [r for r in (chosen if chosen is not None else _all()) if not r.typed_only]
+    active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
     if result.typed_tensors:
@@ -161,12 +161,6 @@ def _inferred(model: ModelProto) -> ModelProto:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception:  # an inference failure only costs shapes
         return model
-
-
-def _all() -> list[Rule]:
-    from onnx_qtypes.checker import all_rules
-
-    return all_rules()
 
 
 def _is_typed(model: ModelProto) -> bool:
