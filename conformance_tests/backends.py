@@ -98,6 +98,8 @@ class OnnxRuntimeBackend:
         self.version = onnxruntime.__version__
 
     def supports(self, case: ExecutionCase) -> bool | str:
+        if case.qdq_model_path is None:
+            return case.qdq_unavailable
         if not case.qdq_model_path.is_file():
             return f"{case.qdq_model_path.name} missing"
         graph = onnx.load(str(case.qdq_model_path), load_external_data=False).graph
@@ -137,6 +139,8 @@ class OpenVinoBackend:
         self._core = openvino.Core()
 
     def supports(self, case: ExecutionCase) -> bool | str:
+        if case.qdq_model_path is None:
+            return case.qdq_unavailable
         return True if case.qdq_model_path.is_file() else f"{case.qdq_model_path.name} missing"
 
     def prepare(self, case: ExecutionCase) -> Any:

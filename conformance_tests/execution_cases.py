@@ -3,7 +3,8 @@
 Each folder holds ``case.json`` (id, kind "execution", operator, spec,
 description, tags, model, qdq_model, inputs, outputs, tolerance and an
 optional tolerance_reason), the typed ``model.onnx``, its standard-ONNX
-lowering ``model.qdq.onnx`` and ``test_data_set_0/input_k.pb`` /
+lowering ``model.qdq.onnx`` (``qdq_model`` null, with ``qdq_unavailable``
+saying why, where standard ONNX cannot express the case) and ``test_data_set_0/input_k.pb`` /
 ``output_k.pb`` (onnx TensorProto, the ONNX backend-test layout; quantized
 tensors hold storage integers). Sub-byte storage (int4 / uint4 / int2 /
 uint2) is widened to int8 / uint8 arrays, the form the reference evaluator
@@ -42,7 +43,7 @@ class ExecutionCase:
     operator: str
     folder: Path
     model_path: Path
-    qdq_model_path: Path
+    qdq_model_path: Path | None
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     tolerance: dict[str, float]
@@ -50,6 +51,7 @@ class ExecutionCase:
     spec: str = ""
     description: str = ""
     tolerance_reason: str = ""
+    qdq_unavailable: str = ""  # why there is no model.qdq.onnx (qdq_model_path is None)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def feeds(self) -> dict[str, np.ndarray]:
@@ -129,12 +131,18 @@ def load_case(folder: str | os.PathLike) -> ExecutionCase:
     if not isinstance(tags, dict):
         raise CaseError(f"{where}: 'tags' must be an object")
     case_id = _require(data, "id", str, where)
+    qdq_model = data.get("qdq_model", None)
+    if qdq_model is not None and not isinstance(qdq_model, str):
+        raise CaseError(f"{where}: field 'qdq_model' must be a file name or null")
+    qdq_unavailable = data.get("qdq_unavailable", "")
+    if qdq_model is None and not (isinstance(qdq_unavailable, str) and qdq_unavailable):
+        raise CaseError(f"{where}: 'qdq_model' is null without a 'qdq_unavailable' reason")
     return ExecutionCase(
         id=case_id,
         operator=_require(data, "operator", str, where),
         folder=folder,
         model_path=folder / _require(data, "model", str, where),
-        qdq_model_path=folder / _require(data, "qdq_model", str, where),
+        qdq_model_path=None if qdq_model is None else folder / qdq_model,
         inputs=tuple(inputs),
         outputs=tuple(outputs),
         tolerance={name: tolerance.get(name, 0) for name in outputs},
@@ -142,6 +150,7 @@ def load_case(folder: str | os.PathLike) -> ExecutionCase:
         spec=str(data.get("spec", "")),
         description=str(data.get("description", "")),
         tolerance_reason=str(data.get("tolerance_reason", "")),
+        qdq_unavailable=str(qdq_unavailable or ""),
         metadata=data,
     )
 
