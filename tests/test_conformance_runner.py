@@ -7,6 +7,7 @@ are well-formed. What onnxruntime's optimized kernels compute is never asserted.
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -343,15 +344,41 @@ def test_cli_unreadable_case_folder_exits_2(cases_root, tmp_path, capsys):
         load_cases(cases_root)
 
 
-def test_cli_openvino_missing_says_how_to_install(cases_root, capsys):
-    try:
-        import openvino  # noqa: F401
-    except ImportError:
-        assert main(["conformance", "--cases", str(cases_root), "--backend", "openvino"]) == 2
-        err = capsys.readouterr().err
-        assert "pip install openvino" in err and len(err.strip().splitlines()) == 1
-    else:
-        pytest.skip("openvino is installed")
+def test_cli_openvino_missing_says_how_to_install(cases_root, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` raises ImportError
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "openvino"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install openvino" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def _without_qdq_model(folder: Path, reason: str) -> None:
+    data = json.loads((folder / "case.json").read_text())
+    data.update(qdq_model=None, qdq_unavailable=reason)
+    (folder / "case.json").write_text(json.dumps(data))
+    (folder / "model.qdq.onnx").unlink()
+
+
+@pytest.mark.parametrize("spec", ["openvino", "onnxruntime", "onnxruntime-unoptimized"])
+def test_qdq_form_backends_call_a_case_without_qdq_model_unsupported_with_its_reason(cases_root, spec):
+    from onnx_qtypes.conformance.backends import load_backend
+
+    reason = "standard ONNX has no 3-bit storage type"
+    _without_qdq_model(cases_root / "relu-int8-saturates", reason)
+    results = {r.id: r for r in run_suite(load_backend(spec), cases=load_cases(cases_root, "relu"))}
+    assert results["relu-int8-saturates"].outcome == "unsupported"
+    assert results["relu-int8-saturates"].message == reason
+
+
+def test_openvino_output_missing_from_the_model_fails_naming_it(cases_root):
+    from onnx_qtypes.conformance import OpenVinoBackend
+
+    folder = cases_root / "relu-int8-saturates"
+    data = json.loads((folder / "case.json").read_text())
+    data["outputs"].append("ghost")
+    (folder / "case.json").write_text(json.dumps(data))
+    _write_pb(folder / "test_data_set_0" / "output_1.pb", np.zeros(8, np.int8), "ghost")
+    [result] = run_suite(OpenVinoBackend(), filter="relu", root=cases_root)
+    assert result.outcome == "fail" and result.message == "output 'ghost' missing from the backend's results"
 
 
 def test_pytest_entry_point(cases_root):
