@@ -376,6 +376,12 @@ def _miss(rule: str, id: str, build: Callable, profile: str | dict | None = None
     return Case(rule, id, build, False, profile=profile, quiet=quiet)
 
 
+def _expressed(storage: str, expressed: str, scale: float | Sequence[float] = 0.375,
+               zero_point: int | Sequence[int] = 0, **kw: object) -> QType:
+    """A type with the given storage and expressed types (0.375 and 0.0625 are values of every expressed type)."""
+    return QType(storage, scale, zero_point, expressed=expressed, **kw)
+
+
 def _per_axis(scales: Sequence[float], **kw: object) -> pb.QuantizedType:
     return qmsg(scale=scales, zero_point=[0] * len(scales), axis=kw.pop("axis", 1), **kw)  # type: ignore[arg-type]
 
@@ -694,6 +700,31 @@ def cases() -> list[Case]:
         _fire("QT119", "version-1-undefined-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.UNDEFINED),
               f"{IN}/elem_type", "q", message="version-1 marker"),
         _miss("QT119", "int8-marked-1003", lambda: one_tensor(qmsg(scale=[0.1]))),
+        # QT120: m = max |q - zero_point| against the expressed type's significand (float16 11 bits, bfloat16 8)
+        _fire("QT120", "int16-float16", lambda: one_tensor(_expressed("int16", "float16")), f"{QF}/scale/0", "q",
+              message="reaches 32768 > 2^10"),
+        _fire("QT120", "uint8-bfloat16-zero-point-0", lambda: one_tensor(_expressed("uint8", "bfloat16")),
+              f"{QF}/scale/0", "q", message="reaches 255 > 2^7"),
+        _fire("QT120", "int8-bfloat16-per-axis-minus-128",
+              lambda: one_tensor(_expressed("int8", "bfloat16", [0.375] * 3, [0, -128, 0], axis=1)), f"{QF}/scale/1",
+              "q", message="zero_point[1] = -128"),
+        _fire("QT120", "int16-float16-pow2-scale", lambda: one_tensor(_expressed("int16", "float16", 2.0**-7)),
+              f"{QF}/scale/0", "q", message="> 2^11 (the limit for a power-of-two scale)"),
+        _fire("QT120", "int8-float16-overflow", lambda: one_tensor(_expressed("int8", "float16", 768.0)),
+              f"{QF}/scale/0", "q", message="becomes inf"),
+        _fire("QT120", "dynamic-int16-float16", lambda: one_tensor(QType("int16", expressed="float16")),
+              f"{QF}/expressed_type", "q", message="can reach 65535"),
+        _miss("QT120", "int8-float16", lambda: one_tensor(_expressed("int8", "float16"))),
+        _miss("QT120", "int8-bfloat16-symmetric",
+              lambda: one_tensor(_expressed("int8", "bfloat16", schema=Schema.SYMMETRIC))),
+        _miss("QT120", "int16-float32", lambda: one_tensor(_expressed("int16", "float32"))),
+        _miss("QT120", "uint8-bfloat16-zero-point-128",
+              lambda: one_tensor(_expressed("uint8", "bfloat16", 0.375, 128))),
+        _miss("QT120", "uint8-bfloat16-pow2-scale", lambda: one_tensor(_expressed("uint8", "bfloat16", 0.0625))),
+        _miss("QT120", "int8-float16-largest-finite", lambda: one_tensor(_expressed("int8", "float16", 511.75))),
+        _miss("QT120", "int32-bfloat16", lambda: one_tensor(_expressed("int32", "bfloat16"))),
+        _miss("QT120", "dynamic-int8-bfloat16-symmetric",
+              lambda: one_tensor(QType("int8", expressed="bfloat16", schema=Schema.SYMMETRIC))),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),

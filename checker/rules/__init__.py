@@ -23,6 +23,7 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt117_parameter_reference_unreadable,
     qt118_parameter_reference_shared,
     qt119_elem_type_not_marker,
+    qt120_expressed_type_too_narrow,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
     qt203_stats_std_invalid,
