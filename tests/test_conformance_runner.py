@@ -392,9 +392,18 @@ def test_pytest_entry_point(cases_root):
         check_case(HalfAwayBackend(), params[0].values[0])
 
 
-def test_onnxruntime_calls_cases_with_4_bit_inputs_or_outputs_unsupported():
-    """Its Python API has no numpy type for packed 4-bit tensors: a reason, not an error."""
-    from onnx_qtypes.conformance import OnnxRuntimeBackend, run_suite
+def test_onnxruntime_definition_path_runs_4_bit_graph_inputs_and_outputs():
+    """No numpy type exists for ORT's packed 4-bit tensors: the backend packs feeds into OrtValues and unpacks
+    outputs from bound buffers. The unoptimized path must then agree with the reference on every 4-bit case."""
+    from onnx_qtypes.conformance import OnnxRuntimeBackend, ReferenceBackend, load_cases, run_case, run_suite
 
-    results = run_suite(OnnxRuntimeBackend(optimize=False), filter="relu-int4-float32")
-    assert results and all(r.outcome == "unsupported" and "4- or 2-bit" in r.message for r in results)
+    cases = [c for c in load_cases(filter="int4") if c.qdq_model_path is not None]
+    assert len(cases) >= 50
+    results = run_suite(OnnxRuntimeBackend(optimize=False), cases=cases)
+    assert [r.outcome for r in results] == ["pass"] * len(cases), [r.message for r in results if r.outcome != "pass"][:3]
+    case = next(c for c in cases if c.id == "transpose-int4-float32-per-tensor")  # a 4-bit input and output
+    backend = OnnxRuntimeBackend(optimize=False)
+    out = backend.run(backend.prepare(case), case.feeds())["y"]
+    assert out.dtype == np.int8 and out.shape == case.expected()["y"].shape
+    np.testing.assert_array_equal(out, np.transpose(case.feeds()["x"], (2, 0, 1)))  # same type in and out: moved integers
+    assert run_case(ReferenceBackend(), case).outcome == "pass"

@@ -29,6 +29,11 @@ CASES = ROOT / "conformance_tests" / "cases" / "execution"
 SPEC = "proposal/spec/semantics.md"
 STORAGES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
 EXPRESSED = ("float32", "float16")
+FLOAT16_REASON = ("float16 expressed: a runtime computing the operator in float16, as the standard-ONNX form does, rounds "
+                  "its real result to float16 before quantizing it, which can move it across a rounding boundary: one "
+                  "step (semantics.md#expressed-arithmetic)")
+# operators that compute new real values (exact in the definition) but take no requantization tolerance there
+COMPUTED = {"Sigmoid", "Tanh", "HardSwish", "AveragePool", "GlobalAveragePool"}
 REQUANTIZE_REASON = ("the output is requantized: an integer implementation (int32 accumulation, fixed-point multiplier "
                      "and shift, semantics.md#one-step) may land one storage step from the exact definition")
 
@@ -45,6 +50,11 @@ class Spec:
     anchor: str = "dequantize-op-quantize"
     note: str = ""
     feeds: dict | None = None  # fixed feeds (special cases); random storage data otherwise
+    nodes: list | None = None  # a graph of several nodes: (op, input names, output names, attrs); None: one ``op`` node
+    hidden: list = dataclasses.field(default_factory=list)  # the graph's intermediate tensors (T), typed where quantized
+    qdq: str = "lower"  # the standard-ONNX form: "lower" (onnx_qtypes.lower), "plain" (the graph without its types)
+    reason: str = ""  # why the tolerance is above 0, where REQUANTIZE_REASON does not say it
+    steps: dict | None = None  # float output -> the real step it is judged in (case.json "steps")
 
 
 def _helpers():
@@ -68,6 +78,7 @@ class _Gen:
         self.info = STORAGE_TYPES[storage]
         self.fdtype = np.float16 if expressed == "float16" else np.float32
         self.auto: list = []
+        self.weight_storage = storage  # mixed cases (16-bit activations, 8-bit weights ...) set another
 
     def scale(self) -> float:
         """A dyadic scale (exact in float16 and float32), small enough that 16-bit storage fits float16."""
@@ -75,8 +86,9 @@ class _Gen:
         top = {4: 2, 8: 5, 16: 13}[bits]
         return float(int(self.rng.integers(1, 32)) * 2.0 ** -int(self.rng.integers(top, top + 4)))
 
-    def out(self, width: float):
-        """An output type whose range is about ``width`` reals wide (some values saturate, most do not)."""
+    def out(self, width: float, fitted: bool = True):
+        """An output type whose range is about ``width`` reals wide (some values saturate, most do not); fitted
+        to what the operator computes when ``fitted`` (graph outputs only)."""
         from onnx_qtypes import QType  # noqa: PLC0415
 
         target = width / (self.info.max - self.info.min)
@@ -85,7 +97,8 @@ class _Gen:
             exponent = max(exponent, -14 + 4)
         scale = float(int(self.rng.integers(16, 32)) * 2.0 ** (exponent - 4))
         qtype = QType(self.storage, scale, self.zero_point(), expressed=self.expressed)
-        self.auto.append(qtype)  # replaced by one fitted to the reals the operator computes (``_fit``)
+        if fitted:
+            self.auto.append(qtype)  # replaced by one fitted to the reals the operator computes (``fit``)
         return qtype
 
     def fit(self, reals: np.ndarray):
@@ -129,9 +142,9 @@ class _Gen:
         from onnx_qtypes import QType  # noqa: PLC0415
 
         if axis is None:
-            return QType(self.storage, self.scale(), 0, schema="symmetric", expressed=self.expressed)
+            return QType(self.weight_storage, self.scale(), 0, schema="symmetric", expressed=self.expressed)
         n = shape[axis]
-        return QType(self.storage, [self.scale() for _ in range(n)], [0] * n, axis=axis, schema="symmetric",
+        return QType(self.weight_storage, [self.scale() for _ in range(n)], [0] * n, axis=axis, schema="symmetric",
                      expressed=self.expressed)
 
     def data(self, qtype, shape):
@@ -432,6 +445,118 @@ def _specials(rm):
     }
 
 
+# --- graphs: requantization chains, dynamic types ---------------------------------------------------------------
+
+CHAIN_REASON = ("{first} requantizes (one step, semantics.md#one-step); {rest}")
+
+
+def _graphs(rm):
+    from onnx import TensorProto  # noqa: PLC0415
+
+    from onnx_qtypes import QType  # noqa: PLC0415
+
+    T = rm.T
+
+    def conv_relu_max_pool(g, v):
+        x, w = g.q(), g.weight((3, 2, 3, 3), 0 if v == "per-axis" else None)
+        t = g.out(g.width(x) * g.width(w) * 18 ** 0.5 / 6, fitted=False)
+        inputs = [T("x", (1, 2, 5, 5), x), T("w", (3, 2, 3, 3), w, value=g.data(w, (3, 2, 3, 3)).astype(np.int32)),
+                  T("b", (3,), _bias(g, x, w, 3), value=np.array([-97, 0, 194], np.int32))]
+        nodes = [("Conv", ["x", "w", "b"], ["t"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+                 ("Relu", ["t"], ["r"], {}),
+                 ("MaxPool", ["r"], ["y"], {"kernel_shape": [2, 2], "strides": [2, 2]})]
+        reason = CHAIN_REASON.format(first="Conv", rest="Relu and MaxPool keep its parameters, exact and monotone, "
+                                     "so that step reaches y unchanged")
+        return Spec("Conv", inputs, [T("y", (1, 3, 2, 2), t)], 1, {}, nodes=nodes,
+                    hidden=[T("t", (1, 3, 5, 5), t), T("r", (1, 3, 5, 5), t)], reason=reason,
+                    note="Conv -> Relu -> MaxPool, one requantization")
+
+    def matmul_add(g, v):
+        a, b = g.q(), g.weight((4, 5), 1 if v == "per-axis" else None)
+        t = g.out(g.width(a) * g.width(b) * 4 ** 0.5 / 6, fitted=False)
+        c = g.q()
+        y = QType(g.storage, 2 * max(t.scale[0], c.scale[0]), g.zero_point(), expressed=g.expressed)
+        inputs = [T("a", (2, 3, 4), a), T("b", (4, 5), b, value=g.data(b, (4, 5)).astype(np.int32)),
+                  T("c", (2, 3, 5), c)]
+        nodes = [("MatMul", ["a", "b"], ["t"], {}), ("Add", ["t", "c"], ["y"], {})]
+        reason = CHAIN_REASON.format(first="MatMul", rest="Add reads t at half y's scale or finer, so t's step moves "
+                                     "y by at most half a step before Add's own rounding: two steps")
+        return Spec("MatMul", inputs, [T("y", (2, 3, 5), y)], 2, {}, nodes=nodes, hidden=[T("t", (2, 3, 5), t)],
+                    reason=reason, note="MatMul -> Add, two requantizations")
+
+    def requantize_concat(g, v):
+        a = g.q()
+        b = QType(g.storage, a.scale[0] * 3, g.zero_point(), expressed=g.expressed)
+        inputs = [T("x0", (2, 3, 4), a), _i64(T, "shape", [2, 4, 3]), T("x1", (2, 2, 3), b)]
+        nodes = [("Reshape", ["x0", "shape"], ["t"], {}), ("Concat", ["t", "x1"], ["y"], {"axis": 1})]
+        reason = CHAIN_REASON.format(first="Reshape to another scale", rest="Concat with equal parameters is exact")
+        return Spec("Concat", inputs, [T("y", (2, 6, 3), b)], 1, {}, nodes=nodes, hidden=[T("t", (2, 4, 3), b)],
+                    reason=reason, note="Reshape (requantizing) -> Concat")
+
+    def quantize_relu_dequantize(g, v):
+        a = g.q()
+        fdt = TensorProto.FLOAT16 if g.expressed == "float16" else TensorProto.FLOAT
+        scale, zp = np.asarray(a.scale[0], g.fdtype), np.asarray(a.zero_point[0]).astype(g.info.np_dtype)
+        inputs = [T("x", (2, 3, 4), dtype=fdt), T("s", (), dtype=fdt, value=scale), T("z", (), value=zp)]
+        nodes = [("QuantizeLinear", ["x", "s", "z"], ["q"], {}), ("Relu", ["q"], ["r"], {}),
+                 ("DequantizeLinear", ["r", "s", "z"], ["y"], {})]
+        feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * g.width(a) / 4).astype(g.fdtype)}
+        return Spec("Relu", inputs, [T("y", (2, 3, 4), dtype=fdt)], 0, {}, nodes=nodes, anchor="boundary",
+                    hidden=[T("q", (2, 3, 4), a), T("r", (2, 3, 4), a)], feeds=feeds,
+                    note="QuantizeLinear -> Relu -> DequantizeLinear, float in and out")
+
+    def dynamic_quantize_linear(g, v):
+        if g.expressed != "float32":
+            return None  # ONNX defines DynamicQuantizeLinear on float32 only
+        shift = 3.0 if v == "positive" else 0.0  # all positive: the range still includes 0
+        feeds = {"x": (g.rng.normal(shift, 1.5, (2, 3, 4))).astype(np.float32)}
+        nodes = [("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zero_point"], {})]
+        outputs = [T("y", (2, 3, 4), QType("uint8")), T("y_scale", (), dtype=TensorProto.FLOAT),
+                   T("y_zero_point", (), dtype=TensorProto.UINT8)]
+        return Spec("DynamicQuantizeLinear", [T("x", (2, 3, 4))], outputs, 0, {}, nodes=nodes, qdq="plain",
+                    anchor="dynamic-binding", feeds=feeds, note=f"a dynamic uint8 type ({v} inputs)")
+
+    def quantize_binds(g, v):
+        fdt = TensorProto.FLOAT16 if g.expressed == "float16" else TensorProto.FLOAT
+        bound = g.q()
+        inputs = [T("x", (2, 3, 4), dtype=fdt), T("s", (), dtype=fdt), T("z", (), dtype=g.info.data_type)]
+        nodes = [("QuantizeLinear", ["x", "s", "z"], ["y"], {}), ("DequantizeLinear", ["y", "s", "z"], ["r"], {})]
+        feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * g.width(bound) / 4).astype(g.fdtype),
+                 "s": np.asarray(bound.scale[0], g.fdtype), "z": np.asarray(bound.zero_point[0]).astype(g.info.np_dtype)}
+        outputs = [T("y", (2, 3, 4), QType(g.storage, None, None, expressed=g.expressed)), T("r", (2, 3, 4), dtype=fdt)]
+        return Spec("QuantizeLinear", inputs, outputs, 0, {}, nodes=nodes, qdq="plain", anchor="dynamic-binding",
+                    feeds=feeds, note="the dynamic output type binds the run-time scale and zero point")
+
+    def dynamic_matmul(g, v):
+        if g.expressed != "float32":
+            return None  # ONNX defines DynamicQuantizeLinear on float32 only
+        b = g.weight((4, 5), 1 if v == "per-axis" else None)
+        x = g.rng.normal(0, 1.5, (3, 4)).astype(np.float32)
+        feeds = {"x": x}
+        x_scale = (np.float32(max(x.max(), 0)) - np.float32(min(x.min(), 0))) / np.float32(255)
+        nodes = [("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], {}), ("MatMul", ["xq", "b"], ["y"], {})]
+        inputs = [T("x", (3, 4)), T("b", (4, 5), b, value=g.data(b, (4, 5)).astype(np.int32))]
+        hidden = [T("xq", (3, 4), QType("uint8")), T("xs", ()), T("xz", (), dtype=TensorProto.UINT8)]
+        reason = ("a float result: a runtime summing in float32 rounds; judged in steps of x_scale * min(b scale), the "
+                  "product's quantization step, of which that rounding is a small fraction")
+        return Spec("MatMul", inputs, [T("y", (3, 5))], 1, {}, nodes=nodes, hidden=hidden, anchor="dynamic-binding",
+                    feeds=feeds, reason=reason, steps={"y": float(x_scale) * float(min(b.scale))},
+                    note="DynamicQuantizeLinear -> MatMul with a float result (dynamic quantization)")
+
+    return {
+        "conv-relu-max_pool": (conv_relu_max_pool, ("int8", "uint8", "int16"), ("per-tensor", "per-axis")),
+        "matmul-add": (matmul_add, ("int8", "uint8", "int16", "uint16"), ("per-tensor", "per-axis")),
+        "reshape-requantize-concat": (requantize_concat, ("int8", "uint8", "int16", "uint4"), ("chain",)),
+        "quantize-relu-dequantize": (quantize_relu_dequantize, ("int8", "uint8", "int16", "uint16"), ("chain",)),
+        "dynamic_quantize_linear": (dynamic_quantize_linear, ("uint8",), ("mixed", "positive")),
+        "quantize_linear-binds-dynamic": (quantize_binds, ("int8", "uint8", "int16", "uint16"), ("dynamic",)),
+        "dynamic_quantize_linear-matmul": (dynamic_matmul, ("int8",), ("per-tensor", "per-axis")),
+    }
+
+
+MIXED = (("int16", "int8"), ("uint16", "int8"), ("uint16", "uint8"), ("uint8", "int4"), ("int8", "int4"))
+
+
 # --- building, running and writing ------------------------------------------------------------------------------
 
 
@@ -463,18 +588,22 @@ def _steps(a, b, quantized: bool) -> float:
     return 0 if same.all() else float("inf")
 
 
-def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: str, build, tmp: pathlib.Path):
+def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: str, build, tmp: pathlib.Path,
+          weights: str | None = None):
     """(case.json, files) of one case, or None when lower or the reference cannot take it."""
     import onnx_qtypes  # noqa: PLC0415
     from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: PLC0415
 
     g = _Gen(seed, storage, expressed)
+    g.weight_storage = weights or storage
     try:
         spec = build(g, variant)
     except Exception:  # noqa: BLE001 (a type this storage cannot hold: not a case)
         return None
     if spec is None:
         return None
+    if expressed == "float16" and spec.tolerance == 0 and spec.op in COMPUTED:
+        spec.tolerance, spec.reason = 1, FLOAT16_REASON
     for t in spec.inputs:
         if t is not None and t.value is not None and t.qtype is not None:
             t.value = _storage_array(t.value, t.qtype)
@@ -496,7 +625,7 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):  # float16 overflow: left out just below
                 warnings.simplefilter("ignore")
-                float_model = rm.typed_model(spec.op, spec.inputs, plain, opset=21, **spec.attrs)
+                float_model = _model(rm, spec, plain)
                 reals = ReferenceEvaluator(float_model).run(None, feeds)
         except Exception:  # noqa: BLE001 (the reference cannot run it)
             return None
@@ -505,18 +634,18 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         for t, value in zip(spec.outputs, reals):
             if any(t is f for f in fitted):
                 t.qtype = g.fit(value)
-    tensors = [t for t in [*spec.inputs, *spec.outputs] if t is not None]
+    tensors = [t for t in [*spec.inputs, *spec.hidden, *spec.outputs] if t is not None]
     try:
-        model = rm.typed_model(spec.op, spec.inputs, spec.outputs, opset=21, **spec.attrs)
+        model = _model(rm, spec, spec.outputs)
         path = tmp / f"{case_id}.onnx"
         onnx_qtypes.save(model, path)
         model_bytes = path.read_bytes()
         typed = onnx_qtypes.load(model_bytes)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            qdq_bytes = onnx_qtypes.lower(typed).SerializeToString()
-    except Exception:  # noqa: BLE001 (lower refuses it)
+    except Exception:  # noqa: BLE001 (not a valid typed model)
         return None
+    qdq_bytes, qdq_unavailable = _qdq_form(rm, spec, typed)
+    if qdq_bytes is None and not qdq_unavailable:
+        return None  # lower refuses a type that has a standard form elsewhere: not a case
     names = [t.name for t in spec.outputs]
     try:
         expected = ReferenceEvaluator(onnx_qtypes.load(model_bytes), kernels="definitional").run(None, feeds)
@@ -552,8 +681,15 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         "tolerance": {n: spec.tolerance for n in names},
     }
     if spec.tolerance:
-        doc["tolerance_reason"] = REQUANTIZE_REASON
-    files = {"model.onnx": model_bytes, "model.qdq.onnx": qdq_bytes}
+        doc["tolerance_reason"] = spec.reason or REQUANTIZE_REASON
+    if spec.steps:
+        doc["steps"] = spec.steps
+    files = {"model.onnx": model_bytes}
+    if qdq_bytes is None:
+        doc["qdq_model"] = None
+        doc["qdq_unavailable"] = qdq_unavailable
+    else:
+        files["model.qdq.onnx"] = qdq_bytes
     for i, t in enumerate(graph_inputs):
         files[f"test_data_set_0/input_{i}.pb"] = _tensor(t.name, feeds[t.name])
     for i, (n, v) in enumerate(zip(names, expected)):
@@ -562,6 +698,58 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
 
 
 SKIPPED: list[str] = []
+
+
+def _model(rm, spec: Spec, outputs: list):
+    """The typed model of ``spec`` with these graph outputs: one node, or the graph ``spec.nodes`` describes."""
+    if spec.nodes is None:
+        return rm.typed_model(spec.op, spec.inputs, outputs, opset=21, **spec.attrs)
+    return _graph(rm, spec, outputs, typed=True)
+
+
+def _graph(rm, spec: Spec, outputs: list, typed: bool):
+    from onnx import helper, numpy_helper  # noqa: PLC0415
+
+    from onnx_qtypes import set_qtype  # noqa: PLC0415
+
+    nodes = [helper.make_node(op, ins, outs, name=f"n{i}_{op.lower()}", **attrs)
+             for i, (op, ins, outs, attrs) in enumerate(spec.nodes)]
+    present = [t for t in spec.inputs if t is not None]
+    graph = helper.make_graph(
+        nodes, f"chain_{spec.op}",
+        [helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in present if t.value is None],
+        [helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in outputs],
+        [numpy_helper.from_array(np.asarray(t.value), t.name) for t in present if t.value is not None],
+        value_info=[helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in spec.hidden])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    if typed:
+        for t in [*present, *spec.hidden, *outputs]:
+            if t.qtype is not None:
+                set_qtype(model, t.name, t.qtype)
+    return model
+
+
+def _qdq_form(rm, spec: Spec, typed) -> tuple[bytes | None, str]:
+    """(model.qdq.onnx bytes, "") or (None, why standard ONNX cannot express the case); (None, "") leaves it out."""
+    import onnx_qtypes  # noqa: PLC0415
+    from onnx_qtypes.checker import iter_diagnostics  # noqa: PLC0415
+
+    narrow = [d for d in iter_diagnostics(typed) if d.rule == "QT120"]
+    if narrow:  # the QDQ form would compute something else: DequantizeLinear rounds to the expressed type
+        return None, f"{narrow[0].rule} {narrow[0].name}: {narrow[0].message}"
+    if spec.qdq == "plain":  # standard operators throughout (DynamicQuantizeLinear ...): the graph minus its types
+        return _graph(rm, spec, spec.outputs, typed=False).SerializeToString(), ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return onnx_qtypes.lower(typed).SerializeToString(), ""
+    except Exception as exc:  # noqa: BLE001
+        dynamic = [t.name for t in [*spec.inputs, *spec.hidden, *spec.outputs]
+                   if t is not None and t.qtype is not None and t.qtype.is_dynamic]
+        if dynamic:
+            return None, (f"tensor {dynamic[0]!r} has a dynamic type whose parameters an operator chooses at run time "
+                          f"(semantics.md#dynamic-binding); standard ONNX has no form for it ({exc})")
+        return None, ""
 
 
 def _plan(rm):
@@ -580,6 +768,18 @@ def _plan(rm):
             for expressed in EXPRESSED:
                 case_id = f"{name}-{storage}-{expressed}"
                 yield case_id, zlib.crc32(case_id.encode()), storage, expressed, name, build
+    for op in ("MatMul", "Conv", "Gemm"):  # activations and weights of different storage types
+        for storage, weights in MIXED:
+            for expressed in EXPRESSED:
+                for variant in ("per-tensor", "per-axis"):
+                    case_id = f"{_snake(op)}-{storage}-w{weights}-{expressed}-{variant}"
+                    yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, ops[op], weights
+    for name, (build, storages, variants) in _graphs(rm).items():
+        for storage in storages:
+            for expressed in EXPRESSED:
+                for variant in variants:
+                    case_id = f"{name}-{storage}-{expressed}" + (f"-{variant}" if len(variants) > 1 else "")
+                    yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build
 
 
 def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
@@ -588,8 +788,8 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
     SKIPPED.clear()
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for case_id, seed, storage, expressed, variant, build in _plan(rm):
-            made = _case(rm, case_id, seed, storage, expressed, variant, build, pathlib.Path(tmp))
+        for case_id, seed, storage, expressed, variant, build, *weights in _plan(rm):
+            made = _case(rm, case_id, seed, storage, expressed, variant, build, pathlib.Path(tmp), *weights)
             if made is not None:
                 out[case_id] = made
     return out

@@ -1,0 +1,1 @@
+ByJ<Ð}Ð_6WÞ‡5hJýUJJJ,Ja`HiJJJJJJ	JJJJJJ+ŠnZf}XnÎ 

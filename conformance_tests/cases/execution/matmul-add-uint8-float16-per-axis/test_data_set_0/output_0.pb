@@ -1,0 +1,1 @@
+ByJQ:8;=hGéHÅñn9PA{`gRTnôbπuEFJ:

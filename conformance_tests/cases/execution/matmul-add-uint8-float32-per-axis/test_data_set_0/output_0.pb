@@ -1,0 +1,1 @@
+ByJXMlWVYWƒe^VR<Z`RT$UXRgjZWep]V

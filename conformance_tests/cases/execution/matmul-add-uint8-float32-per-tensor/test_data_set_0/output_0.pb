@@ -1,0 +1,1 @@
+ByJBB}GC’Â¿ÂÂCBCCBCB¤qLBBCCBCCBBC

@@ -1,0 +1,153 @@
+"""The published results: committed records of the current suite, every failure explained, the page in sync.
+
+The records hold what vendor runtimes computed when they were recorded; these tests never rerun a vendor to
+compare with them (vendors change their kernels). They check the records are complete and well formed, that
+every failure and error has a known explanation for its backend and version, and that proposal/status.md is
+what the records render to.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from onnx_qtypes.conformance import FAIL, PASS, load_cases
+from onnx_qtypes.conformance.status import (
+    COMMAND,
+    DEVIATIONS,
+    PAGE,
+    RESULTS,
+    Deviation,
+    StatusError,
+    explain,
+    load_deviations,
+    load_records,
+    load_vendor_records,
+    render,
+    render_page,
+    suite_digest,
+)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_cases()
+
+
+@pytest.fixture(scope="module")
+def records():
+    return load_records()
+
+
+@pytest.fixture(scope="module")
+def deviations():
+    return load_deviations()
+
+
+def test_status_page_is_what_the_records_render_to():
+    assert PAGE.read_text(encoding="utf-8") == render_page(), f"proposal/status.md is stale: run {COMMAND} --render-only"
+
+
+def test_every_named_backend_has_a_record_of_the_current_suite(cases, records):
+    digest = suite_digest(cases)
+    names = {r["backend"] for r in records}
+    assert {"reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino"} <= names
+    ids = {c.id for c in cases}
+    for rec in records:
+        assert rec["suite"]["digest"] == digest, f"{rec['_path']} was recorded on another suite: rerun {COMMAND}"
+        assert set(rec["outcomes"]) == ids, rec["_path"]
+        assert sum(rec["summary"].values()) == len(ids)
+        assert set(rec["details"]) == {i for i, o in rec["outcomes"].items() if o != PASS}
+
+
+def test_the_reference_records_pass_every_case(records):
+    for rec in records:
+        if rec["backend"].startswith("reference"):
+            assert set(rec["outcomes"].values()) == {PASS}, rec["_path"]
+
+
+def test_every_failure_and_error_is_explained(records, deviations):
+    for rec in records:
+        _, unexplained = explain(rec, deviations)
+        assert not unexplained, f"{rec['_path']}: no deviation in deviations.json explains {unexplained[:5]}"
+
+
+def test_every_deviation_explains_cases_of_its_record_and_reproduces_on_one(records, deviations):
+    by_key = {(r["backend"], r["version"].split("-")[0]): r for r in records}
+    for dev in deviations:
+        rec = by_key.get((dev.backend, dev.version.split("-")[0]))
+        assert rec is not None, f"{dev.backend} {dev.version}: no record"
+        explained, _ = explain(rec, [dev])
+        ids = explained.get(dev, [])
+        assert ids, f"{dev.kind} ({dev.backend} {dev.version}): explains no failing case"
+        assert dev.reproduction in ids, f"{dev.reproduction} is not one of the cases {dev.explanation[:40]!r} explains"
+        matched = [i for i, o in rec["outcomes"].items() if dev.matches(rec["backend"], rec["version"], i)]
+        passing = [i for i in matched if rec["outcomes"][i] == PASS]
+        assert not passing, f"{dev.cases} also match passing cases {passing[:3]}: the pattern is too wide"
+
+
+def test_a_new_vendor_version_shows_as_a_changed_table_and_unexplained_failures(cases, records, deviations):
+    ort = next(r for r in records if r["backend"] == "onnxruntime")
+    newer = copy.deepcopy(ort)
+    newer["version"] = "99.0.0"
+    first_pass = next(i for i, o in newer["outcomes"].items() if o == PASS)
+    newer["outcomes"][first_pass] = FAIL
+    newer["details"][first_pass] = {"max_steps": 3, "elements": 1, "message": "output 'y': 1 element 3 steps off"}
+    newer["summary"] = {**newer["summary"], PASS: newer["summary"][PASS] - 1, FAIL: newer["summary"][FAIL] + 1}
+    page = render(cases, [*records, newer], deviations)
+    assert "| onnxruntime | 99.0.0 |" in page and "onnxruntime 99.0.0" in page
+    section = page.split("### onnxruntime 99.0.0", 1)[1].split("###", 1)[0]
+    assert "not yet explained" in section and first_pass in section
+    _, unexplained = explain(newer, deviations)
+    assert first_pass in unexplained and len(unexplained) == newer["summary"][FAIL] + newer["summary"]["error"]
+
+
+def test_a_record_of_another_suite_is_marked_stale(cases, records):
+    rec = copy.deepcopy(records[0])
+    rec["suite"]["digest"] = "0" * 64
+    assert "(stale: recorded on another version of the suite)" in render(cases, [rec], [])
+
+
+def test_deviation_patterns_are_keyed_by_backend_and_version():
+    dev = Deviation("openvino", "openvino", "2026.4.1", ("clip-*",), "rounding mode", "x", "y", "clip-int8")
+    assert dev.matches("openvino", "2026.4.1-22982-e213a147257-releases/2026/4", "clip-int8-float32-per-tensor")
+    assert not dev.matches("openvino", "2026.5.0", "clip-int8-float32-per-tensor")
+    assert not dev.matches("onnxruntime", "2026.4.1", "clip-int8-float32-per-tensor")
+    assert not dev.matches("openvino", "2026.4.1", "relu-int8-float32-per-tensor")
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{", "not readable JSON"),
+    ('{"deviations": {}}', "'deviations' list"),
+    ('{"deviations": [{"vendor": "v"}]}', "needs vendor"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": ["a"], "kind": "bad luck", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a"}]}', "kind 'bad luck'"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": [], "kind": "rounding mode", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a"}]}', "case-id patterns"),
+])
+def test_a_broken_deviations_file_is_a_located_error(tmp_path, content, words):
+    path = tmp_path / "deviations.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(StatusError, match=words.replace("(", r"\(")) as info:
+        load_deviations(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_broken_record_is_a_located_error(tmp_path):
+    (tmp_path / "x-1.json").write_text(json.dumps({"format": 99}), encoding="utf-8")
+    with pytest.raises(StatusError, match="x-1.json: not a format-1 results record"):
+        load_records(tmp_path)
+
+
+def test_the_page_shows_the_fused_kernel_records():
+    page = PAGE.read_text(encoding="utf-8")
+    for vendor in load_vendor_records():
+        assert f"{vendor['vendor']} {vendor['version']}" in page
+        for entry in vendor["deviations"]:
+            assert f"`{entry['id']}`" in page
+
+
+def test_the_deviations_file_is_in_the_results_folder():
+    assert DEVIATIONS.parent == RESULTS and DEVIATIONS.is_file()
