@@ -35,8 +35,13 @@ def summary_table(results: Sequence[CaseResult], backend_name: str = "", version
     problems = [r for r in results if r.outcome in (FAIL, ERROR)]
     if problems:
         lines.append("")
-        lines += [f"{r.outcome.upper()} {r.id}: {r.message}" for r in problems]
+        lines += [f"{r.outcome.upper()} {r.id}: {_short(r.message)}" for r in problems]
     return "\n".join(lines) + "\n"
+
+
+def _short(message: str, limit: int = 300) -> str:
+    """A runtime's message cut for the terminal (the JSON and JUnit reports keep all of it)."""
+    return message if len(message) <= limit else message[:limit - 1] + "…"
 
 
 def report_json(results: Sequence[CaseResult], backend_name: str, version: str) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def test_the_suite_is_large_enough_small_enough_and_covers_every_op():
     cases = [_case(c) for c in CASES]
     assert {_snake(c["operator"]).replace("mat_mul", "matmul") for c in cases} >= set(OPS), set(OPS)
     tags = {(c["tags"]["storage"], c["tags"]["expressed"]) for c in cases}
-    for storage in ("int8", "uint8", "int16", "uint16", "int4", "uint4"):
+    for storage in ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2"):
         assert {(storage, "float32"), (storage, "float16")} <= tags, storage
     granularity = {(c["operator"], c["tags"]["granularity"]) for c in cases}
     for op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
@@ -97,7 +97,9 @@ def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
         assert not (folder / "model.qdq.onnx").exists()
     else:
         qdq = onnx.load(str(folder / case["qdq_model"]))
-        assert (qdq.ir_version, [(o.domain, o.version) for o in qdq.opset_import]) == (10, [("", 21)])
+        two_bit = case["tags"]["storage"] in ("int2", "uint2")  # ONNX has 2-bit types from IR 11 / opset 25 on
+        assert (qdq.ir_version, [(o.domain, o.version) for o in qdq.opset_import]) == (
+            (13, [("", 25)]) if two_bit else (10, [("", 21)]))
         assert [i.name for i in qdq.graph.input] == case["inputs"]
         assert [o.name for o in qdq.graph.output] == case["outputs"]
         assert not [d for d in iter_diagnostics(model) if d.rule == "QT120"]

@@ -2,7 +2,7 @@
 definitional reference computes (run: python conformance_tests/generators/execution_cases.py [OUT_DIR]).
 
 Every operator of reference_ops/ops is crossed with the storage types it runs on (int8, uint8, int16, uint16,
-int4, uint4), per-tensor and per-axis weights, and float32 / float16 expressed types; special cases add rounding
+int4, uint4, int2, uint2), per-tensor and per-axis weights, and float32 / float16 expressed types; special cases add rounding
 ties (x / scale exactly .5), saturation at both ends of the storage range and zero points at its extremes. Each
 case folder conformance_tests/cases/execution/<id>/ holds case.json (case.schema.json), model.onnx (the typed
 model, fail-closed markers), model.qdq.onnx (``onnx_qtypes.lower`` of it: standard ONNX) and test_data_set_0/ in
@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CASES = ROOT / "conformance_tests" / "cases" / "execution"
 
 SPEC = "proposal/spec/semantics.md"
-STORAGES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
+STORAGES = ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2")
 EXPRESSED = ("float32", "float16")
 FLOAT16_REASON = ("float16 expressed: a runtime computing the operator in float16, as the standard-ONNX form does, rounds "
                   "its real result to float16 before quantizing it, which can move it across a rounding boundary: one "
@@ -83,7 +83,7 @@ class _Gen:
     def scale(self) -> float:
         """A dyadic scale (exact in float16 and float32), small enough that 16-bit storage fits float16."""
         bits = self.info.bits
-        top = {4: 2, 8: 5, 16: 13}[bits]
+        top = {2: 1, 4: 2, 8: 5, 16: 13}[bits]
         return float(int(self.rng.integers(1, 32)) * 2.0 ** -int(self.rng.integers(top, top + 4)))
 
     def out(self, width: float, fitted: bool = True):
@@ -374,6 +374,8 @@ def _specials(rm):
         k = np.arange(-12, 12, dtype=np.float64)
         if g.info.bits == 4:
             k = np.concatenate([np.arange(-6, 6), np.arange(-6, 6)]).astype(np.float64)
+        if g.info.bits == 2:
+            k = np.tile(np.arange(-2, 2), 6).astype(np.float64)
         if g.info.min == 0:
             k = k - k.min() - 3
         x = ((k + 0.5) * 0.25).reshape(2, 3, 4)

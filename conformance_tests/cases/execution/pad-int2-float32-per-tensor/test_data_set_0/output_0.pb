@@ -1,0 +1,1 @@
+ByJUUÒWU|UUUUUï{UP)UUUU
