@@ -8,7 +8,10 @@
 - ``run_suite(backend, filter=None, jobs=1)``: a ``CaseResult`` per case
   (outcome pass / fail / unsupported / error);
 - ``pytest_cases(backend)`` / ``check_case(backend, case)``: the suite inside
-  your own pytest run.
+  your own pytest run;
+- ``status``: results records per backend and version, the known deviations
+  that explain their failures, and the page (proposal/status.md) they render
+  to (``python conformance_tests/publish_status.py``).
 """
 
 from .backends import (
