@@ -31,10 +31,11 @@ class OutputVerdict:
     reason: str = ""
 
 
-def float_steps(case: ExecutionCase) -> dict[str, float]:
-    """The quantization step of each float output, where the case knows it."""
+def float_steps(case: ExecutionCase) -> dict[str, object]:
+    """The quantization step of each float output, where the case knows it: a number, or for a DequantizeLinear of a
+    per-axis or blocked type its ``QType`` (``step_array`` spreads its scales over the output)."""
     steps = case.metadata.get("steps") if isinstance(case.metadata.get("steps"), dict) else {}
-    out = {n: float(s) for n, s in steps.items() if isinstance(s, (int, float)) and s > 0}
+    out: dict[str, object] = {n: float(s) for n, s in steps.items() if isinstance(s, (int, float)) and s > 0}
     missing = [n for n in case.outputs if n not in out]
     if not missing:
         return out
@@ -46,17 +47,40 @@ def float_steps(case: ExecutionCase) -> dict[str, float]:
         for node in model.graph.node:
             if node.op_type == "DequantizeLinear" and node.output and node.output[0] in missing:
                 qt = qtypes.get(node.input[0])
-                scale = getattr(qt, "scale", None) if qt is not None else None
-                if qt is not None and getattr(qt, "axis", None) is None and scale is not None:
-                    value = np.asarray(scale, dtype=np.float64).ravel()
-                    if value.size == 1 and value[0] > 0:
-                        out[node.output[0]] = float(value[0])
+                if qt is None or qt.is_dynamic:
+                    continue
+                value = np.asarray(qt.scale, dtype=np.float64).ravel()
+                if qt.axis is None and value.size == 1 and value[0] > 0:
+                    out[node.output[0]] = float(value[0])
+                elif qt.axis is not None and value.size and (value > 0).all():
+                    out[node.output[0]] = qt
     except Exception:  # the step is a refinement: without it floats compare exactly
         pass
     return out
 
 
-def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: float, step: float | None) -> OutputVerdict:
+def step_array(step: object, shape: tuple[int, ...]) -> np.ndarray | float | None:
+    """A number as is; a per-axis or blocked QType's scales broadcast to ``shape`` (None if they do not fit)."""
+    if step is None or isinstance(step, (int, float)):
+        return step
+    from onnx_qtypes.proto.qtype import parameter_shape
+
+    qt = step
+    if not 0 <= qt.axis < len(shape):
+        return None
+    scales = np.asarray(qt.scale, np.float64)
+    try:
+        if qt.block_size is None:
+            view = [1] * len(shape)
+            view[qt.axis] = shape[qt.axis]
+            return scales.reshape(view)
+        blocked = scales.reshape(parameter_shape(qt, shape))
+        return np.repeat(blocked, qt.block_size, axis=qt.axis).take(range(shape[qt.axis]), axis=qt.axis)
+    except (ValueError, TypeError):
+        return None
+
+
+def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: float, step: object = None) -> OutputVerdict:
     expected = widen(np.asarray(expected))
     try:
         actual = widen(np.asarray(actual))
@@ -71,10 +95,12 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
                              reason=f"output {name!r} has element type {actual.dtype}, expected {expected.dtype}")
     if total == 0:
         return OutputVerdict(name, True, 0, 0, 0)
+    if expected.dtype.kind not in "iub":
+        step = step_array(step, expected.shape)
     if expected.dtype.kind in "iub":
         diff = np.abs(actual.astype(np.int64) - expected.astype(np.int64)).astype(np.float64)
         unit = "step"
-    elif step:
+    elif step is not None:
         a, e = actual.astype(np.float64), expected.astype(np.float64)
         both_nan = np.isnan(a) & np.isnan(e)
         diff = np.where(both_nan, 0.0, np.abs(a - e) / step)

@@ -56,6 +56,8 @@ def test_the_suite_is_large_enough_small_enough_and_covers_every_op():
     granularity = {(c["operator"], c["tags"]["granularity"]) for c in cases}
     for op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
         assert {(op, "per-tensor"), (op, "per-axis")} <= granularity, op
+    for op in ("MatMul", "QuantizeLinear", "DequantizeLinear"):
+        assert (op, "blocked") in granularity, op
     ids = set(CASES)
     chains = [c for c in CASES if any(c.startswith(p) for p in ("conv-relu-max_pool-", "matmul-add-",
                                                                "reshape-requantize-concat-", "quantize-relu-dequantize-"))]

@@ -407,3 +407,23 @@ def test_onnxruntime_definition_path_runs_4_bit_graph_inputs_and_outputs():
     assert out.dtype == np.int8 and out.shape == case.expected()["y"].shape
     np.testing.assert_array_equal(out, np.transpose(case.feeds()["x"], (2, 0, 1)))  # same type in and out: moved integers
     assert run_case(ReferenceBackend(), case).outcome == "pass"
+
+
+def test_float_outputs_of_per_axis_and_blocked_dequantize_are_judged_in_their_own_steps():
+    """Each element of a DequantizeLinear output counts in the scale of its own channel or block."""
+    from onnx_qtypes import QType
+    from onnx_qtypes.conformance.judging import judge_output, step_array
+
+    blocked = QType("int8", [1.0, 0.5, 0.25, 2.0], [0, 0, 0, 0], axis=1, block_size=2)  # a [2, 4] tensor: 2 blocks
+    steps = step_array(blocked, (2, 4))
+    np.testing.assert_array_equal(steps, [[1.0, 1.0, 0.5, 0.5], [0.25, 0.25, 2.0, 2.0]])
+    per_axis = QType("int8", [1.0, 0.25], [0, 0], axis=0)
+    np.testing.assert_array_equal(step_array(per_axis, (2, 3)), [[1.0], [0.25]])
+    expected = np.zeros((2, 4), np.float32)
+    one_step_each = steps.astype(np.float32)
+    assert judge_output("y", expected, one_step_each, 1, blocked).ok
+    twice = one_step_each.copy()
+    twice[1, 2] *= 2  # two of its block's steps (2.0 each): beyond a one-step tolerance
+    verdict = judge_output("y", expected, twice, 1, blocked)
+    assert not verdict.ok and verdict.max_steps == 2 and verdict.elements == 1
+    assert step_array(QType("int8", [1.0, 2.0], [0, 0], axis=3), (2, 4)) is None  # axis beyond the output: exact

@@ -126,10 +126,14 @@ class _Gen:
         quarter = (hi - lo) // 4
         return int(self.rng.integers(lo + quarter, hi - quarter + 1))
 
-    def q(self, count: int | None = None, axis: int | None = None, storage: str | None = None, **fixed):
+    def q(self, count: int | None = None, axis: int | None = None, storage: str | None = None,
+          block: int | None = None, **fixed):
         from onnx_qtypes import QType  # noqa: PLC0415
 
         storage = storage or self.storage
+        if block is not None:  # ``count`` parameters, blocks of ``block`` along ``axis``
+            return QType(storage, [self.scale() for _ in range(count)], [self.zero_point() for _ in range(count)],
+                         axis=axis, block_size=block, expressed=self.expressed)
         if axis is None:
             return QType(storage, fixed.get("scale", self.scale()), fixed.get("zero_point", self.zero_point()),
                          expressed=self.expressed)
@@ -137,10 +141,14 @@ class _Gen:
         zps = [self.zero_point() for _ in range(count)]
         return QType(storage, scales, zps, axis=axis, expressed=self.expressed)
 
-    def weight(self, shape, axis=None):
-        """A symmetric weight type (zero point 0), per-tensor or per-axis."""
+    def weight(self, shape, axis=None, block: int | None = None):
+        """A symmetric weight type (zero point 0), per-tensor, per-axis or blocked along ``axis``."""
         from onnx_qtypes import QType  # noqa: PLC0415
 
+        if block is not None:
+            count = int(np.prod([-(-d // block) if i == axis else d for i, d in enumerate(shape)]))
+            return QType(self.weight_storage, [self.scale() for _ in range(count)], [0] * count, axis=axis,
+                         block_size=block, schema="symmetric", expressed=self.expressed)
         if axis is None:
             return QType(self.weight_storage, self.scale(), 0, schema="symmetric", expressed=self.expressed)
         n = shape[axis]
@@ -291,7 +299,7 @@ def _ops(rm):
     def matmul(g, v):
         per_axis = v == "per-axis"
         a = g.q()
-        b = g.weight((4, 5), 1 if per_axis else None)
+        b = g.weight((4, 5), 0, block=2) if v == "blocked" else g.weight((4, 5), 1 if per_axis else None)
         y = g.out(g.width(a) * g.width(b) * 4 ** 0.5 / 6)
         inputs = [T("a", (2, 3, 4), a), T("b", (4, 5), b, value=g.data(b, (4, 5)).astype(np.int32))]
         return Spec("MatMul", inputs, [T("y", (2, 3, 5), y)], 1, {})
@@ -306,29 +314,33 @@ def _ops(rm):
         inputs.append(T("c", (5,), cq, value=np.array([-300, -7, 0, 11, 250], np.int32)))
         return Spec("Gemm", inputs, [T("y", (3, 5), y)], 1, {"transB": 1})
 
-    def boundary_parameters(g, qtype) -> list:
+    def boundary_parameters(g, qtype, shape=None) -> list:
         """The scale and zero-point inputs of a QuantizeLinear / DequantizeLinear applying ``qtype``."""
+        from onnx_qtypes.proto.qtype import parameter_shape  # noqa: PLC0415
+
         scale = np.asarray(qtype.scale, g.fdtype)
         zp = np.asarray(qtype.zero_point).astype(g.info.np_dtype)
         if qtype.axis is None:
             scale, zp = scale.reshape(()), zp.reshape(())
+        elif qtype.block_size is not None:
+            scale, zp = scale.reshape(parameter_shape(qtype, shape)), zp.reshape(parameter_shape(qtype, shape))
         return [T("s", scale.shape, dtype=fdt(g), value=scale), T("z", zp.shape, value=zp)]
 
     def quantize_linear(g, v):
         per_axis = v == "per-axis"
-        y = g.q(3, 1) if per_axis else g.q()
-        inputs = [T("x", (2, 3, 4), dtype=fdt(g)), *boundary_parameters(g, y)]
+        y = g.q(3, 1) if per_axis else g.q(12, 2, block=2) if v == "blocked" else g.q()
+        inputs = [T("x", (2, 3, 4), dtype=fdt(g)), *boundary_parameters(g, y, (2, 3, 4))]
         spread = float(np.max(y.scale)) * (g.info.max - g.info.min) / 8
         feeds = {"x": (g.rng.normal(0, 1, (2, 3, 4)) * spread).astype(g.fdtype)}
-        return Spec("QuantizeLinear", inputs, [T("y", (2, 3, 4), y)], 0, {"axis": 1} if per_axis else {},
-                    anchor="boundary", feeds=feeds)
+        attrs = {"axis": 1} if per_axis else {"axis": 2, "block_size": 2} if v == "blocked" else {}
+        return Spec("QuantizeLinear", inputs, [T("y", (2, 3, 4), y)], 0, attrs, anchor="boundary", feeds=feeds)
 
     def dequantize_linear(g, v):
         per_axis = v == "per-axis"
-        x = g.q(4, 2) if per_axis else g.q()
-        inputs = [T("x", (2, 3, 4), x), *boundary_parameters(g, x)]
-        return Spec("DequantizeLinear", inputs, [T("y", (2, 3, 4), dtype=fdt(g))], 0,
-                    {"axis": 2} if per_axis else {}, anchor="boundary")
+        x = g.q(4, 2) if per_axis else g.q(12, 2, block=2) if v == "blocked" else g.q()
+        inputs = [T("x", (2, 3, 4), x), *boundary_parameters(g, x, (2, 3, 4))]
+        attrs = {"axis": 2} if per_axis else {"axis": 2, "block_size": 2} if v == "blocked" else {}
+        return Spec("DequantizeLinear", inputs, [T("y", (2, 3, 4), dtype=fdt(g))], 0, attrs, anchor="boundary")
 
     return {
         "Add": binary("Add"), "Sub": binary("Sub"), "Mul": binary("Mul"),
@@ -348,6 +360,7 @@ def _ops(rm):
 
 
 WEIGHTED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "QuantizeLinear", "DequantizeLinear"}
+BLOCKED = {"MatMul", "QuantizeLinear", "DequantizeLinear"}  # block_size is defined on Q / DQ (opset 21)
 
 
 # --- special cases: rounding ties, saturation, zero-point extremes ---------------------------------------------
@@ -672,7 +685,8 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
                        + (f": {spec.note}" if spec.note else ""),
         "tags": {
             "storage": storage,
-            "granularity": "per-axis" if any(q.axis is not None for q in qtypes) else "per-tensor",
+            "granularity": ("blocked" if any(q.block_size is not None for q in qtypes) else
+                            "per-axis" if any(q.axis is not None for q in qtypes) else "per-tensor"),
             "schema": main.schema.name.lower(),
             "expressed": expressed,
         },
@@ -759,7 +773,8 @@ def _plan(rm):
 
     ops = _ops(rm)
     for op, build in ops.items():
-        variants = ("per-tensor", "per-axis") if op in WEIGHTED else ("per-tensor",)
+        variants = (("per-tensor", "per-axis", "blocked") if op in BLOCKED else ("per-tensor", "per-axis")
+                    if op in WEIGHTED else ("per-tensor",))
         for storage in STORAGES:
             for expressed in EXPRESSED:
                 for variant in variants:

@@ -1,0 +1,2 @@
+
+BxJ0·оf╘)EЕP)пуPло╠Q7KЬC▀Q=K╚PИляO╔MУлЁQYн}MBIuJтEМ3
