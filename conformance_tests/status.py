@@ -238,10 +238,14 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         version = rec["version"].split("-")[0] if rec["backend"] == "openvino" else rec["version"]
         out.append(f"| {rec['backend']} | {version}{stale} | {s[PASS]} | {s[FAIL]} | {s[UNSUPPORTED]} | {s[ERROR]} "
                    f"| `{rec['command']}` |")
+    from onnx_qtypes.reference_ops.ops import KERNELS
+
     out += ["", "## By operator", "",
-            "Cells: cases passed · failed · erroring · unsupported.", "",
-            "| operator | cases | " + " | ".join(_label(r) for r in records) + " |",
-            "|---|---:|" + "---|" * len(records)]
+            "Every operator's definition is the dequantize → operator → quantize path (`reference`, "
+            "proposal/spec/semantics.md); *integer kernel* names the integer-only kernel in `reference_ops/ops/` "
+            "(`reference-integer`), where there is one. Cells: cases passed · failed · erroring · unsupported.", "",
+            "| operator | integer kernel | cases | " + " | ".join(_label(r) for r in records) + " |",
+            "|---|---|---:|" + "---|" * len(records)]
     by_op: dict[str, list[str]] = defaultdict(list)
     for c in cases:
         by_op[c.operator].append(c.id)
@@ -249,7 +253,8 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         cells = []
         for rec in records:
             cells.append(_cell(Counter(rec["outcomes"].get(i, "missing") for i in by_op[op])))
-        out.append(f"| {op} | {len(by_op[op])} | " + " | ".join(cells) + " |")
+        kernel = f"`{KERNELS[op]}.py`" if op in KERNELS else "—"
+        out.append(f"| {op} | {kernel} | {len(by_op[op])} | " + " | ".join(cells) + " |")
     out += ["", "## Deviations, per vendor and version", "",
             "Every failing or erroring case of a vendor backend, grouped by cause. The causes are data "
             "(`conformance_tests/results/deviations.json`, keyed by backend and version); each names the smallest "
