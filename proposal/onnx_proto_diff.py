@@ -1,0 +1,77 @@
+"""Write proposal/onnx.proto.diff: the exact change this proposal makes to the installed onnx's onnx.proto.
+
+Run: python proposal/onnx_proto_diff.py [OUT]   (tests/test_onnx_proto_diff.py checks it is current, applies it
+with `patch` and compiles the result with protoc beside proto/onnx_qtypes.proto.)
+
+The change: onnx.proto imports onnx/onnx_qtypes.proto (proto/onnx_qtypes.proto, copied beside it), TypeProto.Tensor gains the fields `quantization` (1000) and
+`statistics` (1001), and the comment on elem_type admits the fail-closed markers 1000 + storage type that a
+quantized tensor declares (proposal/spec/types.md#marker).
+"""
+
+from __future__ import annotations
+
+import difflib
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "proposal" / "onnx.proto.diff"
+
+PACKAGE = "package onnx;\n"
+IMPORT = 'import "onnx/onnx_qtypes.proto";\n'  # as onnx-operators.proto imports "onnx/onnx-ml.proto"
+ELEM_TYPE_COMMENT = (
+    "    // This field MUST NOT have the value of UNDEFINED\n"
+    "    // This field MUST have a valid TensorProto.DataType value\n"
+)
+ELEM_TYPE_COMMENT_NEW = (
+    "    // This field MUST NOT have the value of UNDEFINED\n"
+    "    // This field MUST have a valid TensorProto.DataType value, or, when `quantization` is\n"
+    "    // present, 1000 + quantization.storage_type (a fail-closed marker: tools that do not\n"
+    "    // know quantized types refuse the tensor instead of reading plain integers)\n"
+)
+SHAPE_FIELD = "    optional TensorShapeProto shape = 2;\n  }\n"
+NEW_FIELDS = (
+    "    optional TensorShapeProto shape = 2;\n"
+    "    // What the stored values mean: storage and expressed types, scale, zero point, axis,\n"
+    "    // block size, schema, storage range (onnx_qtypes.proto). Absent: a plain tensor.\n"
+    "    optional onnx_qtypes.QuantizedType quantization = 1000;\n"
+    "    // Calibration statistics of the tensor's real values; metadata, never part of the type.\n"
+    "    optional onnx_qtypes.TensorStatistics statistics = 1001;\n"
+    "  }\n"
+)
+
+
+def installed_onnx_proto() -> tuple[pathlib.Path, str]:
+    import onnx  # noqa: PLC0415
+
+    path = pathlib.Path(onnx.__file__).resolve().parent / "onnx.proto"
+    return path, onnx.__version__
+
+
+def changed(text: str) -> str:
+    """onnx.proto with the proposal's change applied (by text, so that the diff is exact and small)."""
+    tensor = text.index("  message Tensor {\n")
+    for old, new, start in ((PACKAGE, PACKAGE + "\n" + IMPORT, 0), (ELEM_TYPE_COMMENT, ELEM_TYPE_COMMENT_NEW, tensor),
+                            (SHAPE_FIELD, NEW_FIELDS, tensor)):
+        at = text.find(old, start)
+        if at < 0:
+            raise ValueError(f"onnx.proto has changed: {old.strip()!r} not found where expected")
+        text = text[:at] + new + text[at + len(old):]
+    return text
+
+
+def diff() -> str:
+    path, version = installed_onnx_proto()
+    before = path.read_text(encoding="utf-8")
+    lines = difflib.unified_diff(before.splitlines(keepends=True), changed(before).splitlines(keepends=True),
+                                 fromfile="a/onnx/onnx.proto", tofile="b/onnx/onnx.proto", n=3)
+    header = (f"# The change proposal/0001 makes to onnx.proto of onnx {version} (the installed onnx's onnx/onnx.proto).\n"
+              "# Written by python proposal/onnx_proto_diff.py; apply with: patch -p1 < proposal/onnx.proto.diff\n"
+              "# (from the root of an onnx checkout), next to proto/onnx_qtypes.proto as onnx/onnx_qtypes.proto.\n")
+    return header + "".join(lines)
+
+
+if __name__ == "__main__":
+    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
+    out.write_text(diff(), encoding="utf-8")
+    print(f"{out} written")
