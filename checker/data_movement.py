@@ -15,28 +15,9 @@ import math
 import numpy as np
 
 from onnx_qtypes.checker.context import Context, NodeRef, derived
+from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
 from onnx_qtypes.proto.qtype import QType
 
-# op -> (data input indices, data output indices); None means "all".
-DATA_MOVEMENT: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]] = {
-    "Identity": ((0,), (0,)),
-    "Reshape": ((0,), (0,)),
-    "Flatten": ((0,), (0,)),
-    "Squeeze": ((0,), (0,)),
-    "Unsqueeze": ((0,), (0,)),
-    "Transpose": ((0,), (0,)),
-    "Slice": ((0,), (0,)),
-    "Gather": ((0,), (0,)),
-    "Split": ((0,), None),
-    "Concat": (None, (0,)),
-    "Pad": ((0, 2), (0,)),
-    "MaxPool": ((0,), (0,)),
-    "Expand": ((0,), (0,)),
-    "Tile": ((0,), (0,)),
-    "DepthToSpace": ((0,), (0,)),
-    "SpaceToDepth": ((0,), (0,)),
-    "Resize": ((0,), (0,)),
-}
 RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 
 
@@ -52,9 +33,7 @@ UNKNOWN = Expectation()
 
 
 def is_data_movement(ref: NodeRef) -> bool:
-    if not ref.is_onnx or ref.op_type not in DATA_MOVEMENT:
-        return False
-    return ref.op_type != "Resize" or ref.attr("mode", b"nearest") in (b"nearest", "nearest")
+    return ref.is_onnx and moves_data(ref.op_type, ref.attr("mode", b"nearest"))
 
 
 def data_indices(ref: NodeRef, kind: str) -> list[int]:
@@ -147,6 +126,10 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         return _same(qt, axis=moved)
     if op == "Gather":
         return _gather(ctx, ref, qt, before)
+    if op == "GatherND" or (op in ("ReduceMax", "ReduceMin") and not ref.attr("keepdims", 1)):
+        return UNKNOWN  # axes drop out or mix: where a per-axis parameter lands is not a position rule
+    if op == "GatherElements" and _norm(int(ref.attr("axis", 0)), len(before)) == axis:
+        return UNKNOWN  # each output element picks its own position along the parameters' axis
     offset = len(after) - len(before)  # Expand may prepend dimensions
     out_axis = axis + max(offset, 0)
     if out_axis >= len(after):

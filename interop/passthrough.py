@@ -8,8 +8,9 @@ scale is > 0, so it commutes with max and min), and the output keeps the
 input's per-tensor parameters. For those operators the output tensor gets
 the input's type; any other operator on stored integers is left alone.
 
-``PASS_THROUGH`` maps op type -> (input positions, output positions) that
-share one type (``None`` = every position). ``TYPED_INPUT_ONLY`` ops read a
+``PASS_THROUGH`` is ``onnx_qtypes.proto.data_movement.DATA_MOVEMENT``: op
+type -> (input positions, output positions) that share one type (``None`` =
+every position). ``TYPED_INPUT_ONLY`` ops read a
 quantized input and write something that is not quantized (a shape, an
 index), identically on integers and on reals.
 """
@@ -19,33 +20,9 @@ from __future__ import annotations
 from onnx import NodeProto
 
 from onnx_qtypes.interop.graph import STANDARD_DOMAINS, attributes, has_subgraph
+from onnx_qtypes.proto.data_movement import DATA_MOVEMENT
 
-_DATA = ((0,), (0,))
-
-PASS_THROUGH: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]] = {
-    "Identity": _DATA,
-    "Reshape": _DATA,
-    "Flatten": _DATA,
-    "Squeeze": _DATA,
-    "Unsqueeze": _DATA,
-    "Transpose": _DATA,
-    "Slice": _DATA,
-    "Expand": _DATA,
-    "Tile": _DATA,
-    "DepthToSpace": _DATA,
-    "SpaceToDepth": _DATA,
-    "Gather": _DATA,
-    "GatherElements": _DATA,
-    "GatherND": _DATA,
-    "MaxPool": _DATA,  # output 1 (indices) is int64, not quantized
-    "GlobalMaxPool": _DATA,
-    "ReduceMax": _DATA,
-    "ReduceMin": _DATA,
-    "Resize": _DATA,  # mode "nearest" only, see links()
-    "Pad": ((0, 2), (0,)),  # the constant value is a value of the same type
-    "Split": ((0,), None),
-    "Concat": (None, (0,)),
-}
+PASS_THROUGH = DATA_MOVEMENT  # the one list, in onnx_qtypes.proto.data_movement
 
 TYPED_INPUT_ONLY = frozenset({"Shape", "Size", "ArgMax", "ArgMin"})
 

@@ -22,7 +22,7 @@ from onnx import TensorProto
 from onnx_qtypes.checker import builtin_names, iter_diagnostics
 from onnx_qtypes.checker.columns import well_formed
 from onnx_qtypes.checker.context import Context
-from onnx_qtypes.checker.data_movement import DATA_MOVEMENT
+from onnx_qtypes.proto.data_movement import DATA_MOVEMENT
 from onnx_qtypes.checker.profile import load_profile
 from onnx_qtypes.proto import QType, Statistics, TensorStatistics
 from onnx_qtypes.proto.errors import QTypeError
@@ -207,6 +207,11 @@ MOVERS: dict[str, tuple[list, dict, list[tuple[int, ...]]]] = {
     "DepthToSpace": ([], {"blocksize": 2}, [(1, 1, 4, 4)]),
     "SpaceToDepth": ([], {"blocksize": 2}, [(1, 16, 1, 1)]),
     "Resize": ([("roi", None), ("scales", np.array([1, 1, 2, 2], np.float32))], {"mode": "nearest"}, [(1, 4, 4, 4)]),
+    "GatherElements": ([("indices", np.zeros(SHAPE, np.int64))], {"axis": 2}, [SHAPE]),
+    "GatherND": ([("indices", _i64(0))], {}, [(4, 2, 2)]),
+    "GlobalMaxPool": ([], {}, [(1, 4, 1, 1)]),
+    "ReduceMax": ([("axes", _i64(2, 3))], {"keepdims": 1}, [(1, 4, 1, 1)]),
+    "ReduceMin": ([("axes", _i64(2, 3))], {"keepdims": 1}, [(1, 4, 1, 1)]),
 }
 
 
@@ -382,3 +387,12 @@ def test_huge_parameter_lists_cost_no_python_step_per_value():
         assert large_calls - small_calls < 2_000, (index, small_found, small_calls, large_calls)
     assert {rule for model, profile in _huge(10) for rule, _ in _run(model, profile)[1]} >= {
         "QT101", "QT102", "QT103", "QT107", "QT111", "QT112", "QT208", "QT401", "QT404", "QT504", "QT505"}
+
+
+@pytest.mark.parametrize("op", ["GatherElements", "GatherND", "GlobalMaxPool", "ReduceMax", "ReduceMin"])
+def test_qt401_covers_the_selecting_ops(op):
+    """They pick stored values (or the largest / smallest), so their output keeps the input's parameters."""
+    same = list(iter_diagnostics(mover(op, QType("int8", 0.5, 3), QType("int8", 0.5, 3))))
+    assert not [d for d in same if d.rule == "QT401"], [d.message for d in same]
+    changed = list(iter_diagnostics(mover(op, QType("int8", 0.5, 3), QType("int8", 0.25, 3))))
+    assert [d.location.tensor for d in changed if d.rule == "QT401"] == ["b0"], [(d.rule, d.message) for d in changed]

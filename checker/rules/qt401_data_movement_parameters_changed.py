@@ -1,10 +1,11 @@
 """A data-movement op's quantized output does not keep its input's parameters: it must requantize.
 
 ## What it checks
-For Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Identity, Slice,
-Gather, Split, Concat, Pad, MaxPool, Expand, Tile, DepthToSpace,
-SpaceToDepth and Resize (mode nearest), when a data input and an output are
-both quantized, the output's type equals the input's (statistics excluded),
+For every data-movement op (`DATA_MOVEMENT` in proto/data_movement.py:
+Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Expand,
+Tile, DepthToSpace, SpaceToDepth, Gather, GatherElements, GatherND, MaxPool,
+GlobalMaxPool, ReduceMax, ReduceMin, Resize in mode nearest, Pad, Split,
+Concat), when a data input and an output are both quantized, the output's type equals the input's (statistics excluded),
 with per-axis parameters following their axis:
 - Transpose: the axis moves to `perm.index(axis)`;
 - Reshape, Flatten, Squeeze, Unsqueeze: the axis keeps its size and the
