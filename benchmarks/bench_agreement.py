@@ -3,9 +3,10 @@
 Part 1 runs the random single-op cases of the property tests
 (tests/reference_cases.py: random shapes, attributes, storage types,
 granularities and parameters) through the definitional evaluator, the
-integer evaluator and, lowered to QDQ, onnxruntime 1.31 (1 thread), and
-prints per operator the share of output elements that differ by one
-storage step and by more (the tests assert "more" never happens).
+integer evaluator and, lowered to QDQ, onnxruntime (1 thread; unoptimized,
+and optimized where it fuses), and prints per operator the share of output
+elements that differ by one storage step and by more (the tests assert
+"more" never happens for the integer kernels).
 
 Part 2 isolates the requantization rounding: random int32 accumulators
 times random real multipliers, rounded by the definition (round half to
@@ -38,22 +39,24 @@ from onnx_qtypes.reference_ops import ReferenceEvaluator, fixed_point  # noqa: E
 
 
 class Tally:
-    def __init__(self) -> None:
-        self.cases = self.elements = self.integer_one = self.integer_more = 0
-        self.ort_cases = self.ort_elements = self.ort_one = self.ort_more = 0
-        self.fallbacks = 0
+    """Per source (integer kernels, onnxruntime unoptimized, onnxruntime optimized): elements, one step off, more."""
 
-    def add(self, reference: np.ndarray, other: np.ndarray, runtime: bool) -> None:
+    SOURCES = ("int", "ort", "fused")
+
+    def __init__(self) -> None:
+        self.cases = self.fallbacks = self.fused_errors = 0
+        for source in self.SOURCES:
+            setattr(self, f"{source}_cases", 0)
+            setattr(self, f"{source}_elements", 0)
+            setattr(self, f"{source}_one", 0)
+            setattr(self, f"{source}_more", 0)
+
+    def add(self, reference: np.ndarray, other: np.ndarray, source: str) -> None:
         diff = np.abs(reference.astype(np.int64) - other.astype(np.int64)) if reference.dtype.kind in "iu" else \
             (reference != other).astype(np.int64)
-        if runtime:
-            self.ort_elements += diff.size
-            self.ort_one += int((diff == 1).sum())
-            self.ort_more += int((diff > 1).sum())
-        else:
-            self.elements += diff.size
-            self.integer_one += int((diff == 1).sum())
-            self.integer_more += int((diff > 1).sum())
+        setattr(self, f"{source}_elements", getattr(self, f"{source}_elements") + diff.size)
+        setattr(self, f"{source}_one", getattr(self, f"{source}_one") + int((diff == 1).sum()))
+        setattr(self, f"{source}_more", getattr(self, f"{source}_more") + int((diff > 1).sum()))
 
 
 def measure(strategy, examples: int) -> Tally:
@@ -69,14 +72,22 @@ def measure(strategy, examples: int) -> Tally:
         tally.cases += 1
         tally.fallbacks += sum(1 for why in log.values() if why != "integer")
         for a, b in zip(definitional, integer):
-            tally.add(a, b, runtime=False)
-        if case.ort:
-            lowered = lower_to_qdq(case.model, case.shapes)
-            optimize = activations_per_tensor(case.model)
-            runtime = run_onnxruntime(lowered, case.feeds, optimize=optimize)
-            tally.ort_cases += 1
-            for a, b in zip(definitional, runtime):
-                tally.add(a, b, runtime=True)
+            tally.add(a, b, "int")
+        if not case.ort:
+            return
+        lowered = lower_to_qdq(case.model, case.shapes)
+        tally.ort_cases += 1
+        for a, b in zip(definitional, run_onnxruntime(lowered, case.feeds, optimize=False)):
+            tally.add(a, b, "ort")
+        if activations_per_tensor(case.model):  # onnxruntime fuses into QLinear* kernels only then
+            try:
+                fused = run_onnxruntime(lowered, case.feeds, optimize=True)
+            except Exception:  # noqa: BLE001 (a fused kernel that refuses its parameters: counted, not raised)
+                tally.fused_errors += 1
+                return
+            tally.fused_cases += 1
+            for a, b in zip(definitional, fused):
+                tally.add(a, b, "fused")
 
     collect()
     return tally
@@ -88,24 +99,29 @@ def _rate(count: int, total: int) -> str:
 
 def part1(examples: int) -> None:
     print(f"Part 1: single-op cases ({examples} random cases per operator)")
-    header = f"{'operator':<28} {'cases':>5} {'elements':>9} {'int ±1':>9} {'int >1':>7} {'ort cases':>9} {'ort ±1':>9} {'ort >1':>7}"
+    header = (f"{'operator':<28} {'cases':>5} {'elements':>9} {'int ±1':>9} {'int >1':>7} {'ort ±1':>9} {'ort >1':>7} "
+              f"{'fused':>6} {'fused ±1':>9} {'fused >1':>8} {'errors':>6}")
     print(header)
     print("-" * len(header))
     total = Tally()
+
+    def row(name: str, t: Tally) -> str:
+        return (f"{name:<28} {t.cases:>5} {t.int_elements:>9} {_rate(t.int_one, t.int_elements):>9} {t.int_more:>7} "
+                f"{_rate(t.ort_one, t.ort_elements):>9} {t.ort_more:>7} {t.fused_cases:>6} "
+                f"{_rate(t.fused_one, t.fused_elements):>9} {t.fused_more:>8} {t.fused_errors:>6}")
+
     for name, strategy in [*sorted(CASES.items()), *REQUANTIZE_CASES.items()]:
         t = measure(strategy, examples)
         for field in vars(total):
             setattr(total, field, getattr(total, field) + getattr(t, field))
-        print(f"{name:<28} {t.cases:>5} {t.elements:>9} {_rate(t.integer_one, t.elements):>9} {t.integer_more:>7} "
-              f"{t.ort_cases:>9} {_rate(t.ort_one, t.ort_elements):>9} {t.ort_more:>7}")
+        print(row(name, t))
     print("-" * len(header))
-    print(f"{'all':<28} {total.cases:>5} {total.elements:>9} {_rate(total.integer_one, total.elements):>9} "
-          f"{total.integer_more:>7} {total.ort_cases:>9} {_rate(total.ort_one, total.ort_elements):>9} {total.ort_more:>7}")
+    print(row("all", total))
     print(f"integer kernels fell back to the definition in {total.fallbacks} case(s)")
-    print("ort: the lowered QDQ model, fused by onnxruntime into QLinear* kernels when every activation is per-tensor.\n"
-          "'ort >1' counts come from divergences of onnxruntime's fused kernels listed in proposal/spec/semantics.md §9\n"
-          "(QLinearAveragePool with ceil_mode and count_include_pad, QLinearSoftmax overflow, QGemm bias parameters),\n"
-          "each shown by a test in tests/test_reference_onnxruntime.py.")
+    print("int: our integer kernels; ort: the lowered QDQ model on onnxruntime's unoptimized path (the definition path,\n"
+          "run in float32); fused: the same with default optimizations where every activation is per-tensor, so that\n"
+          "onnxruntime fuses Q/DQ pairs into QLinear* kernels ('errors': sessions that failed at run time). Fused results\n"
+          "are onnxruntime's own arithmetic (proposal/spec/semantics.md §9, proposal/status.md).")
 
 
 def part2(samples: int, seed: int = 0) -> None:
