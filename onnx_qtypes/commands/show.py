@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="path to an .onnx model")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table",
                         help="output format (default table); html: a self-contained page with histograms and findings")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to FILE (atomically) instead of stdout")
 
 
 def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType], parameters: ParameterLookup

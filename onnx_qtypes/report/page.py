@@ -21,10 +21,11 @@ from onnx_qtypes.report.svg import channel_svg, histogram_svg, num
 
 DEFINITIONS = (
     "<b>Range</b>: the real values the type represents, [scale·(qmin − zp), scale·(qmax − zp)]. "
-    "<b>Clipped</b>: the share of the histogram's mass more than half a step outside that range. <b>MSE</b>: the expected squared "
-    "error of quantizing a value drawn from the histogram (rounding, scale²/12 inside the range, plus clipping "
-    "outside it); <b>SQNR</b> = 10·log10(E[x²] / MSE) in dB, higher is better. Values are taken as spread "
-    "evenly within each bin; per-axis types use one histogram per channel, weighted by count."
+    "<b>Clipped</b>: the share of the histogram's mass more than half a step outside that range. "
+    "<b>MSE</b>: the expected squared error of quantizing a value drawn from the histogram (rounding, "
+    "scale²/12 inside the range, plus clipping outside it); <b>SQNR</b> = 10·log10(E[x²] / MSE) in dB, "
+    "higher is better. Values are taken as spread evenly within each bin; per-axis types use one histogram "
+    "per channel, weighted by count."
 )
 CHANNEL_ROWS = 64  # per-channel rows shown before the rest fold away
 
@@ -193,7 +194,8 @@ def _facts(row: dict[str, Any]) -> str:
     stats: TensorStatistics | None = row["statistics"]
     items: list[tuple[str, str]] = []
     shape = row["shape"]
-    items.append(("shape", "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"))
+    dims = "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+    items.append(("shape", dims))
     if qtype is not None:
         items.append(("storage", f"{escape(qtype.storage)} [{qtype.storage_min}, {qtype.storage_max}]"))
         items.append(("expressed", escape(qtype.expressed)))

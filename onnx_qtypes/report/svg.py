@@ -63,8 +63,9 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
         clipped = outer is not None and (b < outer[0] or a > outer[1] or (a == b and not outer[0] <= a <= outer[1]))
         partly = not clipped and outer is not None and inner is not None and (a < inner[0] or b > inner[1])
         kind = "bin clipped" if clipped else "bin partly" if partly else "bin"
-        parts.append(f'<rect class="{kind}" x="{left:.2f}" y="{base - bar_h:.2f}" width="{max(right - left - 0.6, 0.8):.2f}" '
-                     f'height="{bar_h:.2f}"><title>[{num(a)}, {num(b)}]: {count}</title></rect>')
+        parts.append(f'<rect class="{kind}" x="{left:.2f}" y="{base - bar_h:.2f}" '
+                     f'width="{max(right - left - 0.6, 0.8):.2f}" height="{bar_h:.2f}">'
+                     f'<title>[{num(a)}, {num(b)}]: {count}</title></rect>')
     parts.append(f'<line class="axis" x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}"/>')
     if outer is not None and inner is not None:
         ends = {("lo", outer[0]), ("hi", outer[1]), ("lo", inner[0]), ("hi", inner[1])}
