@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from builders import add_model, load_script
+from builders import IR_VERSION, OPSET, add_model, load_script
 
 from onnx_qtypes import QType, Statistics, TensorStatistics, get_qtype, set_qtype
 from onnx_qtypes.proto.encoding import tensor_array
@@ -52,4 +52,25 @@ def hostile_names_model() -> onnx.ModelProto:
     set_qtype(model, HOSTILE, QType("int8", 0.01, 0, statistics=stats))
     set_qtype(model, "b", QType("int8", 0.01, 0))
     set_qtype(model, "c", QType("int8", 0.02, 300, validate=False))  # zero point outside int8: a finding
+    return model
+
+
+CLIPPING_CHANNELS = (3, 20)
+
+
+def per_axis_clipping_model(channels: int = 24) -> onnx.ModelProto:
+    """b = Identity(a), ``a`` int8 per-axis with a histogram per channel; channels CLIPPING_CHANNELS get
+    scales 0.6x too small, so their values clip (the checker's QT208 names each such slice)."""
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph([onnx.helper.make_node("Identity", ["a"], ["b"])], "g",
+                               [onnx.helper.make_tensor_value_info("a", onnx.TensorProto.INT8, [channels, 32])],
+                               [onnx.helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [channels, 32])]),
+        opset_imports=[onnx.helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    rng = np.random.default_rng(1)
+    values = rng.normal(0, 1, (channels, 32)) * rng.uniform(0.2, 2, (channels, 1))
+    shrink = np.where(np.isin(np.arange(channels), CLIPPING_CHANNELS), 0.6, 1.0)
+    scales = (np.abs(values).max(axis=1) / 127 * shrink).astype(np.float32).astype(float)
+    stats = TensorStatistics(tensor=statistics_of(values.ravel(), 40), axis=0,
+                             per_axis=tuple(statistics_of(v, 16) for v in values))
+    set_qtype(model, "a", QType("int8", scales, [0] * channels, axis=0, schema="symmetric", statistics=stats))
     return model

@@ -12,7 +12,8 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 from builders import ROOT, add_model, load_script
-from report_models import BINS, HOSTILE, W_CHANNEL_BINS, hostile_names_model, typed_cnn_with_histograms
+from report_models import (BINS, CLIPPING_CHANNELS, HOSTILE, W_CHANNEL_BINS, hostile_names_model, per_axis_clipping_model,
+                           typed_cnn_with_histograms)
 from test_cli import assert_one_line_error, run_cli
 
 from onnx_qtypes import QType, Statistics, TensorStatistics, get_qtype, save, set_qtype
@@ -309,3 +310,17 @@ def test_examples_page_renders(tmp_path):
     typed = load_script("examples/make_examples.py").typed_cnn()
     _, root = show_html(tmp_path, typed)
     assert len(cards(root)["x_q"].find_all("rect", "bin")) == 4
+
+
+def test_channels_a_finding_names_are_highlighted(tmp_path):
+    model = per_axis_clipping_model()
+    _, root = show_html(tmp_path, model)
+    card = cards(root)["a"]
+    named = sorted({int(d.location.pointer.rsplit("/", 1)[1]) for d in iter_diagnostics(model) if d.rule == "QT208"})
+    assert named == list(CLIPPING_CHANNELS)
+    bars = card.find_all("svg", "channels")[0].find_all("rect", "channel-bar")
+    assert [i for i, bar in enumerate(bars) if "flagged" in bar.classes] == named
+    rows = card.find_all("table", "channels-table")[0].find_all("tbody")[0].find_all("tr")
+    assert [i for i, row in enumerate(rows) if "flagged" in row.classes] == named
+    clipped = [float(row.find_all("td")[4].all_text().rstrip("%") or 0) for row in rows]
+    assert [i for i, c in enumerate(clipped) if c > 0] == named  # only those channels clip

@@ -251,11 +251,15 @@ def _histogram(row: dict[str, Any]) -> str:
     spans = ranges(qtype) if qtype is not None else None
     s: Statistics | None = stats.tensor if stats is not None else None
     observed = (s.min, s.max) if s is not None else (None, None)
-    legend = ('<div class="legend"><span class="key bin"></span>values'
-              + ('<span class="key range"></span>representable range' if spans else "")
-              + ('<span class="key range-some"></span>range of some channels' if spans and len(spans) > 1 else "")
-              + ('<span class="key clipped"></span>clipped' if spans else "")
-              + (f'<span class="muted">{len(h.counts)} bins (tallest {max(h.counts)}), {escape(origin)}</span></div>'))
+    keys = [("bin", "values")]
+    if spans:
+        keys.append(("range", "representable range" if len(spans) == 1 else "range of every channel"))
+        if len(spans) > 1:
+            keys += [("range-some", "range of some channels"), ("partly", "outside some channels' range")]
+        keys.append(("clipped", "clipped"))
+    items = "".join(f'<span class="item"><span class="key {k}"></span>{text}</span>' for k, text in keys)
+    legend = (f'<div class="legend">{items}<span class="item muted">{len(h.counts)} bins (tallest {max(h.counts)}), '
+              f'{escape(origin)}</span></div>')
     return f'<div class="chart">{histogram_svg(h, spans, observed)}{legend}</div>'
 
 
@@ -295,11 +299,11 @@ def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnost
 
 
 def _scale_index(pointer: str) -> list[str]:
-    """The scale index a finding's pointer names (``.../quantization/scale/3``), if any."""
-    marker = "/quantization/scale/"
-    if marker in pointer:
-        tail = pointer.split(marker, 1)[1].split("/", 1)[0]
-        return [tail] if tail.isdigit() else []
+    """The channel a finding's pointer names (``.../quantization/scale/3``, ``.../statistics/per_axis/3``)."""
+    for marker in ("/quantization/scale/", "/quantization/zero_point/", "/statistics/per_axis/"):
+        if marker in pointer:
+            tail = pointer.split(marker, 1)[1].split("/", 1)[0]
+            return [tail] if tail.isdigit() else []
     return []
 
 

@@ -54,15 +54,16 @@ svg{display:block;max-width:100%;height:auto;font-family:inherit}
 svg .bin{fill:var(--bar)}svg .bin.clipped{fill:var(--clip)}svg .bin.partly{fill:var(--partly)}
 svg .range{fill:var(--range)}svg .range-some{fill:var(--range-some)}
 svg .range-marker{stroke:var(--marker);stroke-width:1.5;stroke-dasharray:4 3}
-svg .marker-label{font-size:11px;fill:var(--marker);font-weight:600}
+svg .marker-label{font-size:11px;fill:var(--marker);font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px}
 svg .observed{fill:#44505f}
 svg .axis{stroke:#aab3c0;stroke-width:1}
 svg .tick{font-size:11px;fill:var(--muted)}
 svg .channel-bar{fill:#8aa9e6}svg .channel-bar.flagged{fill:var(--bad)}
 .legend{display:flex;gap:6px 14px;flex-wrap:wrap;align-items:center;font-size:12px;color:var(--muted);margin-top:4px}
-.legend .key{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:-8px;vertical-align:-1px}
+.legend .item{white-space:nowrap}
+.legend .key{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 .key.bin{background:var(--bar)}.key.range{background:var(--range);border:1px solid var(--marker)}
-.key.range-some{background:var(--range-some);border:1px dashed var(--marker)}.key.clipped{background:var(--clip)}
+.key.range-some{background:var(--range-some);border:1px dashed var(--marker)}.key.clipped{background:var(--clip)}.key.partly{background:var(--partly)}
 details.per-channel{margin-top:6px;font-size:13px}
 details summary{cursor:pointer;color:var(--accent);margin:4px 0}
 table.channels-table td,table.channels-table th{padding:3px 8px;font-size:12px}

@@ -68,15 +68,9 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
                      f'<title>[{num(a)}, {num(b)}]: {count}</title></rect>')
     parts.append(f'<line class="axis" x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}"/>')
     if outer is not None and inner is not None:
-        ends = {("lo", outer[0]), ("hi", outer[1]), ("lo", inner[0]), ("hi", inner[1])}
-        for side, v in sorted(ends, key=lambda e: e[1]):
-            off = v < x0 or v > x1
-            label = f"{'◀ ' if off and side == 'lo' else ''}{side} {num(v)}{' ▶' if off and side == 'hi' else ''}"
-            anchor = "start" if side == "lo" else "end"
-            shift = 3 if side == "lo" else -3
-            parts.append(f'<line class="range-marker" x1="{x(v):.2f}" y1="{TOP - 4}" x2="{x(v):.2f}" y2="{base}"/>'
-                         f'<text class="marker-label" x="{x(v) + shift:.2f}" y="{TOP - 8}" '
-                         f'text-anchor="{anchor}">{escape(label)}</text>')
+        parts.extend(_markers(outer, TOP - 8, x, (x0, x1)))  # above the plot
+        if inner != outer:  # per-axis: the range every channel covers, labelled inside the plot
+            parts.extend(_markers(inner, TOP + 10, x, (x0, x1)))
     for label, v in zip(("min", "max"), observed):
         if v is not None and math.isfinite(v):
             parts.append(f'<path class="observed" d="M{x(v):.2f},{base + 1} l-4,7 h8 z">'
@@ -88,6 +82,22 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
         parts.append(f'<text class="tick" x="{x(0):.2f}" y="{base + 20}" text-anchor="middle">0</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _markers(span: tuple[float, float], y: float, x, view: tuple[float, float]) -> list[str]:
+    """A dashed line at each end of ``span`` with its label: inside the band when it is wide enough, outside
+    it otherwise (so "lo" and "hi" never overlap); an end past the chart's edge is drawn at the edge, with ◀ ▶."""
+    inward = x(span[1]) - x(span[0]) >= 150
+    out = []
+    for side, v in (("lo", span[0]), ("hi", span[1])):
+        off = v < view[0] or v > view[1]
+        label = f"{'◀ ' if off and side == 'lo' else ''}{side} {num(v)}{' ▶' if off and side == 'hi' else ''}"
+        toward_start = (side == "lo") == inward
+        anchor, shift = ("start", 3) if toward_start else ("end", -3)
+        out.append(f'<line class="range-marker" x1="{x(v):.2f}" y1="{min(y, TOP) - 4}" x2="{x(v):.2f}" '
+                   f'y2="{HEIGHT - BOTTOM}"/><text class="marker-label" x="{x(v) + shift:.2f}" y="{y}" '
+                   f'text-anchor="{anchor}">{escape(label)}</text>')
+    return out
 
 
 def _band(left: float, right: float, top: float, height: float, kind: str) -> str:
