@@ -11,16 +11,19 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from onnx import TensorProto
 from builders import ROOT, add_model, load_script
-from report_models import (BINS, CLIPPING_CHANNELS, HOSTILE, W_CHANNEL_BINS, hostile_names_model, per_axis_clipping_model,
-                           typed_cnn_with_histograms)
+from report_models import (BINS, CLIPPING_CHANNELS, HOSTILE, W_CHANNEL_BINS, hostile_names_model,
+                           per_axis_clipping_model, typed_cnn_with_histograms)
 from test_cli import assert_one_line_error, run_cli
 
 from onnx_qtypes import QType, Statistics, TensorStatistics, get_qtype, save, set_qtype
 from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.diagnosis import diagnose
 from onnx_qtypes.reference_ops.quant import dequantize, quantize
+from onnx_qtypes.report.page import TABLE_ROWS
 from onnx_qtypes.report.range_error import Histogram, range_error, tensor_error
+from onnx_qtypes.report.svg import MAX_CHANNEL_BARS
 
 VOID = {"meta", "br", "hr", "img", "input", "link"}
 
@@ -324,3 +327,18 @@ def test_channels_a_finding_names_are_highlighted(tmp_path):
     assert [i for i, row in enumerate(rows) if "flagged" in row.classes] == named
     clipped = [float(row.find_all("td")[4].all_text().rstrip("%") or 0) for row in rows]
     assert [i for i, c in enumerate(clipped) if c > 0] == named  # only those channels clip
+
+
+def test_a_type_with_many_blocks_keeps_the_page_small(tmp_path):
+    """Every scale is drawn (bucketed into at most MAX_CHANNEL_BARS bars) but the table stops at TABLE_ROWS."""
+    model = add_model(TensorProto.INT4)
+    blocks = 3 * TABLE_ROWS
+    for vi in [*model.graph.input, *model.graph.output]:
+        vi.type.tensor_type.shape.dim[0].dim_value = blocks * 2
+    set_qtype(model, "a", QType("int4", [0.5 + (i % 7) / 8 for i in range(blocks)], [0] * blocks, axis=0,
+                                block_size=2))
+    page, root = show_html(tmp_path, model)
+    card = cards(root)["a"]
+    assert len(card.find_all("svg", "channels")[0].find_all("rect", "channel-bar")) == MAX_CHANNEL_BARS
+    assert sum(len(t.find_all("tbody")[0].find_all("tr")) for t in card.find_all("table", "channels-table")) == TABLE_ROWS
+    assert len(page) < 3_000_000

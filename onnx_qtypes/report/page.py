@@ -28,6 +28,7 @@ DEFINITIONS = (
     "per channel, weighted by count."
 )
 CHANNEL_ROWS = 64  # per-channel rows shown before the rest fold away
+TABLE_ROWS = 4096  # and at most this many in all: a blocked type may have millions of scales
 
 
 def attach(rows: Sequence[dict[str, Any]], findings: Sequence[Diagnostic]
@@ -280,7 +281,7 @@ def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnost
                   for h, (lo, hi), sc in zip(per_axis, spans, qtype.scale)]
     rows = []
     zps = qtype.zero_point or (0,) * len(qtype.scale)
-    for i, (sc, zp) in enumerate(zip(qtype.scale, zps)):
+    for i, (sc, zp) in enumerate(zip(qtype.scale[:TABLE_ROWS], zps)):
         span = f"[{num(spans[i][0])}, {num(spans[i][1])}]" if spans else "–"
         flagged = ' class="flagged"' if flags[i] else ""
         rows.append(f"<tr{flagged}><td class=num>{i}</td><td class=num>{num(sc)}</td><td class=num>{zp}</td>"
@@ -294,7 +295,11 @@ def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnost
     if len(rows) > CHANNEL_ROWS:
         table += (f"<details><summary>{len(rows) - CHANNEL_ROWS} more {unit}s</summary>{head}"
                   f"{''.join(rows[CHANNEL_ROWS:])}</tbody></table></details>")
-    out.append(f'<details class="per-channel"><summary>Per-{unit} parameters ({len(rows)})</summary>{table}</details>')
+    if len(qtype.scale) > TABLE_ROWS:
+        table += (f'<p class="muted">The first {TABLE_ROWS} of {len(qtype.scale)} {unit}s; '
+                  "<code>show --format json</code> lists every one.</p>")
+    out.append(f'<details class="per-channel"><summary>Per-{unit} parameters ({len(qtype.scale)})</summary>'
+               f"{table}</details>")
     return "".join(out)
 
 

@@ -63,7 +63,8 @@ svg .channel-bar{fill:#8aa9e6}svg .channel-bar.flagged{fill:var(--bad)}
 .legend .item{white-space:nowrap}
 .legend .key{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 .key.bin{background:var(--bar)}.key.range{background:var(--range);border:1px solid var(--marker)}
-.key.range-some{background:var(--range-some);border:1px dashed var(--marker)}.key.clipped{background:var(--clip)}.key.partly{background:var(--partly)}
+.key.range-some{background:var(--range-some);border:1px dashed var(--marker)}
+.key.clipped{background:var(--clip)}.key.partly{background:var(--partly)}
 details.per-channel{margin-top:6px;font-size:13px}
 details summary{cursor:pointer;color:var(--accent);margin:4px 0}
 table.channels-table td,table.channels-table th{padding:3px 8px;font-size:12px}
