@@ -20,6 +20,7 @@ from test_cli import assert_one_line_error, run_cli
 from onnx_qtypes import QType, Statistics, TensorStatistics, get_qtype, save, set_qtype
 from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.diagnosis import diagnose
+from onnx_qtypes.proto.model import set_statistics
 from onnx_qtypes.reference_ops.quant import dequantize, quantize
 from onnx_qtypes.report.page import TABLE_ROWS
 from onnx_qtypes.report.range_error import Histogram, range_error, tensor_error
@@ -343,3 +344,14 @@ def test_a_type_with_many_blocks_keeps_the_page_small(tmp_path):
     tables = card.find_all("table", "channels-table")
     assert sum(len(t.find_all("tbody")[0].find_all("tr")) for t in tables) == TABLE_ROWS
     assert len(page) < 3_000_000
+
+
+def test_a_float_tensor_with_statistics_shows_its_histogram_without_a_range(tmp_path):
+    model = add_model(TensorProto.FLOAT)
+    edges = tuple(float(e) for e in np.linspace(-1, 1, 9))
+    set_statistics(model, "a", TensorStatistics(tensor=Statistics(histogram_edges=edges, histogram_counts=(1,) * 8)))
+    _, root = show_html(tmp_path, model)
+    card = cards(root)["a"]
+    (svg,) = card.find_all("svg", "histogram")
+    assert len(svg.find_all("rect", "bin")) == 8 and svg.find_all("line", "range-marker") == []
+    assert "with statistics only" in root.all_text()
