@@ -19,7 +19,7 @@ from onnx_qtypes.proto.errors import QTypesError
 
 # Subcommand name -> module in onnx_qtypes.commands with add_arguments(parser) and run(args) -> int.
 COMMANDS = {
-    "show": "print every quantized tensor with its parameters and statistics",
+    "show": "print every quantized tensor with its parameters and statistics (table, JSON or an HTML page)",
     "run": "run a typed model on .npz inputs (definitional or integer kernels)",
     "lift": "QDQ or QOperator ONNX model -> typed model",
     "lower": "typed model -> standard ONNX (QDQ, or QOperator where it applies)",

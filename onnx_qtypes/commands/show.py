@@ -2,7 +2,10 @@
 
 Tensors that carry statistics without being quantized are listed too. A
 tensor declared with different types gets one row per type (the checker's
-QT301), never just the first.
+QT301), never just the first. ``--format html`` writes one self-contained
+page (inline CSS and SVG, no script): each tensor's histogram with its
+representable range, the clipped fraction and error estimated from it, and
+the checker's findings beside the tensor they name.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import onnx
 
 from onnx_qtypes.proto import iter_declarations, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
-from onnx_qtypes.proto.files import standard_output
+from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -25,7 +28,10 @@ from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="path to an .onnx model")
-    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
+    parser.add_argument("--format", choices=("table", "json", "html"), default="table",
+                        help="output format (default table); html: a self-contained page with histograms and findings")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to FILE (atomically) instead of stdout")
 
 
 def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType], parameters: ParameterLookup
@@ -91,11 +97,29 @@ def run(args: argparse.Namespace) -> int:
         rows, notes = _quantizer_rows(model, args.model)
     if args.format == "json":
         text = render_json(rows, args.model, notes)
+    elif args.format == "html":
+        text = _render_html(model, rows, args.model, notes)
     else:
         text = render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes)
-    with standard_output() as out:
-        out.write(text)
+    if args.output:
+        refuse_overwrite(args.output, model=args.model)
+        with atomic_write(args.output, "w") as fh:
+            fh.write(text)
+    else:
+        with standard_output() as out:
+            out.write(text)
     return 0
+
+
+def _render_html(model: onnx.ModelProto, rows: list[dict[str, Any]], source: str, notes: list[str]) -> str:
+    from onnx_qtypes.diagnosis import diagnose  # the checker: only for the page, which lists its findings
+    from onnx_qtypes.report import render_html
+
+    try:
+        findings = diagnose(model).diagnostics
+    except QTypesError as exc:  # the parameters are still worth showing
+        findings, notes = (), [*notes, f"the checker could not read the model: {' '.join(str(exc).split())}"]
+    return render_html(rows, source, findings, notes)
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:

@@ -1,0 +1,5 @@
+"""The HTML report of ``onnx-qtypes show --format html``: one self-contained page, no scripts, no network."""
+
+from onnx_qtypes.report.page import render_html
+
+__all__ = ["render_html"]

@@ -1,0 +1,142 @@
+"""What a histogram says about a chosen range: the clipped fraction and the expected quantization error.
+
+A histogram's values are taken to be spread evenly within each bin. For the representable range
+[lo, hi] = [scale·(qmin − zp), scale·(qmax − zp)]:
+
+- clipped fraction: the share of the histogram's mass more than half a step outside [lo, hi] (values
+  within half a step still round into range; the checker's QT208 counts the same way);
+- mean squared error (MSE): rounding error inside the range, scale²/12 per value (the error of rounding
+  to the nearest step, spread evenly over ±scale/2), plus the clipping error outside it, (x − hi)² above
+  and (lo − x)² below, integrated over each bin;
+- SQNR: 10·log10(E[x²] / MSE) in dB, E[x²] from the same histogram.
+
+A per-axis type with one histogram per channel (statistics ``per_axis``, as many as scales) gets each
+channel's numbers, combined weighted by the channels' value counts. Other cases have no estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
+
+
+@dataclasses.dataclass(frozen=True)
+class Histogram:
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeError:
+    """Estimates for one tensor (or channel); ``power`` is E[x²]."""
+
+    clipped: float
+    mse: float
+    power: float
+    total: int
+
+    @property
+    def sqnr_db(self) -> float | None:
+        if self.power <= 0:
+            return None
+        return math.inf if self.mse <= 0 else 10 * math.log10(self.power / self.mse)
+
+
+def histogram_problem(stats: Statistics | None) -> str | None:
+    """Why ``stats`` has no usable histogram (None when it has one)."""
+    if stats is None or not (stats.histogram_edges or stats.histogram_counts):
+        return "no histogram recorded"
+    edges, counts = stats.histogram_edges, stats.histogram_counts
+    if len(edges) != len(counts) + 1:
+        return f"{len(edges)} edges for {len(counts)} bins (expected one more edge than bins)"
+    if not all(math.isfinite(e) for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+        return "edges are not finite and strictly ascending"
+    if any(c < 0 for c in counts):
+        return "a negative count"
+    if sum(counts) == 0:
+        return "every bin is empty"
+    return None
+
+
+def histogram(stats: Statistics | None) -> Histogram | None:
+    return Histogram(stats.histogram_edges, stats.histogram_counts) if histogram_problem(stats) is None else None
+
+
+def displayed_histogram(statistics: TensorStatistics | None) -> tuple[Histogram | None, str]:
+    """The histogram to draw and where it comes from: the whole tensor's, else the per-axis histograms
+    summed when they share their edges."""
+    if statistics is None:
+        return None, "no statistics"
+    whole = histogram(statistics.tensor)
+    if whole is not None:
+        return whole, "whole tensor"
+    parts = [histogram(s) for s in statistics.per_axis]
+    if parts and all(p is not None for p in parts) and len({p.edges for p in parts}) == 1:
+        counts = tuple(sum(c) for c in zip(*(p.counts for p in parts)))
+        return Histogram(parts[0].edges, counts), f"sum of {len(parts)} per-axis histograms"
+    return None, histogram_problem(statistics.tensor)
+
+
+def ranges(qtype: QType) -> list[tuple[float, float]] | None:
+    """Each scale's representable real range [scale·(qmin − zp), scale·(qmax − zp)]; None without one."""
+    if qtype.is_dynamic or qtype.storage_min is None or qtype.storage_max is None:
+        return None
+    zps = qtype.zero_point or (0,) * len(qtype.scale)
+    if len(zps) != len(qtype.scale) or not all(math.isfinite(s) and s > 0 for s in qtype.scale):
+        return None
+    return [(s * (qtype.storage_min - z), s * (qtype.storage_max - z)) for s, z in zip(qtype.scale, zps)]
+
+
+def range_error(h: Histogram, lo: float, hi: float, step: float) -> RangeError:
+    """Clipped fraction, MSE and E[x²] of histogram ``h`` quantized to [lo, hi] in steps of ``step``."""
+    total = h.total
+    clipped = squared = power = 0.0
+    rounding = step * step / 12
+    for a, b, count in zip(h.edges, h.edges[1:], h.counts):
+        width = b - a
+        clipped += count * (max(0.0, min(b, lo - step / 2) - a) + max(0.0, b - max(a, hi + step / 2))) / width
+        above = _beyond(max(a, hi), max(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
+        below = _beyond(min(a, lo), min(b, lo), lo)
+        inside = max(0.0, min(b, hi) - max(a, lo))
+        squared += count * (above + below + inside * rounding) / width
+        power += count * (b**3 - a**3) / (3 * width)
+    return RangeError(clipped / total, squared / total, power / total, total)
+
+
+def _beyond(u: float, v: float, at: float) -> float:
+    """∫ (x − at)² dx over [u, v] (0 when v <= u)."""
+    return ((v - at) ** 3 - (u - at) ** 3) / 3 if v > u else 0.0
+
+
+def tensor_error(qtype: QType, statistics: TensorStatistics | None) -> tuple[RangeError | None, str]:
+    """The tensor's estimate and how it was made (or why there is none)."""
+    spans = ranges(qtype)
+    if spans is None:
+        return None, "no representable range (dynamic, or invalid parameters)"
+    if statistics is None:
+        return None, "no statistics"
+    if len(spans) == 1:
+        h = histogram(statistics.tensor)
+        if h is None:
+            return None, f"histogram: {histogram_problem(statistics.tensor)}"
+        return range_error(h, *spans[0], qtype.scale[0]), "whole-tensor histogram"
+    if qtype.block_size is not None:
+        return None, "blocked type: one range per block, histograms are per tensor or per axis"
+    per_axis = [histogram(s) for s in statistics.per_axis]
+    if len(per_axis) != len(spans) or any(h is None for h in per_axis):
+        return None, f"per-axis type needs {len(spans)} per-axis histograms (statistics has {len(per_axis)} usable)"
+    return combine([range_error(h, lo, hi, s) for h, (lo, hi), s in zip(per_axis, spans, qtype.scale)]), \
+        f"{len(spans)} per-axis histograms, weighted by count"
+
+
+def combine(parts: Sequence[RangeError]) -> RangeError:
+    total = sum(p.total for p in parts)
+    mean = lambda field: sum(getattr(p, field) * p.total for p in parts) / total  # noqa: E731
+    return RangeError(mean("clipped"), mean("mse"), mean("power"), total)
