@@ -14,7 +14,8 @@ from onnx_qtypes import QType
 from onnx_qtypes.checker import ProfileError, all_rules, builtin_names, iter_diagnostics, load_profile
 from onnx_qtypes.checker.profile import schema
 
-BUILT_INS = ["generic", "pow2-int8", "symmetric-int8", "tflite-int8"]
+BUILT_INS = ["ethos-u-vela", "generic", "pow2-int8", "qnn-htp", "symmetric-int8", "tensorrt-int8", "tflite-int8",
+             "vitis-ai-dpu"]
 
 
 def test_the_built_in_profiles_ship_and_validate():
