@@ -29,6 +29,7 @@ from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, Statistics
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
+from onnx_qtypes.interop.matmul_nbits import read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
@@ -137,6 +138,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         result.notes.append("the model is already typed; nothing to lift")
         return result
     graph = model.graph
+    result.notes, result.warnings = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
