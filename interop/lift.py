@@ -138,12 +138,12 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         result.notes.append("the model is already typed; nothing to lift")
         return result
     graph = model.graph
-    result.notes, result.warnings = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
+    result.notes, result.warnings, missing_domain = read_contrib_weights(model)  # MatMulNBits -> DQ + MatMul
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
     rec = recognise(ix, tolerant)
-    result.problems = rec.problems
+    result.problems = (missing_domain if tolerant else []) + rec.problems
     result.warnings.extend(rec.warnings)
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types:

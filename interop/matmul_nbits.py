@@ -28,6 +28,7 @@ import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
@@ -67,23 +68,32 @@ def _pad_last(values: np.ndarray, multiple: int, fill: int = 0) -> np.ndarray:
 
 
 # -- lift: MatMulNBits -> DequantizeLinear + MatMul --------------------------------------------------------------
-def ensure_domain(model: ModelProto) -> str | None:
-    """Import com.microsoft when a main-graph node uses it without the import (NNCF writes such models); a note."""
+def ensure_domain(model: ModelProto) -> MalformedQDQError | None:
+    """Import com.microsoft when a main-graph node uses it without the import (NNCF writes such models).
+
+    Returns the finding (QT313, located at the first such node), whose message the lift also gives as a note.
+    """
     if any(o.domain == MS_DOMAIN for o in model.opset_import):
         return None
-    users = [n for n in model.graph.node if n.domain == MS_DOMAIN]
+    users = [i for i, n in enumerate(model.graph.node) if n.domain == MS_DOMAIN]
     if not users:
         return None
     model.opset_import.add(domain=MS_DOMAIN, version=1)
-    return (f"{len(users)} node(s) of domain {MS_DOMAIN} ({users[0].op_type} first) but the model does not import "
-            f"that domain (QT313); read as {MS_DOMAIN} version 1")
+    first = model.graph.node[users[0]]
+    more = f"and {len(users) - 1} more node(s), " if len(users) > 1 else ""
+    return MalformedQDQError(
+        f"{node_label(first, users[0])}, {more}uses domain {MS_DOMAIN!r}, which is not in opset_import; "
+        f"read as {MS_DOMAIN} version 1 (add {{domain: {MS_DOMAIN!r}, version: 1}})", rule="QT313", node=users[0])
 
 
-def read_contrib_weights(model: ModelProto) -> tuple[list[str], list[str]]:
-    """The lift's first step, in place: the contrib domain imported if a node needs it, MatMulNBits unfused."""
-    note = ensure_domain(model)
+def read_contrib_weights(model: ModelProto) -> tuple[list[str], list[str], list[MalformedQDQError]]:
+    """The lift's first step, in place: the contrib domain imported if a node needs it, MatMulNBits unfused.
+
+    Returns (notes, warnings, problems): the missing import is a note and a problem (QT313).
+    """
+    missing = ensure_domain(model)
     notes, warns = unfuse(model)
-    return ([note] if note else []) + notes, warns
+    return ([str(missing)] if missing else []) + notes, warns, [missing] if missing else []
 
 
 class _Refused(Exception):
@@ -198,6 +208,7 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     out = node.output[0]
     product = names.fresh(f"{out}_MatMul_Output") if bias else out
     matmul = helper.make_node("MatMul", [a, dequantized], [product], name=node.name)
+    matmul.metadata_props.extend(node.metadata_props)  # the node's own (and check's stamp of where it came from)
     level = int(attrs.get("accuracy_level", 0))
     if level:
         matmul.metadata_props.add(key=ACCURACY_KEY, value=str(level))
