@@ -174,6 +174,10 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     if not np.all(np.isfinite(scales.astype(np.float64)) & (scales != 0)):
         raise _Refused(f"scales {s!r} hold zero or non-finite values; a quantized type's scale is finite and > 0")
     zero_points = _zero_points(ix, zp, bits, n, blocks, scale_type) if zp else None
+    if g_idx and zero_points is not None and np.any(zero_points != half):
+        raise _Refused(f"g_idx {g_idx!r} beside zero points other than {half}: onnxruntime 1.32's CPU kernel then "
+                       f"reads every zero point as {half} (measured), unlike the operator's text; which one the "
+                       "model means is unknown")
     negative = scales < 0  # onnxruntime's symmetric quantizer writes them: s * (c - z) = -s * ((top - c) - (top - z))
     if negative.any():
         top = (1 << bits) - 1
