@@ -124,14 +124,11 @@ def unfuse(model: ModelProto) -> tuple[list[str], list[str]]:
     del graph.node[:]
     graph.node.extend(nodes)
     read = {name for n in graph.node for name in n.input} | {o.name for o in graph.output}
-    for k in reversed([k for k, t in enumerate(graph.initializer) if t.name in _consumed(ix, replaced) and t.name not in read]):
+    gone = {name for i in replaced for name in ix.nodes[i].input[1:5] if name and name not in read}  # B .. g_idx
+    for k in reversed([k for k, t in enumerate(graph.initializer) if t.name in gone]):
         del graph.initializer[k]
     notes.append(f"{len(replaced)} {MS_DOMAIN}.{OP} node(s) read as a MatMul with a blocked weight")
     return notes, warns
-
-
-def _consumed(ix: GraphIndex, replaced: dict[int, list[NodeProto]]) -> set[str]:
-    return {name for i in replaced for name in ix.nodes[i].input[1:5] if name}
 
 
 def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list[NodeProto]:
@@ -196,14 +193,13 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     weight = names.fresh(b.removesuffix(f"_Q{bits}"))  # onnxruntime's quantizer names B <weight>_Q<bits>
     scale_name = names.fresh(f"{weight}_scale")
     made = [
-        helper.make_tensor(weight, storage.data_type, [k, n], stored.T.astype(np.int64).reshape(-1).tolist()),
+        numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype), weight),
         numpy_helper.from_array(np.ascontiguousarray(scales.T), scale_name),
     ]
     dq_inputs = [weight, scale_name]
     if zero_points is not None:
         zp_name = names.fresh(f"{weight}_zero_point")
-        made.append(helper.make_tensor(zp_name, storage.data_type, [blocks, n],
-                                       zero_points.T.astype(np.int64).reshape(-1).tolist()))
+        made.append(numpy_helper.from_array(np.ascontiguousarray(zero_points.T).astype(storage.np_dtype), zp_name))
         dq_inputs.append(zp_name)
     ix.graph.initializer.extend(made)
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
