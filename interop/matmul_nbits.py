@@ -24,6 +24,8 @@ weight blocked along axis 0 whose DequantizeLinear feeds only MatMul B inputs be
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
@@ -35,6 +37,7 @@ from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE
 OP = "MatMulNBits"
 BITS = (2, 4, 8)
 ACCURACY_KEY = metadata.PREFIX + "accuracy_level"  # on the MatMul: MatMulNBits' compute hint, kept for lower
+UNFUSED_KEY = metadata.PREFIX + "read_from"  # on the DequantizeLinear unfuse writes (the lift's counts skip it)
 
 
 def is_matmul_nbits(node: NodeProto) -> bool:
@@ -86,29 +89,42 @@ def ensure_domain(model: ModelProto) -> MalformedQDQError | None:
         f"read as {MS_DOMAIN} version 1 (add {{domain: {MS_DOMAIN!r}, version: 1}})", rule="QT313", node=users[0])
 
 
-def read_contrib_weights(model: ModelProto) -> tuple[list[str], list[str], list[MalformedQDQError]]:
-    """The lift's first step, in place: the contrib domain imported if a node needs it, MatMulNBits unfused.
+@dataclasses.dataclass
+class ContribRead:
+    """What the lift's first step did: notes, warnings (nodes left), problems (QT313) and nodes unfused."""
 
-    Returns (notes, warnings, problems): the missing import is a note and a problem (QT313).
-    """
+    notes: list[str]
+    warnings: list[str]
+    problems: list[MalformedQDQError]
+    unfused: int
+
+
+def read_contrib_weights(model: ModelProto) -> ContribRead:
+    """The lift's first step, in place: the contrib domain imported if a node needs it, MatMulNBits unfused.
+    The missing import is a note and a problem (QT313)."""
     missing = ensure_domain(model)
-    notes, warns = unfuse(model)
-    return ([str(missing)] if missing else []) + notes, warns, [missing] if missing else []
+    notes, warns, unfused = unfuse(model)
+    return ContribRead(([str(missing)] if missing else []) + notes, warns, [missing] if missing else [], unfused)
+
+
+def from_contrib_op(node: NodeProto) -> bool:
+    """Whether ``node`` is a DequantizeLinear ``unfuse`` wrote (not one of the file's own)."""
+    return any(p.key == UNFUSED_KEY for p in node.metadata_props)
 
 
 class _Refused(Exception):
     """This node's meaning has no exact typed form; the message says why."""
 
 
-def unfuse(model: ModelProto) -> tuple[list[str], list[str]]:
+def unfuse(model: ModelProto) -> tuple[list[str], list[str], int]:
     """Rewrite the main graph's MatMulNBits nodes as blocked DequantizeLinear + MatMul (+ Add), in place.
 
-    Returns (notes, warnings); a node that cannot be rewritten exactly stays, with a warning.
+    Returns (notes, warnings, nodes rewritten); a node that cannot be rewritten exactly stays, with a warning.
     """
     graph = model.graph
     indices = [i for i, n in enumerate(graph.node) if is_matmul_nbits(n)]
     if not indices:
-        return [], []
+        return [], [], 0
     ix = GraphIndex(graph, infer(model))
     names = Names(ix.all_names())
     notes, warns = [], []
@@ -119,7 +135,7 @@ def unfuse(model: ModelProto) -> tuple[list[str], list[str]]:
         except _Refused as exc:
             warns.append(f"{ix.label(i)}: {exc}; left as it was")
     if not replaced:
-        return notes, warns
+        return notes, warns, 0
     nodes = [n for i, node in enumerate(graph.node) for n in replaced.get(i, [node])]
     del graph.node[:]
     graph.node.extend(nodes)
@@ -128,7 +144,7 @@ def unfuse(model: ModelProto) -> tuple[list[str], list[str]]:
     for k in reversed([k for k, t in enumerate(graph.initializer) if t.name in gone]):
         del graph.initializer[k]
     notes.append(f"{len(replaced)} {MS_DOMAIN}.{OP} node(s) read as a MatMul with a blocked weight")
-    return notes, warns
+    return notes, warns, len(replaced)
 
 
 def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list[NodeProto]:
@@ -205,6 +221,7 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
     dq = metadata.mark_inserted(helper.make_node("DequantizeLinear", dq_inputs, [dequantized], axis=0, block_size=block,
                                                  name=names.fresh(f"{weight}_DequantizeLinear")))
+    dq.metadata_props.add(key=UNFUSED_KEY, value=OP)
     out = node.output[0]
     product = names.fresh(f"{out}_MatMul_Output") if bias else out
     matmul = helper.make_node("MatMul", [a, dequantized], [product], name=node.name)
@@ -338,4 +355,5 @@ def _nbits_node(matmul: NodeProto, packed: dict) -> NodeProto:
                             domain=MS_DOMAIN, **attrs)
 
 
-__all__ = ["ensure_domain", "fuse", "is_matmul_nbits", "pack", "read_contrib_weights", "unfuse", "unpack"]
+__all__ = ["ContribRead", "ensure_domain", "from_contrib_op", "fuse", "is_matmul_nbits", "pack", "read_contrib_weights",
+           "unfuse", "unpack"]
