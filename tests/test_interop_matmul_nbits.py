@@ -175,6 +175,28 @@ def test_large_weight_keeps_its_parameters_by_reference():
     qtype = get_qtype(lifted, weight)
     assert qtype.scale_tensor and qtype.zero_point_tensor
     assert lifted.ByteSize() < 1.2 * model.ByteSize()  # no listed scales: about the packed size
+    back = lower_model(lifted, "matmulnbits").model
+    assert [n.op_type for n in back.graph.node] == ["MatMulNBits"]
+    assert back.ByteSize() < 1.05 * model.ByteSize()
+    feeds = nbits_feeds(model)
+    np.testing.assert_array_equal(_ort(back, feeds), _ort(model, feeds))  # the same codes, scales and zero points
+
+
+def test_onnxruntime_qdq_blocked_weight_lowers_to_matmul_nbits():
+    """The quantizer's QDQ form (DequantizeLinear -> MatMul) lowers to the MatMulNBits its QOperator form writes."""
+    from corpus_matmul_nbits import _quiet, float_matmul
+    from onnxruntime.quantization import QuantFormat
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    with _quiet():
+        quantizer = MatMulNBitsQuantizer(float_matmul(64, 32, 0), bits=4, block_size=32, quant_format=QuantFormat.QDQ)
+        quantizer.process()
+    qdq = quantizer.model.model
+    back = lower_model(lift_model(qdq).model, "matmulnbits").model
+    assert [n.op_type for n in back.graph.node] == ["MatMulNBits"]
+    assert _nbits_attributes(back) == _nbits_attributes(MODELS["ort-q4-asym-k64n32b32"])
+    feeds = nbits_feeds(back)
+    np.testing.assert_allclose(_ort(back, feeds), _ort(MODELS["ort-q4-asym-k64n32b32"], feeds), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
