@@ -4,7 +4,8 @@ A float operator N is folded when every float activation it reads comes from
 a lifted DequantizeLinear and every float value it writes goes only into
 lifted QuantizeLinear nodes with one type — or stays a plain float value
 when every such DequantizeLinear was written by ``lower`` for N itself
-(``metadata.inserted_by_lower``: a typed op with a float result). By the typed semantics
+(``metadata.inserted_by_lower``: a typed op with a float result; such an op may
+also read float activations, as a MatMul with a typed weight does). By the typed semantics
 (dequantize the inputs, apply N, quantize the outputs) the typed N then
 computes exactly what DQ -> N -> Q computed: N reads the integer tensors
 directly and writes the quantized tensor itself. Constant float inputs
@@ -66,7 +67,9 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
             continue
         if not any(name in source for name in node.input):
             continue
-        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False for name in node.input):
+        written_for_it = all(name in inserted for name in node.input if name in source)  # float activations welcome
+        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False or written_for_it
+                   for name in node.input):
             continue
         outputs: list[tuple[int, list[int]]] = []
         for k, name in enumerate(node.output):
@@ -75,7 +78,7 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
             qs = quantizers(name)
             if qs is not None:
                 outputs.append((k, qs))
-            elif ix.is_float(name) is not False and not all(n in inserted for n in node.input if n in source):
+            elif ix.is_float(name) is not False and not written_for_it:
                 break  # a float value read as float elsewhere: the DQs stay as boundary ops
             # else a float result of quantized inputs (a final MatMul) that lower wrote with DQs of its own
         else:

@@ -29,6 +29,7 @@ from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, Statistics
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
+from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
@@ -137,11 +138,13 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         result.notes.append("the model is already typed; nothing to lift")
         return result
     graph = model.graph
+    contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
+    result.notes, result.warnings = contrib.notes, contrib.warnings
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
     rec = recognise(ix, tolerant)
-    result.problems = rec.problems
+    result.problems = (contrib.problems if tolerant else []) + rec.problems
     result.warnings.extend(rec.warnings)
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types:
@@ -167,10 +170,10 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     _drop_unused(model, final, parameter_names - named)
 
     result.typed_tensors = len(types)
-    source_nodes = folded.removed - expanded.invented
+    source_nodes = {i for i in folded.removed - expanded.invented if not from_contrib_op(work.nodes[i])}
     result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
     result.removed_dequantize = len(source_nodes) - result.removed_quantize
-    result.qoperator_nodes = expanded.qlinear
+    result.qoperator_nodes = expanded.qlinear + contrib.unfused
     result.statistics = len(targets)
     return result
 

@@ -2,6 +2,7 @@
 
     plain = onnx_qtypes.lower(typed)                    # QDQ for every operator
     plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul where they apply
+    plain = onnx_qtypes.lower(typed, form="matmulnbits")  # com.microsoft.MatMulNBits for blocked MatMul weights
 
 Every operator that reads a quantized tensor reads it through a
 DequantizeLinear (one per tensor, shared by all readers); every operator that
@@ -38,6 +39,7 @@ from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, num
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, node_label
+from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
@@ -57,7 +59,7 @@ from onnx_qtypes.proto.qtype import (
     unknown_field_problem,
 )
 
-FORMS = ("qdq", "qoperator")
+FORMS = ("qdq", "qoperator", "matmulnbits")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
 TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist from opset 25 (IR 13)
 RANGE_ROLE_KEY = metadata.PREFIX + "role"
@@ -97,6 +99,11 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
     source, where = read_model(model, "lower")
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
+        if form == "matmulnbits":  # QDQ, then blocked weights of MatMuls fused into com.microsoft.MatMulNBits
+            result = _Lowering(source, "qdq").run()
+            fused = fuse(result.model)
+            result.notes.append(f"{fused} MatMulNBits node(s)")
+            return result
         return _Lowering(source, form).run()
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:

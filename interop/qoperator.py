@@ -122,11 +122,12 @@ MICROSOFT: dict[str, Spec] = {
 }
 
 # QOperator-family ops the lift knows it does not type (dynamic quantization, fused contrib kernels).
+# MatMulNBits is not among them: matmul_nbits reads it, and warns itself about the nodes it leaves.
 KNOWN_UNSUPPORTED = frozenset(
     {
         "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
         "QAttention", "QEmbedLayerNormalization", "QLinearWhere", "QLinearReduceMean", "QOrderedMatMul",
-        "MatMulNBits", "QuickGelu", "DequantizeWithOrder", "QuantizeWithOrder", "QLinearAveragePoolNhwc",
+        "QuickGelu", "DequantizeWithOrder", "QuantizeWithOrder", "QLinearAveragePoolNhwc",
     }
 )
 

@@ -293,7 +293,7 @@ class _Locator:
             tensor = names[k] if k < len(names) else None
         return Location(pointer, node=node.name or None, tensor=tensor, op_type=node.op_type)
 
-    def parameter(self, i: int, tensor: str, parameter: str | None) -> Location:
+    def parameter(self, i: int, tensor: str | None, parameter: str | None) -> Location:
         """Node ``i`` at the input or attribute holding ``parameter`` (a tensor name or an attribute name)."""
         node = self.nodes[i]
         if parameter:
@@ -307,7 +307,7 @@ class _Locator:
     def at_problem(self, problem: MalformedQDQError) -> Location:
         if problem.node is None or problem.node >= len(self.nodes):
             return Location(self.root, tensor=problem.tensor)
-        return self.parameter(problem.node, problem.tensor or "", problem.parameter)
+        return self.parameter(problem.node, problem.tensor, problem.parameter)
 
     def _origin(self, k: int) -> int | None:
         node = self.lifted_nodes[k]

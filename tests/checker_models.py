@@ -342,6 +342,18 @@ def scan_model(state_body: QType, state: QType, slice_q: QType, stacked: QType) 
     return g.output("f", (2,)).output("y", (3, 2)).build()
 
 
+def matmul_nbits_model(import_domain: bool) -> onnx.ModelProto:
+    """A com.microsoft.MatMulNBits (K 16, N 2, 4 bits, one block), as NNCF writes it without the domain import."""
+    packed = numpy_helper.from_array(np.full((2, 1, 8), 0x98, np.uint8), "w_q4")  # codes 8, 9: 0 and 1 step
+    scales = numpy_helper.from_array(np.array([0.5, 0.25], np.float32), "w_scales")
+    node = helper.make_node("MatMulNBits", ["a", "w_q4", "w_scales"], ["y"], name="mm", domain="com.microsoft",
+                            K=16, N=2, bits=4, block_size=16)
+    graph = helper.make_graph([node], "nbits", [helper.make_tensor_value_info("a", FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", FLOAT, [1, 2])], [packed, scales])
+    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("com.microsoft", 1)] if import_domain else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
 # --- the case table -------------------------------------------------------------------------
 
 
@@ -868,6 +880,10 @@ def cases() -> list[Case]:
               lambda: scan_model(int8(0.1, 0), int8(0.1, 0), int8([0.1, 0.2], [0, 0], axis=0), int8(0.1, 0)),
               "/graph/node/0/output/1", "ys", "scan", message="axis=1> (the axis moved by the stacking along axis 0)"),
         _miss("QT312", "if-branch-same-type", lambda: if_model(int8(0.2, 0), int8(0.2, 0))),
+        # QT313
+        _fire("QT313", "matmul-nbits-without-import", lambda: matmul_nbits_model(False), "/graph/node/0", node="mm",
+              message="'com.microsoft'"),
+        _miss("QT313", "matmul-nbits-with-import", lambda: matmul_nbits_model(True)),
         _miss("QT312", "loop-carried-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0))),
         _miss("QT312", "loop-scan-output-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0), scan_out=int8(0.1, 0))),
         _miss("QT312", "scan-per-axis-moved-by-stacking",

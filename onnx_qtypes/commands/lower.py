@@ -3,7 +3,9 @@
 --form qdq (default) writes QuantizeLinear / DequantizeLinear around every
 operator; --form qoperator writes the standard QLinearConv / QLinearMatMul
 where they apply and runs data-movement operators (Reshape, Transpose,
-MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere. The output has
+MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere; --form
+matmulnbits writes QDQ with every MatMul weight blocked along K (2, 4 or
+8 bits, blocks of 16 or more) as onnxruntime's com.microsoft.MatMulNBits. The output has
 no extension fields (schema, narrowed ranges and statistics are kept in
 ValueInfo metadata_props, so `onnx-qtypes lift` restores the typed model)
 and is written at IR 10 / opset 21, which onnxruntime 1.31 loads. A type
@@ -29,7 +31,7 @@ from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_o
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN", help="typed .onnx model")
     parser.add_argument("output", metavar="OUT", help="where to write the standard ONNX model")
-    parser.add_argument("--form", choices=FORMS, default="qdq", help="QDQ everywhere, or QOperator where it applies")
+    parser.add_argument("--form", choices=FORMS, default="qdq", help="QDQ everywhere, or QOperator / MatMulNBits where it applies")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,48 @@
+"""A node uses an operator domain the model does not import.
+
+## What it checks
+Every node outside the default ONNX domain (`com.microsoft.MatMulNBits`,
+`com.microsoft.QLinearAdd`, ...) has its domain in the `opset_import` in
+force where it sits (the model's, or its function's).
+
+## Why
+A node's meaning is its domain's operator at the imported version: without
+the import there is no version, so no meaning. onnxruntime refuses to load
+the model ("No opset import for domain 'com.microsoft'") and onnx.checker
+rejects the node ("Bad node spec"). NNCF has written 4-bit LLM weights as
+MatMulNBits nodes without importing `com.microsoft`; `onnx-qtypes lift`
+reads such a model as if the import were there (and says so in a note).
+
+## Invalid example
+A model importing only the default domain, opset 21, with one node
+`MatMulNBits(A, B, scales)` of domain `com.microsoft`.
+
+## Valid example
+The same model with `opset_import {domain: "com.microsoft", version: 1}`.
+
+## Fix
+Add the import: `model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))`
+(onnxruntime's contrib operators are version 1), or run `onnx-qtypes lift`,
+which adds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx_qtypes.checker.context import Context
+from onnx_qtypes.checker.diagnostics import Finding
+from onnx_qtypes.checker.registry import rule
+
+
+@rule("QT313", "contrib-domain-not-imported", "error")
+def check(ctx: Context) -> Iterator[Finding]:
+    missing: dict[tuple[str, str], list] = {}  # (scope, domain) -> nodes, in model order
+    for ref in ctx.nodes:
+        if not ref.is_onnx and ref.domain not in ref.opsets:
+            missing.setdefault((ref.scope, ref.domain), []).append(ref)
+    for (_, domain), refs in missing.items():
+        first, *others = refs
+        count = f" (and {len(others)} more node(s))" if others else ""
+        yield Finding(first.location(), f"{domain}.{first.op_type}{count} uses domain {domain!r}, which is not in "
+                      f"opset_import; add {{domain: {domain!r}, version: 1}}", tuple(r.location() for r in others))

@@ -1,0 +1,359 @@
+"""com.microsoft.MatMulNBits (onnxruntime's 2 / 4 / 8-bit weight-only MatMul) to and from a typed blocked weight.
+
+onnxruntime's ``MatMulNBitsQuantizer`` and NNCF write 4-bit LLM weights as one contrib node::
+
+    Y = A @ W (+ bias),  W[k, n] = scales[n, k // block_size] * (code[n, k] - zero_point[n, k // block_size])
+
+with the codes packed N-major: B is uint8 [N, ceil(K / block_size), block_size * bits / 8], each byte
+holding 8 / bits codes, the first in the lowest bits. Zero points are packed the same way per row
+(uint8 [N, ceil(n_blocks * bits / 8)]), or unpacked in the scales' float type, or absent: then
+2^(bits - 1). ``g_idx`` (deprecated) maps each row k to its block; ``bias`` is added last.
+
+``unfuse`` (the lift's first step) rewrites each node as what it means in standard ONNX: the weight as
+an integer initializer [K, N] with a DequantizeLinear (axis 0, block_size), a plain MatMul and an Add
+for the bias. The DequantizeLinear is marked as written for that MatMul, so the QDQ lift folds it: the
+weight becomes a typed blocked tensor read by the unmodified MatMul (parameters above the threshold
+stay in initializers, by reference). Codes with explicit zero points are stored unsigned (uint2/4/8)
+with those zero points; without zero points they are stored signed (int2/4/8, code - 2^(bits-1)) with
+zero point 0, the same values. A node whose meaning the type cannot carry exactly stays as it was,
+with a warning naming it and why.
+
+``fuse`` (``lower(form="matmulnbits")``) is the inverse on a lowered QDQ model: every constant 2-D
+weight blocked along axis 0 whose DequantizeLinear feeds only MatMul B inputs becomes MatMulNBits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+
+from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
+from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
+
+OP = "MatMulNBits"
+BITS = (2, 4, 8)
+ACCURACY_KEY = metadata.PREFIX + "accuracy_level"  # on the MatMul: MatMulNBits' compute hint, kept for lower
+UNFUSED_KEY = metadata.PREFIX + "read_from"  # on the DequantizeLinear unfuse writes (the lift's counts skip it)
+
+
+def is_matmul_nbits(node: NodeProto) -> bool:
+    return node.op_type == OP and node.domain == MS_DOMAIN
+
+
+# -- bit packing (low bits first, along the last axis) ---------------------------------------------------------
+def unpack(packed: np.ndarray, bits: int) -> np.ndarray:
+    """uint8 [..., n] -> codes [..., n * 8 / bits], the first code of each byte in its lowest bits."""
+    per = 8 // bits
+    shifts = (np.arange(per, dtype=np.uint8) * bits).astype(np.uint8)
+    codes = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return codes.reshape(*packed.shape[:-1], packed.shape[-1] * per)
+
+
+def pack(codes: np.ndarray, bits: int) -> np.ndarray:
+    """codes [..., n] (n a multiple of 8 / bits) -> uint8 [..., n * bits / 8]; the inverse of ``unpack``."""
+    per = 8 // bits
+    grouped = codes.astype(np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] // per, per)
+    out = np.zeros(grouped.shape[:-1], np.uint8)
+    for j in range(per):
+        out |= (grouped[..., j] << np.uint8(bits * j)).astype(np.uint8)
+    return out
+
+
+def _pad_last(values: np.ndarray, multiple: int, fill: int = 0) -> np.ndarray:
+    extra = -values.shape[-1] % multiple
+    if not extra:
+        return values
+    return np.concatenate([values, np.full((*values.shape[:-1], extra), fill, values.dtype)], axis=-1)
+
+
+# -- lift: MatMulNBits -> DequantizeLinear + MatMul --------------------------------------------------------------
+def ensure_domain(model: ModelProto) -> MalformedQDQError | None:
+    """Import com.microsoft when a main-graph node uses it without the import (NNCF writes such models).
+
+    Returns the finding (QT313, located at the first such node), whose message the lift also gives as a note.
+    """
+    if any(o.domain == MS_DOMAIN for o in model.opset_import):
+        return None
+    users = [i for i, n in enumerate(model.graph.node) if n.domain == MS_DOMAIN]
+    if not users:
+        return None
+    model.opset_import.add(domain=MS_DOMAIN, version=1)
+    first = model.graph.node[users[0]]
+    more = f"and {len(users) - 1} more node(s), " if len(users) > 1 else ""
+    return MalformedQDQError(
+        f"{node_label(first, users[0])}, {more}uses domain {MS_DOMAIN!r}, which is not in opset_import; "
+        f"read as {MS_DOMAIN} version 1 (add {{domain: {MS_DOMAIN!r}, version: 1}})", rule="QT313", node=users[0])
+
+
+@dataclasses.dataclass
+class ContribRead:
+    """What the lift's first step did: notes, warnings (nodes left), problems (QT313) and nodes unfused."""
+
+    notes: list[str]
+    warnings: list[str]
+    problems: list[MalformedQDQError]
+    unfused: int
+
+
+def read_contrib_weights(model: ModelProto) -> ContribRead:
+    """The lift's first step, in place: the contrib domain imported if a node needs it, MatMulNBits unfused.
+    The missing import is a note and a problem (QT313)."""
+    missing = ensure_domain(model)
+    notes, warns, unfused = unfuse(model)
+    return ContribRead(([str(missing)] if missing else []) + notes, warns, [missing] if missing else [], unfused)
+
+
+def from_contrib_op(node: NodeProto) -> bool:
+    """Whether ``node`` is a DequantizeLinear ``unfuse`` wrote (not one of the file's own)."""
+    return any(p.key == UNFUSED_KEY for p in node.metadata_props)
+
+
+class _Refused(Exception):
+    """This node's meaning has no exact typed form; the message says why."""
+
+
+def unfuse(model: ModelProto) -> tuple[list[str], list[str], int]:
+    """Rewrite the main graph's MatMulNBits nodes as blocked DequantizeLinear + MatMul (+ Add), in place.
+
+    Returns (notes, warnings, nodes rewritten); a node that cannot be rewritten exactly stays, with a warning.
+    """
+    graph = model.graph
+    indices = [i for i, n in enumerate(graph.node) if is_matmul_nbits(n)]
+    if not indices:
+        return [], [], 0
+    ix = GraphIndex(graph, infer(model))
+    names = Names(ix.all_names())
+    notes, warns = [], []
+    replaced: dict[int, list[NodeProto]] = {}
+    for i in indices:
+        try:
+            replaced[i] = _unfuse_node(ix, i, names, notes)
+        except _Refused as exc:
+            warns.append(f"{ix.label(i)}: {exc}; left as it was")
+    if not replaced:
+        return notes, warns, 0
+    nodes = [n for i, node in enumerate(graph.node) for n in replaced.get(i, [node])]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    read = {name for n in graph.node for name in n.input} | {o.name for o in graph.output}
+    gone = {name for i in replaced for name in ix.nodes[i].input[1:5] if name and name not in read}  # B .. g_idx
+    for k in reversed([k for k, t in enumerate(graph.initializer) if t.name in gone]):
+        del graph.initializer[k]
+    notes.append(f"{len(replaced)} {MS_DOMAIN}.{OP} node(s) read as a MatMul with a blocked weight")
+    return notes, warns, len(replaced)
+
+
+def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list[NodeProto]:
+    node = ix.nodes[i]
+    attrs = attributes(node)
+    try:
+        k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
+    except KeyError as exc:
+        raise _Refused(f"attribute {exc.args[0]} is missing") from None
+    bits = int(attrs.get("bits", 4))
+    if bits not in BITS:
+        raise _Refused(f"bits={bits}: the extension stores 2, 4 or 8-bit integers only")
+    if int(attrs.get("weight_prepacked", 0)):
+        raise _Refused("weight_prepacked: B is in an execution provider's private layout")
+    if k <= 0 or n <= 0 or block <= 0 or (block * bits) % 8:
+        raise _Refused(f"K={k}, N={n}, block_size={block} do not describe a weight")
+    inputs = list(node.input) + [""] * (6 - len(node.input))
+    a, b, s, zp, g_idx, bias = inputs[:6]
+    blocks, blob = -(-k // block), block * bits // 8
+    packed = _constant(ix, b, "B", TensorProto.UINT8)
+    if packed.shape != (n, blocks, blob):
+        raise _Refused(f"B {b!r} has shape {list(packed.shape)}, not [N, ceil(K / block_size), block_size * bits / 8] "
+                       f"= {[n, blocks, blob]}")
+    scale_type = ix.constant_dtype(s) if s else None
+    if scale_type not in EXPRESSED_BY_DATA_TYPE:
+        raise _Refused(f"scales {s!r} are not a float, float16 or bfloat16 constant")
+    scales = ix.constant(s)
+    if scales.size != n * blocks:
+        raise _Refused(f"scales {s!r} hold {scales.size} values, not N * n_blocks = {n * blocks}")
+    if ix.elem_type(a) not in (None, scale_type):
+        raise _Refused(f"A {a!r} and scales {s!r} differ in type")
+    scales = scales.reshape(n, blocks)
+    codes = unpack(packed, bits).reshape(n, blocks * block)[:, :k]  # [N, K]
+    half = 1 << (bits - 1)
+    if g_idx:
+        groups = ix.constant(g_idx)
+        if groups is None or groups.shape != (k,) or not np.array_equal(groups, np.arange(k) // block):
+            raise _Refused(f"g_idx {g_idx!r} maps rows to blocks out of order (act-order); a blocked type "
+                           "has contiguous blocks along K")
+    if not np.all(np.isfinite(scales.astype(np.float64)) & (scales != 0)):
+        raise _Refused(f"scales {s!r} hold zero or non-finite values; a quantized type's scale is finite and > 0")
+    zero_points = _zero_points(ix, zp, bits, n, blocks, scale_type) if zp else None
+    if g_idx and zero_points is not None and np.any(zero_points != half):
+        raise _Refused(f"g_idx {g_idx!r} beside zero points other than {half}: onnxruntime 1.32's CPU kernel then "
+                       f"reads every zero point as {half} (measured), unlike the operator's text; which one the "
+                       "model means is unknown")
+    negative = scales < 0  # onnxruntime's symmetric quantizer writes them: s * (c - z) = -s * ((top - c) - (top - z))
+    if negative.any():
+        top = (1 << bits) - 1
+        zero_points = np.full((n, blocks), half, np.int64) if zero_points is None else zero_points
+        codes = np.where(np.repeat(negative, block, axis=1)[:, :k], top - codes, codes)
+        zero_points = np.where(negative, top - zero_points, zero_points)
+        scales = np.abs(scales)
+        notes.append(f"{ix.label(i)}: {int(negative.sum())} block(s) with a negative scale, stored mirrored "
+                     f"(code {top} - c, zero point {top} - z, scale -s: the same values)")
+    if zero_points is not None:
+        storage = STORAGE_TYPES[f"uint{bits}"]
+        stored = codes
+    else:
+        storage = STORAGE_TYPES[f"int{bits}"]
+        stored = codes.astype(np.int16) - half
+    weight = names.fresh(b.removesuffix(f"_Q{bits}"))  # onnxruntime's quantizer names B <weight>_Q<bits>
+    scale_name = names.fresh(f"{weight}_scale")
+    made = [
+        numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype), weight),
+        numpy_helper.from_array(np.ascontiguousarray(scales.T), scale_name),
+    ]
+    dq_inputs = [weight, scale_name]
+    if zero_points is not None:
+        zp_name = names.fresh(f"{weight}_zero_point")
+        made.append(numpy_helper.from_array(np.ascontiguousarray(zero_points.T).astype(storage.np_dtype), zp_name))
+        dq_inputs.append(zp_name)
+    ix.graph.initializer.extend(made)
+    dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
+    dq = metadata.mark_inserted(helper.make_node("DequantizeLinear", dq_inputs, [dequantized], axis=0, block_size=block,
+                                                 name=names.fresh(f"{weight}_DequantizeLinear")))
+    dq.metadata_props.add(key=UNFUSED_KEY, value=OP)
+    out = node.output[0]
+    product = names.fresh(f"{out}_MatMul_Output") if bias else out
+    matmul = helper.make_node("MatMul", [a, dequantized], [product], name=node.name)
+    matmul.metadata_props.extend(node.metadata_props)  # the node's own (and check's stamp of where it came from)
+    level = int(attrs.get("accuracy_level", 0))
+    if level:
+        matmul.metadata_props.add(key=ACCURACY_KEY, value=str(level))
+    nodes = [dq, matmul]
+    if bias:
+        nodes.append(helper.make_node("Add", [product, bias], [out], name=names.fresh(f"{node.name or out}_bias")))
+    return nodes
+
+
+def _constant(ix: GraphIndex, name: str, role: str, data_type: int) -> np.ndarray:
+    value = ix.constant(name) if name else None
+    if value is None or ix.constant_dtype(name) != data_type:
+        raise _Refused(f"{role} {name!r} is not a {TensorProto.DataType.Name(data_type).lower()} constant")
+    return value
+
+
+def _zero_points(ix: GraphIndex, name: str, bits: int, n: int, blocks: int, scale_type: int) -> np.ndarray:
+    """Integer zero points [N, n_blocks] from packed uint8 or unpacked float ones (which must be integers)."""
+    value = ix.constant(name)
+    dtype = ix.constant_dtype(name)
+    if value is None:
+        raise _Refused(f"zero_points {name!r} is not a constant")
+    if dtype == TensorProto.UINT8:
+        width = -(-blocks * bits // 8)
+        if value.size != n * width:
+            raise _Refused(f"packed zero_points {name!r} hold {value.size} bytes, not N * ceil(n_blocks * bits / 8) "
+                           f"= {n * width}")
+        return unpack(value.reshape(n, width), bits)[:, :blocks]
+    if dtype != scale_type:
+        raise _Refused(f"zero_points {name!r} are neither packed uint8 nor of the scales' type")
+    if value.size != n * blocks:
+        raise _Refused(f"zero_points {name!r} hold {value.size} values, not N * n_blocks = {n * blocks}")
+    real = value.astype(np.float64).reshape(n, blocks)
+    hi = (1 << bits) - 1
+    bad = ~((real == np.round(real)) & (real >= 0) & (real <= hi))
+    if bad.any():
+        first = float(real[np.nonzero(bad)][0])
+        raise _Refused(f"float zero point {first!r} in {name!r} is not an integer in [0, {hi}]; a quantized type's "
+                       "zero point is a stored integer")
+    return real.astype(np.int64)
+
+
+# -- lower: DequantizeLinear (blocked, axis 0) + MatMul -> MatMulNBits ---------------------------------------------
+def fuse(model: ModelProto) -> int:
+    """Rewrite every eligible blocked weight DequantizeLinear -> MatMul of ``model`` as MatMulNBits; the count."""
+    graph = model.graph
+    ix = GraphIndex(graph, infer(model))
+    names = Names(ix.all_names())
+    plans: dict[int, list[NodeProto]] = {}
+    drop: set[int] = set()
+    for i, node in enumerate(ix.nodes):
+        readers = ix.consumers.get(node.output[0], []) if node.output else []
+        if not _eligible(ix, node) or not readers or node.output[0] in ix.output_set:
+            continue
+        if not all(ix.nodes[c].op_type == "MatMul" and ix.nodes[c].domain in STANDARD_DOMAINS and j == 1
+                   and ix.elem_type(ix.nodes[c].input[0]) == ix.constant_dtype(node.input[1]) for c, j in readers):
+            continue
+        packed = _packed(ix, node, names)
+        for c, _ in readers:
+            plans[c] = [_nbits_node(ix.nodes[c], packed)]
+        drop.add(i)
+        graph.initializer.extend(packed["initializers"])
+    if not plans:
+        return 0
+    nodes = [n for i, node in enumerate(ix.nodes) if i not in drop for n in plans.get(i, [node])]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    read = {name for n in graph.node for name in n.input} | {o.name for o in graph.output}
+    gone = {name for i in drop for name in ix.nodes[i].input if name and name not in read}
+    for k in reversed([k for k, t in enumerate(graph.initializer) if t.name in gone]):
+        del graph.initializer[k]
+    kept = [vi for vi in graph.value_info if vi.name not in gone and vi.name not in {ix.nodes[i].output[0] for i in drop}]
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    if not any(o.domain == MS_DOMAIN for o in model.opset_import):
+        model.opset_import.add(domain=MS_DOMAIN, version=1)
+    return len(plans)
+
+
+def _eligible(ix: GraphIndex, node: NodeProto) -> bool:
+    if node.op_type != "DequantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.input) < 2:
+        return False
+    attrs = attributes(node)
+    block = int(attrs.get("block_size", 0))
+    storage = STORAGE_BY_DATA_TYPE.get(ix.constant_dtype(node.input[0]))
+    shape = ix.shape(node.input[0])
+    zp = node.input[2] if len(node.input) > 2 else ""
+    return (
+        storage is not None and storage.bits in BITS and shape is not None and len(shape) == 2
+        and int(attrs.get("axis", 1)) in (0, -2) and block >= 16 and block & (block - 1) == 0
+        and ix.constant_dtype(node.input[1]) in EXPRESSED_BY_DATA_TYPE and (not zp or ix.is_constant(zp))
+    )
+
+
+def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
+    """The MatMulNBits inputs and attributes standing for blocked weight ``dq``."""
+    weight, scale = dq.input[0], dq.input[1]
+    zp = dq.input[2] if len(dq.input) > 2 else ""
+    storage = STORAGE_BY_DATA_TYPE[ix.constant_dtype(weight)]
+    bits, block = storage.bits, int(attributes(dq)["block_size"])
+    values = ix.constant(weight).astype(np.int64)  # [K, N]
+    k, n = values.shape
+    blocks = -(-k // block)
+    offset = -storage.min  # signed codes shift up by 2^(bits-1)
+    zero_points = (np.zeros((blocks, n), np.int64) if not zp else ix.constant(zp).astype(np.int64)) + offset
+    codes = (values + offset).T  # [N, K]
+    padding = blocks * block - k
+    if padding:  # the last block's rows past K: its zero point, i.e. real 0 (never read)
+        codes = np.concatenate([codes, np.repeat(zero_points[-1:].T, padding, axis=1)], axis=1)
+    b = numpy_helper.from_array(pack(codes.reshape(n, blocks, block), bits), names.fresh(f"{weight}_Q{bits}"))
+    s = numpy_helper.from_array(np.ascontiguousarray(ix.constant(scale).T), names.fresh(f"{weight}_scales"))
+    inputs, initializers = [b.name, s.name], [b, s]
+    if storage.min == 0 or np.any(zero_points != offset):
+        z = numpy_helper.from_array(pack(_pad_last(zero_points.T, 8 // bits), bits), names.fresh(f"{weight}_zero_points"))
+        inputs.append(z.name)
+        initializers.append(z)
+    return {"inputs": inputs, "initializers": initializers,
+            "attrs": {"K": k, "N": n, "bits": bits, "block_size": block}}
+
+
+def _nbits_node(matmul: NodeProto, packed: dict) -> NodeProto:
+    attrs = dict(packed["attrs"])
+    level = {p.key: p.value for p in matmul.metadata_props}.get(ACCURACY_KEY)
+    if level:
+        attrs["accuracy_level"] = int(level)
+    return helper.make_node(OP, [matmul.input[0], *packed["inputs"]], list(matmul.output), name=matmul.name,
+                            domain=MS_DOMAIN, **attrs)
+
+
+__all__ = ["ContribRead", "ensure_domain", "from_contrib_op", "fuse", "is_matmul_nbits", "pack", "read_contrib_weights",
+           "unfuse", "unpack"]

@@ -1,0 +1,242 @@
+"""com.microsoft.MatMulNBits lifts to a typed blocked weight read by an unmodified MatMul, and lowers back.
+
+Every comparison is against onnxruntime's unoptimized path (ORT_DISABLE_ALL) running the file the quantizer
+wrote. Row k of A = identity is row k of the weight, computed exactly (one product by 1, the rest by 0), so
+the typed weight must equal onnxruntime's dequantized weight bit for bit. Other inputs compare within the
+float error of a length-K dot product summed in another order: 2·K·u·Σ|a||w| (u the unit roundoff of the
+output type) plus the output's own rounding; with accuracy_level 4 onnxruntime also quantizes A to int8 per
+block, which adds half of A's step times Σ|w|.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from corpus import run_onnxruntime
+from corpus_matmul_nbits import free_rows, hand_built, identity_feeds, nbits_feeds, nbits_models, refused_models
+
+from onnx_qtypes import diagnose, get_qtype
+from onnx_qtypes.checker import iter_diagnostics
+from onnx_qtypes.interop import lift_model, lower_model
+from onnx_qtypes.proto import quantized_tensors
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+MODELS = nbits_models()
+NAMES = sorted(MODELS)
+REFUSED = refused_models()
+
+
+def _nbits_attributes(model: onnx.ModelProto) -> dict[str, int]:
+    node = next(n for n in model.graph.node if n.op_type == "MatMulNBits")
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _lifted(name: str) -> onnx.ModelProto:
+    return lift_model(MODELS[name]).model
+
+
+def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    return np.asarray(ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    return next(iter(run_onnxruntime(model, feeds, optimize=False).values()))
+
+
+def _tolerance(name: str, feeds: dict[str, np.ndarray], weight: np.ndarray, out: np.ndarray) -> np.ndarray:
+    a = np.abs(feeds["A"].astype(np.float64))
+    w = np.abs(weight.astype(np.float64))
+    k = w.shape[0]
+    u = float(np.finfo(out.dtype).eps) / 2
+    tol = 2 * k * u * (a @ w) + u * np.abs(out.astype(np.float64))
+    if _nbits_attributes(MODELS[name]).get("accuracy_level", 0) == 4:
+        block = _nbits_attributes(MODELS[name])["block_size"]
+        padded = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, -k % block)])
+        step = padded.reshape(*a.shape[:-1], -1, block).max(axis=-1) / 127
+        tol = tol + (np.repeat(step, block, axis=-1)[..., :k] / 2) @ w
+    return tol
+
+
+def _weight(model: onnx.ModelProto) -> np.ndarray:
+    """The weight as the typed model means it: the reference run on A = identity."""
+    free = free_rows(model)
+    return _reference(free, identity_feeds(free)).reshape(-1, _reference(free, identity_feeds(free)).shape[-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lift_types_the_weight_of_a_plain_matmul(name: str):
+    source = MODELS[name]
+    attrs = _nbits_attributes(source)
+    result = lift_model(source)
+    model = result.model
+    assert [n.op_type for n in model.graph.node if n.op_type != "Add"] == ["MatMul"], result.warnings
+    assert not any(o.domain == "com.microsoft" for o in model.opset_import)
+    (weight,) = quantized_tensors(model)
+    assert model.graph.node[0].input[1] == weight
+    qtype = get_qtype(model, weight)
+    assert (qtype.axis, qtype.block_size, qtype.storage_type.bits) == (0, attrs["block_size"], attrs["bits"])
+    init = next(t for t in model.graph.initializer if t.name == weight)
+    assert list(init.dims) == [attrs["K"], attrs["N"]]
+    assert not [d for d in iter_diagnostics(model) if d.is_error]
+    assert not diagnose(source).diagnostics or name.endswith("no-domain-import")
+
+
+def _assert_same_weight(name: str, ours: np.ndarray, theirs: np.ndarray, model: onnx.ModelProto) -> None:
+    """Exactly, except where onnxruntime rounds on the way: A = 1 through int8 (accuracy_level 4), or
+    q·s − z·s as two products (float zero points, g_idx) where the typed meaning rounds s·(q − z) once."""
+    attrs = _nbits_attributes(model)
+    if attrs.get("accuracy_level", 0) == 4:
+        flat = ours.reshape(-1, ours.shape[-1])
+        assert np.all(np.abs(ours.astype(np.float64) - theirs) <= _tolerance(name, identity_feeds(model), flat, theirs))
+    elif "float-zero-points" in name or "g-idx" in name:
+        scales = onnx.numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == "w_scales"))
+        u = float(np.finfo(theirs.dtype).eps) / 2
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=3 * u * ((1 << attrs["bits"]) - 1) * float(scales.max()))
+    else:
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_typed_weight_is_what_onnxruntime_dequantizes(name: str):
+    free = free_rows(MODELS[name])
+    feeds = identity_feeds(free)
+    _assert_same_weight(name, _reference(lift_model(free).model, feeds), _ort(free, feeds), free)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_agrees_with_onnxruntime(name: str):
+    lifted = _lifted(name)
+    feeds = nbits_feeds(MODELS[name])
+    ours, theirs = _reference(lifted, feeds), _ort(MODELS[name], feeds)
+    tol = _tolerance(name, feeds, _weight(lifted), theirs)
+    assert np.all(np.abs(ours.astype(np.float64) - theirs.astype(np.float64)) <= tol)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lowered_qdq_runs_in_onnxruntime(name: str):
+    lifted = _lifted(name)
+    lowered = lower_model(lifted).model
+    ops = [n.op_type for n in lowered.graph.node]
+    assert "DequantizeLinear" in ops and "MatMulNBits" not in ops
+    dq = next(n for n in lowered.graph.node if n.op_type == "DequantizeLinear")
+    assert {a.name: a.i for a in dq.attribute} == {"axis": 0, "block_size": _nbits_attributes(MODELS[name])["block_size"]}
+    feeds = nbits_feeds(MODELS[name], seed=1)
+    theirs, ours = _ort(MODELS[name], feeds), _ort(lowered, feeds)
+    assert np.all(np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
+                  <= _tolerance(name, feeds, _weight(lifted), theirs))
+    free = free_rows(lowered)  # the same weight, exactly
+    np.testing.assert_array_equal(_ort(free, identity_feeds(free)), _weight(lifted).reshape(_ort(free, identity_feeds(free)).shape))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lower_to_matmul_nbits_round_trips(name: str):
+    lifted = _lifted(name)
+    result = lower_model(lifted, "matmulnbits")
+    again = result.model
+    assert [n.op_type for n in again.graph.node if n.op_type != "Add"] == ["MatMulNBits"]
+    before, after = _nbits_attributes(MODELS[name]), _nbits_attributes(again)
+    assert after == before
+    assert any(o.domain == "com.microsoft" for o in again.opset_import)
+    free = free_rows(again)
+    _assert_same_weight(name, _reference(lift_model(free).model, identity_feeds(free)), _ort(free, identity_feeds(free)),
+                        free_rows(MODELS[name]))
+    relifted = lift_model(again).model
+    assert {n: get_qtype(relifted, n) for n in quantized_tensors(relifted)} == \
+        {n: get_qtype(lifted, n) for n in quantized_tensors(lifted)}
+    feeds = nbits_feeds(MODELS[name], seed=2)
+    theirs = _ort(MODELS[name], feeds)
+    assert np.all(np.abs(_ort(again, feeds).astype(np.float64) - theirs.astype(np.float64))
+                  <= _tolerance(name, feeds, _weight(lifted), theirs))
+
+
+def test_storage_follows_the_zero_points():
+    """Explicit zero points: unsigned codes with them; none: signed codes (code - 2^(bits-1)), zero point 0."""
+    asym, sym = _lifted("hand-q4-float16"), _lifted("hand-q4-bias")
+    assert get_qtype(asym, next(iter(quantized_tensors(asym)))).storage == "uint4"
+    qtype = get_qtype(sym, next(iter(quantized_tensors(sym))))
+    assert qtype.storage == "int4" and not any(qtype.zero_point)
+    assert get_qtype(asym, next(iter(quantized_tensors(asym)))).expressed == "float16"
+
+
+def test_negative_scales_are_mirrored_with_a_note():
+    result = lift_model(MODELS["ort-q4-sym-k64n32b32"])  # onnxruntime's symmetric quantizer writes negative scales
+    assert any("negative scale" in n for n in result.notes)
+    assert all(s > 0 for s in get_qtype(result.model, next(iter(quantized_tensors(result.model)))).scale)
+
+
+def test_large_weight_keeps_its_parameters_by_reference():
+    model = hand_built(k=1024, n=64, block=32, zero_points="packed")  # 2048 scales, above the threshold
+    lifted = lift_model(model).model
+    (weight,) = quantized_tensors(lifted)
+    qtype = get_qtype(lifted, weight)
+    assert qtype.scale_tensor and qtype.zero_point_tensor
+    assert lifted.ByteSize() < 1.2 * model.ByteSize()  # no listed scales: about the packed size
+    back = lower_model(lifted, "matmulnbits").model
+    assert [n.op_type for n in back.graph.node] == ["MatMulNBits"]
+    assert back.ByteSize() < 1.05 * model.ByteSize()
+    feeds = nbits_feeds(model)
+    np.testing.assert_array_equal(_ort(back, feeds), _ort(model, feeds))  # the same codes, scales and zero points
+
+
+def test_onnxruntime_qdq_blocked_weight_lowers_to_matmul_nbits():
+    """The quantizer's QDQ form (DequantizeLinear -> MatMul) lowers to the MatMulNBits its QOperator form writes."""
+    from corpus_matmul_nbits import _quiet, float_matmul
+    from onnxruntime.quantization import QuantFormat
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    with _quiet():
+        quantizer = MatMulNBitsQuantizer(float_matmul(64, 32, 0), bits=4, block_size=32, quant_format=QuantFormat.QDQ)
+        quantizer.process()
+    qdq = quantizer.model.model
+    back = lower_model(lift_model(qdq).model, "matmulnbits").model
+    assert [n.op_type for n in back.graph.node] == ["MatMulNBits"]
+    assert _nbits_attributes(back) == _nbits_attributes(MODELS["ort-q4-asym-k64n32b32"])
+    feeds = nbits_feeds(back)
+    np.testing.assert_allclose(_ort(back, feeds), _ort(MODELS["ort-q4-asym-k64n32b32"], feeds), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_forms_without_an_exact_type_are_left_with_a_warning(name: str):
+    model, reason = REFUSED[name]
+    result = lift_model(model)
+    assert [n.op_type for n in result.model.graph.node] == ["MatMulNBits"]
+    assert len(result.warnings) == 1 and "'proj_nbits'" in result.warnings[0] and reason in result.warnings[0]
+    assert not quantized_tensors(result.model)
+
+
+def test_missing_domain_import_is_a_finding_and_lift_reads_it():
+    model = MODELS["hand-q4-no-domain-import"]
+    found = diagnose(model).diagnostics
+    assert [(d.rule, d.location.pointer) for d in found] == [("QT313", "/graph/node/0")]
+    result = lift_model(model)
+    assert any("QT313" not in n and "opset_import" in n for n in result.notes)
+    assert quantized_tensors(result.model)
+    refused = hand_built(import_domain=False, g_idx="act-order")
+    kept = lift_model(refused).model  # left as it was, but with the import it needs
+    assert any(o.domain == "com.microsoft" for o in kept.opset_import)
+    feeds = nbits_feeds(refused)
+    np.testing.assert_array_equal(_ort(kept, feeds), _ort(onnx.load_from_string(
+        _with_import(refused).SerializeToString()), feeds))
+
+
+def _with_import(model: onnx.ModelProto) -> onnx.ModelProto:
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    fixed.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    return fixed
+
+
+def test_cli_lowers_to_matmul_nbits(tmp_path):
+    src = tmp_path / "nbits.onnx"
+    onnx.save(MODELS["ort-q4-asym-k40n24b16"], src)
+    env = {"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1])}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "onnx_qtypes", *args], capture_output=True,  # noqa: E731
+                                       text=True, timeout=120, env={**__import__("os").environ, **env})
+    assert run("lift", str(src), str(tmp_path / "typed.onnx")).returncode == 0
+    done = run("lower", str(tmp_path / "typed.onnx"), str(tmp_path / "back.onnx"), "--form", "matmulnbits")
+    assert done.returncode == 0, done.stderr
+    assert [n.op_type for n in onnx.load(tmp_path / "back.onnx").graph.node] == ["MatMulNBits"]
