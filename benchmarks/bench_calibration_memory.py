@@ -66,7 +66,7 @@ def main() -> int:
 
             def ort(method):
                 def run():
-                    calibrator = create_calibrator(path, method=method, augmented_model_path=str(
+                    calibrator = create_calibrator(path, calibrate_method=method, augmented_model_path=str(
                         pathlib.Path(folder) / "augmented.onnx"))
                     calibrator.collect_data(Reader())
                     calibrator.compute_data()

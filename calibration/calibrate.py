@@ -170,6 +170,7 @@ def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Setti
     acts = [n for n in float_activations(model) if n in accs and accs[n].count]
     ranges = {n: choose_range(accs[n], s.method, symmetric=act_storage.schema.symmetric, levels=act_storage.levels,
                               round_trip=round_trip(act_storage), percentile=s.percentile) for n in acts}
+    _fold_relu(model, ranges)
     groups = shared_groups(model, set(acts), s.profile)
     merged: dict[str, tuple[float, float]] = {}
     for members in groups:
@@ -180,6 +181,20 @@ def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Setti
     _fixed_outputs(model, act_types, act_storage, s.profile)
     init_types = _initializer_types(model, accs, act_types, w_storage, weight_per_channel(s))
     return act_types, init_types
+
+
+def _fold_relu(model: ModelProto, ranges: dict[str, tuple[float, float]]) -> None:
+    """A tensor only a Relu reads takes the Relu output's range: its negative part is dropped anyway, so the
+    levels go where values survive (onnxruntime removes such a Relu's QDQ pair to the same effect)."""
+    readers: dict[str, int] = {}
+    for node in model.graph.node:
+        for i in node.input:
+            readers[i] = readers.get(i, 0) + 1
+    outputs = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        t = node.input[0] if node.input else ""
+        if node.op_type == "Relu" and t in ranges and node.output[0] in ranges and readers[t] == 1 and t not in outputs:
+            ranges[t] = ranges[node.output[0]]
 
 
 def shared_groups(model: ModelProto, acts: set[str], profile: Any) -> list[set[str]]:

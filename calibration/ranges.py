@@ -27,6 +27,7 @@ from onnx_qtypes.calibration.running import Histogram, TensorAccumulator
 METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_PERCENTILE = 99.999
 MSE_STEPS = 100
+ENTROPY_MAX_CLIP = 0.01
 
 # (lo, hi) -> a quantize-dequantize of an array with that range's parameters
 RoundTrip = Callable[[float, float], Callable[[np.ndarray], np.ndarray]]
@@ -85,9 +86,12 @@ def kl_threshold(counts: np.ndarray, edges: np.ndarray, target_bins: int) -> flo
     if n <= target_bins:
         return float(edges[-1])
     best_i, best_kl = n, np.inf
-    for i in range(target_bins, n + 1):
+    # Guard: never clip more than ENTROPY_MAX_CLIP of the values. KL(P || Q) is 0 for any threshold that puts
+    # every count into P's last bin (data far from zero, few samples): TensorRT's algorithm would pick it.
+    floor = int(np.searchsorted(np.cumsum(counts), (1.0 - ENTROPY_MAX_CLIP) * counts.sum(), side="left")) + 1
+    for i in range(max(target_bins, floor), n + 1):
         p = counts[:i].copy()
-        p[-1] += counts[i:].sum()  # the clipped tail is counted at the threshold
+        p[-1] += counts[i:].sum()  # P: the clipped tail counted at the threshold; Q: what the levels keep
         src = counts[:i]
         group = (np.arange(i) * target_bins) // i
         nonzero = src != 0
