@@ -27,7 +27,8 @@ from onnx_qtypes.calibration.running import Histogram, TensorAccumulator
 METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_PERCENTILE = 99.999
 MSE_STEPS = 100
-ENTROPY_MAX_CLIP = 0.01
+ENTROPY_MAX_CLIP = 0.001
+ENTROPY_VALUES_PER_BIN = 16
 
 # (lo, hi) -> a quantize-dequantize of an array with that range's parameters
 RoundTrip = Callable[[float, float], Callable[[np.ndarray], np.ndarray]]
@@ -48,8 +49,9 @@ def choose_range(acc: TensorAccumulator, method: str, *, symmetric: bool, levels
         tail = (100.0 - percentile) / 200.0
         return quantile(hist.counts, hist.edges, tail), quantile(hist.counts, hist.edges, 1.0 - tail)
     if method == "entropy":
-        counts, edges = absolute(hist)
-        t = kl_threshold(counts, edges, max(levels // 2, 1))
+        target = max(levels // 2, 1)
+        counts, edges = absolute(hist, kl_bins(acc.count, target, hist.bins))
+        t = kl_threshold(counts, edges, target)
         return max(lo, -t), min(hi, t)
     if method == "mse":
         if round_trip is None:
@@ -58,12 +60,22 @@ def choose_range(acc: TensorAccumulator, method: str, *, symmetric: bool, levels
     raise ValueError(f"unknown calibration method {method!r}; expected one of {', '.join(METHODS)}")
 
 
-def absolute(hist: Histogram) -> tuple[np.ndarray, np.ndarray]:
-    """The histogram of |x| over [0, max |edge|], same bin count (each old bin counted at its centre)."""
+def kl_bins(count: int, target: int, most: int) -> int:
+    """Bins of the |x| histogram the KL search runs on: about ENTROPY_VALUES_PER_BIN values per bin, at least
+    ``target`` (then the only candidate is the whole range) and at most ``most``. On a sparse histogram the KL
+    divergence rewards clipping by chance; TensorRT and onnxruntime leave the bin count fixed."""
+    bins = target
+    while bins * 2 <= min(most, count // ENTROPY_VALUES_PER_BIN):
+        bins *= 2
+    return bins
+
+
+def absolute(hist: Histogram, bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The histogram of |x| over [0, max |edge|] in ``bins`` bins (each old bin counted at its centre)."""
     edges = hist.edges
     centres = np.abs((edges[:-1] + edges[1:]) / 2)
     top = float(max(abs(edges[0]), abs(edges[-1])))
-    counts, new_edges = np.histogram(centres, bins=hist.bins, range=(0.0, top), weights=hist.counts)
+    counts, new_edges = np.histogram(centres, bins=bins or hist.bins, range=(0.0, top), weights=hist.counts)
     return counts, new_edges
 
 
