@@ -148,7 +148,11 @@ def activation_storage(s: Settings) -> Storage:
 
 
 def weight_storage(s: Settings) -> Storage:
-    schema = s.weight_schema or (Schema.SYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.SYMMETRIC)
+    if s.weight.startswith("u"):  # unsigned weights: asymmetric (symmetric unsigned storage has no negatives)
+        schema = Schema.ASYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.ASYMMETRIC
+    else:
+        schema = Schema.SYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.SYMMETRIC
+    schema = s.weight_schema or schema
     if s.profile is not None and s.profile.role("weight") is not None:
         return _profile_storage(s.profile.role("weight"), s.weight, schema, Schema.SYMMETRIC)
     lo = -(2 ** (int(s.weight[-1]) - 1 if s.weight.endswith("4") else 7)) + 1 if s.weight in ("int8", "int4") else None

@@ -71,7 +71,7 @@ def test_per_channel_weights_are_closer_than_per_tensor():
     assert sqnr[True] >= sqnr[False] - 0.5
 
 
-@pytest.mark.parametrize("activation, weight", [("int8", "int4"), ("int16", "int8"), ("uint8", "int8")])
+@pytest.mark.parametrize("activation, weight", [("int8", "int4"), ("int16", "int8"), ("uint8", "int8"), ("uint8", "uint8")])
 def test_storage_choices(activation, weight):
     result = calibrate_model(FLOAT_MODELS["mlp"](), calibration_samples("mlp"), activation=activation, weight=weight,
                              schema="symmetric" if activation == "int16" else "asymmetric")
@@ -79,8 +79,12 @@ def test_storage_choices(activation, weight):
     types = quantized_tensors(result.model)
     assert types["hr"].storage == activation
     assert types["w1_quantized"].storage == weight
-    lo = -(2 ** (int(weight[3:]) - 1)) + 1
-    assert (types["w1_quantized"].storage_min, types["w1_quantized"].storage_max) == (lo, -lo)
+    w = types["w1_quantized"]
+    if weight.startswith("int"):  # symmetric signed weights use the narrow range
+        lo = -(2 ** (int(weight[3:]) - 1)) + 1
+        assert (w.storage_min, w.storage_max) == (lo, -lo)
+    reference = run_onnxruntime(FLOAT_MODELS["mlp"](), corpus_feeds("mlp"), optimize=False)["y"]
+    assert _sqnr(reference, _lowered_output(result.model, "mlp")) > (5.0 if weight == "int4" else 10.0)
 
 
 def test_tflite_profile_fixes_softmax_output_and_shares_data_movement_parameters():
