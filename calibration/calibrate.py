@@ -183,7 +183,7 @@ def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Setti
         merged.update({m: (lo, hi) for m in members})
     act_types = {n: parameters(*merged.get(n, ranges[n]), act_storage) for n in acts}
     _fixed_outputs(model, act_types, act_storage, s.profile)
-    init_types = _initializer_types(model, accs, act_types, w_storage, weight_per_channel(s))
+    init_types = _initializer_types(model, accs, act_types, w_storage, act_storage, weight_per_channel(s))
     return act_types, init_types
 
 
@@ -237,7 +237,10 @@ def _fixed_outputs(model: ModelProto, types: dict[str, QType], storage: Storage,
 
 
 def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], acts: dict[str, QType],
-                       storage: Storage, per_channel: bool) -> dict[str, QType]:
+                       storage: Storage, constant: Storage, per_channel: bool) -> dict[str, QType]:
+    """Weights (input 1 of Conv / ConvTranspose / Gemm / MatMul) in ``storage``; other constants read by
+    arithmetic operators (an Add's bias, a Mul's factor) are activations to the checker and to onnxruntime,
+    and take the activation ``constant`` storage over their min / max; biases in int32."""
     inits = {t.name: t for t in model.graph.initializer if t.data_type in FLOAT_TYPES}
     readers: dict[str, set[str]] = {}
     for node in model.graph.node:
@@ -248,6 +251,9 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
     biases = _biases(model, inits)
     for name, acc in accs.items():
         if name not in inits or name in biases or not readers.get(name) or not readers[name] <= ARITHMETIC:
+            continue
+        if name not in axes:
+            types[name] = parameters(acc.whole.min[0], acc.whole.max[0], constant)
             continue
         axis = axes.get(name) if per_channel and inits[name].dims else None
         if axis is not None and acc.channels is not None:
