@@ -36,6 +36,7 @@ WEIGHT_STORAGE = ("int8", "uint8", "int4", "uint4", "int16")
 # Operators that only move values: their output is quantized exactly as their (first) input.
 DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "MaxPool", "Identity",
                            "Gather", "Slice", "SpaceToDepth", "DepthToSpace"})
+OUTPUT_RANGES = {"Softmax": (0.0, 1.0), "Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0)}
 ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Conv", "ConvTranspose", "Max", "Min"})
 
 
@@ -174,6 +175,9 @@ def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Setti
     acts = [n for n in float_activations(model) if n in accs and accs[n].count]
     ranges = {n: choose_range(accs[n], s.method, symmetric=act_storage.schema.symmetric, levels=act_storage.levels,
                               round_trip=round_trip(act_storage), percentile=s.percentile) for n in acts}
+    for node in model.graph.node:  # an output range the operator guarantees: unseen inputs cannot exceed it
+        if node.op_type in OUTPUT_RANGES and node.output and node.output[0] in ranges:
+            ranges[node.output[0]] = OUTPUT_RANGES[node.op_type]
     _fold_relu(model, ranges)
     groups = shared_groups(model, set(acts), s.profile)
     merged: dict[str, tuple[float, float]] = {}

@@ -41,13 +41,13 @@ def choose_range(acc: TensorAccumulator, method: str, *, symmetric: bool, levels
     if method == "minmax" or lo == hi:
         return lo, hi
     hist = acc.histogram
-    if method == "percentile":
+    if method == "percentile":  # cut to the observed extremes: the outer bins reach past them
         if symmetric:
             counts, edges = absolute(hist)
             t = quantile(counts, edges, percentile / 100.0)
-            return -t, t
+            return max(lo, -t), min(hi, t)
         tail = (100.0 - percentile) / 200.0
-        return quantile(hist.counts, hist.edges, tail), quantile(hist.counts, hist.edges, 1.0 - tail)
+        return max(lo, quantile(hist.counts, hist.edges, tail)), min(hi, quantile(hist.counts, hist.edges, 1.0 - tail))
     if method == "entropy":
         target = max(levels // 2, 1)
         counts, edges = absolute(hist, kl_bins(acc.count, target, hist.bins))
