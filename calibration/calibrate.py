@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, numpy_helper
+from onnx import ModelProto, TensorProto, numpy_helper
 
 from onnx_qtypes.calibration.collect import FLOAT_TYPES, collect, float_activations, weight_axes
 from onnx_qtypes.calibration.errors import CalibrationError
@@ -172,7 +172,8 @@ def weight_per_channel(s: Settings) -> bool:
 def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Settings) -> tuple[dict, dict]:
     """(activation name -> QType, initializer name -> QType)."""
     act_storage, w_storage = activation_storage(s), weight_storage(s)
-    acts = [n for n in float_activations(model) if n in accs and accs[n].count]
+    acts = [n for n, vi in float_activations(model).items()  # float32 only: the QDQ scales are float32
+            if vi.type.tensor_type.elem_type == TensorProto.FLOAT and n in accs and accs[n].count]
     ranges = {n: choose_range(accs[n], s.method, symmetric=act_storage.schema.symmetric, levels=act_storage.levels,
                               round_trip=round_trip(act_storage), percentile=s.percentile) for n in acts}
     for node in model.graph.node:  # an output range the operator guarantees: unseen inputs cannot exceed it
@@ -245,7 +246,7 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
     """Weights (input 1 of Conv / ConvTranspose / Gemm / MatMul) in ``storage``; other constants read by
     arithmetic operators (an Add's bias, a Mul's factor) are activations to the checker and to onnxruntime,
     and take the activation ``constant`` storage over their min / max; biases in int32."""
-    inits = {t.name: t for t in model.graph.initializer if t.data_type in FLOAT_TYPES}
+    inits = {t.name: t for t in model.graph.initializer if t.data_type == TensorProto.FLOAT}
     readers: dict[str, set[str]] = {}
     for node in model.graph.node:
         for i in node.input:

@@ -75,3 +75,16 @@ def test_bad_data_exits_2_with_one_line_and_writes_nothing(files, arrays, messag
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr and message in lines[0], result.stderr
     assert not out.exists()
+
+
+def test_an_unknown_profile_or_unreadable_model_exits_2(files):
+    folder, model, data = files
+    out = folder / "out.onnx"
+    for args in (("--profile", "no-such-profile"),):
+        result = run_cli("calibrate", model, "--data", data, "-o", str(out), *args)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    junk = folder / "junk.onnx"
+    junk.write_bytes(b"\x00not onnx")
+    result = run_cli("calibrate", str(junk), "--data", data, "-o", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert not out.exists()

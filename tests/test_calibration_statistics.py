@@ -129,3 +129,26 @@ def test_a_model_without_float_tensors_says_so():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
     with pytest.raises(CalibrationError, match="no float tensors to calibrate"):
         calibrate_model(model, [{"a": np.zeros(2, np.int32)}])
+
+
+class _Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_shows_on_a_terminal_only():
+    from onnx_qtypes.calibration.collect import progress_bar
+
+    assert progress_bar(3, _Terminal(False)) is None
+    terminal = _Terminal(True)
+    calibrate_model(cnn(), _samples(3), stats_only=True, progress=progress_bar(3, terminal))
+    assert terminal.text.endswith("3/3\n") and "1/3" in terminal.text

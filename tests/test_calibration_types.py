@@ -93,3 +93,18 @@ def test_tflite_profile_fixes_softmax_output_and_shares_data_movement_parameters
     assert (probs.scale, probs.zero_point) == ((1 / 256,), (-128,))
     q, q4 = get_qtype(result.model, "q"), get_qtype(result.model, "q4")
     assert (q.scale, q.zero_point) == (q4.scale, q4.zero_point)
+
+
+def test_float16_tensors_get_statistics_but_stay_float():
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "half", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    rng = np.random.default_rng(3)
+    result = calibrate_model(model, [{"x": rng.normal(size=(2, 3)).astype(np.float32)} for _ in range(4)])
+    check_model(result.model)
+    types = quantized_tensors(result.model)
+    assert "h" not in types and "r" not in types and result.statistics["h"].tensor.count == 24
