@@ -1,16 +1,19 @@
 """``calibrate(model, data, ...)``: statistics of a float model's tensors, and a typed model from them.
 
-Parameter choice. Activations (graph inputs and node outputs) take a
-per-tensor type over the range ``method`` picks; tensors joined by a
-data-movement operator (or an operator the profile lists under
-``shared_parameters``) share one type over the union of their ranges, and an
-operator with a profile's ``fixed_output`` gets exactly those parameters.
-Weights (the weight input of Conv / ConvTranspose / Gemm / MatMul, and float
-initializers read by arithmetic operators) take the observed min / max, per
-output channel with ``per_channel``. A Conv / Gemm bias is int32 with
-scale = input scale · weight scale and zero point 0. The quantized model is
-built as QuantizeLinear / DequantizeLinear pairs and lifted, so the typed
-model is exactly what ``lift`` makes of onnxruntime's QDQ output.
+Parameter choice (proposal/spec/calibration.md). Float32 activations (graph
+inputs and node outputs) take a per-tensor type over the range ``method``
+picks (Softmax / Sigmoid / Tanh outputs: the range the operator guarantees;
+a tensor only a Relu reads: the Relu output's range); tensors joined by a
+data-movement operator (or one the profile lists under ``shared_parameters``)
+share one type over the union of their ranges, and an operator with a
+profile's ``fixed_output`` gets exactly those parameters. Weights (input 1 of
+Conv / ConvTranspose / Gemm / MatMul) take the observed min / max, per output
+channel with ``per_channel``; other constants read by arithmetic operators
+take the activation type. A Conv / Gemm bias is int32 with scale = input
+scale · weight scale and zero point 0. The quantized model is built as
+QuantizeLinear / DequantizeLinear pairs and lifted, so the typed model is
+what ``lift`` makes of onnxruntime-style QDQ output; the schema and narrowed
+storage range, which QDQ cannot say, are then set on the lifted types.
 """
 
 from __future__ import annotations
