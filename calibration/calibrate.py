@@ -1,0 +1,360 @@
+"""``calibrate(model, data, ...)``: statistics of a float model's tensors, and a typed model from them.
+
+Parameter choice (proposal/spec/calibration.md). Float32 activations (graph
+inputs and node outputs) take a per-tensor type over the range ``method``
+picks (Softmax / Sigmoid / Tanh outputs: the range the operator guarantees;
+a tensor only a Relu reads: the Relu output's range); tensors joined by a
+data-movement operator (or one the profile lists under ``shared_parameters``)
+share one type over the union of their ranges, and an operator with a
+profile's ``fixed_output`` gets exactly those parameters. Weights (input 1 of
+Conv / ConvTranspose / Gemm / MatMul) take the observed min / max, per output
+channel with ``per_channel``; other constants read by arithmetic operators
+take the activation type. A Conv / Gemm bias is int32 with scale = input
+scale · weight scale and zero point 0. The quantized model is built as
+QuantizeLinear / DequantizeLinear pairs and lifted, so the typed model is
+what ``lift`` makes of onnxruntime-style QDQ output; the schema and narrowed
+storage range, which QDQ cannot say, are then set on the lifted types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, TensorProto, numpy_helper
+
+from onnx_qtypes.calibration.collect import FLOAT_TYPES, collect, float_activations, weight_axes
+from onnx_qtypes.calibration.errors import CalibrationError
+from onnx_qtypes.calibration.parameters import Storage, parameters, round_trip
+from onnx_qtypes.calibration.qdq import insert_qdq
+from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
+from onnx_qtypes.calibration.running import TensorAccumulator
+from onnx_qtypes.proto.qtype import QType, Schema, Statistics, TensorStatistics
+
+ACTIVATION_STORAGE = ("int8", "uint8", "int16", "uint16")
+WEIGHT_STORAGE = ("int8", "uint8", "int4", "uint4", "int16")
+# Operators that only move values: their output is quantized exactly as their (first) input.
+DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "MaxPool", "Identity",
+                           "Gather", "Slice", "SpaceToDepth", "DepthToSpace"})
+OUTPUT_RANGES = {"Softmax": (0.0, 1.0), "Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0)}
+ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Conv", "ConvTranspose", "Max", "Min"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The choices that turn statistics into parameters."""
+
+    method: str = "minmax"
+    schema: Schema = Schema.ASYMMETRIC
+    activation: str = "uint8"
+    weight: str = "int8"
+    weight_schema: Schema | None = None  # None: symmetric
+    per_channel: bool = False
+    percentile: float = DEFAULT_PERCENTILE
+    profile: Any = None  # a checker Profile
+
+
+@dataclasses.dataclass
+class CalibrationResult:
+    model: ModelProto
+    statistics: dict[str, TensorStatistics]
+    samples: int
+    engine: str = ""
+    typed: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        what = f"{len(self.typed)} quantized tensor(s), " if self.typed else ""
+        return f"{what}statistics on {len(self.statistics)} tensor(s) from {self.samples} sample(s)"
+
+
+def statistics_of(acc: TensorAccumulator, method: str | None = None) -> TensorStatistics:
+    """The accumulated statistics as the type system records them (per channel: min, max, mean, std, count)."""
+    whole = acc.whole.statistics(0)
+    whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.width else whole
+    per = ()
+    if acc.channels is not None and acc.channels.count:
+        per = tuple(acc.channels.statistics(i) for i in range(acc.channels.mean.size))
+    return TensorStatistics(tensor=whole, axis=acc.axis if per else None, per_axis=per, method=method)
+
+
+def calibrate(model: ModelProto | str | os.PathLike | bytes, data: Any, *, method: str = "minmax",
+              schema: Schema | str = Schema.ASYMMETRIC, activation: str | None = None, weight: str | None = None,
+              per_channel: bool = False, percentile: float = DEFAULT_PERCENTILE, profile: Any = None,
+              stats_only: bool = False, engine: str = "auto",
+              progress: Callable[[int], None] | None = None) -> ModelProto:
+    """The typed model (or with ``stats_only`` the float model annotated with statistics)."""
+    return calibrate_model(model, data, method=method, schema=schema, activation=activation, weight=weight,
+                           per_channel=per_channel, percentile=percentile, profile=profile, stats_only=stats_only,
+                           engine=engine, progress=progress).model
+
+
+def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Schema | str = Schema.ASYMMETRIC,
+                    activation: str | None = None, weight: str | None = None, per_channel: bool = False,
+                    percentile: float = DEFAULT_PERCENTILE, profile: Any = None, stats_only: bool = False,
+                    engine: str = "auto", progress: Callable[[int], None] | None = None) -> CalibrationResult:
+    """``calibrate`` with its report."""
+    from onnx_qtypes.interop.source import read_model
+
+    settings = settings_for(method, schema, activation, weight, per_channel, percentile, profile)
+    source, _ = read_model(model, "calibrate")
+    accs, samples = collect(source, data, engine=engine, progress=progress)
+    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items()}
+    if stats_only:
+        return CalibrationResult(annotate(source, stats), stats, samples)
+    types = choose_types(source, accs, settings)
+    return quantized_model(source, types, stats, samples)
+
+
+def settings_for(method: str, schema: Schema | str, activation: str | None, weight: str | None, per_channel: bool,
+                 percentile: float, profile: Any) -> Settings:
+    if method not in METHODS:
+        raise CalibrationError(f"unknown calibration method {method!r}; expected one of {', '.join(METHODS)}")
+    if not 0.0 < percentile <= 100.0:
+        raise CalibrationError(f"percentile {percentile} is outside (0, 100]")
+    try:
+        schema = Schema.parse(schema)
+    except ValueError as exc:
+        raise CalibrationError(str(exc)) from None
+    if profile is not None and not hasattr(profile, "roles"):
+        from onnx_qtypes.checker.profile import load_profile  # a name or file: the checker reads profiles
+
+        profile = load_profile(profile)
+    activation = activation or ("int8" if schema.symmetric else "uint8")
+    for value, allowed, role in ((activation, ACTIVATION_STORAGE, "activation"), (weight or "int8", WEIGHT_STORAGE, "weight")):
+        if value not in allowed:
+            raise CalibrationError(f"{role} storage {value!r} is not supported; expected one of {', '.join(allowed)}")
+    return Settings(method=method, schema=schema, activation=activation, weight=weight or "int8",
+                    per_channel=per_channel, percentile=percentile, profile=profile)
+
+
+# --- the storage each role gets -------------------------------------------------------------------------
+
+
+def _profile_storage(role: Any, wanted: str, schema: Schema, signed_symmetric: Schema) -> Storage:
+    """The profile role's storage (``wanted`` if it allows it), with the schema its zero points and scales allow."""
+    allowed = role.storage or ()
+    pick = next((a for a in allowed if a.type == wanted), allowed[0] if allowed else None)
+    storage = pick.type if pick else wanted
+    if role.zero_points is not None and 0 in role.zero_points and len(role.zero_points) == 1:
+        schema = signed_symmetric
+    if role.pow2_scale:
+        schema = Schema.SYMMETRIC_POW2_SCALE if schema.symmetric else Schema.ASYMMETRIC_POW2_SCALE
+    return Storage(storage, schema, pick.min if pick else None, pick.max if pick else None)
+
+
+def activation_storage(s: Settings) -> Storage:
+    if s.profile is not None and s.profile.role("activation") is not None:
+        return _profile_storage(s.profile.role("activation"), s.activation, s.schema, Schema.SYMMETRIC)
+    return Storage(s.activation, s.schema)
+
+
+def weight_storage(s: Settings) -> Storage:
+    if s.weight.startswith("u"):  # unsigned weights: asymmetric (symmetric unsigned storage has no negatives)
+        schema = Schema.ASYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.ASYMMETRIC
+    else:
+        schema = Schema.SYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.SYMMETRIC
+    schema = s.weight_schema or schema
+    if s.profile is not None and s.profile.role("weight") is not None:
+        return _profile_storage(s.profile.role("weight"), s.weight, schema, Schema.SYMMETRIC)
+    lo = -(2 ** (int(s.weight[-1]) - 1 if s.weight.endswith("4") else 7)) + 1 if s.weight in ("int8", "int4") else None
+    hi = -lo if lo is not None else None  # symmetric signed weights: the narrow range [-127, 127] / [-7, 7]
+    return Storage(s.weight, schema, lo, hi)
+
+
+def weight_per_channel(s: Settings) -> bool:
+    role = s.profile.role("weight") if s.profile is not None else None
+    return s.per_channel and (role is None or role.per_axis in (True, "output-channel"))
+
+
+# --- parameter choice -----------------------------------------------------------------------------------
+
+
+def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Settings) -> tuple[dict, dict]:
+    """(activation name -> QType, initializer name -> QType)."""
+    act_storage, w_storage = activation_storage(s), weight_storage(s)
+    acts = [n for n, vi in float_activations(model).items()  # float32 only: the QDQ scales are float32
+            if vi.type.tensor_type.elem_type == TensorProto.FLOAT and n in accs and accs[n].count]
+    ranges = {n: choose_range(accs[n], s.method, symmetric=act_storage.schema.symmetric, levels=act_storage.levels,
+                              round_trip=round_trip(act_storage), percentile=s.percentile) for n in acts}
+    for node in model.graph.node:  # an output range the operator guarantees: unseen inputs cannot exceed it
+        if node.op_type in OUTPUT_RANGES and node.output and node.output[0] in ranges:
+            ranges[node.output[0]] = OUTPUT_RANGES[node.op_type]
+    _fold_relu(model, ranges)
+    groups = shared_groups(model, set(acts), s.profile)
+    merged: dict[str, tuple[float, float]] = {}
+    for members in groups:
+        lo = min(ranges[m][0] for m in members)
+        hi = max(ranges[m][1] for m in members)
+        merged.update({m: (lo, hi) for m in members})
+    act_types = {n: parameters(*merged.get(n, ranges[n]), act_storage) for n in acts}
+    _fixed_outputs(model, act_types, act_storage, s.profile)
+    init_types = _initializer_types(model, accs, act_types, w_storage, act_storage, weight_per_channel(s))
+    return act_types, init_types
+
+
+def _fold_relu(model: ModelProto, ranges: dict[str, tuple[float, float]]) -> None:
+    """A tensor only a Relu reads takes the Relu output's range: its negative part is dropped anyway, so the
+    levels go where values survive (onnxruntime removes such a Relu's QDQ pair to the same effect)."""
+    readers: dict[str, int] = {}
+    for node in model.graph.node:
+        for i in node.input:
+            readers[i] = readers.get(i, 0) + 1
+    outputs = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        t = node.input[0] if node.input else ""
+        if node.op_type == "Relu" and t in ranges and node.output[0] in ranges and readers[t] == 1 and t not in outputs:
+            ranges[t] = ranges[node.output[0]]
+
+
+def shared_groups(model: ModelProto, acts: set[str], profile: Any) -> list[set[str]]:
+    """Sets of activations that must share parameters (union-find over data-movement operators)."""
+    ops = DATA_MOVEMENT | (profile.shared_parameters if profile is not None else frozenset())
+    parent = {n: n for n in acts}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for node in model.graph.node:
+        if node.op_type not in ops:
+            continue
+        data_inputs = node.input[:1] if node.op_type in DATA_MOVEMENT else node.input
+        tied = [t for t in (*data_inputs, *node.output[:1]) if t in acts]
+        for t in tied[1:]:
+            parent[root(t)] = root(tied[0])
+    groups: dict[str, set[str]] = {}
+    for n in acts:
+        groups.setdefault(root(n), set()).add(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _fixed_outputs(model: ModelProto, types: dict[str, QType], storage: Storage, profile: Any) -> None:
+    if profile is None:
+        return
+    for node in model.graph.node:
+        for fixed in profile.fixed_output.get(node.op_type, ()):
+            if node.output and node.output[0] in types and fixed.storage == storage.type:
+                types[node.output[0]] = QType(fixed.storage, fixed.scale, fixed.zero_point, schema=storage.schema,
+                                              storage_min=storage.min, storage_max=storage.max)
+                break
+
+
+def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], acts: dict[str, QType],
+                       storage: Storage, constant: Storage, per_channel: bool) -> dict[str, QType]:
+    """Weights (input 1 of Conv / ConvTranspose / Gemm / MatMul) in ``storage``; other constants read by
+    arithmetic operators (an Add's bias, a Mul's factor) are activations to the checker and to onnxruntime,
+    and take the activation ``constant`` storage over their min / max; biases in int32."""
+    inits = {t.name: t for t in model.graph.initializer if t.data_type == TensorProto.FLOAT}
+    readers: dict[str, set[str]] = {}
+    for node in model.graph.node:
+        for i in node.input:
+            readers.setdefault(i, set()).add(node.op_type)
+    axes = weight_axes(model)
+    types: dict[str, QType] = {}
+    biases = _biases(model, inits)
+    for name, acc in accs.items():
+        if name not in inits or name in biases or not readers.get(name) or not readers[name] <= ARITHMETIC:
+            continue
+        if name not in axes:
+            types[name] = parameters(acc.whole.min[0], acc.whole.max[0], constant)
+            continue
+        axis = axes.get(name) if per_channel and inits[name].dims else None
+        if axis is not None and acc.channels is not None:
+            types[name] = parameters(acc.channels.min, acc.channels.max, storage, axis)
+        else:
+            types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
+    for bias, (x, w) in biases.items():
+        if x in acts and w in types:
+            types[bias] = bias_type(acts[x], types[w], storage)
+    return types
+
+
+def _biases(model: ModelProto, inits: dict) -> dict[str, tuple[str, str]]:
+    """Bias initializer -> (its operator's input, its weight), for Conv and Gemm with a 1-D bias."""
+    out = {}
+    for node in model.graph.node:
+        if node.op_type in ("Conv", "Gemm") and len(node.input) > 2 and node.input[2] in inits \
+                and len(inits[node.input[2]].dims) == 1:
+            out[node.input[2]] = (node.input[0], node.input[1])
+    return out
+
+
+def bias_type(x: QType, w: QType, weight: Storage) -> QType:
+    """int32, scale = input scale · weight scale (per channel as the weight is), zero point 0 (QT405)."""
+    scales = np.float32(x.scale[0]) * np.asarray(w.scale, np.float32)
+    schema = Schema.SYMMETRIC_POW2_SCALE if weight.schema.pow2 and x.schema.pow2 else Schema.SYMMETRIC
+    return QType("int32", scales.astype(np.float32).tolist(), [0] * scales.size,
+                 axis=0 if w.axis is not None else None, schema=schema)
+
+
+# --- the output models -----------------------------------------------------------------------------------
+
+
+def annotate(model: ModelProto, stats: dict[str, TensorStatistics]) -> ModelProto:
+    """The float model with statistics recorded on its float tensors (value_info added where missing)."""
+    from onnx_qtypes.proto.model import write_statistics
+
+    out = ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    declared = {vi.name: vi for vi in (*g.input, *g.output, *g.value_info)}
+    inferred = float_activations(out)
+    for name, value in stats.items():
+        vi = declared.get(name)
+        if vi is None:
+            vi = g.value_info.add()
+            if name in inferred:
+                vi.CopyFrom(inferred[name])
+            else:
+                init = next(t for t in g.initializer if t.name == name)
+                from onnx import helper
+
+                vi.CopyFrom(helper.make_tensor_value_info(name, init.data_type, list(init.dims)))
+            declared[name] = vi
+        write_statistics(vi, value)
+    return out
+
+
+def quantized_model(model: ModelProto, types: tuple[dict, dict], stats: dict[str, TensorStatistics],
+                    samples: int) -> CalibrationResult:
+    from onnx_qtypes.interop.lift import lift_model
+
+    act_types, init_types = types
+    qdq = insert_qdq(model, act_types, init_types)
+    lifted = lift_model(qdq).model
+    typed = _declare(lifted, {**act_types, **init_types}, stats)
+    return CalibrationResult(lifted, stats, samples, typed=typed)
+
+
+def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, TensorStatistics]) -> list[str]:
+    """Give each lifted tensor the chosen schema and storage range (QDQ cannot say them) and its statistics.
+
+    ``lift`` keeps an activation's name, except a graph input's quantized copy (``<x>_quantized``), a graph
+    output's quantized producer (``<y>_float``) and a quantized initializer (``<w>_quantized``).
+    """
+    from onnx_qtypes.proto.model import get_qtype, set_qtypes, write_statistics
+
+    updates: dict[str, QType] = {}
+    known = {vi.name: vi for vi in (*lifted.graph.input, *lifted.graph.output, *lifted.graph.value_info)}
+    for name, chosen in types.items():
+        for candidate in (name, f"{name}_quantized", f"{name}_float"):
+            current = get_qtype(lifted, candidate) if candidate in known or _is_init(lifted, candidate) else None
+            if current is not None:
+                updates[candidate] = current.replace(schema=chosen.schema, storage_min=chosen.storage_min,
+                                                     storage_max=chosen.storage_max).with_statistics(stats.get(name))
+                break
+    set_qtypes(lifted, updates)
+    for name, value in stats.items():  # float tensors left float (graph inputs and outputs) keep theirs too
+        vi = known.get(name)
+        if vi is not None and name not in updates and vi.type.tensor_type.elem_type in FLOAT_TYPES:
+            write_statistics(vi, value)
+    return sorted(updates)
+
+
+def _is_init(model: ModelProto, name: str) -> bool:
+    return any(t.name == name for t in model.graph.initializer)

@@ -1,0 +1,154 @@
+"""Calibration statistics: streaming moments and the exactly re-binned histogram against numpy on all values."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from corpus import calibration_samples, cnn, mlp, run_onnxruntime
+
+from onnx_qtypes.calibration import CalibrationError, calibrate_model
+from onnx_qtypes.calibration.running import Histogram, TensorAccumulator
+from onnx_qtypes.proto.model import read_statistics
+
+
+def _samples(count: int, seed: int = 7) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": (rng.normal(size=(1, 3, 8, 8)) * (1 + i)).astype(np.float32)} for i in range(count)]
+
+
+def test_moments_and_histogram_match_numpy_over_every_value():
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(loc=i, scale=1 + i, size=(2, 4, 5)) for i in range(6)]  # the range grows batch by batch
+    acc = TensorAccumulator(axis=1, bins=64)
+    for b in batches:
+        acc.add(b)
+    every = np.concatenate([b.reshape(-1) for b in batches])
+    whole = acc.whole.statistics(0)
+    assert whole.count == every.size
+    assert (whole.min, whole.max) == (every.min(), every.max())
+    assert whole.mean == pytest.approx(every.mean(), rel=1e-12)
+    assert whole.std == pytest.approx(every.std(), rel=1e-12)
+    per = np.concatenate([np.moveaxis(b, 1, 0).reshape(4, -1) for b in batches], axis=1)
+    for c in range(4):
+        s = acc.channels.statistics(c)
+        assert (s.min, s.max) == (per[c].min(), per[c].max())
+        assert s.std == pytest.approx(per[c].std(), rel=1e-12)
+    # exact re-binning: the grown histogram equals numpy's over its final edges
+    edges = acc.histogram.edges
+    assert edges[0] <= every.min() and edges[-1] >= every.max()
+    expected = np.floor((every - edges[0]) / acc.histogram.width).astype(int).clip(0, 63)
+    assert acc.histogram.counts.tolist() == np.bincount(expected, minlength=64).tolist()
+
+
+def test_histogram_keeps_its_bin_count_and_every_count():
+    h = Histogram(bins=16)
+    for lo, hi in ((0.0, 1.0), (-5.0, 0.5), (100.0, 101.0), (-1e4, 1e4)):
+        h.add(np.linspace(lo, hi, 50))
+        assert h.counts.size == 16
+    assert int(h.counts.sum()) == 200
+    assert h.edges[0] <= -1e4 and h.edges[-1] >= 1e4
+
+
+def test_collected_statistics_describe_the_model_tensors():
+    model = cnn()
+    samples = _samples(5)
+    result = calibrate_model(model, samples, stats_only=True)
+    assert result.samples == 5
+    xs = np.stack([s["x"] for s in samples])
+    x = result.statistics["x"].tensor
+    assert (x.min, x.max, x.count) == (xs.min(), xs.max(), xs.size)
+    assert x.mean == pytest.approx(float(xs.astype(np.float64).mean()), rel=1e-9)
+    ys = np.stack([run_onnxruntime(model, s, optimize=False)["y"] for s in samples])
+    y = result.statistics["y"].tensor
+    assert (y.min, y.max) == pytest.approx((ys.min(), ys.max()), rel=1e-6)
+    assert result.statistics["x"].axis == 1 and len(result.statistics["x"].per_axis) == 3
+    w1 = result.statistics["w1"]  # a weight: per output channel (Conv: axis 0)
+    assert w1.axis == 0 and len(w1.per_axis) == 4
+
+
+def test_stats_only_annotates_the_float_model_and_quantizes_nothing():
+    model = mlp()
+    result = calibrate_model(model, calibration_samples("mlp"), stats_only=True)
+    g = result.model.graph
+    assert [n.op_type for n in g.node] == [n.op_type for n in model.graph.node]
+    declared = {vi.name: vi for vi in (*g.input, *g.output, *g.value_info)}
+    for name in ("x", "h", "hb", "hr", "y", "w1"):
+        assert read_statistics(declared[name]) == result.statistics[name]
+        assert declared[name].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    from onnx_qtypes.checker import check_model
+
+    check_model(result.model)
+
+
+def test_onnxruntime_and_reference_engines_agree():
+    samples = calibration_samples("mlp")
+    ort = calibrate_model(mlp(), samples, stats_only=True, engine="onnxruntime").statistics
+    ref = calibrate_model(mlp(), samples, stats_only=True, engine="reference").statistics
+    for name in ort:
+        a, b = ort[name].tensor, ref[name].tensor
+        assert (a.min, a.max, a.mean, a.count) == pytest.approx((b.min, b.max, b.mean, b.count), rel=1e-5, abs=1e-6)
+
+
+class _Reader:  # shaped like onnxruntime's CalibrationDataReader
+    def __init__(self, samples):
+        self.samples = iter(samples)
+
+    def get_next(self):
+        return next(self.samples, None)
+
+
+def test_a_reader_a_list_and_an_npz_give_the_same_statistics(tmp_path):
+    samples = _samples(4)
+    path = tmp_path / "calib.npz"
+    np.savez(path, x=np.stack([s["x"] for s in samples]))
+    from_list = calibrate_model(cnn(), samples, stats_only=True).statistics
+    assert calibrate_model(cnn(), _Reader(samples), stats_only=True).statistics == from_list
+    assert calibrate_model(cnn(), str(path), stats_only=True).statistics == from_list
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "no samples"),
+    ([{"y": np.zeros((2, 16), np.float32)}], "no graph input named 'y'; input 'x' missing"),
+    ([{"x": np.zeros((2, 15), np.float32)}], "input 'x' has shape [2, 15], the model declares [2, 16]"),
+    ([{"x": np.zeros((2, 16), np.int32)}], "input 'x' is int32, the model declares float32"),
+    ([{"x": np.full((2, 16), np.nan, np.float32)}], "holds NaN"),
+])
+def test_bad_data_is_refused_naming_the_mismatch(data, message):
+    with pytest.raises(CalibrationError, match=None) as info:
+        calibrate_model(mlp(), data)
+    assert message in str(info.value)
+
+
+def test_a_model_without_float_tensors_says_so():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Neg", ["a"], ["b"])], "ints",
+                              [helper.make_tensor_value_info("a", TensorProto.INT32, [2])],
+                              [helper.make_tensor_value_info("b", TensorProto.INT32, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    with pytest.raises(CalibrationError, match="no float tensors to calibrate"):
+        calibrate_model(model, [{"a": np.zeros(2, np.int32)}])
+
+
+class _Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_shows_on_a_terminal_only():
+    from onnx_qtypes.calibration.collect import progress_bar
+
+    assert progress_bar(3, _Terminal(False)) is None
+    terminal = _Terminal(True)
+    calibrate_model(cnn(), _samples(3), stats_only=True, progress=progress_bar(3, terminal))
+    assert terminal.text.endswith("3/3\n") and "1/3" in terminal.text
