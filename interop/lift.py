@@ -24,7 +24,7 @@ from typing import Any, Union
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop import metadata, qonnx
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
@@ -137,6 +137,10 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         result.notes.append("the model is already typed; nothing to lift")
         return result
     graph = model.graph
+    from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
+    result.warnings.extend(from_qonnx.warnings)
+    if from_qonnx.quant_nodes:
+        result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
