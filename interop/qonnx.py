@@ -192,11 +192,15 @@ def _tidy(model: ModelProto, ix: GraphIndex) -> None:
     """Drop the Quant nodes' parameters and float weights nothing reads now, and an unused QONNX opset import."""
     graph = model.graph
     read = {name for n in graph.node for name in n.input} | {o.name for o in graph.output} | ix.outer_refs
+    fed_quant = {name for n in ix.nodes if is_qonnx(n) for name in n.input}
     for i in reversed(range(len(graph.initializer))):
         name = graph.initializer[i].name
-        if name not in read and name not in ix.input_set and any(
-                name in n.input for n in ix.nodes if is_qonnx(n)):
+        if name in fed_quant and name not in read and name not in ix.input_set:
             del graph.initializer[i]
+    for i in reversed(range(len(graph.node))):
+        node = graph.node[i]
+        if node.op_type == "Constant" and node.output and node.output[0] in fed_quant and node.output[0] not in read:
+            del graph.node[i]
     if not any(is_qonnx(n) for n in graph.node):
         for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain in QONNX_DOMAINS]):
             del model.opset_import[i]

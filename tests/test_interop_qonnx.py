@@ -158,3 +158,33 @@ def test_narrowed_per_channel_activation_has_no_standard_form():
     assert quantized_tensors(result.model)  # the typed form holds it ...
     with pytest.raises(LowerError, match="narrowed storage range on a computed per-axis tensor"):
         lower(result.model)  # ... plain QuantizeLinear saturates at int8's full range and Clip takes one bound
+
+
+def test_constant_node_parameters_and_weights():
+    """Brevitas may export parameters and weights as Constant nodes: read alike, and none is left unread."""
+    model = qonnx_models()["mlp"]
+    graph = model.graph
+    constants = [onnx.helper.make_node("Constant", [], [t.name], value=t) for t in graph.initializer]
+    nodes = constants + list(graph.node)
+    del graph.initializer[:], graph.node[:]
+    graph.node.extend(nodes)
+    result = lift_model(model)
+    assert not result.warnings and result.typed_tensors == 3
+    read = {name for n in result.model.graph.node for name in n.input} | {o.name for o in result.model.graph.output}
+    assert all(o in read for n in result.model.graph.node for o in n.output)
+    feeds = qonnx_feeds(model)
+    assert np.max(np.abs(_reference(result.model, feeds) - _qonnx_run(qonnx_models()["mlp"], feeds))) <= 0.0625
+
+
+def test_command_line_lifts_checks_and_names_what_it_left(tmp_path, capsys):
+    from onnx_qtypes.cli import main
+
+    source, refused, typed = tmp_path / "cnn.onnx", tmp_path / "floor.onnx", tmp_path / "typed.onnx"
+    onnx.save(qonnx_models()["cnn"], source)
+    onnx.save(refused_models()["floor"][0], refused)
+    assert main(["lift", str(source), str(typed)]) == 0
+    assert len(quantized_tensors(onnx.load(typed))) == 3
+    assert main(["check", str(source)]) == 0
+    assert main(["check", str(refused)]) == 0
+    said = capsys.readouterr()
+    assert "'floor'" in said.out + said.err and "rounding_mode FLOOR" in said.out + said.err
