@@ -138,8 +138,9 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     hi = (1 << (k - 1)) - 1 if signed else (1 << k) - 1 - narrow
     storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16")
     axis = _axis(ix, x, scale, zero_point)
-    scales = scale.astype(np.float64).reshape(-1).tolist()
-    zps = [int(z) for z in np.broadcast_to(zero_point.reshape(-1), (len(scales),))]
+    count = max(scale.size, zero_point.size)  # one of the two may be a single value for every channel
+    scales = np.broadcast_to(scale.astype(np.float64).reshape(-1), (count,)).tolist()
+    zps = [int(z) for z in np.broadcast_to(zero_point.reshape(-1), (count,))]
     try:
         return QType(storage, scales, zps, axis=axis, expressed=expressed.name, storage_min=lo, storage_max=hi)
     except QTypeError as exc:
@@ -155,12 +156,13 @@ def _axis(ix: GraphIndex, x: str, scale: np.ndarray, zero_point: np.ndarray) -> 
         raise _Refused(f"per-channel parameters on {x!r}, whose rank is unknown")
     varying = {len(shape) - p.ndim + a for p in (scale, zero_point) for a, n in enumerate(p.shape) if n != 1}
     fits = all(p.ndim <= len(shape) for p in (scale, zero_point))
-    if not fits or len(varying) != 1 or scale.size == 1 or zero_point.size not in (1, scale.size):
+    count = max(scale.size, zero_point.size)
+    if not fits or len(varying) != 1 or {scale.size, zero_point.size} - {1, count}:
         raise _Refused(f"scale {list(scale.shape)} / zero point {list(zero_point.shape)} do not vary along one axis "
                        f"of {x!r} {list(shape)} (a quantized type is per-tensor or per-axis)")
     axis = varying.pop()
-    if shape[axis] is not None and shape[axis] != scale.size:
-        raise _Refused(f"scale has {scale.size} entries, axis {axis} of {x!r} has {shape[axis]}")
+    if shape[axis] is not None and shape[axis] != count:
+        raise _Refused(f"parameters have {count} entries, axis {axis} of {x!r} has {shape[axis]}")
     return axis
 
 

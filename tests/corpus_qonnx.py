@@ -143,6 +143,7 @@ def refused_models() -> dict[str, tuple[onnx.ModelProto, str, str]]:
         "bits1": (_one("bits1", bits=1), "bits1", "bit width"),
         "fractional_zp": (_one("fractional_zp", zero_point=0.5), "fractional_zp", "zero point"),
         "zp_outside": (_one("zp_outside", zero_point=20, bits=4), "zp_outside", "zero point"),
+        "two_axes": (_one("two_axes", scale=np.full((2, 4), 0.1)), "two_axes", "one axis"),
         "dynamic_scale": (_dynamic_scale(), "dynamic", "not a constant"),
         "bipolar": (_bipolar(), "bipolar", "BipolarQuant"),
         "trunc": (_trunc(), "trunc", "Trunc"),

@@ -188,3 +188,19 @@ def test_command_line_lifts_checks_and_names_what_it_left(tmp_path, capsys):
     assert main(["check", str(refused)]) == 0
     said = capsys.readouterr()
     assert "'floor'" in said.out + said.err and "rounding_mode FLOOR" in said.out + said.err
+
+
+def test_per_channel_zero_points_with_one_scale():
+    from corpus_qonnx import _Builder
+
+    b = _Builder(9)
+    w = b.quant(b.weight("w", [4, 8]), "quant_w", 0.05, np.array([[1], [2], [0], [3]]), 4, signed=0)
+    model = b.model("zero_points", {"x": [2, 4]}, b.op("MatMul", ["x", w], "mm"))
+    result = lift_model(model)
+    (tensor,) = quantized_tensors(result.model)
+    qtype = get_qtype(result.model, tensor)
+    assert (qtype.axis, qtype.zero_point, qtype.storage_max) == (0, (1, 2, 0, 3), 15)
+    feeds = qonnx_feeds(model)
+    assert np.max(np.abs(_reference(result.model, feeds) - _qonnx_run(model, feeds))) <= 1e-5
+    got = run_onnxruntime(lower(result.model), feeds, optimize=False)["mm"]
+    assert np.max(np.abs(got - _qonnx_run(model, feeds))) <= 1e-5
