@@ -136,11 +136,12 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result
-    graph = model.graph
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
+    result.notes.extend(from_qonnx.notes)
     if from_qonnx.quant_nodes:
         result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
+    graph = model.graph
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))

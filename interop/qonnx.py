@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto, NodeProto, helper, numpy_helper, version_converter
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import QONNX_DOMAINS, GraphIndex, Names, infer, node_label
+from onnx_qtypes.interop.graph import QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType
@@ -41,6 +41,7 @@ MAX_BITS = 16
 @dataclasses.dataclass
 class Rewritten:
     quant_nodes: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -50,35 +51,66 @@ def is_qonnx(node: NodeProto) -> bool:
 
 def rewrite(model: ModelProto) -> Rewritten:
     """Replace, in place, every QONNX Quant node that a quantized type expresses by its QDQ form."""
-    graph = model.graph
     out = Rewritten()
-    if not any(is_qonnx(n) for n in graph.node):
+    if not any(is_qonnx(n) for n in model.graph.node):
         return out
-    ix = GraphIndex(graph, infer(_shape_stand_in(model)))
+    ix, plan = _plan(model)
+    needed = max((_opset_needed(q) for q in plan.values() if isinstance(q, QType)), default=0)
+    have = _default_opset(model)
+    if needed > have:
+        try:  # raise the whole model: its other operators keep their meaning at the new version
+            converted = version_converter.convert_version(model, needed)
+        except Exception as exc:  # noqa: BLE001 - any failure of the converter: refuse what needs the new version
+            why = f"needs opset {needed} (per-axis QuantizeLinear: 13, 16-bit: 21), the model imports {have} and " \
+                  f"onnx.version_converter could not raise it ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            plan = {i: _Refused(why) if isinstance(q, QType) and _opset_needed(q) > have else q for i, q in plan.items()}
+        else:
+            model.CopyFrom(converted)
+            out.notes.append(f"default-domain opset raised from {have} to {needed} by onnx.version_converter "
+                             "(per-axis QuantizeLinear needs 13, 16-bit needs 21)")
+            ix, plan = _plan(model)
     names = Names(ix.all_names())
     nodes: list[NodeProto] = []
     for i, node in enumerate(ix.nodes):
-        if not is_qonnx(node):
+        qtype = plan.get(i)
+        if qtype is None:
             nodes.append(node)
-            continue
-        label = node_label(node, i)
-        if node.op_type not in QUANT_OPS:
-            why = OTHER_OPS.get(node.op_type, "it is not a QONNX quantizer this version reads")
-            out.warnings.append(f"{label}: QONNX {node.op_type} left as it was: {why}")
+        elif isinstance(qtype, QType):
+            nodes.extend(_qdq(ix, node, qtype, names))
+            out.quant_nodes += 1
+        else:
+            out.warnings.append(f"{node_label(node, i)}: QONNX {node.op_type} left as it was: {qtype}")
             nodes.append(node)
-            continue
-        try:
-            qtype = _quant_type(ix, node)
-        except _Refused as exc:
-            out.warnings.append(f"{label}: QONNX {node.op_type} left as it was: {exc}")
-            nodes.append(node)
-            continue
-        nodes.extend(_qdq(ix, node, qtype, names))
-        out.quant_nodes += 1
-    del graph.node[:]
-    graph.node.extend(nodes)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
     _tidy(model, ix)
     return out
+
+
+def _plan(model: ModelProto) -> tuple[GraphIndex, dict[int, QType | Exception]]:
+    """The graph's index, and node index -> the quantized type of each QONNX node's output, or why it has none."""
+    ix = GraphIndex(model.graph, infer(_shape_stand_in(model)))
+    plan: dict[int, QType | Exception] = {}
+    for i, node in enumerate(ix.nodes):
+        if not is_qonnx(node):
+            continue
+        if node.op_type not in QUANT_OPS:
+            plan[i] = _Refused(OTHER_OPS.get(node.op_type, "it is not a QONNX quantizer this version reads"))
+            continue
+        try:
+            plan[i] = _quant_type(ix, node)
+        except _Refused as exc:
+            plan[i] = exc
+    return ix, plan
+
+
+def _default_opset(model: ModelProto) -> int:
+    return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), 1)
+
+
+def _opset_needed(qtype: QType) -> int:
+    """The first default-domain opset whose QuantizeLinear / DequantizeLinear write this type."""
+    return 21 if qtype.storage_type.bits > 8 else 13 if qtype.axis is not None else 10
 
 
 class _Refused(Exception):

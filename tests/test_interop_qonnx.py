@@ -204,3 +204,15 @@ def test_per_channel_zero_points_with_one_scale():
     assert np.max(np.abs(_reference(result.model, feeds) - _qonnx_run(model, feeds))) <= 1e-5
     got = run_onnxruntime(lower(result.model), feeds, optimize=False)["mm"]
     assert np.max(np.abs(got - _qonnx_run(model, feeds))) <= 1e-5
+
+
+@pytest.mark.parametrize("name", sorted(qonnx_models()))
+def test_older_opsets_are_raised_for_the_quantize_nodes(name):
+    """Brevitas exports at opset 11 to 13: per-axis QuantizeLinear needs 13 and 16-bit 21, so lift raises the model."""
+    model = qonnx_models()[name]
+    model.opset_import[0].version = 11
+    result = lift_model(model)
+    assert not result.warnings and any("opset raised from 11" in n for n in result.notes)
+    assert list(checker.iter_diagnostics(result.model)) == []
+    feeds = qonnx_feeds(model)
+    assert np.max(np.abs(_reference(result.model, feeds) - _qonnx_run(model, feeds))) <= _step(model) * 1.0001
