@@ -81,9 +81,13 @@ def rewrite(model: ModelProto) -> Rewritten:
         else:
             out.warnings.append(f"{node_label(node, i)}: QONNX {node.op_type} left as it was: {qtype}")
             nodes.append(node)
+    fed_quant = {name for i in plan for name in ix.nodes[i].input}
+    copies = [NodeProto() for _ in nodes]  # copy first: the list holds the graph's own elements
+    for copy, node in zip(copies, nodes):
+        copy.CopyFrom(node)
     del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    _tidy(model, ix)
+    model.graph.node.extend(copies)
+    _tidy(model, ix, fed_quant)
     return out
 
 
@@ -222,11 +226,10 @@ def _qdq(ix: GraphIndex, node: NodeProto, qtype: QType, names: Names) -> list[No
     return made
 
 
-def _tidy(model: ModelProto, ix: GraphIndex) -> None:
-    """Drop the Quant nodes' parameters and float weights nothing reads now, and an unused QONNX opset import."""
+def _tidy(model: ModelProto, ix: GraphIndex, fed_quant: set[str]) -> None:
+    """Drop what fed QONNX nodes (parameters, float weights) and nothing reads now, and an unused QONNX import."""
     graph = model.graph
     read = {name for n in graph.node for name in n.input} | {o.name for o in graph.output} | ix.outer_refs
-    fed_quant = {name for n in ix.nodes if is_qonnx(n) for name in n.input}
     for i in reversed(range(len(graph.initializer))):
         name = graph.initializer[i].name
         if name in fed_quant and name not in read and name not in ix.input_set:
