@@ -22,6 +22,7 @@ from onnx_qtypes.proto.errors import ModelLoadError
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
 STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 MS_DOMAIN = "com.microsoft"
+QONNX_DOMAINS = ("qonnx.custom_op.general", "onnx.brevitas")  # qonnx reads the second as an alias
 
 
 def node_label(node: NodeProto, index: int, graph: str = "/graph") -> str:

@@ -24,7 +24,7 @@ from typing import Any, Union
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop import metadata, qonnx
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
@@ -137,6 +137,11 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result
+    from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
+    result.warnings.extend(from_qonnx.warnings)
+    result.notes.extend(from_qonnx.notes)
+    if from_qonnx.quant_nodes:
+        result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
     graph = model.graph
     contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
     result.notes, result.warnings = contrib.notes, contrib.warnings

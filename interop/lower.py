@@ -295,11 +295,14 @@ class _Lowering:
                 "cannot write int32, so only int32 constants (biases) have a standard form"
             )
         scale, zp = self._parameters(name)
-        st = qtype.storage_type
-        if (qtype.storage_min, qtype.storage_max) != (st.min, st.max):
+        if self._narrowed(name):
             float_name = self._clip_to_range(float_name, name, qtype)
         node_name = self.node_names.fresh(f"{name}_QuantizeLinear")
         self.nodes.append(quantize_node(float_name, self.integer_name[name], scale, zp, qtype, node_name))
+
+    def _narrowed(self, name: str) -> bool:
+        qtype = self.types[name]
+        return (qtype.storage_min, qtype.storage_max) != (qtype.storage_type.min, qtype.storage_type.max)
 
     def _clip_to_range(self, float_name: str, name: str, qtype: QType) -> str:
         """Clip to the real range of [storage_min, storage_max], so that QuantizeLinear saturates there."""
@@ -451,6 +454,8 @@ class _Lowering:
                 if is_dequantize(copy):
                     copy.input[0] = self.integer_name[copy.input[0]]
                     metadata.unmark(copy)  # a typed model's own boundary: lift must keep it
+                elif self._narrowed(copy.output[0]):  # QuantizeLinear alone saturates at the full storage range
+                    copy.input[0] = self._clip_to_range(copy.input[0], copy.output[0], self.types[copy.output[0]])
                 self.nodes.append(copy)
             elif self._constant(i):
                 copy = NodeProto()

@@ -20,7 +20,7 @@ from typing import Optional
 
 from onnx import NodeProto
 
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
+from onnx_qtypes.interop.graph import MS_DOMAIN, QONNX_DOMAINS, STANDARD_DOMAINS, attributes
 
 # (rank, attributes) -> axis of a per-axis scale; an operand without a rule takes a per-tensor scale only
 AxisRule = Optional[Callable[[Optional[int], dict], Optional[int]]]
@@ -150,7 +150,7 @@ def operands(spec: Spec, node: NodeProto) -> list[Operand]:
 def looks_quantized(node: NodeProto) -> bool:
     """A node whose name says it belongs to the quantization family (worth a warning when left alone)."""
     name = node.op_type
-    return (
+    return node.domain not in QONNX_DOMAINS and (  # interop.qonnx says why it left those
         name in KNOWN_UNSUPPORTED
         or name.startswith(("QLinear", "Quant", "Dequant", "DynamicQuant"))
         or (node.domain == MS_DOMAIN and name.startswith("Q"))
