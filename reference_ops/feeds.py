@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
 from onnx_qtypes.reference_ops.errors import FeedError
 
 __all__ = ["InputSpec", "check_feeds", "check_headers", "check_values", "input_specs"]
@@ -51,6 +51,12 @@ def kind(dtype: np.dtype) -> str:
     if dtype.name.startswith(("bfloat", "float")):
         return "f"
     return "V"
+
+
+def _float_storage_dtype(qtype: QType) -> np.dtype | None:
+    """The ml_dtypes dtype of a float storage type (float8, float4), None for integer storage."""
+    st = STORAGE_TYPES.get(qtype.storage)
+    return st.np_dtype if st is not None and st.is_float else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,8 +159,10 @@ def _kind_problem(spec: InputSpec, dtype: np.dtype, names: Sequence[str]) -> str
     got = kind(dtype)
     qtype = spec.qtype
     if qtype is not None and not qtype.is_dynamic:
-        if got in "iu":
+        if got in "iu" or _float_storage_dtype(qtype) == dtype:
             return None
+        if _float_storage_dtype(qtype) is not None:
+            return f"quantized type {qtype} takes its storage values as {qtype.storage} (ml_dtypes), got {dtype} values"
         return f"quantized type {qtype} takes its storage integers ({qtype.storage}), got {dtype} values"
     if qtype is not None:
         if got == "f":
@@ -252,6 +260,8 @@ def check_values(spec: InputSpec, value: np.ndarray, *, companions: bool = False
     if qtype is not None and not (qtype.is_dynamic and companions):
         if qtype.is_dynamic:
             return _exactly(spec, value, qtype.expressed_type.np_dtype, f"{spec.describe()}")
+        if _float_storage_dtype(qtype) is not None:
+            return value  # values of the float storage type itself (check_headers): every one is storable
         lo, hi = qtype.storage_min, qtype.storage_max
         assert lo is not None and hi is not None
         bad = _outside(value, lo, hi)
