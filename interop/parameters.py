@@ -123,6 +123,12 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
                 f"{where}: zero point {zero_point!r}[{wrapped[0]}] is stored as {wrapped[1]}, outside {st.name} "
                 f"[{st.min}, {st.max}]; runtimes read it wrapped around, as "
                 f"{int(np.asarray(wrapped[1]).astype(st.np_dtype))}", **at("QT103", zero_point)))
+    float_storage = storage in STORAGE_BY_DATA_TYPE and STORAGE_BY_DATA_TYPE[storage].is_float
+    if zero_points is not None and float_storage and (nonzero := np.flatnonzero(zero_points.astype(np.float64) != 0)).size:
+        first = int(nonzero[0])  # NaN counts: int64 would read it, and 0.5, as 0
+        found.append(MalformedQDQError(f"{where}: zero point {zero_point!r}[{first}] is "
+                                       f"{zero_points.reshape(-1)[first]}; a float storage type's zero point is 0",
+                                       **at("QT121", zero_point)))
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
             f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"

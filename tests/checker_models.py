@@ -446,6 +446,18 @@ def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None,
     return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
 
 
+def _float8_qdq(saturate: int | None = None, zero_point: float = 0.0) -> onnx.ModelProto:
+    """A plain QDQ model: x -> Relu -> QuantizeLinear(float8e4m3fn zero point) -> DequantizeLinear -> Neg -> y."""
+    import ml_dtypes  # noqa: PLC0415
+
+    g = Graph("float8_qdq").input("x", (1, 4)).init("s", np.array(F32, np.float32))
+    g.init("z", np.array(zero_point, ml_dtypes.float8_e4m3fn))
+    attrs = {} if saturate is None else {"saturate": saturate}
+    g.node("Relu", ["x"], ["r"], name="relu").node("QuantizeLinear", ["r", "s", "z"], ["q"], name="quantize", **attrs)
+    g.node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dequantize").node("Neg", ["d"], ["y"], name="neg")
+    return g.output("y", (1, 4)).build()
+
+
 def _referenced_weight(change: str = "") -> onnx.ModelProto:
     """An int8 weight whose per-axis scales are kept in initializer ``w_scale``, read by Identity into float ``y``;
     ``change`` spoils the reference one way (see QT117 / QT118)."""
@@ -725,6 +737,19 @@ def cases() -> list[Case]:
         _miss("QT120", "int32-bfloat16", lambda: one_tensor(_expressed("int32", "bfloat16"))),
         _miss("QT120", "dynamic-int8-bfloat16-symmetric",
               lambda: one_tensor(QType("int8", expressed="bfloat16", schema=Schema.SYMMETRIC))),
+        _miss("QT120", "float8e5m2-float16", lambda: one_tensor(qmsg(TensorProto.FLOAT8E5M2, [1.0],
+                                                                      expressed=TensorProto.FLOAT16))),
+        # QT121-QT123: float storage (float8, float4e2m1)
+        _fire("QT121", "float8-zero-point-1", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], [1])), f"{QF}/zero_point/0", "q",
+              message="zero point is 0"),
+        _miss("QT121", "float8-zero-point-0", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], [0]))),
+        _miss("QT121", "qdq-float8", lambda: _float8_qdq()),
+        _fire("QT122", "float8-range-240", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-240, storage_max=240)),
+              f"{QF}/storage_min", "q", message="takes no storage range"),
+        _miss("QT122", "float8-own-limits", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-448, storage_max=448))),
+        _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
+              message="become NaN or infinity"),
+        _miss("QT123", "qdq-float8-saturate-1", lambda: _float8_qdq(saturate=1)),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),
