@@ -249,6 +249,17 @@ def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
 
+def float8_matmul_model(k: int) -> onnx.ModelProto:
+    """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers."""
+    import ml_dtypes  # noqa: PLC0415
+
+    x_q, w_q, y_q = (QType("float8e5m2", s) for s in (F32, F32, 0.5))
+    g = Graph("matmul").input("x_q", (1, k), x_q)
+    g.init("w", np.full((k, 2), 57344, ml_dtypes.float8_e5m2), w_q)
+    g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
+    return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
+
+
 def unary_model(op: str, out_q: QType, **attrs: object) -> onnx.ModelProto:
     """x_q (graph input, int8) -> op -> y_q -> DQ -> y."""
     x_q = int8(0.1, 0)
@@ -944,6 +955,7 @@ def cases() -> list[Case]:
         _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
               profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
         _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        _miss("QT407", "float8e5m2-k-4096", lambda: float8_matmul_model(4096)),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
               message="2^-32 <= M < 2^29"),
