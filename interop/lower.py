@@ -336,8 +336,9 @@ class _Lowering:
             given = read_parameters(
                 self.ix, i, tensor, node.input[1], zp, axis=int(attrs.get("axis", 1)),
                 block_size=int(attrs.get("block_size", 0)),
-                storage=int(attrs.get("output_dtype", 0)) or qtype.storage_type.data_type,
-            )
+                storage=int(attrs.get("output_dtype", 0) if is_quantize(node) else 0) or qtype.storage_type.data_type,
+                real_type=self.ix.elem_type(node.input[0]) if is_quantize(node) else attrs.get("output_dtype"),
+            )  # a DequantizeLinear's output_dtype is its float output's type (the expressed type of E8M0 scales)
         except Unrecognized as exc:
             raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
         if not metadata.same_parameters(given, qtype):
@@ -539,8 +540,9 @@ class _Lowering:
     def _set_versions(self, meta: dict[str, dict[str, str]]) -> None:
         model = self.model
         storages = {q.storage for q in self.types.values()}
-        ir, opset = (TARGET_2BIT if storages & {"int2", "uint2"} else TARGET_FLOAT4 if "float4e2m1" in storages
-                     else TARGET)
+        block_scales = any(t.data_type == TensorProto.FLOAT8E8M0 for _, g in iter_graphs(model) for t in g.initializer)
+        ir, opset = (TARGET_2BIT if storages & {"int2", "uint2"} or block_scales  # E8M0 scales: opset 24 on
+                     else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
         if current is not None and current != opset:
             try:

@@ -2,12 +2,13 @@
 downloaded, fresh copies per call).
 
 - ``hand_built()``: per-tensor QDQ MatMul models written directly: x -> Q/DQ -> MatMul(W) -> Q/DQ -> y, with
-  weights and activations of one float8 type each (e4m3fn, e5m2, and the fnuz pair), plus one float4e2m1 weight
-  model (DequantizeLinear-23 weights, float activations), which onnxruntime 1.32 loads but cannot run;
+  weights and activations of one float8 type each (e4m3fn, e5m2, and the fnuz pair), plus a float4e2m1 weight
+  model (DequantizeLinear-23 weights, float activations) and an MXFP4 one (float4e2m1 weights, FLOAT8E8M0 scales
+  per block of 32, DequantizeLinear-25), which onnxruntime 1.32 cannot run;
 - ``quantizer_written()``: corpus.py's float cnn and mlp quantized by onnxruntime's own ``quantize_static`` with
   ``QuantType.QFLOAT8E4M3FN`` for weights and activations (its only calibration method for float8 is
   Distribution; its attention model fails inside that calibrator, so it is left out);
-- ``FLOAT8_OPSET`` / ``FLOAT4_OPSET``: (IR version, opset) the hand-built models are written at.
+- ``FLOAT8_OPSET`` / ``FLOAT4_OPSET`` / ``MX_OPSET``: (IR version, opset) the hand-built models are written at.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 FLOAT8_OPSET = (10, 21)  # float8 QuantizeLinear exists from opset 19; onnxruntime 1.32 runs it on CPU
 FLOAT4_OPSET = (11, 23)  # float4e2m1 from opset 23 (IR 11)
+MX_OPSET = (13, 25)  # FLOAT8E8M0 scales from opset 24; onnxruntime 1.32 has no kernel for them
+MX_BLOCK = 32  # OCP MX block size
 FLOAT8 = {  # name -> (onnx data type, ml_dtypes type)
     "e4m3fn": (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn),
     "e5m2": (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),
@@ -81,9 +84,28 @@ def _float4_weights() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
 
 
+def _mx_weights() -> onnx.ModelProto:
+    """MXFP4 weights: y = x @ DequantizeLinear-25(w: float4e2m1, FLOAT8E8M0 scales per block of 32 along K)."""
+    rng = np.random.default_rng(32)
+    k, n = MX_BLOCK * 2, SHAPE_W[1]
+    w = rng.normal(0.0, 0.5, (k, n)).astype(np.float32)
+    largest = np.abs(w).reshape(2, MX_BLOCK, n).max(axis=1)
+    scales = np.exp2(np.ceil(np.log2(largest / 6.0))).astype(np.float32)  # powers of two: what E8M0 holds
+    inits = [numpy_helper.from_array((w / np.repeat(scales, MX_BLOCK, axis=0)).astype(ml_dtypes.float4_e2m1fn), "w_q"),
+             numpy_helper.from_array(scales.astype(ml_dtypes.float8_e8m0fnu), "w_scale")]
+    nodes = [helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["w_dq"], name="w_dequantize", axis=0,
+                              block_size=MX_BLOCK, output_dtype=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["x", "w_dq"], ["y"], name="matmul")]
+    graph = helper.make_graph(nodes, "mxfp4_weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, n])], inits)
+    ir, opset = MX_OPSET
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
+
+
 def hand_built() -> dict[str, onnx.ModelProto]:
-    """"matmul-<float8 kind>" for each float8 type, and "matmul-float4e2m1-weights"."""
-    return {**{f"matmul-{kind}": _matmul(kind) for kind in FLOAT8}, "matmul-float4e2m1-weights": _float4_weights()}
+    """"matmul-<float8 kind>" for each float8 type, "matmul-float4e2m1-weights" and "matmul-mxfp4-weights"."""
+    return {**{f"matmul-{kind}": _matmul(kind) for kind in FLOAT8}, "matmul-float4e2m1-weights": _float4_weights(),
+            "matmul-mxfp4-weights": _mx_weights()}
 
 
 def feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ import onnx
 import onnx.reference
 import pytest
 from corpus import corpus_feeds, run_onnxruntime
-from corpus_float8 import FLOAT4_OPSET, FLOAT8, feeds, hand_built, quantizer_written
+from corpus_float8 import FLOAT4_OPSET, FLOAT8, MX_BLOCK, MX_OPSET, feeds, hand_built, quantizer_written
 
 from onnx_qtypes import diagnose, get_qtype, lift, lower
 from onnx_qtypes.checker import iter_diagnostics
@@ -20,7 +20,7 @@ from onnx_qtypes.proto.qtype import STORAGE_TYPES
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 HAND = hand_built()
-FLOAT8_MODELS = {name: m for name, m in HAND.items() if "float4" not in name}
+FLOAT8_MODELS = {name: m for name, m in HAND.items() if "float4" not in name and "mx" not in name}
 WRITTEN = quantizer_written()
 RUNNABLE = {**FLOAT8_MODELS, **WRITTEN}  # onnxruntime 1.32 has float8 Q/DQ CPU kernels, none for float4e2m1
 
@@ -121,3 +121,23 @@ def test_float4_weights_lift_lower_at_opset_23_and_agree_with_onnx_reference():
 
 def test_every_float8_kind_is_in_the_corpus():
     assert {f"matmul-{k}" for k in FLOAT8} == set(FLOAT8_MODELS)
+
+
+def test_mxfp4_block_scales_lift_to_a_blocked_float4_type_and_lower_keeps_them():
+    """FLOAT8E8M0 block scales (opset 24) read as the expressed type's powers of two; the boundary
+    DequantizeLinear stays, so lower keeps its E8M0 scales and the opset they need."""
+    model = HAND["matmul-mxfp4-weights"]
+    x = feeds(model)
+    typed = lift(model)
+    qtype = get_qtype(typed, "w_q")
+    assert (qtype.storage, qtype.expressed, qtype.axis, qtype.block_size) == ("float4e2m1", "float32", 0, MX_BLOCK)
+    assert all(s == 2.0 ** round(np.log2(s)) for s in qtype.scale)
+    (ours,) = ReferenceEvaluator(typed).run(None, x)
+    (theirs,) = onnx.reference.ReferenceEvaluator(model).run(None, x)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    lowered = lower(typed)
+    assert (lowered.ir_version, lowered.opset_import[0].version) == MX_OPSET
+    assert onnx.TensorProto.FLOAT8E8M0 in {t.data_type for t in lowered.graph.initializer}
+    onnx.checker.check_model(lowered, full_check=True)
+    (again,) = onnx.reference.ReferenceEvaluator(lowered).run(None, x)
+    assert _same(again, theirs)
