@@ -249,13 +249,17 @@ def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
 
-def float8_matmul_model(k: int) -> onnx.ModelProto:
-    """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers."""
+def float8_matmul_model(k: int, weight: float = 57344, first: float | None = None) -> onnx.ModelProto:
+    """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers.
+    ``first``: another value for the weight's first element."""
     import ml_dtypes  # noqa: PLC0415
 
     x_q, w_q, y_q = (QType("float8e5m2", s) for s in (F32, F32, 0.5))
     g = Graph("matmul").input("x_q", (1, k), x_q)
-    g.init("w", np.full((k, 2), 57344, ml_dtypes.float8_e5m2), w_q)
+    w = np.full((k, 2), weight, ml_dtypes.float8_e5m2)
+    if first is not None:
+        w[0, 0] = first
+    g.init("w", w, w_q)
     g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
@@ -761,6 +765,11 @@ def cases() -> list[Case]:
         _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
               message="become NaN or infinity"),
         _miss("QT123", "qdq-float8-saturate-1", lambda: _float8_qdq(saturate=1)),
+        _fire("QT124", "float8e5m2-weight-nan", lambda: float8_matmul_model(4, 1.5, first=float("nan")),
+              "/graph/initializer/0", "w", message="the first (nan) at flat index 0"),
+        _fire("QT124", "float8e5m2-weight-inf", lambda: float8_matmul_model(4, 1.5, first=float("-inf")),
+              "/graph/initializer/0", "w", message="NaN or infinite"),
+        _miss("QT124", "float8e5m2-weight-largest", lambda: float8_matmul_model(4, 1.5, first=57344)),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),

@@ -27,6 +27,7 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt121_float_storage_zero_point_not_zero,
     qt122_float_storage_range_set,
     qt123_float_quantize_not_saturating,
+    qt124_float_storage_constant_not_finite,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
     qt203_stats_std_invalid,
