@@ -59,6 +59,11 @@ def _float_storage_dtype(qtype: QType) -> np.dtype | None:
     return st.np_dtype if st is not None and st.is_float else None
 
 
+def _saved_as(dtype: np.dtype | None) -> np.dtype | None:
+    """What an ml_dtypes array becomes in an .npz (numpy keeps the bytes, not the type): raw bytes of its width."""
+    return None if dtype is None else np.dtype(f"V{dtype.itemsize}")
+
+
 @dataclasses.dataclass(frozen=True)
 class InputSpec:
     """One graph input as declared: name, dimensions (None: rank unknown), element type, quantized type."""
@@ -159,7 +164,8 @@ def _kind_problem(spec: InputSpec, dtype: np.dtype, names: Sequence[str]) -> str
     got = kind(dtype)
     qtype = spec.qtype
     if qtype is not None and not qtype.is_dynamic:
-        if got in "iu" or _float_storage_dtype(qtype) == dtype:
+        if got in "iu" or (float_dtype := _float_storage_dtype(qtype)) is not None and dtype in (
+                float_dtype, _saved_as(float_dtype)):
             return None
         if _float_storage_dtype(qtype) is not None:
             return f"quantized type {qtype} takes its storage values as {qtype.storage} (ml_dtypes), got {dtype} values"
@@ -260,8 +266,8 @@ def check_values(spec: InputSpec, value: np.ndarray, *, companions: bool = False
     if qtype is not None and not (qtype.is_dynamic and companions):
         if qtype.is_dynamic:
             return _exactly(spec, value, qtype.expressed_type.np_dtype, f"{spec.describe()}")
-        if _float_storage_dtype(qtype) is not None:
-            return value  # values of the float storage type itself (check_headers): every one is storable
+        if (float_dtype := _float_storage_dtype(qtype)) is not None:  # every value of the type is storable
+            return value.view(float_dtype) if value.dtype == _saved_as(float_dtype) else value
         lo, hi = qtype.storage_min, qtype.storage_max
         assert lo is not None and hi is not None
         bad = _outside(value, lo, hi)

@@ -141,3 +141,42 @@ def test_mxfp4_block_scales_lift_to_a_blocked_float4_type_and_lower_keeps_them()
     onnx.checker.check_model(lowered, full_check=True)
     (again,) = onnx.reference.ReferenceEvaluator(lowered).run(None, x)
     assert _same(again, theirs)
+
+
+def test_run_cli_takes_and_writes_float8_storage_as_npz_bytes(tmp_path):
+    """np.savez keeps an ml_dtypes array's bytes (dtype V1), not its type: `run` reads such an input as the
+    float8 storage it is and writes float8 outputs the same way."""
+    import ml_dtypes
+
+    from onnx_qtypes.cli import main
+    from onnx_qtypes.proto import save
+
+    typed = lift(FLOAT8_MODELS["matmul-e4m3fn"])
+    x = feeds(typed)
+    (expected,) = ReferenceEvaluator(typed).run(None, x)
+    save(typed, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **x)
+    assert main(["run", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"),
+                 "--outputs", str(tmp_path / "out.npz")]) == 0
+    assert _same(np.load(tmp_path / "out.npz")["y"], expected)
+    # a graph whose input is float8 storage
+    lone = lift(_dequantize_only())
+    q = np.array([0.5, -104, 448], ml_dtypes.float8_e4m3fn)
+    save(lone, tmp_path / "dq.onnx")
+    np.savez(tmp_path / "q.npz", q=q)
+    assert np.load(tmp_path / "q.npz")["q"].dtype == np.dtype("V1")
+    assert main(["run", str(tmp_path / "dq.onnx"), "--inputs", str(tmp_path / "q.npz"),
+                 "--outputs", str(tmp_path / "r.npz")]) == 0
+    assert np.array_equal(np.load(tmp_path / "r.npz")["r"], q.astype(np.float32) * np.float32(0.25))
+
+
+def _dequantize_only() -> onnx.ModelProto:
+    import ml_dtypes
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["r"])], "dq",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT8E4M3FN, [3])],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.float32(0.25), "s"), numpy_helper.from_array(np.zeros((), ml_dtypes.float8_e4m3fn), "z")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
