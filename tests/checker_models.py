@@ -624,6 +624,8 @@ def cases() -> list[Case]:
         _fire("QT104", "int64", lambda: one_tensor(qmsg(TensorProto.INT64, [0.1])), f"{QF}/storage_type", "q"),
         _fire("QT104", "absent", lambda: one_tensor(qmsg(0, [0.1])), f"{QF}/storage_type", "q"),
         _miss("QT104", "int4", lambda: one_tensor(qmsg(TensorProto.INT4, [0.1], [7]))),
+        _fire("QT104", "float8e8m0", lambda: one_tensor(qmsg(TensorProto.FLOAT8E8M0, [0.1])), f"{QF}/storage_type", "q"),
+        _miss("QT104", "float4e2m1", lambda: one_tensor(qmsg(TensorProto.FLOAT4E2M1, [0.1]))),
         # QT105
         _fire("QT105", "below-type", lambda: one_tensor(qmsg(scale=[0.1], storage_min=-129)), f"{QF}/storage_min", "q"),
         _fire("QT105", "empty", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], storage_min=10, storage_max=10)),
