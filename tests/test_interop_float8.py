@@ -180,3 +180,13 @@ def _dequantize_only() -> onnx.ModelProto:
         [helper.make_tensor_value_info("r", TensorProto.FLOAT, [3])],
         [numpy_helper.from_array(np.float32(0.25), "s"), numpy_helper.from_array(np.zeros((), ml_dtypes.float8_e4m3fn), "z")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_a_profile_can_name_float8_storage():
+    profile = {"name": "fp8-npu", "description": "float8e4m3fn activations and weights",
+               "sources": [{"title": "a test", "url": "https://onnx.ai/onnx/technical/float8.html", "says": "e4m3fn"}],
+               "roles": {role: {"storage": ["float8e4m3fn"]} for role in ("activation", "weight")}}
+    fired = {name: {d.rule for d in iter_diagnostics(lift(FLOAT8_MODELS[name]), profile)}
+             for name in ("matmul-e4m3fn", "matmul-e5m2")}
+    assert "QT501" not in fired["matmul-e4m3fn"]
+    assert "QT501" in fired["matmul-e5m2"]
