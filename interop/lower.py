@@ -17,8 +17,9 @@ a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
 (``metadata``), so ``lift(lower(m))`` gives ``m`` back. A narrowed storage
 range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
 so that ``lift`` removes it again). The model is written at IR 10 / opset 21
-(IR 13 / opset 25 when a tensor is stored as int2 / uint2), which
-onnxruntime 1.31 and 1.32 load; they have no kernels for bfloat16 scales, so a
+(IR 13 / opset 25 when a tensor is stored as int2 / uint2, IR 11 / opset 23
+for float4e2m1; float8 needs only opset 19), which onnxruntime 1.31 and 1.32
+load (float4e2m1 loads, but has no CPU kernel); they have no kernels for bfloat16 scales, so a
 bfloat16 type lowers with a warning (proposal/spec/interop.md#runtimes).
 
 A type that is not valid is refused (LowerError naming the tensor), never
@@ -62,6 +63,7 @@ from onnx_qtypes.proto.qtype import (
 FORMS = ("qdq", "qoperator", "matmulnbits")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
 TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist from opset 25 (IR 13)
+TARGET_FLOAT4 = (11, 23)  # float4e2m1 ones from opset 23 (IR 11); onnxruntime 1.32 has no CPU kernel for them
 RANGE_ROLE_KEY = metadata.PREFIX + "role"
 RANGE_ROLE = "storage_range"  # a Clip that lower added to saturate at a narrowed storage range
 QLINEAR_STORAGE = ("int8", "uint8")
@@ -344,8 +346,9 @@ class _Lowering:
             given = read_parameters(
                 self.ix, i, tensor, node.input[1], zp, axis=int(attrs.get("axis", 1)),
                 block_size=int(attrs.get("block_size", 0)),
-                storage=int(attrs.get("output_dtype", 0)) or qtype.storage_type.data_type,
-            )
+                storage=int(attrs.get("output_dtype", 0) if is_quantize(node) else 0) or qtype.storage_type.data_type,
+                real_type=self.ix.elem_type(node.input[0]) if is_quantize(node) else attrs.get("output_dtype"),
+            )  # a DequantizeLinear's output_dtype is its float output's type (the expressed type of E8M0 scales)
         except Unrecognized as exc:
             raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
         if not metadata.same_parameters(given, qtype):
@@ -548,7 +551,10 @@ class _Lowering:
 
     def _set_versions(self, meta: dict[str, dict[str, str]]) -> None:
         model = self.model
-        ir, opset = TARGET_2BIT if any(q.storage in ("int2", "uint2") for q in self.types.values()) else TARGET
+        storages = {q.storage for q in self.types.values()}
+        block_scales = any(t.data_type == TensorProto.FLOAT8E8M0 for _, g in iter_graphs(model) for t in g.initializer)
+        ir, opset = (TARGET_2BIT if storages & {"int2", "uint2"} or block_scales  # E8M0 scales: opset 24 on
+                     else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
         if current is not None and current != opset:
             try:

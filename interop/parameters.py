@@ -61,6 +61,7 @@ def read_parameters(
     block_size: int = 0,
     storage: int | None = None,
     data_type: int | None = None,
+    real_type: int | None = None,
 ) -> QType:
     """The QType node ``node_index`` gives tensor ``data`` (statistics not attached).
 
@@ -68,7 +69,9 @@ def read_parameters(
     per-axis scale is invalid); ``storage`` is the storage type to assume
     when there is no zero point (QuantizeLinear's output_dtype, or the
     tensor's own element type); ``data_type`` is the integer tensor's own
-    element type when known, which the storage type must equal.
+    element type when known, which the storage type must equal; ``real_type`` is the float side's element
+    type (QuantizeLinear's input, DequantizeLinear's output_dtype), the expressed type when the scale is
+    FLOAT8E8M0 (a microscaling block scale, opset 24), which is not one.
     """
     where = f"{ix.label(node_index)}, tensor {data!r}"
 
@@ -86,7 +89,8 @@ def read_parameters(
         )
     found: list[MalformedQDQError] = []  # independent problems: each is reported, not only the first
     try:
-        qtype = _read(ix, where, at, found, data, scale, scales, zero_point, axis, block_size, storage, data_type)
+        qtype = _read(ix, where, at, found, data, scale, scales, zero_point, axis, block_size, storage, data_type,
+                      real_type)
     except Unrecognized:
         if found:  # what was already found malformed is reported, not hidden behind what the lift cannot type
             raise _joined(found) from None
@@ -106,7 +110,7 @@ def _joined(found: list[MalformedQDQError]) -> MalformedQDQError:
 
 def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: str, scale: str,
           scales: np.ndarray, zero_point: str | None, axis: int | None, block_size: int, storage: int | None,
-          data_type: int | None) -> QType | None:
+          data_type: int | None, real_type: int | None = None) -> QType | None:
     """read_parameters' work: raises Unrecognized, appends each independent MalformedQDQError to ``found``
     (a zero point outside its type; its type unlike the tensor's; a count or axis problem; a bad scale) and
     then returns None."""
@@ -123,6 +127,12 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
                 f"{where}: zero point {zero_point!r}[{wrapped[0]}] is stored as {wrapped[1]}, outside {st.name} "
                 f"[{st.min}, {st.max}]; runtimes read it wrapped around, as "
                 f"{int(np.asarray(wrapped[1]).astype(st.np_dtype))}", **at("QT103", zero_point)))
+    float_storage = storage in STORAGE_BY_DATA_TYPE and STORAGE_BY_DATA_TYPE[storage].is_float
+    if zero_points is not None and float_storage and (nonzero := np.flatnonzero(zero_points.astype(np.float64) != 0)).size:
+        first = int(nonzero[0])  # NaN counts: int64 would read it, and 0.5, as 0
+        found.append(MalformedQDQError(f"{where}: zero point {zero_point!r}[{first}] is "
+                                       f"{zero_points.reshape(-1)[first]}; a float storage type's zero point is 0",
+                                       **at("QT121", zero_point)))
     if storage not in STORAGE_BY_DATA_TYPE:
         raise Unrecognized(
             f"{where}: stored as {_type_name(storage)}, which is not an integer storage type of the extension"
@@ -134,6 +144,8 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
             **at("QT305", zero_point),
         ))
     expressed = ix.constant_dtype(scale)
+    if expressed == TensorProto.FLOAT8E8M0 and real_type in EXPRESSED_BY_DATA_TYPE:  # 2^(e-127): held exactly
+        expressed = real_type
     if expressed not in EXPRESSED_BY_DATA_TYPE:
         raise Unrecognized(f"{where}: scale {scale!r} is {_type_name(expressed)}, not float, float16 or bfloat16")
     try:

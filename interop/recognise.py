@@ -93,11 +93,14 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
         if not zp and storage is None:
             storage = 2  # UINT8, QuantizeLinear's default output type
         qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage,
-                                data_type=ix.elem_type(data))
+                                data_type=ix.elem_type(data), real_type=ix.elem_type(node.input[0]))
+        if qtype.storage_type.is_float and attrs.get("saturate", 1) == 0:  # checker: QT123
+            raise Unrecognized(f"{ix.label(i)}: saturate=0 turns values beyond {qtype.storage}'s largest finite "
+                               "one into NaN or infinity; a quantized type saturates")
         return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", node.op_type, bool(zp))])
     data = node.input[0]
     qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data),
-                            data_type=ix.elem_type(data))
+                            data_type=ix.elem_type(data), real_type=attrs.get("output_dtype") or None)
     return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", node.op_type, bool(zp))])
 
 

@@ -76,7 +76,7 @@ def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Dia
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
-    if result.typed_tensors:
+    if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
         found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
 

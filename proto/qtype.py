@@ -30,13 +30,15 @@ from onnx_qtypes.proto.errors import QTypeError
 
 @dataclasses.dataclass(frozen=True)
 class StorageType:
-    """An integer type quantized values are stored in."""
+    """A type quantized values are stored in: an integer type, or a float8 / float4 type (``is_float``), whose
+    min / max are its largest finite values (all integers: 448 for float8e4m3fn, 6 for float4e2m1)."""
 
     name: str
     data_type: int  # onnx.TensorProto.DataType
     bits: int
     min: int
     max: int
+    is_float: bool = False
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -74,6 +76,27 @@ STORAGE_TYPES: dict[str, StorageType] = {
         _storage("int32", TensorProto.INT32, 32, True),
     )
 }
+
+
+def _float_storage(name: str, data_type: int) -> StorageType:
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(data_type)
+    largest = int(ml_dtypes.finfo(dtype).max)
+    return StorageType(name, data_type, ml_dtypes.finfo(dtype).bits, -largest, largest, is_float=True)
+
+
+# Float storage (ONNX QuantizeLinear-19 float8, -23 float4): zero point 0, no storage range; quantize saturates
+# to the largest finite value and rounds to the nearest representable one (proposal/spec/types.md).
+FLOAT_STORAGE_TYPES: dict[str, StorageType] = {
+    s.name: s
+    for s in (
+        _float_storage("float8e4m3fn", TensorProto.FLOAT8E4M3FN),
+        _float_storage("float8e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ),
+        _float_storage("float8e5m2", TensorProto.FLOAT8E5M2),
+        _float_storage("float8e5m2fnuz", TensorProto.FLOAT8E5M2FNUZ),
+        _float_storage("float4e2m1", TensorProto.FLOAT4E2M1),
+    )
+}
+STORAGE_TYPES.update(FLOAT_STORAGE_TYPES)
 STORAGE_BY_DATA_TYPE = {s.data_type: s for s in STORAGE_TYPES.values()}
 
 EXPRESSED_TYPES: dict[str, ExpressedType] = {
@@ -187,6 +210,20 @@ def range_problem(storage: StorageType, lo: int, hi: int) -> str | None:
             f"storage range [{lo}, {hi}] must satisfy {storage.min} <= storage_min < "
             f"storage_max <= {storage.max} for {storage.name}"
         )
+    return None
+
+
+def float_storage_problem(storage: StorageType, zero_points: Sequence[int], lo: int, hi: int) -> str | None:
+    """Why a float storage type's zero points or storage range are not the ones it admits (all 0, the full
+    range), or None; None for integer storage. Checker: QT121 (zero points), QT122 (range)."""
+    if not storage.is_float:
+        return None
+    if any(zero_points):
+        bad = next(z for z in zero_points if z != 0)
+        return f"zero point {bad} on {storage.name} storage: a float storage type's zero point is 0"
+    if (lo, hi) != (storage.min, storage.max):
+        return (f"storage range [{lo}, {hi}] on {storage.name} storage: a float storage type takes no storage "
+                f"range (quantize saturates to +-{storage.max})")
     return None
 
 
@@ -742,7 +779,7 @@ class QType:
         st = self.storage_type
         lo, hi = self.storage_min, self.storage_max
         assert lo is not None and hi is not None
-        if problem := range_problem(st, lo, hi):
+        if problem := range_problem(st, lo, hi) or float_storage_problem(st, (), lo, hi):
             raise QTypeError("storage_min", problem)
         if self.block_size is not None:
             if self.block_size <= 0:
@@ -763,6 +800,8 @@ class QType:
             raise QTypeError("scale", f"a per-tensor type needs exactly 1 scale, found {len(self.scale)}; set axis")
         if (bad := _first_bad_scale(self.scale)) is not None:
             raise QTypeError("scale", scale_problem(bad))
+        if problem := float_storage_problem(st, self.zero_point, lo, hi):
+            raise QTypeError("zero_point", problem)
         if (bad_zp := _first_outside(self.zero_point, lo, hi)) is not None:
             raise QTypeError("zero_point", zero_point_problem(bad_zp, lo, hi))
         if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi, st):

@@ -370,6 +370,10 @@ class _TypedNode:
         from onnx_qtypes.reference_ops.ops import KernelContext, Unsupported  # noqa: PLC0415
 
         key = self._key
+        floats = sorted({qt.storage for qt in (*resolved, *self._out) if qt is not None and qt.storage_type.is_float})
+        if floats:  # integer kernels compute on integers: float8 / float4 values run the definition
+            self._session.kernel_log[key] = f"definitional: {', '.join(floats)} storage has no integer kernel"
+            return None
         ctx = KernelContext(self._node, self._inner, args, resolved, self._out, kwargs)
         try:
             outputs = self._kernel.run(ctx)
@@ -443,7 +447,7 @@ class _TypedNode:
         assert declared is not None
         real = quant.dequantize(x, resolved[0], tensor=self._node.input[0]) if resolved[0] else np.asarray(x, np.float64)
         bound = self._bound(declared, args, real.shape, name)
-        storage = quant.quantize(real, bound, tensor=name)
+        storage = quant.quantize(real, bound, tensor=name, saturate=bool(self._attr("saturate", 1)))
         return (attach(storage, bound) if declared.is_dynamic else storage,)
 
     def _dequantize_linear(self, args: list[Any], resolved: list[QType | None]) -> tuple:

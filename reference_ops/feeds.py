@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
 from onnx_qtypes.reference_ops.errors import FeedError
 
 __all__ = ["InputSpec", "check_feeds", "check_headers", "check_values", "input_specs"]
@@ -51,6 +51,17 @@ def kind(dtype: np.dtype) -> str:
     if dtype.name.startswith(("bfloat", "float")):
         return "f"
     return "V"
+
+
+def _float_storage_dtype(qtype: QType) -> np.dtype | None:
+    """The ml_dtypes dtype of a float storage type (float8, float4), None for integer storage."""
+    st = STORAGE_TYPES.get(qtype.storage)
+    return st.np_dtype if st is not None and st.is_float else None
+
+
+def _saved_as(dtype: np.dtype | None) -> np.dtype | None:
+    """What an ml_dtypes array becomes in an .npz (numpy keeps the bytes, not the type): raw bytes of its width."""
+    return None if dtype is None else np.dtype(f"V{dtype.itemsize}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,8 +164,11 @@ def _kind_problem(spec: InputSpec, dtype: np.dtype, names: Sequence[str]) -> str
     got = kind(dtype)
     qtype = spec.qtype
     if qtype is not None and not qtype.is_dynamic:
-        if got in "iu":
+        if got in "iu" or (float_dtype := _float_storage_dtype(qtype)) is not None and dtype in (
+                float_dtype, _saved_as(float_dtype)):
             return None
+        if _float_storage_dtype(qtype) is not None:
+            return f"quantized type {qtype} takes its storage values as {qtype.storage} (ml_dtypes), got {dtype} values"
         return f"quantized type {qtype} takes its storage integers ({qtype.storage}), got {dtype} values"
     if qtype is not None:
         if got == "f":
@@ -252,6 +266,8 @@ def check_values(spec: InputSpec, value: np.ndarray, *, companions: bool = False
     if qtype is not None and not (qtype.is_dynamic and companions):
         if qtype.is_dynamic:
             return _exactly(spec, value, qtype.expressed_type.np_dtype, f"{spec.describe()}")
+        if (float_dtype := _float_storage_dtype(qtype)) is not None:  # every value of the type is storable
+            return value.view(float_dtype) if value.dtype == _saved_as(float_dtype) else value
         lo, hi = qtype.storage_min, qtype.storage_max
         assert lo is not None and hi is not None
         bad = _outside(value, lo, hi)

@@ -45,6 +45,8 @@ def operand_qtype(
     expressed = _expressed_name(scale.dtype)
     if storage not in STORAGE_TYPES:
         raise QTypeError("storage", f"{storage} is not a storage integer type")
+    if zero_point is not None and STORAGE_TYPES[storage].is_float and np.any(np.asarray(zero_point, np.float64)):
+        raise QTypeError("zero_point", f"{storage} zero points must be 0, found a non-zero one")
     if scale.size == 1 and not block_size:
         return QType(storage, float(scale.reshape(-1)[0]), int(zps.reshape(-1)[0]), expressed=expressed)
     rank = len(shape)

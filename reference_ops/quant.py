@@ -8,7 +8,10 @@ and storage integers; every other module imports it. It transcribes
     quantize(x)    = clamp(round_half_to_even(x / scale[i]) + zero_point[i],
                            storage_min, storage_max)
 
-computed in float64. ``i`` is 0 for a per-tensor type, the index along
+computed in float64. A float storage type (float8, float4: zero point 0) stores
+``x / scale[i]`` saturated to its largest finite value and rounded to the
+nearest representable value, ties to even (ONNX QuantizeLinear, saturate=1);
+dequantize reads it as ``scale[i] * q``. ``i`` is 0 for a per-tensor type, the index along
 ``axis`` for a per-axis type and the block index along ``axis`` for a
 blocked type (ONNX QuantizeLinear-21 layout: the last block may be short,
 parameters are stored flattened in row-major order of the parameter shape).
@@ -38,6 +41,7 @@ __all__ = [
     "broadcast_parameters",
     "dequantize",
     "dynamic_parameters",
+    "quantize_float",
     "parameter_index",
     "quantize",
     "quantize_dynamic",
@@ -112,14 +116,18 @@ def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.
     ``|q - zero_point| < 2**29``; int32 storage can lose the last bits.
     """
     q = np.asarray(q)
+    if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
+        scale, _ = broadcast_parameters(qtype, q.shape, tensor)
+        return scale * q.astype(np.float64)  # zero point 0; NaN and inf (where the type has them) stay
     if q.dtype.kind not in "iub" and not _is_ml_integer(q.dtype):
         raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
     scale, zero_point = broadcast_parameters(qtype, q.shape, tensor)
     return scale * (q.astype(np.int64) - zero_point).astype(np.float64)
 
 
-def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
-    """Storage integers of real values ``x`` (static types only).
+def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate: bool = True) -> np.ndarray:
+    """Storage integers of real values ``x`` (static types only). ``saturate`` (QuantizeLinear's attribute)
+    matters to float storage only: see ``quantize_float``.
 
     ``x / scale`` is one correctly rounded float64 division. For float32
     (or narrower) ``x`` and scale with ``|x / scale| < 2**28`` that decides
@@ -128,6 +136,8 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.nd
     """
     scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor)
     x = np.asarray(x, dtype=np.float64)
+    if qtype.storage_type.is_float:
+        return quantize_float(x / scale, qtype, saturate=saturate)
     lo, hi = storage_range(qtype)
     with np.errstate(invalid="ignore", over="ignore"):
         steps = round_half_to_even(x / scale)
@@ -136,14 +146,40 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.nd
     return to_storage(q.astype(np.int64), qtype)
 
 
+def quantize_float(steps: np.ndarray, qtype: QType, *, saturate: bool = True) -> np.ndarray:
+    """``steps`` (x / scale, float64) in a float storage type, rounded to nearest, ties to even. ``saturate``:
+    beyond the largest finite value (infinities too) clamp to it; otherwise what ONNX's saturate=0 gives (NaN
+    for e4m3fn and the fnuz types, inf for e5m2; float4e2m1 has neither and saturates). NaN stays NaN."""
+    st = qtype.storage_type
+    if saturate or st.name == "float4e2m1":
+        steps = np.clip(steps, st.min, st.max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(steps, np.float64).astype(st.np_dtype)
+
+
 def to_storage(values: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
-    """Integers already inside the storage range, as an array of the storage dtype."""
+    """Integers already inside the storage range, as an array of the storage dtype (values of a float storage
+    type: exactly representable ones)."""
     values = np.asarray(values)
+    if qtype.storage_type.is_float:
+        return _exact_float_storage(values, qtype, tensor)
     lo, hi = storage_range(qtype)
     if values.size and (values.min() < lo or values.max() > hi):
         bad = values.min() if values.min() < lo else values.max()
         raise QTypeError("storage", f"value {int(bad)} is outside the storage range [{lo}, {hi}]", tensor)
     return values.astype(qtype.storage_type.np_dtype)
+
+
+def _exact_float_storage(values: np.ndarray, qtype: QType, tensor: str | None) -> np.ndarray:
+    dtype = qtype.storage_type.np_dtype
+    if values.dtype == dtype:
+        return values
+    stored = values.astype(dtype)
+    same = (stored.astype(np.float64) == values.astype(np.float64)) | (np.isnan(values.astype(np.float64)) & np.isnan(stored.astype(np.float64)))
+    if not same.all():
+        bad = values.reshape(-1)[int(np.argmin(same.reshape(-1)))]
+        raise QTypeError("storage", f"value {bad!r} is not exactly representable in {qtype.storage}", tensor)
+    return stored
 
 
 def _is_ml_integer(dtype: np.dtype) -> bool:
@@ -190,6 +226,7 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
       ``scale = max(|rmin|, rmax) / qsym`` with ``qsym = min(mid - qmin, qmax - mid)``
       (``qmax - mid`` when ``mid == qmin``); a declared range that leaves no
       room above ``mid`` (``mid`` outside ``[qmin, qmax)``) takes the unsigned form;
+    - float storage (zero point 0): the symmetric form, whatever the schema;
     - *_pow2_scale: the scale rounded up to the next power of two, then the
       zero point recomputed with it.
     """
@@ -207,6 +244,8 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
     rmin = np.minimum(gmin, 0.0).astype(ftype)
     rmax = np.maximum(gmax, 0.0).astype(ftype)
     schema = qtype.schema
+    if qtype.storage_type.is_float:  # zero point 0 whatever the schema: the symmetric form
+        schema = Schema.SYMMETRIC_POW2_SCALE if schema.pow2 else Schema.SYMMETRIC
     one = ftype.type(1.0)
 
     def nonempty(r: np.ndarray) -> np.ndarray:

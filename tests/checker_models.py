@@ -249,6 +249,21 @@ def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
 
+def float8_matmul_model(k: int, weight: float = 57344, first: float | None = None) -> onnx.ModelProto:
+    """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers.
+    ``first``: another value for the weight's first element."""
+    import ml_dtypes  # noqa: PLC0415
+
+    x_q, w_q, y_q = (QType("float8e5m2", s) for s in (F32, F32, 0.5))
+    g = Graph("matmul").input("x_q", (1, k), x_q)
+    w = np.full((k, 2), weight, ml_dtypes.float8_e5m2)
+    if first is not None:
+        w[0, 0] = first
+    g.init("w", w, w_q)
+    g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
+    return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
+
+
 def unary_model(op: str, out_q: QType, **attrs: object) -> onnx.ModelProto:
     """x_q (graph input, int8) -> op -> y_q -> DQ -> y."""
     x_q = int8(0.1, 0)
@@ -458,6 +473,18 @@ def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None,
     return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
 
 
+def _float8_qdq(saturate: int | None = None, zero_point: float = 0.0) -> onnx.ModelProto:
+    """A plain QDQ model: x -> Relu -> QuantizeLinear(float8e4m3fn zero point) -> DequantizeLinear -> Neg -> y."""
+    import ml_dtypes  # noqa: PLC0415
+
+    g = Graph("float8_qdq").input("x", (1, 4)).init("s", np.array(F32, np.float32))
+    g.init("z", np.array(zero_point, ml_dtypes.float8_e4m3fn))
+    attrs = {} if saturate is None else {"saturate": saturate}
+    g.node("Relu", ["x"], ["r"], name="relu").node("QuantizeLinear", ["r", "s", "z"], ["q"], name="quantize", **attrs)
+    g.node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dequantize").node("Neg", ["d"], ["y"], name="neg")
+    return g.output("y", (1, 4)).build()
+
+
 def _referenced_weight(change: str = "") -> onnx.ModelProto:
     """An int8 weight whose per-axis scales are kept in initializer ``w_scale``, read by Identity into float ``y``;
     ``change`` spoils the reference one way (see QT117 / QT118)."""
@@ -609,6 +636,8 @@ def cases() -> list[Case]:
         _fire("QT104", "int64", lambda: one_tensor(qmsg(TensorProto.INT64, [0.1])), f"{QF}/storage_type", "q"),
         _fire("QT104", "absent", lambda: one_tensor(qmsg(0, [0.1])), f"{QF}/storage_type", "q"),
         _miss("QT104", "int4", lambda: one_tensor(qmsg(TensorProto.INT4, [0.1], [7]))),
+        _fire("QT104", "float8e8m0", lambda: one_tensor(qmsg(TensorProto.FLOAT8E8M0, [0.1])), f"{QF}/storage_type", "q"),
+        _miss("QT104", "float4e2m1", lambda: one_tensor(qmsg(TensorProto.FLOAT4E2M1, [0.1]))),
         # QT105
         _fire("QT105", "below-type", lambda: one_tensor(qmsg(scale=[0.1], storage_min=-129)), f"{QF}/storage_min", "q"),
         _fire("QT105", "empty", lambda: one_tensor(qmsg(TensorProto.UINT8, [0.1], storage_min=10, storage_max=10)),
@@ -737,6 +766,24 @@ def cases() -> list[Case]:
         _miss("QT120", "int32-bfloat16", lambda: one_tensor(_expressed("int32", "bfloat16"))),
         _miss("QT120", "dynamic-int8-bfloat16-symmetric",
               lambda: one_tensor(QType("int8", expressed="bfloat16", schema=Schema.SYMMETRIC))),
+        _miss("QT120", "float8e5m2-float16", lambda: one_tensor(qmsg(TensorProto.FLOAT8E5M2, [1.0],
+                                                                      expressed=TensorProto.FLOAT16))),
+        # QT121-QT123: float storage (float8, float4e2m1)
+        _fire("QT121", "float8-zero-point-1", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], [1])), f"{QF}/zero_point/0", "q",
+              message="zero point is 0"),
+        _miss("QT121", "float8-zero-point-0", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], [0]))),
+        _miss("QT121", "qdq-float8", lambda: _float8_qdq()),
+        _fire("QT122", "float8-range-240", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-240, storage_max=240)),
+              f"{QF}/storage_min", "q", message="takes no storage range"),
+        _miss("QT122", "float8-own-limits", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-448, storage_max=448))),
+        _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
+              message="become NaN or infinity"),
+        _miss("QT123", "qdq-float8-saturate-1", lambda: _float8_qdq(saturate=1)),
+        _fire("QT124", "float8e5m2-weight-nan", lambda: float8_matmul_model(4, 1.5, first=float("nan")),
+              "/graph/initializer/0", "w", message="the first (nan) at flat index 0"),
+        _fire("QT124", "float8e5m2-weight-inf", lambda: float8_matmul_model(4, 1.5, first=float("-inf")),
+              "/graph/initializer/0", "w", message="NaN or infinite"),
+        _miss("QT124", "float8e5m2-weight-largest", lambda: float8_matmul_model(4, 1.5, first=57344)),
         # QT115
         _fire("QT115", "schema-9", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x38\x09")), f"{QF}/schema", "q",
               message="value 9 is not defined"),
@@ -935,6 +982,7 @@ def cases() -> list[Case]:
         _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
               profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
         _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        _miss("QT407", "float8e5m2-k-4096", lambda: float8_matmul_model(4096)),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
               message="2^-32 <= M < 2^29"),

@@ -12,6 +12,8 @@ accumulators cannot be exact. Today such zero points are stored in the
 zero-point tensor of a QuantizeLinear node and silently wrap (uint8 300
 becomes 44 in both onnx.reference and onnxruntime).
 
+Float storage (float8, float4e2m1) has zero point 0, checked by QT121.
+
 ## Invalid example
 `uint8:float32<scale 0.1, zero_point 300>`; `int8<-127:127>:float32<scale
 0.1, zero_point -128>` (outside the narrowed range).
@@ -47,8 +49,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     for decl in cols.owners((cols.zero_points < lo) | (cols.zero_points > hi), of_zero_points=True):
         qt = decl.qtype
         storage = storage_of(qt)
-        if storage is None or range_problem(storage, qt.storage_min, qt.storage_max):
-            continue  # QT104 / QT105 report the storage itself
+        if storage is None or storage.is_float or range_problem(storage, qt.storage_min, qt.storage_max):
+            continue  # QT104 / QT105 report the storage itself; QT121 float storage's zero points
         if not decl.quantization.zero_point:  # none written: every zero point is 0
             if problem := zero_point_problem(0, qt.storage_min, qt.storage_max):
                 yield Finding(decl_location(decl, "quantization", "zero_point"),

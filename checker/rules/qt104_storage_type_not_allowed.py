@@ -1,13 +1,15 @@
-"""The storage type is not one of the extension's integer types.
+"""The storage type is not one of the extension's storage types.
 
 ## What it checks
 `storage_type` is one of INT2, UINT2, INT4, UINT4, INT8, UINT8, INT16,
 UINT16, INT32 (onnx `TensorProto.DataType` values 26, 25, 22, 21, 3, 2, 5, 4,
-6). An absent `storage_type` reads as UNDEFINED (0) and is not allowed.
+6) or, as float storage, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2,
+FLOAT8E5M2FNUZ, FLOAT4E2M1 (17, 18, 19, 20, 23). An absent `storage_type`
+reads as UNDEFINED (0) and is not allowed.
 
 ## Why
-The storage type fixes how the integers are stored and the default storage
-range. A float, int64 or unknown storage type has no such range, so neither
+The storage type fixes how the values are stored and the default storage
+range. A wide float, int64 or unknown storage type has no such range, so neither
 the zero point nor the data can be checked, and a runtime cannot know how to
 read the tensor.
 
@@ -19,7 +21,7 @@ read the tensor.
 `QuantizedType { storage_type: 3 (INT8) scale: 0.05 }`.
 
 ## Fix
-Store the quantized values in one of the allowed integer types; 64-bit
+Store the quantized values in one of the allowed types; 64-bit
 storage is not part of the extension (use INT32 for accumulators and bias).
 """
 

@@ -4,6 +4,8 @@
 `storage_type_min <= storage_min < storage_max <= storage_type_max`, where
 absent bounds default to the storage type's own limits.
 
+Float storage (float8, float4e2m1) takes no storage range: QT122.
+
 ## Why
 Narrowed ranges (TFLite weights use int8 `[-127, 127]`) are part of the type:
 quantize clamps to them. A range outside the storage type cannot be stored,
@@ -39,8 +41,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     for decl in cols.declarations(cols.known_storage & ~valid):
         qt = decl.qtype
         storage = storage_of(qt)
-        if storage is None:
-            continue  # QT104
+        if storage is None or storage.is_float:
+            continue  # QT104; QT122 (float storage takes no range)
         if problem := range_problem(storage, qt.storage_min, qt.storage_max):
             bad_min = not storage.min <= qt.storage_min or qt.storage_min >= qt.storage_max
             field = "storage_min" if bad_min and decl.quantization.HasField("storage_min") else "storage_max"

@@ -50,6 +50,11 @@ constraint. This rule judges precision instead of bit widths and exempts
 INT32 for the same reason. It is a warning: the type is well defined, but
 its results depend on where it is computed.
 
+Float storage (float8, float4e2m1) is judged on overflow only: its values
+carry at most 4 significant bits, so a rounding of `q · scale` by half a
+unit in the expressed type's last place (2^−p relative, p ≥ 8) never moves
+it to another storage value.
+
 ## Invalid example
 `int16:float16<0.375:0>` (`m = 32768 > 2^10`: rounds by up to about 16
 steps); `uint8:bfloat16<0.375:0>` (`m = 255 > 2^7`); `int8:float16<768:0>`
@@ -127,7 +132,7 @@ def _static(decl: Declared) -> Finding | None:
     scales = np.asarray(qt.scale, np.float64)
     zero_points = np.asarray(qt.zero_point, np.int64)
     m = np.maximum(qt.storage_max - zero_points, zero_points - qt.storage_min)
-    rounds = (m > 2 ** (p - 1)) & (not_pow2(scales) | (m > 2**p))
+    rounds = (m > 2 ** (p - 1)) & (not_pow2(scales) | (m > 2**p)) & (not qt.storage_type.is_float)
     overflows = _overflows(m, scales, threshold)
     decide = functools.partial(_group_message, qt=qt, m=m, zero_points=zero_points, rounds=rounds,
                                overflows=overflows)
@@ -141,6 +146,8 @@ def _dynamic(decl: Declared) -> Finding | None:
     qt = decl.qtype
     p, _ = _precision(qt.expressed)
     lo, hi = qt.storage_min, qt.storage_max
+    if qt.storage_type.is_float:
+        return None  # judged on overflow only, which a dynamic scale avoids
     if qt.schema.symmetric:
         m, where = max(hi, -lo), "symmetric: zero point 0"
     else:

@@ -9,7 +9,8 @@ quantized values. Its constant `scale` and `zero_point` inputs and its
   per-axis, the parameter shape for blocked), the same normalized `axis` and
   `block_size`;
 - scales equal bitwise once the type's scales are cast to the scale input's
-  type, which must be the expressed type;
+  type, which must be the expressed type (or FLOAT8E8M0, the microscaling
+  block scale of opset 24, whose powers of two the type holds exactly);
 - zero points equal (an absent zero-point input means 0; QuantizeLinear
   without one produces `output_dtype`, by default uint8, which must be the
   storage type).
@@ -96,7 +97,7 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
         return  # QT308
     expressed = expressed_data_type(qt)
     scale_type = ctx.elem_type(ref.scope, scale_name)
-    if scale_type is not None and scale_type != expressed:
+    if scale_type is not None and scale_type not in (expressed, TensorProto.FLOAT8E8M0):  # E8M0: opset-24 block scales
         yield Finding(ref.location("input", 1), f"scale is {helper.tensor_dtype_to_string(scale_type)}, but "
                       f"{name!r} is expressed in {qt.expressed}; the scale input must have the expressed type")
         return

@@ -8,7 +8,8 @@ profile says otherwise). `K` is the number of products per output
 (`C/group * prod(kernel)` for Conv, the reduction dimension for MatMul and
 Gemm; an upper bound for ConvTranspose). `max|x - zx|` comes from the input
 type's storage range and zero points; `max|w - zw|` and `max|bias|` from the
-constant data when available, else from the types.
+constant data when available, else from the types. Float storage (float8,
+float4e2m1) is not accumulated in integers and is not checked.
 
 ## Why
 Integer kernels accumulate in int32 (TFLite, ONNX QLinearConv, gemmlowp).
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, NodeRef, storage_range
+from onnx_qtypes.checker.context import Context, NodeRef, storage_of, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.weights import reduction_length, weighted
@@ -87,6 +88,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     for ref, x, w, _ in weighted(ctx):
         if len(ref.inputs) < 2 or x is None or w is None:
             continue
+        if _float_storage(x) or _float_storage(w):
+            continue  # float8 / float4 values are not accumulated in integers
         k = reduction_length(ctx, ref)
         x_reach, w_reach = _type_reach(x), _type_reach(w)
         if k is None or x_reach is None or w_reach is None:
@@ -105,3 +108,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                 + f" = {worst} reaches 2^{ctx.profile.accumulator_bits - 1}; a {ctx.profile.accumulator_bits}-bit "
                 "accumulator may overflow",
             )
+
+
+def _float_storage(qtype: QType) -> bool:
+    storage = storage_of(qtype)
+    return storage is not None and storage.is_float

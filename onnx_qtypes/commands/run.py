@@ -6,7 +6,10 @@ dynamic one float values (quantized by its schema). Outputs are keyed by
 graph output name; a quantized output is written as its storage integers
 (widened the same way) with a companion "<name>.real" holding the
 dequantized values, and for a dynamic type "<name>.scale" and
-"<name>.zero_point" with the parameters chosen at run time.
+"<name>.zero_point" with the parameters chosen at run time. Float storage
+(float8, float4e2m1) travels as numpy saves ml_dtypes arrays: one raw byte
+per value (dtype V1, the type's own encoding; ``.view(ml_dtypes.float8_e4m3fn)``
+reads it), in and out alike.
 
 Every input must have its declared shape (symbolic dimensions: one size
 across the inputs) and element kind. An array of another width of the same
