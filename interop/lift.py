@@ -144,7 +144,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
     graph = model.graph
     contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
-    result.notes, result.warnings = contrib.notes, contrib.warnings
+    result.notes.extend(contrib.notes)
+    result.warnings.extend(contrib.warnings)
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     ix = GraphIndex(graph, infer(model))
