@@ -631,7 +631,8 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     dtype = qtype.expressed_type.np_dtype
     scale, zp = qtype.scale[0], qtype.zero_point[0]
     assert qtype.storage_min is not None and qtype.storage_max is not None
-    return (np.asarray(scale * (qtype.storage_min - zp), dtype=dtype), np.asarray(scale * (qtype.storage_max - zp), dtype=dtype))
+    ends = sorted((scale * (qtype.storage_min - zp), scale * (qtype.storage_max - zp)))  # a negative scale swaps them
+    return np.asarray(ends[0], dtype=dtype), np.asarray(ends[1], dtype=dtype)
 
 
 def _bias_of(x: QType, w: QType) -> QType:
