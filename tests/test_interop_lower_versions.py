@@ -11,7 +11,8 @@ import pytest
 from corpus import run_onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, lift, lower, set_qtype
+from onnx_qtypes import QType, lift, lower, save, set_qtype
+from onnx_qtypes.cli import main
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -67,7 +68,8 @@ def test_plain_2bit_tensor_beside_a_typed_int8_one_keeps_opset25():
     onnx.checker.check_model(lowered, full_check=True)
 
 
-def test_unconvertible_node_is_a_located_lower_error_without_converter_internals():
+def _unconvertible() -> onnx.ModelProto:
+    """A typed int8 weight at opset 24 beside RMSNormalization, which opset 21 (lower's target) does not define."""
     w = numpy_helper.from_array(np.array([[1, -2], [3, 4]], np.int8), "w")
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("RMSNormalization", ["h", "g"], ["y"], name="norm")],
@@ -76,8 +78,25 @@ def test_unconvertible_node_is_a_located_lower_error_without_converter_internals
         [w, numpy_helper.from_array(np.ones(2, np.float32), "g")])
     model = helper.make_model(graph, ir_version=11, opset_imports=[helper.make_opsetid("", 24)])
     set_qtype(model, "w", QType("int8", 0.5))
+    return model
+
+
+def test_unconvertible_node_is_a_located_lower_error_without_converter_internals():
     with pytest.raises(LowerError) as caught:
-        lower(model)
+        lower(_unconvertible())
     message = str(caught.value)
     assert "RMSNormalization 'norm' (/graph/node/" in message and "opset 21" in message
     assert "Assertion" not in message and ".h:" not in message and "Unknown tensor data type" not in message
+
+
+def test_cli_lower_exit_codes(tmp_path, capsys):
+    plain, bad = tmp_path / "plain_int2.onnx", tmp_path / "bad.onnx"
+    onnx.save(_plain_2bit_qdq(TensorProto.INT2), plain)
+    save(_unconvertible(), bad)
+    assert main(["lower", str(plain), str(tmp_path / "out.onnx")]) == 0
+    assert _versions(onnx.load(tmp_path / "out.onnx")) == (13, 25)
+    capsys.readouterr()
+    assert main(["lower", str(bad), str(tmp_path / "never.onnx")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bad.onnx" in err and "RMSNormalization 'norm'" in err and "Traceback" not in err
+    assert not (tmp_path / "never.onnx").exists()

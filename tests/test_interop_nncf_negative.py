@@ -90,3 +90,19 @@ def test_lower_runs_in_onnxruntime_with_the_same_outputs(name, handmade):
         scales = [numpy_helper.to_array(t) for t in lowered.graph.initializer if t.name.endswith("scale")]
         assert any((s < 0).any() for s in scales), source  # written as they were
         _close(run_onnxruntime(lowered, x, optimize=False)["y"], run_onnxruntime(model, x, optimize=False)["y"])
+
+
+def test_quantized_output_with_negative_weight_scales_runs_the_definition_and_matches_onnxruntime():
+    """QT411's case (a warning, valid): integer kernels take multipliers >= 0, so the evaluator runs the definition;
+    it agrees with onnxruntime's unoptimized QDQ form within one step of the output."""
+    from checker_models import _negative_weight, int8
+
+    model = _negative_weight("MatMul", y_q=int8(0.05, 0))
+    assert {d.rule for d in iter_diagnostics(model)} == {"QT411"}
+    x = {"x": np.random.default_rng(3).normal(size=(2, 3)).astype(np.float32)}
+    evaluator = ReferenceEvaluator(model, kernels="integer")
+    ours = evaluator.run(["y"], x)[0]
+    assert any(v == "definitional: a negative scale" for v in evaluator.kernel_log.values())
+    theirs = run_onnxruntime(lower(model), x, optimize=False)["y"]
+    assert np.abs(theirs).max() > 0.5
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=0.05 + 1e-6)
