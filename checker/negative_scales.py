@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
+from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
 from onnx_qtypes.checker.data_movement import is_data_movement
 from onnx_qtypes.proto.qtype import QType
@@ -28,11 +31,12 @@ class Negative(NamedTuple):
 def negative_tensors(ctx: Context) -> list[Negative]:
     """Every tensor whose (first) quantized type has a negative scale, in declaration order (shared)."""
     def compute() -> list[Negative]:
+        cols = columns(ctx)
+        with np.errstate(invalid="ignore"):
+            negative = cols.scales < 0  # every scale of every type at once
         seen: dict[tuple[str, str], Negative] = {}
-        for decl in ctx.quantized_declarations():
-            qt = decl.qtype
-            if qt is not None and qt.has_negative_scale and (decl.scope, decl.name) not in seen:
-                seen[(decl.scope, decl.name)] = Negative(decl.scope, decl.name, qt)
+        for decl in cols.owners(negative):
+            seen.setdefault((decl.scope, decl.name), Negative(decl.scope, decl.name, decl.qtype))
         return list(seen.values())
     return ctx.memo("negative_tensors", compute)
 

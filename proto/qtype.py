@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -733,9 +734,10 @@ class QType:
     def is_dynamic(self) -> bool:
         return not self.scale
 
-    @property
+    @functools.cached_property
     def has_negative_scale(self) -> bool:
-        """Some scale is negative: real values run against the stored integers' order in those slices."""
+        """Some scale is negative: real values run against the stored integers' order in those slices
+        (cached: a blocked weight has millions of scales, and evaluators ask per node and run)."""
         return bool(self.scale) and min(self.scale) < 0
 
     @property
