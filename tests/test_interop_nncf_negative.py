@@ -106,3 +106,24 @@ def test_quantized_output_with_negative_weight_scales_runs_the_definition_and_ma
     theirs = run_onnxruntime(lower(model), x, optimize=False)["y"]
     assert np.abs(theirs).max() > 0.5
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=0.05 + 1e-6)
+
+
+@pytest.mark.parametrize("form", ["qdq", "qoperator"])
+def test_conv_with_negative_weight_and_bias_scales_lowers_to_what_the_reference_computes(form):
+    """Negative per-channel weight scales, the bias scales x_scale * w_scale negative with them (QT405 compares signs),
+    a quantized output (QT411's warning only): QDQ and QLinearConv forms on onnxruntime's unoptimized path agree
+    with the reference within one output step."""
+    from checker_models import W_SCALES, X_SCALE, conv_model, int8
+
+    from onnx_qtypes import QType
+    from onnx_qtypes.proto import Schema
+
+    scales = [s * (-1) ** i for i, s in enumerate(W_SCALES)]
+    bias = QType("int32", [float(np.float32(X_SCALE) * np.float32(s)) for s in scales], [0] * 4, axis=0)
+    model = conv_model(w_q=int8(scales, [0] * 4, axis=0, schema=Schema.SYMMETRIC), bias=bias)
+    assert [d.rule for d in iter_diagnostics(model)] == ["QT411"]
+    x = {"x": np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32)}
+    ours = ReferenceEvaluator(model).run(["y"], x)[0]
+    lowered = lower(model, form=form)
+    assert ("QLinearConv" in {n.op_type for n in lowered.graph.node}) == (form == "qoperator")
+    np.testing.assert_allclose(run_onnxruntime(lowered, x, optimize=False)["y"], ours, rtol=0, atol=0.05 + 1e-6)
