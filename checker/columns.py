@@ -27,6 +27,7 @@ from onnx_qtypes.proto.qtype import (
     QType,
     Schema,
     count_problem,
+    negative_scale_problem,
     symmetric_with_unsigned_zero_points,
 )
 
@@ -167,7 +168,7 @@ def _verdicts(c: Columns) -> dict[int, bool]:
                    c.zero_point_count == 0)
     scales, owner = c.scales, c.scale_owner
     with np.errstate(invalid="ignore"):
-        bad = ~(np.isfinite(scales) & (scales > 0))
+        bad = ~(np.isfinite(scales) & (scales != 0))  # a negative scale is well formed (QT128 / QT409-QT411)
         pow2 = np.isin(schema, (Schema.ASYMMETRIC_POW2_SCALE.value, Schema.SYMMETRIC_POW2_SCALE.value))[owner]
         bad[pow2] |= np.frexp(scales[pow2])[0] != 0.5  # exactly 2^k: the mantissa is 1/2
     ok &= np.bincount(owner[bad], minlength=n) == 0
@@ -180,4 +181,7 @@ def _verdicts(c: Columns) -> dict[int, bool]:
     centre, bottom = symmetric_with_unsigned_zero_points(c.type_min[owner], c.type_max[owner], lo)
     bad |= unsigned[owner] & (zero_points != centre) & (zero_points != bottom)
     ok &= np.bincount(owner[bad], minlength=n) == 0
+    for i in np.flatnonzero(ok & unsigned):  # few: the negative scales symmetric_with_unsigned refuses (QT128)
+        qt = c.types[i].qtype
+        ok[i] = not (qt.has_negative_scale and negative_scale_problem(qt.schema, qt.scale, qt.zero_point, qt.storage_min))
     return {id(d.qtype): bool(v) for d, v in zip(c.types, ok.tolist())}

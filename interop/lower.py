@@ -19,7 +19,8 @@ range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
 so that ``lift`` removes it again). The model is written at IR 10 / opset 21
 (IR 13 / opset 25 when a tensor is stored as int2 / uint2, IR 11 / opset 23
 for float4e2m1; float8 needs only opset 19), which onnxruntime 1.31 and 1.32
-load (float4e2m1 loads, but has no CPU kernel); they have no kernels for bfloat16 scales, so a
+load (float4e2m1 loads, but has no CPU kernel); a model with no quantized type keeps its
+versions (proposal/spec/interop.md#lower-versions); they have no kernels for bfloat16 scales, so a
 bfloat16 type lowers with a warning (proposal/spec/interop.md#runtimes).
 
 A type that is not valid is refused (LowerError naming the tensor), never
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from collections.abc import Iterator
 
@@ -551,16 +553,18 @@ class _Lowering:
 
     def _set_versions(self, meta: dict[str, dict[str, str]]) -> None:
         model = self.model
+        if not self.types:  # nothing typed was rewritten: the model keeps the versions its runtime accepted
+            return
         storages = {q.storage for q in self.types.values()}
         block_scales = any(t.data_type == TensorProto.FLOAT8E8M0 for _, g in iter_graphs(model) for t in g.initializer)
-        ir, opset = (TARGET_2BIT if storages & {"int2", "uint2"} or block_scales  # E8M0 scales: opset 24 on
+        ir, opset = (TARGET_2BIT if self._two_bit() or block_scales  # E8M0 scales: opset 24 on
                      else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
         if current is not None and current != opset:
             try:
                 converted = onnx.version_converter.convert_version(model, opset)
-            except Exception as exc:  # the converter raises bare RuntimeErrors
-                raise LowerError(f"cannot convert the model from opset {current} to opset {opset}: {exc}") from None
+            except Exception as exc:  # the converter raises bare RuntimeErrors and C++ assertion text
+                raise LowerError(_conversion_failure(model, current, opset, exc)) from None
             model.CopyFrom(converted)
             for vi in _all_declarations(model):  # the converter drops ValueInfo metadata_props
                 for key, value in meta.get(vi.name, {}).items():
@@ -574,6 +578,49 @@ class _Lowering:
             for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
                 del model.opset_import[i]
         model.ir_version = ir
+
+    def _two_bit(self) -> bool:
+        """A typed tensor or a plain one (initializer, Constant, declaration) of the model is stored in 2 bits."""
+        return any(q.storage in ("int2", "uint2") for q in self.types.values()) or bool(_two_bit_tensors(self.model))
+
+
+TWO_BIT = frozenset({TensorProto.INT2, TensorProto.UINT2})
+
+
+def _two_bit_tensors(model: ModelProto) -> list[str]:
+    """Names of the model's plain int2 / uint2 tensors (any graph), in model order."""
+    found: list[str] = []
+    for _, graph in iter_graphs(model):
+        found += [t.name for t in graph.initializer if t.data_type in TWO_BIT]
+        found += [n.output[0] for n in graph.node if n.op_type == "Constant" and n.output
+                  and any(a.name == "value" and a.t.data_type in TWO_BIT for a in n.attribute)]
+        for vi in (*graph.input, *graph.output, *graph.value_info):
+            if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type in TWO_BIT:
+                found.append(vi.name)
+    return list(dict.fromkeys(found))
+
+
+def _conversion_failure(model: ModelProto, current: int, opset: int, exc: Exception) -> str:
+    """What onnx's version converter could not convert, located, without its internal assertion text."""
+    head = f"cannot convert the model from opset {current} to opset {opset}, the opset lower writes"
+    op = m.group(1) if (m := re.search(r"operator '([A-Za-z0-9_]+)'", str(exc))) else None
+    for pointer, graph in iter_graphs(model):
+        for i, node in enumerate(graph.node):
+            if node.domain not in STANDARD_DOMAINS:
+                continue
+            if onnx.defs.has(node.op_type) and not _defined_at(node.op_type, opset):
+                return f"{head}: {node_label(node, i, pointer)} has no definition at opset {opset}"
+            if node.op_type == op:
+                return f"{head}: onnx's version converter cannot convert {node_label(node, i, pointer)}"
+    return f"{head}: onnx's version converter failed{f' on a {op} node' if op else ''}"
+
+
+def _defined_at(op_type: str, opset: int) -> bool:
+    try:
+        onnx.defs.get_schema(op_type, opset)
+    except onnx.defs.SchemaError:
+        return False
+    return True
 
 
 def _bfloat16_scaled(graph: onnx.GraphProto) -> list[str]:
@@ -602,7 +649,8 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     dtype = qtype.expressed_type.np_dtype
     scale, zp = qtype.scale[0], qtype.zero_point[0]
     assert qtype.storage_min is not None and qtype.storage_max is not None
-    return (np.asarray(scale * (qtype.storage_min - zp), dtype=dtype), np.asarray(scale * (qtype.storage_max - zp), dtype=dtype))
+    ends = sorted((scale * (qtype.storage_min - zp), scale * (qtype.storage_max - zp)))  # a negative scale swaps them
+    return np.asarray(ends[0], dtype=dtype), np.asarray(ends[1], dtype=dtype)
 
 
 def _bias_of(x: QType, w: QType) -> QType:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -228,9 +229,22 @@ def float_storage_problem(storage: StorageType, zero_points: Sequence[int], lo: 
 
 
 def scale_problem(scale: float) -> str | None:
-    """Why ``scale`` is not a valid scale (error), or None."""
-    if not math.isfinite(scale) or scale <= 0:
-        return f"scale {scale!r} must be finite and > 0"
+    """Why ``scale`` is not a valid scale (error), or None. A negative scale is valid here: where it may stand
+    is for the graph to say (proposal/spec/types.md#negative-scales, checker rules QT128 and QT409-QT411)."""
+    if not math.isfinite(scale) or scale == 0:
+        return f"scale {scale!r} must be finite and non-zero"
+    return None
+
+
+def negative_scale_problem(schema: Schema, scales: Sequence[float], zero_points: Sequence[int], lo: int) -> str | None:
+    """Why a negative scale contradicts the schema, or None: symmetric_with_unsigned's unsigned form (zero point
+    at ``lo``, storage_min) stands for non-negative reals, which a negative scale turns non-positive."""
+    if schema is not Schema.SYMMETRIC_WITH_UNSIGNED:
+        return None
+    for i, (scale, zero_point) in enumerate(zip(scales, zero_points)):
+        if scale < 0 and zero_point == lo:
+            return (f"scale[{i}] {scale!r} is negative in the unsigned form of schema symmetric_with_unsigned "
+                    f"(zero point {zero_point} = storage_min), which stands for non-negative reals only")
     return None
 
 
@@ -238,6 +252,7 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
     """Why ``scale`` is suspicious in ``expressed`` (warning), or None."""
     if scale_problem(scale):
         return None
+    scale = abs(scale)  # the sign is exact in every float type
     dtype = expressed.np_dtype
     with np.errstate(over="ignore"):  # beyond float16's range the cast gives inf, reported below
         stored = float(np.asarray(scale, dtype=np.float64).astype(dtype))
@@ -249,9 +264,9 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
 
 
 def _first_bad_scale(scales: Sequence[float]) -> float | None:
-    """The first scale that is not finite and > 0, or None (one vector step for any count)."""
+    """The first scale that is not finite and non-zero, or None (one vector step for any count)."""
     values = np.fromiter(scales, dtype=np.float64, count=len(scales))
-    bad = ~(np.isfinite(values) & (values > 0))
+    bad = ~(np.isfinite(values) & (values != 0))
     return scales[int(np.argmax(bad))] if bad.any() else None
 
 
@@ -756,6 +771,12 @@ class QType:
     def is_dynamic(self) -> bool:
         return not self.scale
 
+    @functools.cached_property
+    def has_negative_scale(self) -> bool:
+        """Some scale is negative: real values run against the stored integers' order in those slices
+        (cached: a blocked weight has millions of scales, and evaluators ask per node and run)."""
+        return bool(self.scale) and min(self.scale) < 0
+
     @property
     def granularity(self) -> str:
         if self.axis is None:
@@ -806,6 +827,8 @@ class QType:
             raise QTypeError("zero_point", zero_point_problem(bad_zp, lo, hi))
         if problem := schema_problem(self.schema, self.scale, self.zero_point, lo, hi, st):
             raise QTypeError("schema", problem)
+        if self.has_negative_scale and (problem := negative_scale_problem(self.schema, self.scale, self.zero_point, lo)):
+            raise QTypeError("scale", problem)
 
     def check_shape(self, shape: Sequence[int | None], tensor: str | None = None) -> None:
         """Raise QTypeError when the parameters do not fit ``shape``."""

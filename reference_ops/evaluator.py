@@ -374,6 +374,11 @@ class _TypedNode:
         if floats:  # integer kernels compute on integers: float8 / float4 values run the definition
             self._session.kernel_log[key] = f"definitional: {', '.join(floats)} storage has no integer kernel"
             return None
+        if any(t is not None and t.has_negative_scale for t in (*resolved, *self._out)):
+            # the kernels, like the integer kernels of hardware, take the stored order for the real order and
+            # multipliers >= 0; a negative scale (a weight, proposal/spec/types.md#negative-scales) breaks both
+            self._session.kernel_log[key] = "definitional: a negative scale"
+            return None
         ctx = KernelContext(self._node, self._inner, args, resolved, self._out, kwargs)
         try:
             outputs = self._kernel.run(ctx)

@@ -589,6 +589,50 @@ def _weight_data(low: int) -> Callable[[], onnx.ModelProto]:
     return lambda: conv_model(w_data=data, w_q=full_range)
 
 
+NEGATIVE_W = (0.02, -0.05, 0.01, -0.03)  # NNCF-style: each channel's sign puts its largest magnitude at -128
+
+
+def _negative_weight(consumer: str = "MatMul", scales: Sequence[float] = NEGATIVE_W, y_q: QType | None = None,
+                     **kw: object) -> onnx.ModelProto:
+    """An int8 weight w [3, 4], per-axis on axis 1, with negative scales, read by ``consumer``: MatMul (x [2, 3]
+    float, weight-only as NNCF writes it; ``y_q`` quantizes its output), Transpose then Gemm (transB), or an
+    operator on w itself (MaxPool, Relu) with a float output."""
+    rng = np.random.default_rng(11)
+    w_q = int8(f32(list(scales)), [0] * len(scales), axis=1, schema=kw.pop("schema", Schema.SYMMETRIC), **kw)
+    data = rng.integers(-127, 128, size=(3, 4)).astype(np.int8)
+    data[0] = -128  # the largest magnitude of every channel sits at storage_min
+    g = Graph("negative_weight").init("w", data, w_q)
+    if consumer == "MatMul":
+        g.input("x", (2, 3)).node("MatMul", ["x", "w"], ["y_q" if y_q else "y"], name="matmul")
+        if y_q:
+            g.value("y_q", (2, 4), y_q).dequantize("y_q", "y", y_q)
+        return g.output("y", (2, 4)).build()
+    if consumer == "Transpose":
+        g.input("x", (2, 3)).node("Transpose", ["w"], ["wt"], name="transpose", perm=[1, 0])
+        g.value("wt", (4, 3), w_q.replace(axis=0))
+        return g.node("Gemm", ["x", "wt"], ["y"], name="gemm", transB=1).output("y", (2, 4)).build()
+    g.node("Unsqueeze", ["w", "axes"], ["w4"], name="unsqueeze").init("axes", np.array([0], np.int64))
+    g.value("w4", (1, 3, 4), w_q.replace(axis=2))
+    g.node(consumer, ["w4"], ["y"], name=consumer.lower(), **({"kernel_shape": [2]} if consumer == "MaxPool" else {}))
+    return g.output("y", (1, 3, 3) if consumer == "MaxPool" else (1, 3, 4)).build()
+
+
+def _dequantized_constant(q: QType) -> onnx.ModelProto:
+    """A constant [2, 3] of type ``q`` read by a DequantizeLinear (a weight, in the smallest graph)."""
+    data = np.zeros((2, 3), q.storage_type.np_dtype)
+    return Graph("constant").init("q", data, q).dequantize("q", "y", q).output("y", (2, 3)).build()
+
+
+def _negative_activation(from_graph_input: bool) -> onnx.ModelProto:
+    """x -> QuantizeLinear -> x_q (scale -0.05) -> DQ -> y, or x_q a graph input."""
+    x_q = int8(f32(-0.05), 0)
+    if from_graph_input:
+        g = Graph("negative_input").input("x_q", (2, 3), x_q)
+    else:
+        g = Graph("negative_activation").input("x", (2, 3)).quantize("x", "x_q", x_q, (2, 3))
+    return g.dequantize("x_q", "y", x_q).output("y", (2, 3)).build()
+
+
 USER_SCHEMA_PROFILE = {
     "name": "symmetric-weights",
     "description": "weights must declare the symmetric schema",
@@ -615,8 +659,9 @@ def cases() -> list[Case]:
         # QT101
         _fire("QT101", "zero-scale", lambda: one_tensor(_per_axis([0.5, 0.0, 2.0])), f"{QF}/scale/1", "q"),
         _fire("QT101", "nan-scale", lambda: one_tensor(qmsg(scale=[float("nan")])), f"{QF}/scale/0", "q"),
-        _fire("QT101", "negative-scale", lambda: one_tensor(qmsg(scale=[-0.02])), f"{QF}/scale/0", "q"),
+        _fire("QT101", "negative-infinite-scale", lambda: one_tensor(qmsg(scale=[float("-inf")])), f"{QF}/scale/0", "q"),
         _miss("QT101", "positive-scales", lambda: one_tensor(_per_axis([0.5, 0.001, 2.0]))),
+        _miss("QT101", "negative-weight-scales", lambda: _negative_weight("MatMul")),
         # QT102
         _fire("QT102", "float16-inexact", lambda: one_tensor(qmsg(scale=[0.1], expressed=TensorProto.FLOAT16)),
               f"{QF}/scale/0", "q", message="nearest is 0.0999755859375"),
@@ -792,6 +837,12 @@ def cases() -> list[Case]:
         _fire("QT115", "version-3", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x03")), f"{QF}/version", "q",
               message="extension version 3"),
         _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),
+        # QT128
+        _fire("QT128", "uint8-unsigned-form", lambda: one_tensor(qmsg(
+            TensorProto.UINT8, [0.1, -0.1, 0.1], [128, 0, 0], axis=1, schema=pb.SYMMETRIC_WITH_UNSIGNED)),
+            f"{QF}/scale/1", "q", message="non-negative reals only"),
+        _miss("QT128", "uint8-symmetric-form", lambda: _dequantized_constant(QType(
+            "uint8", [0.125, -0.125, 0.125], [128, 128, 0], axis=1, schema=Schema.SYMMETRIC_WITH_UNSIGNED))),
         # QT201
         _fire("QT201", "inverted", lambda: one_tensor(int8(), statistics=stats(min=2.5, max=-2.4)), f"{SF}/min", "q"),
         _fire("QT201", "nan-max", lambda: one_tensor(int8(), statistics=stats(min=0.0, max=float("nan"))), f"{SF}/max",
@@ -988,6 +1039,24 @@ def cases() -> list[Case]:
               message="2^-32 <= M < 2^29"),
         _fire("QT408", "output-scale-tiny", lambda: conv_model(y_q=int8(1e-20, 0)), "/graph/node/1", node="conv"),
         _miss("QT408", "output-scale-0.05", lambda: conv_model(y_q=int8(0.05, 0))),
+        _miss("QT408", "negative-weight-scales", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), quiet=False),
+        # QT409
+        _fire("QT409", "maxpool", lambda: _negative_weight("MaxPool"), "/graph/node/1/input/0", "w4", "maxpool",
+              message="MaxPool is not indifferent"),
+        _fire("QT409", "relu", lambda: _negative_weight("Relu"), "/graph/node/1/input/0", "w4", "relu"),
+        _miss("QT409", "matmul", lambda: _negative_weight("MatMul")),
+        _miss("QT409", "transpose-gemm", lambda: _negative_weight("Transpose")),
+        # QT410
+        _fire("QT410", "graph-input", lambda: _negative_activation(True), f"{QF}/scale/0", "x_q",
+              message="fed to the graph at run time"),
+        _fire("QT410", "quantized-activation", lambda: _negative_activation(False),
+              "/graph/value_info/0/type/tensor_type/quantization/scale/0", "x_q",
+              message="computed by QuantizeLinear"),
+        _miss("QT410", "weight-and-its-transpose", lambda: _negative_weight("Transpose")),
+        # QT411
+        _fire("QT411", "quantized-output", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), "/graph/node/0/input/1",
+              "w", "matmul", message="requantization multiplier"),
+        _miss("QT411", "float-output", lambda: _negative_weight("MatMul")),
         # QT501
         _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
               profile="tflite-int8"),

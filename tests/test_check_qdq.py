@@ -66,7 +66,7 @@ def test_three_bad_activation_scales_are_three_findings(name):
     model = _model(name)
     quantizers = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
     scales = list(dict.fromkeys(n.input[1] for n in quantizers[1:]))[:3]
-    for scale, value in zip(scales, (0.0, np.nan, -0.5)):
+    for scale, value in zip(scales, (0.0, np.nan, -np.inf)):
         _set(model, scale, value)
     errors = _errors(model)
     assert sorted(d.location.tensor for d in errors) == sorted(scales)
@@ -74,6 +74,21 @@ def test_three_bad_activation_scales_are_three_findings(name):
     for d in errors:  # at the scale input of the QuantizeLinear that writes the tensor
         i = int(d.location.pointer.split("/")[3])
         assert model.graph.node[i].op_type == "QuantizeLinear" and d.location.pointer.endswith("/input/1")
+
+
+@pytest.mark.parametrize("name", ["cnn-qdq_u8_pertensor", "mlp-qdq_s8_perchannel"])
+def test_a_negative_activation_scale_is_qt410_at_its_quantizer(name):
+    """Negative scales are for weights (types.md#negative-scales): an activation's is QT410, at the scale input of
+    the QuantizeLinear that writes it; it is not a QT101 any more."""
+    model = _model(name)
+    quantizer = [n for n in model.graph.node if n.op_type == "QuantizeLinear"][1]
+    _set(model, quantizer.input[1], -0.5)
+    errors = _errors(model)
+    assert "QT101" not in {d.rule for d in errors}
+    first = next(d for d in errors if d.rule == "QT410")
+    i = int(first.location.pointer.split("/")[3])
+    assert model.graph.node[i] is quantizer or model.graph.node[i] == quantizer
+    assert first.location.pointer.endswith("/input/1") and first.location.tensor == quantizer.input[1]
 
 
 def test_a_clean_quantizer_model_has_no_errors_and_says_what_it_checked():
@@ -198,7 +213,7 @@ def test_notes_name_what_was_not_lifted():
 def test_cli_text_json_sarif_report_the_same_findings_without_touching_the_file(tmp_path, capsys):
     model = _model("cnn-qdq_u8_pertensor")
     quantizers = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
-    for n, value in zip(quantizers[1:4], (0.0, np.inf, -1.0)):
+    for n, value in zip(quantizers[1:4], (0.0, np.inf, np.nan)):
         _set(model, n.input[1], value)
     path = tmp_path / "q.onnx"
     onnx.save(model, path)
@@ -296,13 +311,13 @@ def test_a_zero_point_stored_outside_its_type_is_found_where_runtimes_read_it_wr
 
 
 def test_every_independent_fault_of_one_node_is_a_finding():
-    """A zero point stored outside its type does not hide a negative scale of the same DequantizeLinear."""
+    """A zero point stored outside its type does not hide a zero scale of the same DequantizeLinear."""
     model = _model("cnn-qdq_s8_perchannel")
     initializers = {t.name: t for t in model.graph.initializer}
     i, dq = next((i, n) for i, n in enumerate(model.graph.node) if n.op_type == "DequantizeLinear"
                  and initializers[n.input[2]].data_type == onnx.TensorProto.INT8 and initializers[n.input[1]].dims)
     scale = numpy_helper.to_array(initializers[dq.input[1]]).copy()
-    scale[0] = -1
+    scale[0] = 0
     _set(model, dq.input[1], scale)
     zp = next(t for t in model.graph.initializer if t.name == dq.input[2])
     values = numpy_helper.to_array(zp).astype(np.int32)
@@ -311,7 +326,7 @@ def test_every_independent_fault_of_one_node_is_a_finding():
                                  int32_data=values.tolist()))
     errors = {d.rule: d for d in _errors(model)}
     assert set(errors) == {"QT101", "QT103"}
-    assert errors["QT101"].location.pointer == f"/graph/node/{i}/input/1" and "-1" in errors["QT101"].message
+    assert errors["QT101"].location.pointer == f"/graph/node/{i}/input/1" and "scale 0.0" in errors["QT101"].message
     assert errors["QT103"].location.pointer == f"/graph/node/{i}/input/2" and "999" in errors["QT103"].message
     axis = next(a for a in dq.attribute if a.name == "axis")
     axis.i = 9  # a third, independent problem: the axis
@@ -350,7 +365,7 @@ def _branch_pointer(model: onnx.ModelProto, branch: str) -> str:
 
 
 def test_faults_inside_subgraphs_are_findings_located_in_the_subgraph(tmp_path, capsys):
-    model = _if_model(_branch("then", 0.0), _branch("else", -2.0))
+    model = _if_model(_branch("then", 0.0), _branch("else", float("-inf")))
     errors = _errors(model)
     assert [d.rule for d in errors] == ["QT101", "QT101"]
     then_, else_ = sorted(errors, key=lambda d: d.location.tensor != "then_scale")
@@ -360,7 +375,7 @@ def test_faults_inside_subgraphs_are_findings_located_in_the_subgraph(tmp_path, 
     assert then_.location.node == "then_quantize" and then_.location.tensor == "then_scale"
     assert [r.pointer for r in then_.related] == [f"{then_pointer}/node/1/input/1"]
     assert else_.location.pointer == f"{else_pointer}/node/0/input/1"
-    assert else_.location.tensor == "else_scale" and "-2" in else_.message and "/graph/node/0" not in else_.message
+    assert else_.location.tensor == "else_scale" and "-inf" in else_.message and "/graph/node/0" not in else_.message
     for d in errors:
         assert resolve(model, d.location.pointer) == d.location.tensor
     path = tmp_path / "if.onnx"

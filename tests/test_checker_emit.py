@@ -53,7 +53,7 @@ def test_json_report_follows_design(tmp_path, capsys):
         "location": {"pointer": "/graph/input/0/type/tensor_type/quantization/scale/1", "node": None, "tensor": "q"},
         "help": "onnx-qtypes rule QT101",
     }
-    assert "scale 0.0 must be finite and > 0" in qt101["message"]
+    assert "scale 0.0 must be finite and non-zero" in qt101["message"]
     assert by_rule["QT102"]["severity"] == "warning"  # 0.1 is not a float32 value
     assert doc["summary"] == {"errors": 2, "warnings": 1}
 

@@ -144,7 +144,7 @@ def _invalid_kinds(shape: tuple[int, ...], storage: int) -> dict[str, tuple[dict
         "scale_zero": ({"scale": [0.0]}, "QT101"),
         "scale_nan": ({"scale": [math.nan]}, "QT101"),
         "scale_inf": ({"scale": [math.inf]}, "QT101"),
-        "scale_negative": ({"scale": [-0.5]}, "QT101"),
+        "scale_negative_infinite": ({"scale": [-math.inf]}, "QT101"),
         "per_axis_scale_zero": ({**per_axis, "scale": [0.0] + [0.5] * (n - 1)}, "QT101"),
         "zero_point_out_of_range": ({"zero_point": [hi + 1]}, "QT103"),
         "implied_zero_point_out_of_range": ({"storage_max": -1}, "QT103"),  # none written means 0

@@ -71,7 +71,7 @@ INVALID = {
                                  "statistics.tensor: Statistics field 100 is not defined"),
     "zero-point-count": (dict(scale=[0.125] * 4, zero_point=[0], axis=0),
                          "zero_point: 4 scales need 4 zero points, found 1"),
-    "scale-zero": (dict(scale=[0.0]), "scale: scale 0.0 must be finite and > 0"),
+    "scale-zero": (dict(scale=[0.0]), "scale: scale 0.0 must be finite and non-zero"),
     "negative-axis": (dict(scale=[0.125] * 4, axis=-2), "axis: axis -2 must be >= 0"),
     "symmetric-zero-point": (dict(scale=[0.125], zero_point=[3], schema=pb.SYMMETRIC),
                              "schema symmetric requires every zero point to be 0, found 3"),

@@ -32,10 +32,11 @@ def test_storage_accepts_onnx_data_type_numbers():
     [
         ({"storage": "int64", "scale": 1.0}, "storage", "int64"),
         ({"storage": "int8", "scale": 1.0, "expressed": "int32"}, "expressed", "not a float type"),
-        ({"storage": "int8", "scale": 0.0}, "scale", "finite and > 0"),
-        ({"storage": "int8", "scale": -1.0}, "scale", "finite and > 0"),
-        ({"storage": "int8", "scale": math.nan}, "scale", "finite and > 0"),
-        ({"storage": "int8", "scale": math.inf}, "scale", "finite and > 0"),
+        ({"storage": "int8", "scale": 0.0}, "scale", "finite and non-zero"),
+        ({"storage": "int8", "scale": -1.0, "zero_point": -128, "schema": "symmetric_with_unsigned"}, "scale",
+         "non-negative reals only"),
+        ({"storage": "int8", "scale": math.nan}, "scale", "finite and non-zero"),
+        ({"storage": "int8", "scale": math.inf}, "scale", "finite and non-zero"),
         ({"storage": "uint8", "scale": 1.0, "zero_point": 300}, "zero_point", "outside the storage range [0, 255]"),
         ({"storage": "int4", "scale": 1.0, "zero_point": 9}, "zero_point", "[-8, 7]"),
         ({"storage": "int8", "scale": 1.0, "zero_point": 1.5}, "zero_point", "expected integers"),
@@ -279,7 +280,7 @@ def test_from_proto_equals_the_general_constructor(msg, with_stats):
 
 def test_replace_validates_unless_told_not_to():
     bad = QType("int8", 0.0, validate=False)
-    with pytest.raises(QTypeError, match="finite and > 0"):
+    with pytest.raises(QTypeError, match="finite and non-zero"):
         bad.replace(zero_point=(1,))
     kept = bad.replace(zero_point=(1,), validate=False)
     assert kept.scale == (0.0,) and kept.zero_point == (1,)
@@ -452,3 +453,14 @@ def test_unknown_schema_values_and_fields_are_named_and_read_strictly_by_read_qt
 def test_bool_zero_points_are_refused():
     with pytest.raises(QTypeError, match="QType.zero_point: expected integers, got True"):
         QType("int8", [0.5, 0.5], [0, True], axis=0)
+
+
+def test_negative_scales_are_valid_and_flagged():
+    """NNCF's symmetric weight compression writes them (types.md#negative-scales): valid, in every form but one."""
+    weight = QType("int8", [0.02, -0.5], [0, 0], axis=1, schema="symmetric")
+    assert weight.has_negative_scale and not QType("int8", [0.02, 0.5], axis=1).has_negative_scale
+    assert QType.from_proto(weight.to_proto()) == weight
+    assert QType("int8", -0.25, 3).has_negative_scale  # per-tensor, asymmetric: well defined too
+    assert QType("int8", -0.25, 0, schema="symmetric_with_unsigned").has_negative_scale  # its symmetric form
+    with pytest.raises(QTypeError, match="non-negative reals only"):  # its unsigned form: reals >= 0
+        QType("uint8", [0.1, -0.1], [128, 0], axis=0, schema="symmetric_with_unsigned")

@@ -320,7 +320,7 @@ def test_invalid_types_in_the_model_are_named():
     bad = QType("int8", 1.0, 0).to_proto()
     bad.scale[0] = 0.0
     write_qtype(model.graph.output[0], QType.from_proto(bad, validate=False))
-    with pytest.raises(EvaluationError, match=r"tensor 'y'.*scale 0.0 must be finite and > 0"):
+    with pytest.raises(EvaluationError, match=r"tensor 'y'.*scale 0.0 must be finite and non-zero"):
         ReferenceEvaluator(model)
 
 

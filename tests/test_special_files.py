@@ -229,7 +229,7 @@ _FIXED = '"fixed_output": {"Softmax": [{"storage": "%s", "scale": %s, "zero_poin
 @pytest.mark.parametrize(("body", "expected"), [
     (_FIXED % ("int8", "0.5", "500"),
      "$.fixed_output.Softmax[0].zero_point: zero point 500 is outside the storage range [-128, 127]"),
-    (_FIXED % ("int8", "1e400", "0"), "$.fixed_output.Softmax[0].scale: scale inf must be finite and > 0"),
+    (_FIXED % ("int8", "1e400", "0"), "$.fixed_output.Softmax[0].scale: scale inf must be finite and non-zero"),
     (_FIXED % ("int8", "0.5", "99999999999999999999999"), ("$.fixed_output.Softmax[0].zero_point: zero point "
      "99999999999999999999999 is outside the storage range [-128, 127]")),
     (_FIXED % ("uint4", "0.5", "16"),

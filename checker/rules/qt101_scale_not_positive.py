@@ -1,25 +1,29 @@
-"""A scale is zero, negative, infinite or NaN.
+"""A scale is zero, infinite or NaN.
 
 ## What it checks
-Every scale of a quantized type is finite and greater than 0.
+Every scale of a quantized type is finite and non-zero. (The slug, kept
+as ids and slugs are never renamed, dates from when every negative scale was
+refused too; negative scales are now valid where QT128 and QT409-QT411
+allow them.)
 
 ## Why
 A value means `real = scale * (q - zero_point)`. A zero scale maps every
-stored integer to 0, a negative one mirrors the data, and NaN or infinity
-poison every result. Today `onnx.checker` accepts all of them, and runtimes
-disagree on what they compute: with scale 0, onnx.reference returns 0 while
-onnxruntime saturates to 0 or 255.
+stored integer to 0, and NaN or infinity poison every result. Today
+`onnx.checker` accepts all of them, and runtimes disagree on what they
+compute: with scale 0, onnx.reference returns 0 while onnxruntime saturates
+to 0 or 255.
 
 ## Invalid example
 `int8:float32<scale 0.0, zero_point 0>`, or a per-axis type with scales
-`[0.02, -0.5, nan]`.
+`[0.02, inf, nan]`.
 
 ## Valid example
-`int8:float32<scale 0.02, zero_point 0>`.
+`int8:float32<scale 0.02, zero_point 0>`; also a per-axis weight with
+scales `[0.02, -0.5]`, as NNCF's symmetric weight compression writes it.
 
 ## Fix
 Recalibrate the tensor. A channel whose values are all zero still needs a
-positive scale (any one works, e.g. 1.0); do not store 0.
+non-zero scale (any one works, e.g. 1.0); do not store 0.
 """
 
 from __future__ import annotations
@@ -40,11 +44,11 @@ from onnx_qtypes.proto.qtype import scale_problem
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
     with np.errstate(invalid="ignore"):
-        suspect = ~(np.isfinite(cols.scales) & (cols.scales > 0))  # screen every scale at once
+        suspect = ~(np.isfinite(cols.scales) & (cols.scales != 0))  # screen every scale at once
     for decl in cols.owners(suspect):
         scales = np.asarray(decl.qtype.scale, np.float64)
         with np.errstate(invalid="ignore"):
-            flagged = ~(np.isfinite(scales) & (scales > 0))  # scale_problem's test, on every scale of the type
+            flagged = ~(np.isfinite(scales) & (scales != 0))  # scale_problem's test, on every scale of the type
         if found := summarize_flagged(flagged, decl.qtype.scale, _problem, "scales"):
             index, message = found
             yield Finding(decl_location(decl, "quantization", "scale", index), message)

@@ -52,14 +52,14 @@ def check(ctx: Context) -> Iterator[Finding]:
             mine = cols.per_scale([e is not None and e.np_dtype == dtype for e in expressed], bool)
             values = cols.scales[mine]
             rounded = values.astype(dtype).astype(np.float64)
-            suspect[mine] = (rounded != values) | (values < _smallest_normal(dtype))
+            suspect[mine] = (rounded != values) | (np.abs(values) < _smallest_normal(dtype))
         for decl in cols.owners(suspect):
             kind = EXPRESSED_TYPES[decl.qtype.expressed]
             scales = np.asarray(decl.qtype.scale, np.float64)
             rounded = scales.astype(kind.np_dtype).astype(np.float64)
             # scale_warning's test on every scale of the type: a valid scale (else QT101's) that rounds or is subnormal
-            inexact = (rounded != scales) | (scales < _smallest_normal(kind.np_dtype))
-            flagged = np.isfinite(scales) & (scales > 0) & inexact
+            inexact = (rounded != scales) | (np.abs(scales) < _smallest_normal(kind.np_dtype))
+            flagged = np.isfinite(scales) & (scales != 0) & inexact
             if found := summarize_flagged(flagged, decl.qtype.scale, functools.partial(_warning, kind=kind), "scales"):
                 index, message = found
                 yield Finding(decl_location(decl, "quantization", "scale", index), message)

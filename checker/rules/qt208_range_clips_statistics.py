@@ -52,7 +52,7 @@ def _well_formed(qt: QType) -> bool:
         return False
     scales, zero_points = np.asarray(qt.scale, np.float64), np.asarray(qt.zero_point, np.int64)
     with np.errstate(invalid="ignore"):  # scale_problem's and zero_point_problem's tests, every pair at once
-        valid = np.isfinite(scales) & (scales > 0) & (zero_points >= qt.storage_min) & (zero_points <= qt.storage_max)
+        valid = np.isfinite(scales) & (scales != 0) & (zero_points >= qt.storage_min) & (zero_points <= qt.storage_max)
     return bool(valid.all())
 
 
@@ -61,8 +61,8 @@ def _ranges(qt: QType) -> np.ndarray:
     pairs = len(qt.scale)
     bounds = np.tile(np.array([qt.storage_min, qt.storage_max], dtype=np.int64), (pairs, 1))
     per_row = derived(qt, axis=0 if pairs > 1 else None, block_size=None)
-    real = dequantize(bounds, per_row)
-    half = np.asarray(qt.scale)[:, None] / 2
+    real = np.sort(dequantize(bounds, per_row), axis=1)  # a negative scale maps storage_max to the lower end
+    half = np.abs(np.asarray(qt.scale))[:, None] / 2
     return real + np.hstack([-half, half])
 
 

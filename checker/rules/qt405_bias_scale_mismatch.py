@@ -4,8 +4,9 @@
 For a Conv, ConvTranspose or Gemm whose input, weight and bias have static
 types with matching granularity (QT406), every bias scale equals the input
 scale times the weight scale of the same output channel, within a relative
-tolerance of 1e-6: `|b - x*w| <= 1e-6 * min(b, x*w)`, the product taken in
-double precision. Only per-tensor inputs are compared.
+tolerance of 1e-6: `|b - x*w| <= 1e-6 * min(|b|, |x*w|)`, the product taken
+in double precision (so a negative weight scale needs a negative bias scale).
+Only per-tensor inputs are compared.
 
 ## Why
 The bias is added to the accumulator, whose unit is `x_scale * w_scale[c]`.
@@ -59,9 +60,14 @@ def _screen(uses: list[BiasUse]) -> list[BiasUse]:
     weight = np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, total)
     product = np.repeat(np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses)), counts) * weight
     with np.errstate(over="ignore", invalid="ignore"):  # half the tolerance: channels near it get the exact test
-        tolerance = RELATIVE_TOLERANCE / 2 * np.minimum(bias, product)
-        differ = ~((bias > 0) & (product > 0)) | (np.abs(bias - product) > tolerance)
+        tolerance = RELATIVE_TOLERANCE / 2 * np.minimum(np.abs(bias), np.abs(product))
+        differ = ~_same_sign(bias, product) | (np.abs(bias - product) > tolerance)
     return [uses[i] for i in np.unique(np.repeat(np.arange(len(uses)), counts)[differ])]
+
+
+def _same_sign(bias: np.ndarray, product: np.ndarray) -> np.ndarray:
+    """Both non-zero with one sign: a negative weight scale (types.md#negative-scales) makes its bias scale negative."""
+    return (bias != 0) & (np.sign(bias) == np.sign(product))
 
 
 @rule("QT405", "bias-scale-mismatch", "error")
@@ -70,8 +76,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         b, x, w = use.qtype, use.x, use.w
         bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one
-            bad = np.flatnonzero(~((bias > 0) & (product > 0))
-                                 | (np.abs(bias - product) > RELATIVE_TOLERANCE * np.minimum(bias, product)))
+            bad = np.flatnonzero(~_same_sign(bias, product) | (np.abs(bias - product)
+                                 > RELATIVE_TOLERANCE * np.minimum(np.abs(bias), np.abs(product))))
         if len(bad):
             c = int(bad[0])
             bs, product = b.scale[c], x.scale[0] * w.scale[c]

@@ -7,7 +7,8 @@ output types, each output channel's requantization multiplier
 do (`reference_ops/fixed_point.py`: a 31-bit multiplier and a right shift,
 `M ~= m * 2^-shift`), and the shift must lie in `[2, 62]` — TOSA RESCALE's
 range, and the range in which TFLite's single-rounding path keeps every bit.
-That is `2^-32 <= M < 2^29`.
+That is `2^-32 <= |M| < 2^29`: a negative weight scale makes `M` negative,
+and its sign is QT411's concern, its magnitude this rule's.
 
 ## Why
 Outside that range the parameters cannot be what the producer meant: below
@@ -66,9 +67,10 @@ def _screen(uses: list[Weighted]) -> list[Weighted]:
     if not uses:
         return []
     counts = [len(u.w.scale) for u in uses]
-    weight = np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, sum(counts))
-    x = np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses))
-    y = np.fromiter((u.y.scale[0] for u in uses), np.float64, len(uses))
+    # magnitudes: a negative scale's sign is a negation of the accumulator, QT411's business
+    weight = np.abs(np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, sum(counts)))
+    x = np.abs(np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses)))
+    y = np.abs(np.fromiter((u.y.scale[0] for u in uses), np.float64, len(uses)))
     owner = np.repeat(np.arange(len(uses)), counts)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         starts = np.cumsum([0] + counts[:-1])
@@ -82,12 +84,12 @@ def _screen(uses: list[Weighted]) -> list[Weighted]:
 @rule("QT408", "requantization-multiplier-out-of-range", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref, x, w, y in _screen([u for u in weighted(ctx) if _per_tensor_around(u)]):
-        scales = (x.scale[0], *w.scale, y.scale[0])
-        if not all(0.0 < s < math.inf for s in scales):
+        x_scale, w_scales, y_scale = abs(x.scale[0]), np.abs(np.asarray(w.scale, dtype=np.float64)), abs(y.scale[0])
+        if not (0.0 < x_scale < math.inf and 0.0 < y_scale < math.inf and np.all((0.0 < w_scales) & (w_scales < math.inf))):
             continue  # QT101
-        if SAFE[0] < x.scale[0] * min(w.scale) / y.scale[0] and x.scale[0] * max(w.scale) / y.scale[0] < SAFE[1]:
+        reals = x_scale * w_scales / y_scale
+        if SAFE[0] < reals.min() and reals.max() < SAFE[1]:
             continue  # well inside the range: no need for the exact fixed-point form
-        reals = x.scale[0] * np.asarray(w.scale, dtype=np.float64) / y.scale[0]
         multipliers, shifts = quantize_multipliers(reals)
         # quantize_multipliers caps the shift at 62 by shrinking the multiplier: a short multiplier means "too small"
         clipped = multipliers < (1 << (MULTIPLIER_BITS - 1))
