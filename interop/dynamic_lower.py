@@ -1,0 +1,117 @@
+"""Write a dynamic type back in standard ONNX: the nodes that choose its parameters at run time.
+
+A dynamic type's parameters are ``dynamic_parameters`` of the real values it
+quantizes (semantics.md §3). uint8 ASYMMETRIC per tensor in float32 over
+the full range is exactly ``DynamicQuantizeLinear``; every other per-tensor
+ASYMMETRIC or SYMMETRIC type is the same pseudocode written out in standard
+operators, each rounding to the expressed type as the spec says::
+
+    rmin = Min(ReduceMin(x), 0);  rmax = Max(ReduceMax(x), 0)
+    r     = rmax - rmin                   (ASYMMETRIC)   |  Max(-rmin, rmax)  (SYMMETRIC)
+    scale = Max(Where(r == 0, 1, r) / (qmax - qmin | qsym), smallest subnormal)
+    zero_point = Cast(Round(Clip(qmin - rmin / scale, qmin, qmax)))   (ASYMMETRIC)  |  0
+    y = QuantizeLinear(x, scale, zero_point)      (+ Clip on the integers for a narrowed range)
+
+``Round`` rounds half to even, as ``round_half_to_even`` does, and
+QuantizeLinear rounds and saturates as ``quantize`` does. Per-axis and
+blocked dynamic types, the power-of-2 schemas (no exact ceil(log2) in
+standard operators) and SYMMETRIC_WITH_UNSIGNED are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+from onnx import NodeProto, TensorProto, helper, numpy_helper
+
+from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.proto.qtype import QType, Schema
+
+CLIP_STORAGE = ("int8", "uint8", "int16", "uint16")  # integer types Clip takes at opset 21
+
+
+@dataclasses.dataclass
+class DynamicNodes:
+    nodes: list[NodeProto]
+    initializers: list[TensorProto]
+    scale: str
+    zero_point: str
+
+
+def is_dynamic_quantize_linear_type(qtype: QType) -> bool:
+    """The one dynamic type DynamicQuantizeLinear computes: uint8 asymmetric, per tensor, float32, full range."""
+    st = qtype.storage_type
+    return (qtype.is_dynamic and qtype.storage == "uint8" and qtype.schema is Schema.ASYMMETRIC and qtype.axis is None
+            and qtype.expressed == "float32" and (qtype.storage_min, qtype.storage_max) == (st.min, st.max))
+
+
+def unsupported(qtype: QType) -> str | None:
+    """Why the dynamic ``qtype`` has no standard form here, or None."""
+    if qtype.axis is not None:
+        return f"a {qtype.granularity} dynamic type (only per-tensor dynamic types lower)"
+    if qtype.schema not in (Schema.ASYMMETRIC, Schema.SYMMETRIC):
+        return f"a dynamic {qtype.schema.name} type (only ASYMMETRIC and SYMMETRIC dynamic types lower)"
+    if qtype.storage in ("int2", "uint2", "int32"):
+        return f"a dynamic {qtype.storage} type"
+    st = qtype.storage_type
+    if (qtype.storage_min, qtype.storage_max) != (st.min, st.max) and qtype.storage not in CLIP_STORAGE:
+        return f"a narrowed storage range on a dynamic {qtype.storage} type (Clip takes no {qtype.storage})"
+    return None
+
+
+def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], node_name: Callable[[str], str],
+                     tensor: str) -> DynamicNodes:
+    """Nodes quantizing float ``x`` into ``y`` with the parameters ``dynamic_parameters`` chooses for ``qtype``."""
+    if is_dynamic_quantize_linear_type(qtype):
+        scale, zp = fresh(f"{tensor}_scale"), fresh(f"{tensor}_zero_point")
+        node = helper.make_node("DynamicQuantizeLinear", [x], [y, scale, zp], name=node_name(f"{tensor}_DynamicQuantizeLinear"))
+        return DynamicNodes([node], [], scale, zp)
+    reason = unsupported(qtype)
+    if reason:
+        raise LowerError(f"tensor {tensor!r}: {reason} has no standard form")
+    ftype = qtype.expressed_type.np_dtype
+    lo, hi = qtype.storage_min, qtype.storage_max
+    nodes: list[NodeProto] = []
+    inits: list[TensorProto] = []
+
+    def const(value, dtype, what: str) -> str:
+        tensor_proto = numpy_helper.from_array(np.asarray(value, dtype=dtype), fresh(f"{tensor}_{what}"))
+        inits.append(tensor_proto)
+        return tensor_proto.name
+
+    def op(op_type: str, inputs: list[str], what: str, **attrs) -> str:
+        out = fresh(f"{tensor}_{what}")
+        nodes.append(helper.make_node(op_type, inputs, [out], name=node_name(f"{tensor}_{what}"), **attrs))
+        return out
+
+    zero, one = const(0, ftype, "zero"), const(1, ftype, "one")
+    rmin = op("Min", [op("ReduceMin", [x], "min", keepdims=0), zero], "rmin")
+    rmax = op("Max", [op("ReduceMax", [x], "max", keepdims=0), zero], "rmax")
+    if qtype.schema is Schema.ASYMMETRIC:
+        span, steps = op("Sub", [rmax, rmin], "range"), hi - lo
+    else:
+        span, steps = op("Max", [op("Neg", [rmin], "neg_rmin"), rmax], "amax"), (min(-lo, hi) if lo < 0 else hi)
+    nonempty = op("Where", [op("Equal", [span, zero], "empty"), one, span], "nonempty")
+    tiny = const(ml_dtypes.finfo(ftype).smallest_subnormal, ftype, "smallest")
+    scale = op("Max", [op("Div", [nonempty, const(steps, ftype, "steps")], "scale_raw"), tiny], "scale")
+    storage = qtype.storage_type
+    if qtype.schema is Schema.ASYMMETRIC:
+        qmin, qmax = const(lo, ftype, "qmin"), const(hi, ftype, "qmax")
+        initial = op("Sub", [qmin, op("Div", [rmin, scale], "rmin_steps")], "zero_point_real")
+        rounded = op("Round", [op("Clip", [initial, qmin, qmax], "zero_point_clipped")], "zero_point_rounded")
+        zp = op("Cast", [rounded], "zero_point", to=storage.data_type)
+    else:
+        zp = const(0, storage.np_dtype, "zero_point")
+    if (lo, hi) == (storage.min, storage.max):
+        nodes.append(helper.make_node("QuantizeLinear", [x, scale, zp], [y], name=node_name(f"{tensor}_QuantizeLinear")))
+    else:  # QuantizeLinear saturates at the storage type's range; the narrowed range clips the integers
+        full = op("QuantizeLinear", [x, scale, zp], "full_range")
+        low, high = const(lo, storage.np_dtype, "storage_min"), const(hi, storage.np_dtype, "storage_max")
+        nodes.append(helper.make_node("Clip", [full, low, high], [y], name=node_name(f"{tensor}_storage_range")))
+    return DynamicNodes(nodes, inits, scale, zp)
+
+
+__all__ = ["DynamicNodes", "dynamic_quantize", "is_dynamic_quantize_linear_type", "unsupported"]
