@@ -370,8 +370,8 @@ class _Lowering:
             self.params[tensor] = operands
         elif self._parameters(tensor) != operands:
             raise LowerError(
-                f"{node_label(node, i)} dequantizes dynamic tensor {tensor!r} with {operands}, not with the parameters "
-                f"its producer chose {self._parameters(tensor)}; lower cannot show they are equal"
+                f"{node_label(node, i)} dequantizes {tensor!r}, of dynamic type {self.types[tensor]}, with {operands}, "
+                f"not with the parameters its producer chose {self._parameters(tensor)}; lower cannot show they are equal"
             )
 
     # -- QOperator ------------------------------------------------------------------------------------------
