@@ -24,6 +24,8 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt118_parameter_reference_shared,
     qt119_elem_type_not_marker,
     qt120_expressed_type_too_narrow,
+    qt125_dynamic_quantize_linear_type_mismatch,
+    qt126_dynamic_type_on_constant,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
     qt203_stats_std_invalid,
