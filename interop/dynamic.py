@@ -44,6 +44,7 @@ class DynamicLift:
     boundaries: set[str] = dataclasses.field(default_factory=set)  # outputs of the DynamicQuantizeLinear nodes kept
     parameters: set[str] = dataclasses.field(default_factory=set)  # weight scale / zero-point tensors no longer read
     lifted: int = 0  # integer operators replaced
+    dequantize_removed: int = 0  # DequantizeLinear nodes reading a DynamicQuantizeLinear, now read through its type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,12 +143,18 @@ def _consistent(ix: GraphIndex, matches: list[_Match]) -> list[_Match]:
 
 def lift_dynamic(model: ModelProto) -> DynamicLift:
     """Rewrite every dynamic-quantization pattern of the main graph in place; the types to declare."""
+    found = DynamicLift()
+    _lift_integer_ops(model, found)
+    _lift_dequantized(model, found)
+    return found
+
+
+def _lift_integer_ops(model: ModelProto, found: DynamicLift) -> None:
     graph = model.graph
     ix = GraphIndex(graph, infer(model))
     matches = _consistent(ix, [m for i, n in enumerate(ix.nodes) if (m := _match(ix, i, n)) is not None])
-    found = DynamicLift()
     if not matches:
-        return found
+        return
     replaced: dict[int, NodeProto] = {}
     dropped: set[int] = set()
     products = {}
@@ -166,17 +173,60 @@ def lift_dynamic(model: ModelProto) -> DynamicLift:
     for k, readers in products.items():  # the scale product goes when only lifted nodes read it
         if {c for c, _ in ix.consumers.get(ix.nodes[k].output[0], [])} <= readers:
             dropped.add(k)
-    nodes = [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped]
+    _replace(graph, [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped])
+    _declare_float_results(graph, ix, [ix.nodes[m.scaled].output[0] for m in matches])
+    found.lifted += len(matches)
+
+
+def _lift_dequantized(model: ModelProto, found: DynamicLift) -> None:
+    """``y, s, z = DynamicQuantizeLinear(x)`` read only by ``DequantizeLinear(y, s, z)`` (what ``lower`` writes):
+    ``y`` is typed dynamic and its readers read it directly; a DequantizeLinear writing a graph output stays."""
+    graph = model.graph
+    ix = GraphIndex(graph, infer(model))
+    dropped: dict[int, str] = {}  # DequantizeLinear index -> the typed tensor its readers read instead
+    for node in ix.nodes:
+        if node.op_type != "DynamicQuantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.output) != 3:
+            continue
+        y = node.output[0]
+        if y in found.types or y in ix.output_set or y in ix.outer_refs or not ix.consumers.get(y):
+            continue
+        readers = [c for c, _ in ix.consumers[y]]
+        if not all(_dequantizes(ix.nodes[c], node) for c in readers):
+            continue
+        found.types[y] = ACTIVATION
+        found.boundaries.add(y)
+        dropped.update((c, y) for c in readers if ix.nodes[c].output[0] not in ix.output_set | ix.outer_refs)
+    if not dropped:
+        return
+    renamed = {ix.nodes[c].output[0]: y for c, y in dropped.items()}
+    readers = {r for c in dropped for r, _ in ix.consumers.get(ix.nodes[c].output[0], [])}
+    nodes = []
+    for i, node in enumerate(ix.nodes):
+        if i in dropped:
+            continue
+        for j, name in enumerate(node.input):
+            node.input[j] = renamed.get(name, name)
+        nodes.append(node)
+    _replace(graph, nodes)
+    _declare_float_results(graph, ix, [o for r in sorted(readers) for o in ix.nodes[r].output
+                                       if o and ix.elem_type(o) == TensorProto.FLOAT])
+    found.dequantize_removed += len(dropped)
+
+
+def _dequantizes(node: NodeProto, dql: NodeProto) -> bool:
+    """``node`` is DequantizeLinear(y, y_scale, y_zero_point) of ``dql``'s outputs, per tensor."""
+    return (node.op_type == "DequantizeLinear" and node.domain in STANDARD_DOMAINS
+            and list(node.input) == list(dql.output) and not any(a.name == "block_size" and a.i for a in node.attribute))
+
+
+def _replace(graph: GraphProto, nodes: list[NodeProto]) -> None:
     copies = []
-    for n in nodes:
+    for n in nodes:  # copy first: the list holds the graph's own elements
         copy = NodeProto()
         copy.CopyFrom(n)
         copies.append(copy)
     del graph.node[:]
     graph.node.extend(copies)
-    _declare_float_results(graph, ix, [ix.nodes[m.scaled].output[0] for m in matches])
-    found.lifted = len(matches)
-    return found
 
 
 def _declare_float_results(graph: GraphProto, ix: GraphIndex, names: list[str]) -> None:

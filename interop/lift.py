@@ -172,7 +172,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     result.typed_tensors = len(types)
     source_nodes = folded.removed - expanded.invented
     result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
-    result.removed_dequantize = len(source_nodes) - result.removed_quantize
+    result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + dynamic.lifted
     result.statistics = len(targets)
     return result

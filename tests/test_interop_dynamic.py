@@ -95,6 +95,20 @@ def test_lowered_dynamic_model_runs_in_onnxruntime_like_the_reference(name, lift
         np.testing.assert_allclose(have, want, rtol=0, atol=bound)
 
 
+@pytest.mark.parametrize("name", ["mlp-dyn_s8", "cnn-dyn_u8_perchannel", "conv-dyn_s8"])
+def test_lift_of_the_lowered_model_gives_the_typed_model_back(name, lifted):
+    typed = lifted[name]
+    again = lift_model(lower_model(typed).model)
+    assert again.warnings == []
+    assert [(n.op_type, list(n.input)) for n in again.model.graph.node] == [(n.op_type, list(n.input)) for n in typed.graph.node]
+    for node in typed.graph.node:
+        for tensor in node.input:
+            assert get_qtype(again.model, tensor) == get_qtype(typed, tensor), tensor
+    feeds = dynamic_feeds(name)
+    for a, b in zip(ReferenceEvaluator(again.model).run(None, feeds), ReferenceEvaluator(typed).run(None, feeds)):
+        assert np.array_equal(a, b)
+
+
 def test_a_dynamic_activation_also_read_as_integers_is_left_as_it_was():
     model = dynamic_models()["matmul-dyn_s8"]
     dql = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear")
