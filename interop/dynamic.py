@@ -96,13 +96,8 @@ def _match(ix: GraphIndex, i: int, node: NodeProto) -> _Match | None:
     a, b = node.input[0], node.input[1]
     a_zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
     b_zp = node.input[3] if len(node.input) > 3 and node.input[3] else None
-    d = ix.producer.get(a)
-    if d is None:
-        return None
-    dql = ix.nodes[d]
-    if dql.op_type != "DynamicQuantizeLinear" or dql.domain not in STANDARD_DOMAINS or len(dql.output) != 3:
-        return None
-    if dql.output[0] != a or a_zp != dql.output[2] or ix.elem_type(dql.input[0]) not in (TensorProto.FLOAT, None):
+    dql = _dynamic_source(ix, a, a_zp)
+    if dql is None:
         return None
     c = _only_reader(ix, node.output[0])
     if c is None:
@@ -122,10 +117,26 @@ def _match(ix: GraphIndex, i: int, node: NodeProto) -> _Match | None:
     if len(factors) != 2 or dql.output[1] not in factors:
         return None
     w_scale = factors[1] if factors[0] == dql.output[1] else factors[0]
+    b_dql = _dynamic_source(ix, b, b_zp) if node.op_type == "MatMulInteger" else None
+    if b_dql is not None:  # both operands quantized at run time (quantize_dynamic's MatMulConstBOnly=False)
+        return _Match(i, c, m, k, a, b, ACTIVATION, ()) if w_scale == b_dql.output[1] else None
     qtype = _weight_type(ix, node.op_type, b, w_scale, b_zp)
     if qtype is None:
         return None
     return _Match(i, c, m, k, a, b, qtype, tuple(n for n in (w_scale, b_zp) if n))
+
+
+def _dynamic_source(ix: GraphIndex, name: str, zero_point: str | None) -> NodeProto | None:
+    """The DynamicQuantizeLinear writing ``name`` whose zero-point output is ``zero_point``, or None."""
+    d = ix.producer.get(name)
+    if d is None:
+        return None
+    dql = ix.nodes[d]
+    if dql.op_type != "DynamicQuantizeLinear" or dql.domain not in STANDARD_DOMAINS or len(dql.output) != 3:
+        return None
+    if dql.output[0] != name or zero_point != dql.output[2] or ix.elem_type(dql.input[0]) not in (TensorProto.FLOAT, None):
+        return None
+    return dql
 
 
 def _consistent(ix: GraphIndex, matches: list[_Match]) -> list[_Match]:
@@ -168,7 +179,7 @@ def _lift_integer_ops(model: ModelProto, found: DynamicLift) -> None:
         products.setdefault(m.product, set()).add(m.scaled)
         found.types[m.activation] = ACTIVATION
         found.types[m.weight] = m.weight_type
-        found.boundaries.add(m.activation)
+        found.boundaries.update(t for t in (m.activation, m.weight) if found.types[t] is ACTIVATION)
         found.parameters.update(m.parameters)
     for k, readers in products.items():  # the scale product goes when only lifted nodes read it
         if {c for c, _ in ix.consumers.get(ix.nodes[k].output[0], [])} <= readers:

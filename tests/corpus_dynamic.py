@@ -3,7 +3,8 @@
 ``quantize_dynamic`` has one output form (QOperator: DynamicQuantizeLinear,
 MatMulInteger / ConvInteger and the Cast / Mul glue; activations are always
 uint8). Each float model is quantized with int8 and uint8 weights, per tensor
-and per channel, so that tests see what the tool writes. Nothing is downloaded.
+and per channel (and the attention block with MatMuls of two activations), so
+that tests see what the tool writes. Nothing is downloaded.
 
 - ``dynamic_models() -> dict[str, onnx.ModelProto]``: keyed ``"<model>-dyn_<s8|u8>[_perchannel]"``, fresh copies.
 - ``dynamic_feeds(name) -> dict[str, np.ndarray]``: a deterministic input.
@@ -19,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from tests.corpus import _model, _quiet, _samples, _seed, _weights, cnn, mlp
+from tests.corpus import _model, _quiet, _samples, _seed, _weights, attention, cnn, mlp
 
 
 def matmul() -> onnx.ModelProto:
@@ -49,12 +50,15 @@ def conv() -> onnx.ModelProto:
                   [_weights(rng, "w", [4, 3, 3, 3]), _weights(rng, "b", [4], 0.1)])
 
 
-FLOAT_MODELS = {"matmul": matmul, "gemm": gemm, "conv": conv, "mlp": mlp, "cnn": cnn}
+FLOAT_MODELS = {"matmul": matmul, "gemm": gemm, "conv": conv, "mlp": mlp, "cnn": cnn, "attention": attention}
+# setting -> (quantize_dynamic options, the models it applies to; None: all)
 SETTINGS = {
-    "dyn_s8": dict(weight_type="QInt8"),
-    "dyn_u8": dict(weight_type="QUInt8"),
-    "dyn_s8_perchannel": dict(weight_type="QInt8", per_channel=True),
-    "dyn_u8_perchannel": dict(weight_type="QUInt8", per_channel=True),
+    "dyn_s8": (dict(weight_type="QInt8"), None),
+    "dyn_u8": (dict(weight_type="QUInt8"), None),
+    "dyn_s8_perchannel": (dict(weight_type="QInt8", per_channel=True), None),
+    "dyn_u8_perchannel": (dict(weight_type="QUInt8", per_channel=True), None),
+    # every MatMul, also of two activations (Q.K^T, attention.V): both operands quantized at run time
+    "dyn_s8_activations": (dict(weight_type="QInt8", extra_options={"MatMulConstBOnly": False}), ("attention",)),
 }
 
 
@@ -65,7 +69,9 @@ def _built() -> dict[str, bytes]:
     out = {}
     with tempfile.TemporaryDirectory(prefix="onnx-qtypes-dynamic-") as folder:
         for model_name, make in FLOAT_MODELS.items():
-            for setting, kwargs in SETTINGS.items():
+            for setting, (kwargs, applies_to) in SETTINGS.items():
+                if applies_to is not None and model_name not in applies_to:
+                    continue
                 path = os.path.join(folder, f"{model_name}-{setting}.onnx")
                 options = dict(kwargs, weight_type=QuantType[kwargs["weight_type"]])
                 with _quiet():
