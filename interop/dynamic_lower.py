@@ -12,10 +12,11 @@ operators, each rounding to the expressed type as the spec says::
     zero_point = Cast(Round(Clip(qmin - rmin / scale, qmin, qmax)))   (ASYMMETRIC)  |  0
     y = QuantizeLinear(x, scale, zero_point)      (+ Clip on the integers for a narrowed range)
 
-``Round`` rounds half to even, as ``round_half_to_even`` does, and
-QuantizeLinear rounds and saturates as ``quantize`` does. Per-axis and
-blocked dynamic types, the power-of-2 schemas (no exact ceil(log2) in
-standard operators) and SYMMETRIC_WITH_UNSIGNED are refused.
+SYMMETRIC_WITH_UNSIGNED picks between its unsigned and symmetric forms with
+``Where(rmin < 0, ...)``. ``Round`` rounds half to even, as
+``round_half_to_even`` does, and QuantizeLinear rounds and saturates as
+``quantize`` does. Per-axis and blocked dynamic types and the power-of-2
+schemas (no exact ceil(log2) in standard operators) are refused.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.proto.qtype import QType, Schema
+from onnx_qtypes.proto.qtype import QType, Schema, symmetric_with_unsigned_zero_points
 
 CLIP_STORAGE = ("int8", "uint8", "int16", "uint16")  # integer types Clip takes at opset 21
 
@@ -52,8 +53,8 @@ def unsupported(qtype: QType) -> str | None:
     """Why the dynamic ``qtype`` has no standard form here, or None."""
     if qtype.axis is not None:
         return f"a {qtype.granularity} dynamic type (only per-tensor dynamic types lower)"
-    if qtype.schema not in (Schema.ASYMMETRIC, Schema.SYMMETRIC):
-        return f"a dynamic {qtype.schema.name} type (only ASYMMETRIC and SYMMETRIC dynamic types lower)"
+    if qtype.schema.pow2:
+        return f"a dynamic {qtype.schema.name} type (standard operators have no exact ceil(log2))"
     if qtype.storage in ("int2", "uint2", "int32"):
         return f"a dynamic {qtype.storage} type"
     st = qtype.storage_type
@@ -90,20 +91,34 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
     zero, one = const(0, ftype, "zero"), const(1, ftype, "one")
     rmin = op("Min", [op("ReduceMin", [x], "min", keepdims=0), zero], "rmin")
     rmax = op("Max", [op("ReduceMax", [x], "max", keepdims=0), zero], "rmax")
-    if qtype.schema is Schema.ASYMMETRIC:
-        span, steps = op("Sub", [rmax, rmin], "range"), hi - lo
-    else:
-        span, steps = op("Max", [op("Neg", [rmin], "neg_rmin"), rmax], "amax"), (min(-lo, hi) if lo < 0 else hi)
-    nonempty = op("Where", [op("Equal", [span, zero], "empty"), one, span], "nonempty")
-    tiny = const(ml_dtypes.finfo(ftype).smallest_subnormal, ftype, "smallest")
-    scale = op("Max", [op("Div", [nonempty, const(steps, ftype, "steps")], "scale_raw"), tiny], "scale")
+    def scale_of(span: str, steps: int, what: str) -> str:  # nonempty(span) / steps
+        nonempty = op("Where", [op("Equal", [span, zero], f"{what}_empty"), one, span], f"{what}_nonempty")
+        return op("Div", [nonempty, const(steps, ftype, f"{what}_steps")], f"{what}_scale")
+
     storage = qtype.storage_type
+    amax = None if qtype.schema is Schema.ASYMMETRIC else op("Max", [op("Neg", [rmin], "neg_rmin"), rmax], "amax")
+    zp = None
+    if qtype.schema is Schema.ASYMMETRIC:
+        raw = scale_of(op("Sub", [rmax, rmin], "range"), hi - lo, "range")
+    elif qtype.schema is Schema.SYMMETRIC:
+        raw = scale_of(amax, min(-lo, hi) if lo < 0 else hi, "amax")
+    else:  # SYMMETRIC_WITH_UNSIGNED: the unsigned form unless a value is negative and the midpoint fits the range
+        mid, bottom = symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)
+        raw = scale_of(rmax, hi - lo, "unsigned")
+        zp = const(bottom, storage.np_dtype, "zero_point_unsigned")
+        if lo <= mid < hi:
+            negative = op("Less", [rmin, zero], "negative")
+            signed = scale_of(amax, min(mid - lo, hi - mid) if lo < mid else hi - mid, "signed")
+            raw = op("Where", [negative, signed, raw], "scale_raw")
+            zp = op("Where", [negative, const(mid, storage.np_dtype, "zero_point_signed"), zp], "zero_point")
+    tiny = const(ml_dtypes.finfo(ftype).smallest_subnormal, ftype, "smallest")
+    scale = op("Max", [raw, tiny], "scale")
     if qtype.schema is Schema.ASYMMETRIC:
         qmin, qmax = const(lo, ftype, "qmin"), const(hi, ftype, "qmax")
         initial = op("Sub", [qmin, op("Div", [rmin, scale], "rmin_steps")], "zero_point_real")
         rounded = op("Round", [op("Clip", [initial, qmin, qmax], "zero_point_clipped")], "zero_point_rounded")
         zp = op("Cast", [rounded], "zero_point", to=storage.data_type)
-    else:
+    elif zp is None:
         zp = const(0, storage.np_dtype, "zero_point")
     if (lo, hi) == (storage.min, storage.max):
         nodes.append(helper.make_node("QuantizeLinear", [x, scale, zp], [y], name=node_name(f"{tensor}_QuantizeLinear")))

@@ -191,6 +191,10 @@ DYNAMIC_TYPES = [
     QType("uint8", storage_min=3, storage_max=250),
     QType("uint8", expressed="float16"),
     QType("int8", schema="symmetric", expressed="float16"),
+    QType("uint8", schema="symmetric_with_unsigned"),
+    QType("int8", schema="symmetric_with_unsigned"),
+    QType("int8", schema="symmetric_with_unsigned", storage_min=-127),
+    QType("uint8", schema="symmetric_with_unsigned", storage_min=130),
 ]
 
 
@@ -233,7 +237,7 @@ def test_dynamic_output_of_zeros_has_the_same_integers_as_dynamic_quantize_linea
 @pytest.mark.parametrize("qtype, message", [
     (QType("int8", axis=0), "per-axis dynamic type"),
     (QType("int8", schema="symmetric_pow2_scale"), "SYMMETRIC_POW2_SCALE"),
-    (QType("uint8", schema="symmetric_with_unsigned"), "SYMMETRIC_WITH_UNSIGNED"),
+    (QType("uint8", schema="asymmetric_pow2_scale"), "ASYMMETRIC_POW2_SCALE"),
 ])
 def test_dynamic_types_without_a_standard_form_are_refused(qtype, message):
     with pytest.raises(LowerError, match=message):
