@@ -15,8 +15,9 @@ operators, each rounding to the expressed type as the spec says::
 SYMMETRIC_WITH_UNSIGNED picks between its unsigned and symmetric forms with
 ``Where(rmin < 0, ...)``. ``Round`` rounds half to even, as
 ``round_half_to_even`` does, and QuantizeLinear rounds and saturates as
-``quantize`` does. Per-axis and blocked dynamic types and the power-of-2
-schemas (no exact ceil(log2) in standard operators) are refused.
+``quantize`` does. The power-of-2 schemas round the scale up with
+``Pow(2, Ceil(Log(s) / Log(2)))``, corrected by one exact halving or
+doubling. Per-axis and blocked dynamic types are refused.
 """
 
 from __future__ import annotations
@@ -53,8 +54,6 @@ def unsupported(qtype: QType) -> str | None:
     """Why the dynamic ``qtype`` has no standard form here, or None."""
     if qtype.axis is not None:
         return f"a {qtype.granularity} dynamic type (only per-tensor dynamic types lower)"
-    if qtype.schema.pow2:
-        return f"a dynamic {qtype.schema.name} type (standard operators have no exact ceil(log2))"
     if qtype.storage in ("int2", "uint2", "int32"):
         return f"a dynamic {qtype.storage} type"
     st = qtype.storage_type
@@ -79,7 +78,12 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
     inits: list[TensorProto] = []
 
     def const(value, dtype, what: str) -> str:
-        tensor_proto = numpy_helper.from_array(np.asarray(value, dtype=dtype), fresh(f"{tensor}_{what}"))
+        with np.errstate(over="ignore"):
+            array = np.asarray(value, dtype=dtype)
+        if array.dtype.kind == "f" and not np.isfinite(array):
+            raise LowerError(f"tensor {tensor!r}: {value} is not a {qtype.expressed} value, so the dynamic "
+                             f"parameters of {qtype} cannot be computed in {qtype.expressed}")
+        tensor_proto = numpy_helper.from_array(array, fresh(f"{tensor}_{what}"))
         inits.append(tensor_proto)
         return tensor_proto.name
 
@@ -96,11 +100,12 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
         return op("Div", [nonempty, const(steps, ftype, f"{what}_steps")], f"{what}_scale")
 
     storage = qtype.storage_type
-    amax = None if qtype.schema is Schema.ASYMMETRIC else op("Max", [op("Neg", [rmin], "neg_rmin"), rmax], "amax")
+    asymmetric = qtype.schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE)
+    amax = None if asymmetric else op("Max", [op("Neg", [rmin], "neg_rmin"), rmax], "amax")
     zp = None
-    if qtype.schema is Schema.ASYMMETRIC:
+    if asymmetric:
         raw = scale_of(op("Sub", [rmax, rmin], "range"), hi - lo, "range")
-    elif qtype.schema is Schema.SYMMETRIC:
+    elif qtype.schema in (Schema.SYMMETRIC, Schema.SYMMETRIC_POW2_SCALE):
         raw = scale_of(amax, min(-lo, hi) if lo < 0 else hi, "amax")
     else:  # SYMMETRIC_WITH_UNSIGNED: the unsigned form unless a value is negative and the midpoint fits the range
         mid, bottom = symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)
@@ -111,9 +116,11 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
             signed = scale_of(amax, min(mid - lo, hi - mid) if lo < mid else hi - mid, "signed")
             raw = op("Where", [negative, signed, raw], "scale_raw")
             zp = op("Where", [negative, const(mid, storage.np_dtype, "zero_point_signed"), zp], "zero_point")
+    if qtype.schema.pow2:
+        raw = _pow2_ceiling(raw, const, op, ftype)
     tiny = const(ml_dtypes.finfo(ftype).smallest_subnormal, ftype, "smallest")
     scale = op("Max", [raw, tiny], "scale")
-    if qtype.schema is Schema.ASYMMETRIC:
+    if asymmetric:
         qmin, qmax = const(lo, ftype, "qmin"), const(hi, ftype, "qmax")
         initial = op("Sub", [qmin, op("Div", [rmin, scale], "rmin_steps")], "zero_point_real")
         rounded = op("Round", [op("Clip", [initial, qmin, qmax], "zero_point_clipped")], "zero_point_rounded")
@@ -127,6 +134,18 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
         low, high = const(lo, storage.np_dtype, "storage_min"), const(hi, storage.np_dtype, "storage_max")
         nodes.append(helper.make_node("Clip", [full, low, high], [y], name=node_name(f"{tensor}_storage_range")))
     return DynamicNodes(nodes, inits, scale, zp)
+
+
+def _pow2_ceiling(s: str, const, op, ftype) -> str:
+    """The smallest power of two >= s (s >= 0): 2^ceil(log(s) / log(2)), then corrected by one halving or
+    doubling (both exact) where the logarithm's rounding missed, so the result is exact."""
+    two, half = const(2, ftype, "two"), const(0.5, ftype, "half")
+    exponent = op("Ceil", [op("Div", [op("Log", [s], "log"), op("Log", [two], "log2")], "log2_scale")], "exponent")
+    guess = op("Pow", [two, exponent], "pow2_guess")
+    lower = op("Mul", [guess, half], "pow2_lower")
+    guess = op("Where", [op("GreaterOrEqual", [lower, s], "pow2_too_big"), lower, guess], "pow2_down")
+    doubled = op("Mul", [guess, two], "pow2_doubled")
+    return op("Where", [op("Less", [guess, s], "pow2_too_small"), doubled, guess], "pow2_scale")
 
 
 __all__ = ["DynamicNodes", "dynamic_quantize", "is_dynamic_quantize_linear_type", "unsupported"]

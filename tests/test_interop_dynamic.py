@@ -195,6 +195,9 @@ DYNAMIC_TYPES = [
     QType("int8", schema="symmetric_with_unsigned"),
     QType("int8", schema="symmetric_with_unsigned", storage_min=-127),
     QType("uint8", schema="symmetric_with_unsigned", storage_min=130),
+    QType("int8", schema="symmetric_pow2_scale"),
+    QType("uint8", schema="asymmetric_pow2_scale"),
+    QType("int8", schema="asymmetric_pow2_scale", expressed="float16"),
 ]
 
 
@@ -236,8 +239,8 @@ def test_dynamic_output_of_zeros_has_the_same_integers_as_dynamic_quantize_linea
 
 @pytest.mark.parametrize("qtype, message", [
     (QType("int8", axis=0), "per-axis dynamic type"),
-    (QType("int8", schema="symmetric_pow2_scale"), "SYMMETRIC_POW2_SCALE"),
-    (QType("uint8", schema="asymmetric_pow2_scale"), "ASYMMETRIC_POW2_SCALE"),
+    (QType("int32"), "int32"),
+    (QType("int16", expressed="float16"), "65535 is not a float16 value"),
 ])
 def test_dynamic_types_without_a_standard_form_are_refused(qtype, message):
     with pytest.raises(LowerError, match=message):
@@ -258,3 +261,20 @@ def test_a_static_type_on_dynamic_quantize_linear_is_refused():
     set_qtype(typed, dql.output[0], QType("int8"))
     with pytest.raises(LowerError, match="DynamicQuantizeLinear computes dynamic uint8"):
         lower_model(typed)
+
+
+@pytest.mark.parametrize("qtype, steps", [(QType("int8", schema="symmetric_pow2_scale"), 127),
+                                          (QType("uint8", schema="asymmetric_pow2_scale"), 255)], ids=str)
+@pytest.mark.parametrize("exponent", [-20, -3, 0, 5])
+def test_pow2_scales_are_exact_at_powers_of_two(qtype, steps, exponent):
+    """A range of exactly steps * 2^k must give scale 2^k, where a rounded log2 would give 2^(k+1)."""
+    model = _dynamic_output_model(qtype)
+    lowered = lower_model(model).model
+    _, scale, _ = _parameters_of(lowered)
+    lowered.graph.output.append(helper.make_empty_tensor_value_info(scale))
+    for nudge in (1.0, 1.0 + 2.0**-20, 1.0 - 2.0**-20):
+        x = np.zeros((3, 5), np.float32)
+        x[0, 0] = -np.float32(steps * 2.0**exponent * nudge)  # h = Neg(x) has range [0, steps * 2^k * nudge]
+        got = float(run_onnxruntime(lowered, {"x": x}, optimize=False)[scale])
+        assert got == ReferenceEvaluator(model).run(["h"], {"x": x})[0].qtype.scale[0]
+        assert got == 2.0 ** (exponent + (nudge > 1))
