@@ -25,6 +25,7 @@ import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata, qonnx
+from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
@@ -148,18 +149,20 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     result.warnings.extend(contrib.warnings)
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
+    dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
     ix = GraphIndex(graph, infer(model))
     rec = recognise(ix, tolerant)
     result.problems = (contrib.problems if tolerant else []) + rec.problems
-    result.warnings.extend(rec.warnings)
+    kept = tuple(f"{label}:" for label in owned(ix, dynamic))
+    result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
     result.warnings.extend(_subgraph_warnings(model))
-    if not rec.types:
+    if not rec.types and not dynamic.types:
         if not result.warnings:
             result.notes.append("the model has no quantization; it lifts to itself")
         _attach_float_statistics(graph, stats, result)
         return result
     expanded = expand(ix, rec)
-    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds
+    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
     _replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
@@ -168,7 +171,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     _replace_nodes(graph, folded.nodes)
 
     final = GraphIndex(graph)
-    types = {name: qtype for name, qtype in folded.types.items() if name in final.tensor_names()}
+    types = {name: qtype for name, qtype in {**dynamic.types, **folded.types}.items() if name in final.tensor_names()}
     types = _restore_declared(types, folded, declared, result)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
     _declare(graph, final, work, types, folded, targets)
@@ -178,8 +181,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     result.typed_tensors = len(types)
     source_nodes = {i for i in folded.removed - expanded.invented if not from_contrib_op(work.nodes[i])}
     result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
-    result.removed_dequantize = len(source_nodes) - result.removed_quantize
-    result.qoperator_nodes = expanded.qlinear + contrib.unfused
+    result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
+    result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
     return result
 

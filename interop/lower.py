@@ -40,6 +40,7 @@ import onnx
 from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, node_label
 from onnx_qtypes.interop.matmul_nbits import fuse
@@ -152,10 +153,6 @@ def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | N
                     f"({decl.pointer}); give every declaration the same type ({CHECK_HINT})"
                 )
             continue
-        if qtype.is_dynamic:
-            raise LowerError(
-                f"tensor {decl.name!r}: a dynamic type (no scale) has no QuantizeLinear/DequantizeLinear form"
-            )
         types[decl.name], first[decl.name] = qtype, decl.pointer
     for init in model.graph.initializer:
         shapes.setdefault(init.name, tuple(init.dims))
@@ -260,6 +257,9 @@ class _Lowering:
     def _parameters(self, name: str) -> tuple[str, str | None]:
         if name not in self.params:
             qtype = self.types[name]
+            if qtype.is_dynamic:  # the producer chooses them at run time; a graph input or constant has none
+                raise LowerError(f"tensor {name!r}: a dynamic type (no scale) on a graph input or constant has no "
+                                 "standard form: nothing in the model computes its parameters")
             scale, zp = parameter_tensors(
                 qtype, self.ix.shape(name), name,
                 self.names.fresh(f"{name}_scale"), self.names.fresh(f"{name}_zero_point"),
@@ -298,6 +298,13 @@ class _Lowering:
                 f"{node_label(self.ix.nodes[producer], producer)} computes int32 tensor {name!r}; QuantizeLinear "
                 "cannot write int32, so only int32 constants (biases) have a standard form"
             )
+        if qtype.is_dynamic:  # parameters chosen from the result (semantics.md #dynamic-binding)
+            found = dynamic_quantize(float_name, self.integer_name[name], qtype, self.names.fresh, self.node_names.fresh,
+                                     name)
+            self.nodes.extend(found.nodes)
+            self.initializers.extend(found.initializers)
+            self.params[name] = (found.scale, found.zero_point)
+            return
         scale, zp = self._parameters(name)
         if self._narrowed(name):
             float_name = self._clip_to_range(float_name, name, qtype)
@@ -330,6 +337,8 @@ class _Lowering:
     # -- boundary nodes ---------------------------------------------------------------------------------
     def _boundary(self, i: int) -> bool:
         node = self.ix.nodes[i]
+        if node.op_type == "DynamicQuantizeLinear" and node.domain in STANDARD_DOMAINS and node.output[0] in self.types:
+            return True
         return (is_quantize(node) and node.output[0] in self.types) or (
             is_dequantize(node) and node.input[0] in self.types
         )
@@ -340,8 +349,17 @@ class _Lowering:
         return node.op_type == "Constant" and node.domain in STANDARD_DOMAINS
 
     def _check_boundary(self, i: int, node: NodeProto) -> None:
+        if node.op_type == "DynamicQuantizeLinear":  # its parameters are its other two outputs
+            if not is_dynamic_quantize_linear_type(self.types[node.output[0]]):
+                raise LowerError(f"{node_label(node, i)} writes {node.output[0]!r} typed {self.types[node.output[0]]}; "
+                                 "DynamicQuantizeLinear computes dynamic uint8 ASYMMETRIC per-tensor float32 values only")
+            self.params[node.output[0]] = (node.output[1], node.output[2])
+            return
         tensor = node.output[0] if is_quantize(node) else node.input[0]
         qtype = self.types[tensor]
+        if qtype.is_dynamic:
+            self._check_dynamic_boundary(i, node, tensor)
+            return
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
         try:
@@ -360,6 +378,17 @@ class _Lowering:
                 "a boundary QuantizeLinear/DequantizeLinear must use the type's parameters"
             )
 
+    def _check_dynamic_boundary(self, i: int, node: NodeProto, tensor: str) -> None:
+        """A QuantizeLinear binds a dynamic type to its operands; a DequantizeLinear must read those same tensors."""
+        operands = (node.input[1], node.input[2] if len(node.input) > 2 and node.input[2] else None)
+        if is_quantize(node):
+            self.params[tensor] = operands
+        elif self._parameters(tensor) != operands:
+            raise LowerError(
+                f"{node_label(node, i)} dequantizes {tensor!r}, of dynamic type {self.types[tensor]}, with {operands}, "
+                f"not with the parameters its producer chose {self._parameters(tensor)}; lower cannot show they are equal"
+            )
+
     # -- QOperator ------------------------------------------------------------------------------------------
     def _runs_on_integers(self, i: int, node: NodeProto) -> bool:
         if self.form != "qoperator" or node.domain not in STANDARD_DOMAINS:
@@ -367,7 +396,7 @@ class _Lowering:
         if node.op_type in ("Conv", "MatMul"):
             return self._qlinear_reason(node) is None
         linked = links(node)
-        if not linked or not all(n in self.types for n in linked):
+        if not linked or not all(n in self.types and not self.types[n].is_dynamic for n in linked):
             return False
         kinds = {self.types[n] for n in linked}
         if len(kinds) != 1:
@@ -382,6 +411,8 @@ class _Lowering:
         if len(data) < 2 or not node.output or not all(n in self.types for n in (*data, node.output[0])):
             return "not quantized on every side"
         x, w, y = (self.types[n] for n in (*data, node.output[0]))
+        if any(q.is_dynamic for q in (x, w, y)):
+            return "a dynamic type (QLinear ops take constant parameters)"
         for qtype in (x, w, y):
             if qtype.storage not in QLINEAR_STORAGE:
                 return "QLinear ops take int8 / uint8"

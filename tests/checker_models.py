@@ -394,6 +394,13 @@ QF = f"{IN}/quantization"
 SF = f"{IN}/statistics/tensor"
 
 
+def _dynamic_quantize_linear(x_q: QType, w_q: QType = QType("int8", 0.5, 0)) -> onnx.ModelProto:
+    """x_q = DynamicQuantizeLinear(x); y = MatMul(x_q, w) with x_q and w declared as given."""
+    return (Graph().input("x", (1, 2)).node("DynamicQuantizeLinear", ["x"], ["x_q", "x_s", "x_z"], name="dql")
+            .value("x_q", (1, 2), x_q).init("w", np.array([[1, -2], [3, 4]], np.int8), w_q)
+            .node("MatMul", ["x_q", "w"], ["y"], name="mm").output("y", (1, 2)).build())
+
+
 def _fire(rule: str, id: str, build: Callable, pointer: str, tensor: str | None = None, node: str | None = None,
           profile: str | dict | None = None, message: str | None = None) -> Case:
     return Case(rule, id, build, True, pointer, tensor, node, profile, message=message)
@@ -780,6 +787,21 @@ def cases() -> list[Case]:
         _fire("QT113", "dynamic-with-zero-point", lambda: one_tensor(qmsg(TensorProto.UINT8, [], [128])),
               f"{QF}/zero_point", "q"),
         _miss("QT113", "dynamic", lambda: one_tensor(qmsg(TensorProto.UINT8, []))),
+        # QT125
+        _fire("QT125", "static-parameters", lambda: _dynamic_quantize_linear(QType("uint8", 0.5, 3)),
+              "/graph/node/0/output/0", "x_q", "dql", message="static parameters"),
+        _fire("QT125", "symmetric", lambda: _dynamic_quantize_linear(QType("uint8", schema="symmetric")),
+              "/graph/node/0/output/0", "x_q", "dql", message="SYMMETRIC"),
+        _fire("QT125", "narrowed-range", lambda: _dynamic_quantize_linear(QType("uint8", storage_max=254)),
+              "/graph/node/0/output/0", "x_q", "dql", message="[0, 254]"),
+        _miss("QT125", "dynamic-uint8-asymmetric", lambda: _dynamic_quantize_linear(QType("uint8"))),
+        # QT126
+        _fire("QT126", "dynamic-weight", lambda: _dynamic_quantize_linear(QType("uint8"), w_q=QType("int8")),
+              "/graph/value_info/1/type/tensor_type/quantization", "w", message="constant 'w'"),
+        _miss("QT126", "static-weight", lambda: _dynamic_quantize_linear(QType("uint8"), w_q=QType("int8", 0.5, 0))),
+        _miss("QT126", "dynamic-computed", lambda: Graph().input("x", (2,)).node("Relu", ["x"], ["r"], name="relu")
+              .value("r", (2,), QType("uint8")).node("Identity", ["r"], ["y"], name="identity").output("y", (2,), QType("uint8"))
+              .build()),
         # QT119
         _fire("QT119", "int8-marker", lambda: one_tensor(qmsg(scale=[0.1]), marker=TensorProto.INT8), f"{IN}/elem_type",
               "q"),

@@ -68,9 +68,10 @@ def test_lift_warnings_and_notes(tmp_path, capsys):
     dynamic = helper.make_model(
         helper.make_graph(
             [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"], name="dyn"),
-             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="back")],
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="back"),
+             helper.make_node("Cast", ["q"], ["n"], name="peek", to=TensorProto.FLOAT)],  # q read as integers
             "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("n", TensorProto.FLOAT, [2])]),
         opset_imports=[helper.make_opsetid("", 21)], ir_version=10,
     )
     onnx.save(dynamic, tmp_path / "dynamic.onnx")

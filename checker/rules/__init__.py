@@ -28,6 +28,8 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt122_float_storage_range_set,
     qt123_float_quantize_not_saturating,
     qt124_float_storage_constant_not_finite,
+    qt125_dynamic_quantize_linear_type_mismatch,
+    qt126_dynamic_type_on_constant,
     qt128_negative_scale_unsigned_form,
     qt201_stats_min_max_invalid,
     qt202_stats_mean_outside_range,
