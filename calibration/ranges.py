@@ -49,7 +49,9 @@ def choose_range(acc: TensorAccumulator, method: str, *, symmetric: bool, levels
         tail = (100.0 - percentile) / 200.0
         return max(lo, quantile(hist.counts, hist.edges, tail)), min(hi, quantile(hist.counts, hist.edges, 1.0 - tail))
     if method == "entropy":
-        target = max(levels // 2, 1)
+        # the levels the range [0, t] gets: all of them for an asymmetric type of non-negative values (a Relu
+        # output), half for values of both signs (or a symmetric type, whose range is [-t, t])
+        target = max(levels if (lo >= 0 and not symmetric) else levels // 2, 1)
         counts, edges = absolute(hist, kl_bins(acc.count, target, hist.bins))
         t = kl_threshold(counts, edges, target)
         return max(lo, -t), min(hi, t)

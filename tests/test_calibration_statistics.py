@@ -152,3 +152,19 @@ def test_progress_shows_on_a_terminal_only():
     terminal = _Terminal(True)
     calibrate_model(cnn(), _samples(3), stats_only=True, progress=progress_bar(3, terminal))
     assert terminal.text.endswith("3/3\n") and "1/3" in terminal.text
+
+
+def test_entropy_gives_a_non_negative_asymmetric_tensor_all_its_levels():
+    """A Relu output quantized uint8 asymmetric spends all 256 levels on [0, t], a signed or symmetric type 128 on
+    each side: the KL search must compare against that many bins, so it clips the non-negative tensor less."""
+    from onnx_qtypes.calibration.ranges import choose_range
+
+    rng = np.random.default_rng(3)
+    acc = TensorAccumulator(axis=None)
+    for _ in range(20):
+        acc.add(np.abs(rng.standard_t(4, size=(1, 4096))))  # heavy-tailed, non-negative: KL clips its tail
+    lo_a, hi_a = choose_range(acc, "entropy", symmetric=False, levels=256)
+    lo_s, hi_s = choose_range(acc, "entropy", symmetric=True, levels=256)
+    top, bottom = float(acc.whole.max[0]), float(acc.whole.min[0])
+    assert lo_a == lo_s == bottom
+    assert hi_s < hi_a <= top  # both clip; the one with twice the levels on [0, t] keeps more of the tail
