@@ -7,8 +7,10 @@
   splits them.
 - ``entropy``: TensorRT's KL-divergence threshold, the one onnxruntime's
   Entropy calibrator follows: over the histogram of |x|, the threshold ``t``
-  whose clipped distribution, merged into as many bins as the quantized type
-  has levels on one side of zero, loses the least information (KL(P||Q)).
+  whose clipped distribution, merged into as many bins as ``[0, t]`` gets
+  levels (all of them for an asymmetric type of non-negative values, half for
+  values of both signs or a symmetric type), loses the least information
+  (KL(P||Q)).
   The range is ``[-t, t]`` cut to the observed extremes, so a tensor with no
   negative values keeps its whole storage range for positive ones.
 - ``mse``: the range whose quantize-dequantize round trip, with the
