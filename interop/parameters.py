@@ -26,6 +26,7 @@ from onnx_qtypes.proto.qtype import (
     EXPRESSED_BY_DATA_TYPE,
     STORAGE_BY_DATA_TYPE,
     QType,
+    Schema,
     block_count,
     scale_problem,
     stored_outside_type,
@@ -162,6 +163,8 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
         return None
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
     kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any(zp_values):
+        kwargs["schema"] = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
     if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
         kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
                       zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)

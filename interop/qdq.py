@@ -13,7 +13,7 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.proto.qtype import QType, parameter_shape
+from onnx_qtypes.proto.qtype import QType, Schema, parameter_shape
 
 
 def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor: str) -> tuple[np.ndarray, np.ndarray]:
@@ -39,14 +39,34 @@ def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor:
     return stored.reshape(target), zero_point.reshape(target)
 
 
+def microscaling(qtype: QType) -> bool:
+    """An OCP MX type: float storage, blocked, SYMMETRIC_POW2_SCALE, every scale 2^k with -127 <= k <= 127. Its
+    scales are written as FLOAT8E8M0 (exponent + 127 in one byte), the layout MX kernels read (types.md#microscaling)."""
+    if not (qtype.storage_type.is_float and qtype.block_size is not None and qtype.scale
+            and qtype.schema is Schema.SYMMETRIC_POW2_SCALE):
+        return False
+    mantissa, exponent = np.frexp(np.asarray(qtype.scale, dtype=np.float64))
+    return bool(np.all(mantissa == 0.5) and np.all((exponent - 1 >= -127) & (exponent - 1 <= 127)))
+
+
+def _e8m0(scale: np.ndarray, name: str) -> TensorProto:
+    exponent = np.frexp(scale.astype(np.float64))[1] - 1  # scale = 2^exponent exactly (microscaling checked it)
+    tensor = TensorProto(name=name, data_type=TensorProto.FLOAT8E8M0, dims=list(scale.shape))
+    tensor.raw_data = (exponent + 127).astype(np.uint8).tobytes()
+    return tensor
+
+
 def parameter_tensors(
     qtype: QType, shape: tuple[int | None, ...] | None, tensor: str, scale_name: str, zero_point_name: str
 ) -> tuple[TensorProto, TensorProto | None]:
-    """Initializers for the parameters; no zero point for int32 with all zeros (DequantizeLinear's rule)."""
+    """Initializers for the parameters; no zero point for int32 with all zeros (DequantizeLinear's rule); E8M0
+    scales for a microscaling type."""
     scale, zero_point = parameter_arrays(qtype, shape, tensor)
     zp = numpy_helper.from_array(zero_point, zero_point_name)
     if qtype.storage == "int32" and not np.any(zero_point):
         zp = None
+    if microscaling(qtype):
+        return _e8m0(scale, scale_name), zp
     return numpy_helper.from_array(scale, scale_name), zp
 
 
@@ -69,4 +89,7 @@ def quantize_node(x: str, y: str, scale: str, zero_point: str | None, qtype: QTy
 
 def dequantize_node(x: str, y: str, scale: str, zero_point: str | None, qtype: QType, name: str) -> NodeProto:
     inputs = [x, scale] + ([zero_point] if zero_point else [])
-    return helper.make_node("DequantizeLinear", inputs, [y], name=name, **_attributes(qtype))
+    attrs = _attributes(qtype)
+    if microscaling(qtype):  # E8M0 scales: the float output's type is not the scale's, so it is named
+        attrs["output_dtype"] = qtype.expressed_type.data_type
+    return helper.make_node("DequantizeLinear", inputs, [y], name=name, **attrs)

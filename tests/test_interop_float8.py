@@ -190,3 +190,36 @@ def test_a_profile_can_name_float8_storage():
              for name in ("matmul-e4m3fn", "matmul-e5m2")}
     assert "QT501" not in fired["matmul-e4m3fn"]
     assert "QT501" in fired["matmul-e5m2"]
+
+
+def test_a_typed_microscaling_weight_lowers_to_e8m0_block_scales():
+    """Where lower writes the parameters itself, a float-storage blocked type with power-of-two scales
+    (SYMMETRIC_POW2_SCALE) gets FLOAT8E8M0 scales and a DequantizeLinear that names its output type."""
+    import ml_dtypes
+    from reference_models import T, typed_model
+
+    from onnx_qtypes import QType
+
+    rng = np.random.default_rng(5)
+    scales = [2.0 ** int(k) for k in rng.integers(-6, 3, size=2 * 4)]  # [64, 4] in blocks of 32 along axis 0
+    qtype = QType("float4e2m1", scales, [0] * 8, axis=0, block_size=32, schema="symmetric_pow2_scale")
+    codes = rng.choice([-6.0, -2.0, -0.5, 0.0, 1.0, 1.5, 3.0, 4.0], size=(64, 4)).astype(ml_dtypes.float4_e2m1fn)
+    typed = typed_model("MatMul", [T("x", (2, 64)), T("w", (64, 4), qtype, value=codes)], [T("y", (2, 4))], opset=23)
+    x = {"x": rng.normal(size=(2, 64)).astype(np.float32)}
+    (ours,) = ReferenceEvaluator(typed).run(None, x)
+    lowered = lower(typed)
+    scale_inits = [t for t in lowered.graph.initializer if t.data_type == onnx.TensorProto.FLOAT8E8M0]
+    assert len(scale_inits) == 1 and list(scale_inits[0].dims) == [2, 4]
+    dq = next(n for n in lowered.graph.node if n.op_type == "DequantizeLinear")
+    assert onnx.helper.get_node_attr_value(dq, "output_dtype") == onnx.TensorProto.FLOAT
+    assert (lowered.ir_version, lowered.opset_import[0].version) == MX_OPSET
+    onnx.checker.check_model(lowered, full_check=True)
+    (theirs,) = onnx.reference.ReferenceEvaluator(lowered).run(None, x)
+    np.testing.assert_allclose(theirs, ours, rtol=1e-6)
+    again = get_qtype(lift(lowered), "w")
+    assert (again.schema.name, again.scale) == ("SYMMETRIC_POW2_SCALE", qtype.scale)
+
+
+def test_lifted_e8m0_scales_say_they_are_powers_of_two():
+    qtype = get_qtype(lift(HAND["matmul-mxfp4-weights"]), "w_q")
+    assert qtype.schema.name == "SYMMETRIC_POW2_SCALE"
