@@ -35,20 +35,21 @@ BIAS_IN = ("B", "int32, per-tensor or per-axis (one scale per output channel); z
 COMMON_WEIGHTED = [
     ("A quantized bias is stored as int32.", ("QT403",)),
     ("Every zero point of a quantized bias is 0.", ("QT404",)),
-    ("Each bias scale equals `s_x · s_w[m]` of its output channel (relative tolerance 1e-6).", ("QT405",)),
+    ("Each bias scale equals the input scale times the weight scale of its output channel (relative tolerance "
+     "1e-6).", ("QT405",)),
     ("The bias is per-tensor with a per-tensor weight and per-axis (one scale per weight scale) with a per-axis "
      "weight; never blocked.", ("QT406",)),
 ]
 WEIGHTED_TAIL = [
     ("`K · max|x − z_x| · max|w − z_w| + max|b|` stays below `2^31` (the profile's accumulator width), `K` the "
-     "products per output (warning).", ("QT407",)),
+     "products per output, `x` the input, `w` the weight (warning).", ("QT407",)),
     ("Each multiplier `s_x · s_w[m] / s_y` lies in `[2^-32, 2^29)`, i.e. needs a shift in `[2, 62]` (warning).",
      ("QT408",)),
     ("A negative weight scale is allowed (this operator reads it in the order of the sum), only on a constant, "
      "and not when the output is requantized (warning).", ("QT409", "QT410", "QT411")),
 ]
-NEG_SCALE = ("No input has a negative scale: this operator's result depends on the order of the reals.",
-             ("QT409",))
+NEG_SCALE = ("No quantized input has a negative scale (only the weighted operators, DequantizeLinear and data "
+             "movement other than MaxPool may read one).", ("QT409",))
 DM_TYPE = ("The output has the type of the data input, per-axis parameters following their axis (warning: "
            "otherwise the operator requantizes).", ("QT401",))
 F16 = (f"a float16-expressed type may allow one step more ([expressed arithmetic]({SEM}#expressed-arithmetic): "
@@ -143,18 +144,20 @@ def _average(op: str, slug: str, where: str, example: str) -> Page:
     )
 
 
-def _movement(op: str, slug: str, semantics: str, inputs, constraints, example: str) -> Page:
+def _movement(op: str, slug: str, semantics: str, inputs, constraints, example: str, same=DM_TYPE) -> Page:
     return Page(slug, op, (op,), semantics, inputs, (("Y", "quantized (normally X's type), or float"),),
-                (DM_TYPE, *constraints), EQUAL_EXACT, example)
+                (same, *constraints), EQUAL_EXACT, example)
 
 
 BOUNDARY = [
     ("The scale and zero-point operands equal the quantized side's type: same values, granularity, `axis` and "
      "`block_size`; a dynamic type is never used with constant operands.", ("QT307",)),
     ("The scale and zero point of a static type are constants (warning).", ("QT308",)),
-    ("The zero-point operand is present and stored with the marker `data_type`, so that a tool dropping the "
-     "types cannot read the integers as plain ones.", ("QT311",)),
+    ("A zero-point operand is stored with the marker `data_type`, so that a tool dropping the types cannot read "
+     "the integers as plain ones.", ("QT311",)),
 ]
+Q_ZERO_POINT = ("The zero-point operand is present (so that re-inference types `y` from a marked tensor, not from "
+                "`output_dtype`).", ("QT311",))
 
 PAGES: tuple[Page, ...] = (
     _conv_like("conv", "Conv", "`W[M, C/group, k…]`", "axis 0", "integer im2col and an exact product",
@@ -170,7 +173,7 @@ PAGES: tuple[Page, ...] = (
         f"({REQUANT}).",
         (("A", "quantized per-tensor, or float"),
          ("B", "quantized per-tensor or per output column (axis 1, or axis 0 with `transB = 1`), or float"),
-         ("C", "int32 as a bias (rules below), another quantized type that broadcasts, float, or absent")),
+         ("C", "a quantized C is a bias: int32, per-tensor or per column (rules below); or float, or absent")),
         (("Y", "quantized per-tensor or per column, dynamic, or float"),),
         (("A per-axis `B` is quantized along the output columns: axis 1, or axis 0 with `transB = 1`.",
           ("QT402",)), *COMMON_WEIGHTED, *WEIGHTED_TAIL),
@@ -197,8 +200,8 @@ PAGES: tuple[Page, ...] = (
         "the output type (a copy where the parameters agree), then concatenated; with equal parameters this is "
         f"pure [data movement]({SEM}#data-movement).",
         (("X_0 … X_n", "quantized (any granularity), or float"),),
-        (("A per-axis output is quantized along an axis other than the concatenation axis, unless every input's "
-          "parameters are the slices of it.", ("QT401",)),),
+        (("Along the concatenation axis, a per-axis output's parameters are those of the input slices it copies "
+          "(warning).", ("QT401",)),),
         "two int8 inputs of one type, joined on axis 1",
     ),
     Page(
@@ -260,8 +263,9 @@ PAGES: tuple[Page, ...] = (
         "the kernel moves the storage integers (exact with equal parameters). Modes `linear` and `cubic` compute "
         "new values and follow the definition (no integer kernel).",
         (("X", "quantized, or float"), ("roi, scales, sizes", "float / int64, never quantized")),
-        (("`QT401` applies in mode `nearest` only.", ("QT401",)),),
-        "int8 `[1, 2, 3, 4]` scaled by `[1, 1, 2, 1.5]`, nearest",
+        (), "int8 `[1, 2, 3, 4]` scaled by `[1, 1, 2, 1.5]`, nearest",
+        same=("In mode `nearest` the output has the type of `X` (warning: otherwise the operator requantizes); "
+              "the interpolating modes compute new values and are not checked.", ("QT401",)),
     ),
     _movement(
         "Pad", "pad",
@@ -280,8 +284,9 @@ PAGES: tuple[Page, ...] = (
         f"input a fixed-point requantization with `s_x / s_y` ({REQUANT}).",
         (("x", "float, or quantized"), ("y_scale, y_zero_point", "constants equal to `T`'s parameters")),
         (("y", "quantized static (per-tensor, per-axis, blocked) or dynamic (bound to the operands)"),),
-        (*BOUNDARY,
-         ("A float8 output does not set `saturate = 0` (warning).", ("QT123",))),
+        (*BOUNDARY, Q_ZERO_POINT,
+         ("A float8 output does not set `saturate = 0` (warning).", ("QT123",)),
+         ("A quantized `x` has no negative scale.", ("QT409",))),
         "exact from a float input; one step from a quantized input whose scale differs",
         "float32 `x` into an int8 type per-axis on axis 1",
     ),
@@ -300,8 +305,7 @@ PAGES: tuple[Page, ...] = (
         "dynamic_quantize_linear", "DynamicQuantizeLinear", ("DynamicQuantizeLinear",),
         f"A [boundary operator]({SEM}#boundary) producing a [dynamic type]({SEM}#dynamic-binding): a declared type "
         "on `y` is dynamic, and `y` is bound to the `y_scale`, `y_zero_point` the operator computes, which equal "
-        f"`dynamic_parameters` of [§3]({SEM}#dynamic-parameters) for uint8 ASYMMETRIC. No integer kernel: the "
-        "input is float.",
+        f"`dynamic_parameters` of [§3]({SEM}#dynamic-parameters) for uint8 ASYMMETRIC.",
         (("x", "float32"),),
         (("y", "uint8, dynamic, ASYMMETRIC, per-tensor, full range"), ("y_scale, y_zero_point", "float32, uint8")),
         (("A type declared on `y` is dynamic, ASYMMETRIC, per-tensor, over the full uint8 range.", ("QT125",)),
@@ -328,7 +332,7 @@ PAGES: tuple[Page, ...] = (
         "operator's ONNX definition with its attributes, quantize every output declared quantized (with "
         "`dynamic_parameters` for a dynamic one); undeclared outputs are floats of the expressed type. Operators "
         "that read values read reals (Cast, Equal, ArgMax); non-quantized inputs (shapes, indices, axes) keep "
-        "their meaning. No integer kernel: the reference computes the definition.",
+        "their meaning.",
         (("inputs", "quantized (read as their expressed type), or as the operator defines"),),
         (("outputs", "quantized if declared so, float otherwise"),),
         (("Each quantized tensor satisfies the operator's type constraints as its expressed type; this rejects "
@@ -336,7 +340,7 @@ PAGES: tuple[Page, ...] = (
          ("A main-graph output whose type follows a quantized input is declared (warning).", ("QT309",)),
          NEG_SCALE,
          ("A profile's `supported_ops` lists the operator.", ("QT508",))),
-        "exact", "`Abs` of int8 into the same type",
+        f"exact; {F16}", "`Abs` of int8 into the same type",
     ),
 )
 
@@ -354,8 +358,10 @@ PAGES = (*PAGES, Page(
      ("shape, indices, axes, perm …", "int64 / int32, never quantized")),
     (("Y", "quantized (normally the data's type), or float"),),
     (DM_TYPE,
-     ("These operators may read a negative scale (its tensor being a constant or moved from constants); MaxPool "
-      "may not.", ("QT409", "QT410"))),
+     ("These operators may read a tensor with a negative scale, which is then a constant or moved from "
+      "constants.", ("QT409", "QT410")),
+     ("GlobalMaxPool, ReduceMax and ReduceMin read no negative scale: they select by order, and a negative scale "
+      "reverses it, as for MaxPool (QT409 excludes only MaxPool).", ())),
     EQUAL_EXACT, "Transpose → Reshape → Slice → Gather, every tensor of one int8 type",
 ))
 
