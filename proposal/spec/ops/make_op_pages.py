@@ -137,7 +137,8 @@ def _average(op: str, slug: str, where: str, example: str) -> Page:
         "`x − z_x` over the elements averaged, times `s_x / s_y` as a 31-bit multiplier, divided by the element "
         f"count exactly, with one rounding, half to even ([average]({SEM}#rounding)). With equal scales the "
         "multiplier is exactly 1 and the result is the definition's, ties included.",
-        (("X", "quantized per-tensor or per-channel (not along an averaged axis), or float"),),
+        (("X", "quantized per-tensor or per-channel (the kernel: not along an averaged axis; the definition takes "
+          "any), or float"),),
         (("Y", "quantized (same granularity as X), dynamic, or float"),),
         (NEG_SCALE,),
         f"exact with equal scales; one step where they differ; {F16}", example,
