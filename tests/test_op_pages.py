@@ -139,7 +139,12 @@ def test_example_model_checks_clean_and_runs(page):
     for out, vi in zip(exact, model.graph.output, strict=True):
         assert list(out.shape) == [d.dim_value for d in vi.type.tensor_type.shape.dim]
     page_ops = {op for op, p in _covered().items() if p == page.name}
-    kernel_ops = {n.op_type for n in model.graph.node} & page_ops & set(KERNELS)
+    used = {n.op_type for n in model.graph.node}
+    if page.name == "default.md":
+        assert used - set(_covered()), "the default page's example uses only operators that have pages"
+    else:
+        assert used & page_ops, f"{names[0]} runs none of {sorted(page_ops)}"
+    kernel_ops = used & page_ops & set(KERNELS)
     if not kernel_ops:
         return
     # the page's integer kernel runs on its example and stays within the page's tolerance class
