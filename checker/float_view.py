@@ -101,9 +101,17 @@ def build(ctx: Context) -> ModelProto:
             containers[container] = resolve(view, container)
         _retype(containers[container][int(index)], expressed_data_type(decl.qtype))
     dropped: list[int] = []
+    after: dict[int, onnx.NodeProto] = {}  # main-graph node index -> a node the view inserts after it
     for ref in ctx.memo("float_view:nodes", lambda: [r for r in ctx.nodes if r.op_type in _EDITED]):
-        if ctx.is_boundary(ref):
-            _to_identity(resolve(view, ref.pointer))
+        node = resolve(view, ref.pointer) if ctx.is_boundary(ref) else None
+        if node is not None and _keeps_parameter_outputs(node, ref.pointer):
+            # a DynamicQuantizeLinear whose y_scale / y_zero_point are read: it still computes them (from the
+            # reals), and the real value of y is x itself
+            y = node.output[0]
+            node.output[0] = f"{y}\u00b7float_view_storage"
+            after[int(ref.pointer.rsplit("/", 1)[1])] = helper.make_node("Identity", [node.input[0]], [y])
+        elif node is not None:
+            _to_identity(node)
         elif ref.op_type == "Constant" and ref.outputs and ctx.qtype(ref.scope, ref.outputs[0]) is not None:
             node = resolve(view, ref.pointer)
             qtype = ctx.qtype(ref.scope, ref.outputs[0])
@@ -115,9 +123,21 @@ def build(ctx: Context) -> ModelProto:
                 dtype = helper.tensor_dtype_to_np_dtype(expressed_data_type(qtype))
                 del node.attribute[:]
                 node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(np.zeros(dims, dtype))))
-    for index in sorted(dropped, reverse=True):
-        del graph.node[index]
+    if dropped or after:
+        kept = []
+        for index, node in enumerate(graph.node):
+            if index not in dropped:
+                kept.append(node)
+            if index in after:
+                kept.append(after[index])
+        del graph.node[:]
+        graph.node.extend(kept)
     return view
+
+
+def _keeps_parameter_outputs(node: onnx.NodeProto, pointer: str) -> bool:
+    main_graph = pointer.count("/") == 3 and pointer.startswith("/graph/node/")
+    return main_graph and node.op_type == "DynamicQuantizeLinear" and any(node.output[1:])
 
 
 # The only nodes build() edits: boundary ops (when their integer side is quantized) and quantized Constants.

@@ -719,8 +719,17 @@ SKIPPED: list[str] = []
 def _model(rm, spec: Spec, outputs: list):
     """The typed model of ``spec`` with these graph outputs: one node, or the graph ``spec.nodes`` describes."""
     if spec.nodes is None:
-        return rm.typed_model(spec.op, spec.inputs, outputs, opset=21, **spec.attrs)
+        model = rm.typed_model(spec.op, spec.inputs, outputs, opset=_opset(spec, outputs)[1], **spec.attrs)
+        model.ir_version = _opset(spec, outputs)[0]
+        return model
     return _graph(rm, spec, outputs, typed=True)
+
+
+def _opset(spec: Spec, outputs: list) -> tuple[int, int]:
+    """(IR, opset) of the typed model: 2-bit storage is a QuantizeLinear / DequantizeLinear type from opset 25 on."""
+    tensors = [t for t in [*spec.inputs, *spec.hidden, *outputs] if t is not None and t.qtype is not None]
+    two_bit = any(t.qtype.storage in ("int2", "uint2") for t in tensors)
+    return (13, 25) if two_bit else (10, 21)
 
 
 def _graph(rm, spec: Spec, outputs: list, typed: bool):
@@ -737,7 +746,8 @@ def _graph(rm, spec: Spec, outputs: list, typed: bool):
         [helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in outputs],
         [numpy_helper.from_array(np.asarray(t.value), t.name) for t in present if t.value is not None],
         value_info=[helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in spec.hidden])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    ir, opset = _opset(spec, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
     if typed:
         for t in [*present, *spec.hidden, *outputs]:
             if t.qtype is not None:
