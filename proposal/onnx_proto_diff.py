@@ -4,8 +4,9 @@ Run: python proposal/onnx_proto_diff.py [OUT]   (tests/test_onnx_proto_diff.py c
 with `patch` and compiles the result with protoc beside proto/onnx_qtypes.proto.)
 
 The change: onnx.proto imports onnx/onnx_qtypes.proto (proto/onnx_qtypes.proto, copied beside it), TypeProto.Tensor gains the fields `quantization` (1000) and
-`statistics` (1001), and the comment on elem_type admits the fail-closed markers 1000 + storage type that a
-quantized tensor declares (proposal/spec/types.md#marker).
+`statistics` (1001), and the comments on TypeProto.Tensor.elem_type and TensorProto.data_type admit the
+fail-closed markers 1000 + storage type that a quantized tensor declares and its stored values carry
+(proposal/spec/types.md#marker).
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ ELEM_TYPE_COMMENT_NEW = (
     "    // present, 1000 + quantization.storage_type (a fail-closed marker: tools that do not\n"
     "    // know quantized types refuse the tensor instead of reading plain integers)\n"
 )
+DATA_TYPE_COMMENT = (
+    "  // The data type of the tensor.\n"
+    "  // This field MUST have a valid TensorProto.DataType value\n"
+    "  optional int32 data_type = 2;\n"
+)
+DATA_TYPE_COMMENT_NEW = (
+    "  // The data type of the tensor.\n"
+    "  // This field MUST have a valid TensorProto.DataType value, or, for a tensor holding the\n"
+    "  // stored values of a quantized value (an initializer, a Constant's value, a boundary zero\n"
+    "  // point), that value's marker 1000 + storage type; the values are then in raw_data,\n"
+    "  // laid out as the storage type lays them out\n"
+    "  optional int32 data_type = 2;\n"
+)
 SHAPE_FIELD = "    optional TensorShapeProto shape = 2;\n  }\n"
 NEW_FIELDS = (
     "    optional TensorShapeProto shape = 2;\n"
@@ -51,7 +65,8 @@ def installed_onnx_proto() -> tuple[pathlib.Path, str]:
 def changed(text: str) -> str:
     """onnx.proto with the proposal's change applied (by text, so that the diff is exact and small)."""
     tensor = text.index("  message Tensor {\n")
-    for old, new, start in ((PACKAGE, PACKAGE + "\n" + IMPORT, 0), (ELEM_TYPE_COMMENT, ELEM_TYPE_COMMENT_NEW, tensor),
+    for old, new, start in ((PACKAGE, PACKAGE + "\n" + IMPORT, 0), (DATA_TYPE_COMMENT, DATA_TYPE_COMMENT_NEW, 0),
+                            (ELEM_TYPE_COMMENT, ELEM_TYPE_COMMENT_NEW, tensor),
                             (SHAPE_FIELD, NEW_FIELDS, tensor)):
         at = text.find(old, start)
         if at < 0:
