@@ -16,10 +16,11 @@ import numpy as np
 from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
 from onnx_qtypes.checker.data_movement import is_data_movement
+from onnx_qtypes.proto.data_movement import ORDER_SELECTING
 from onnx_qtypes.proto.qtype import QType
 
 LINEAR_OPS = frozenset(WEIGHTED_OPS)
-ORDER_SELECTING_MOVEMENT = frozenset({"MaxPool"})
+ORDER_SELECTING_MOVEMENT = ORDER_SELECTING  # max / min: the larger stored integer is the smaller real here
 
 
 class Negative(NamedTuple):

@@ -40,6 +40,10 @@ DATA_MOVEMENT: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]] 
 }
 
 
+# the data-movement operators that pick the largest or smallest element: they read the stored order as the real order
+ORDER_SELECTING = frozenset({"MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin"})
+
+
 def moves_data(op_type: str, mode: object = b"nearest") -> bool:
     """True for a data-movement operator; Resize only in mode "nearest" (interpolation computes new values)."""
     if op_type not in DATA_MOVEMENT:

@@ -621,7 +621,8 @@ def _negative_weight(consumer: str = "MatMul", scales: Sequence[float] = NEGATIV
     g.node("Unsqueeze", ["w", "axes"], ["w4"], name="unsqueeze").init("axes", np.array([0], np.int64))
     g.value("w4", (1, 3, 4), w_q.replace(axis=2))
     g.node(consumer, ["w4"], ["y"], name=consumer.lower(), **({"kernel_shape": [2]} if consumer == "MaxPool" else {}))
-    return g.output("y", (1, 3, 3) if consumer == "MaxPool" else (1, 3, 4)).build()
+    shape = {"MaxPool": (1, 3, 3), "ReduceMax": (1, 1, 1)}.get(consumer, (1, 3, 4))
+    return g.output("y", shape).build()
 
 
 def _dequantized_constant(q: QType) -> onnx.ModelProto:
@@ -1066,6 +1067,8 @@ def cases() -> list[Case]:
         _fire("QT409", "maxpool", lambda: _negative_weight("MaxPool"), "/graph/node/1/input/0", "w4", "maxpool",
               message="MaxPool is not indifferent"),
         _fire("QT409", "relu", lambda: _negative_weight("Relu"), "/graph/node/1/input/0", "w4", "relu"),
+        _fire("QT409", "reducemax", lambda: _negative_weight("ReduceMax"), "/graph/node/1/input/0", "w4", "reducemax",
+              message="ReduceMax is not indifferent"),
         _miss("QT409", "matmul", lambda: _negative_weight("MatMul")),
         _miss("QT409", "transpose-gemm", lambda: _negative_weight("Transpose")),
         # QT410

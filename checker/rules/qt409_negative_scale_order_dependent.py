@@ -3,7 +3,8 @@
 ## What it checks
 A tensor whose type has a negative scale is read only by Conv,
 ConvTranspose, Gemm, MatMul (any input), DequantizeLinear, or a data-movement
-operator other than MaxPool (Reshape, Transpose, Gather, Slice, Concat, ...).
+operator that does not select by order (Reshape, Transpose, Gather, Slice,
+Concat, ...; not MaxPool, GlobalMaxPool, ReduceMax or ReduceMin).
 
 ## Why
 Where the scale is negative, the larger stored integer is the smaller real
@@ -51,5 +52,5 @@ def check(ctx: Context) -> Iterator[Finding]:
                     f"tensor {name!r} has negative scales ({negative_channels(qtype)}), where a larger stored "
                     f"integer is a smaller real, and {ref.op_type} is not indifferent to that order; negative "
                     "scales may feed Conv, ConvTranspose, Gemm, MatMul, DequantizeLinear and data movement other "
-                    "than MaxPool",
+                    "than MaxPool, GlobalMaxPool, ReduceMax and ReduceMin",
                 )

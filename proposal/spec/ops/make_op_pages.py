@@ -49,7 +49,7 @@ WEIGHTED_TAIL = [
      "and not when the output is requantized (warning).", ("QT409", "QT410", "QT411")),
 ]
 NEG_SCALE = ("No quantized input has a negative scale (only the weighted operators, DequantizeLinear and data "
-             "movement other than MaxPool may read one).", ("QT409",))
+             "movement other than MaxPool, GlobalMaxPool, ReduceMax and ReduceMin may read one).", ("QT409",))
 DM_TYPE = ("The output has the type of the data input, per-axis parameters following their axis (warning: "
            "otherwise the operator requantizes).", ("QT401",))
 F16 = (f"a float16-expressed type may allow one step more ([expressed arithmetic]({SEM}#expressed-arithmetic): "
@@ -362,7 +362,7 @@ PAGES = (*PAGES, Page(
      ("These operators may read a tensor with a negative scale, which is then a constant or moved from "
       "constants.", ("QT409", "QT410")),
      ("GlobalMaxPool, ReduceMax and ReduceMin read no negative scale: they select by order, and a negative scale "
-      "reverses it, as for MaxPool (QT409 excludes only MaxPool).", ())),
+      "reverses it, as for MaxPool.", ("QT409",))),
     EQUAL_EXACT, "Transpose → Reshape → Slice → Gather, every tensor of one int8 type",
 ))
 
