@@ -171,6 +171,14 @@ def one_tensor(q: Q, shape: Sequence[int] | None = (2, 3), statistics: TensorSta
             .node("Identity", ["q"], ["y"], name="identity").output("y", out_shape, elem_type=out_type).build())
 
 
+def _relu_read(statistics: TensorStatistics) -> onnx.ModelProto:
+    """Graph input ``q`` (int8, scale 0.02, zero point -128: range [0, 5.1]) read only by a Relu: its statistics
+    are the pre-Relu values a calibrator records, negatives included."""
+    q, y = QType("int8", f32(0.02), -128), QType("int8", f32(0.02), -128)
+    return (Graph().input("q", (2, 3), q, statistics=statistics).node("Relu", ["q"], ["r"], name="relu")
+            .value("r", (2, 3), y).dequantize("r", "y", y).output("y", (2, 3)).build())
+
+
 def f32(scale: float | Sequence[float]) -> float | list[float]:
     """Scales as float32 values (so that QT102 stays quiet), held as Python floats."""
     if isinstance(scale, (int, float)):
@@ -912,6 +920,9 @@ def cases() -> list[Case]:
             axis=1, per_axis=(Statistics(min=-1.0, max=1.0), Statistics(min=-3.0, max=1.0),
                               Statistics(min=-1.0, max=1.0)))), f"{IN}/statistics/per_axis/1", "q"),
         _miss("QT208", "half-step-rounds-in", lambda: one_tensor(int8(0.02, 0), statistics=stats(min=-2.565, max=2.549))),
+        _miss("QT208", "only-relu-reads-the-clipped-negatives", lambda: _relu_read(stats(min=-4.0, max=2.5))),
+        _fire("QT208", "relu-reads-it-but-the-top-clips", lambda: _relu_read(stats(min=-4.0, max=6.0)),
+              f"{IN}/statistics/tensor", "q"),
         # QT301
         _fire("QT301", "value-info-differs", lambda: Graph().input("q", (2,), int8(0.5, 0)).value("q", (2,), int8(0.25, 0))
               .node("Identity", ["q"], ["y"], name="identity").output("y", (2,)).build(), "/graph/value_info/0", "q"),

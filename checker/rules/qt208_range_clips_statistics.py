@@ -9,7 +9,10 @@ statistics; per-axis types with per-axis statistics along the same axis,
 slice by slice. When a histogram is recorded, the message estimates the
 fraction of observed values that would clip (bins partly outside the range
 count in proportion). The representable range always contains real 0 when
-QT103 holds (the zero point is an in-range integer).
+QT103 holds (the zero point is an in-range integer). A tensor read only by
+Relu is not reported for values below its range: they saturate to a real
+value <= 0, which the Relu turns into 0 as it would the value itself (a
+calibrator gives such a tensor the Relu output's range on purpose).
 
 ## Why
 Parameters are normally chosen to cover the calibrated range; a range that
@@ -89,6 +92,12 @@ def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, 
     return text + "; widen the parameters unless clipping is intended"
 
 
+def _read_only_by_relu(ctx: Context, scope: str, name: str) -> bool:
+    consumers = ctx.consumers.get((scope, name), ())
+    return bool(consumers) and all(ref.is_onnx and ref.op_type == "Relu" for ref, _ in consumers) and not any(
+        name == o.name for o in ctx.model.graph.output)
+
+
 @rule("QT208", "range-clips-statistics", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.statistics_declarations():
@@ -102,10 +111,13 @@ def check(ctx: Context) -> Iterator[Finding]:
         else:
             continue
         ranges = _ranges(qt)
+        relu_only = _read_only_by_relu(ctx, decl.scope, decl.name)
         for entry, path, label, i in pairs:
             if entry is None or entry.min is None or entry.max is None or not entry.min <= entry.max:
                 continue
             lo, hi = ranges[i]
+            if relu_only and lo <= 0:  # below the range saturates to a real <= 0, which the Relu makes 0 anyway
+                lo = min(lo, entry.min)
             if entry.min < lo or entry.max > hi:
                 message = _message(label, entry, lo, hi, qt.scale[i], qt.zero_point[i], qt)
                 yield Finding(decl_location(decl, *path), message)
