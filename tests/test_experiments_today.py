@@ -106,3 +106,11 @@ def test_nncf_negative_scale_count_has_a_row_per_weight_and_mode(capsys):
     assert counts.main() == 0
     out = capsys.readouterr().out
     assert out.count("| handmade |") == 2 * 3
+
+
+def test_interop_margin_experiment_runs_every_part(capsys):
+    margins = load_script("proposal/experiments/interop_margins.py")
+    assert margins.main() == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{part}. " in out for part in (1, 2, 3))
+    assert out.count("max |difference|") >= 3 + 2
