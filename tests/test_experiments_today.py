@@ -114,3 +114,10 @@ def test_interop_margin_experiment_runs_every_part(capsys):
     out = capsys.readouterr().out
     assert all(f"\n{part}. " in out for part in (1, 2, 3))
     assert out.count("max |difference|") >= 3 + 2
+
+
+def test_onnx_reference_gap_experiment_runs_every_part(capsys):
+    gaps = load_script("proposal/experiments/onnx_reference_gaps.py")
+    assert gaps.main() == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{part}. " in out for part in range(1, 6))
