@@ -81,3 +81,43 @@ def test_float_zero_point_experiment_runs(capsys):
     assert float_zero_points.main() == 0
     out = capsys.readouterr().out
     assert all(f"| {storage} |" in out for storage in float_zero_points.FLOAT_STORAGE)
+
+
+def test_onnxruntime_kernel_probe_runs_every_part(capsys):
+    kernels = load_script("proposal/experiments/ort_cpu_kernels.py")
+    assert kernels.main() == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{part}. " in out for part in range(1, 6))
+    assert all(f"   {storage} (opset" in out for storage in kernels.FLOAT_STORAGE)
+
+
+def test_listed_parameter_size_experiment_lists_a_double_per_scale(capsys):
+    sizes = load_script("proposal/experiments/listed_parameter_size.py")
+    assert sizes.main() == 0
+    out = capsys.readouterr().out
+    scales = sizes.K * sizes.N // sizes.BLOCK
+    assert f"{scales:,} scales" in out
+    listed = int(out.split("parameters listed:")[1].split("bytes")[0].replace(",", ""))
+    assert listed >= 8 * scales  # every scale a double in the type
+
+
+def test_nncf_negative_scale_count_has_a_row_per_weight_and_mode(capsys):
+    counts = load_script("proposal/experiments/nncf_negative_scales.py")
+    assert counts.main() == 0
+    out = capsys.readouterr().out
+    assert out.count("| handmade |") == 2 * 3
+
+
+def test_interop_margin_experiment_runs_every_part(capsys):
+    margins = load_script("proposal/experiments/interop_margins.py")
+    assert margins.main() == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{part}. " in out for part in (1, 2, 3))
+    assert out.count("max |difference|") >= 3 + 2
+
+
+def test_onnx_reference_gap_experiment_runs_every_part(capsys):
+    gaps = load_script("proposal/experiments/onnx_reference_gaps.py")
+    assert gaps.main() == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{part}. " in out for part in range(1, 6))
