@@ -7,8 +7,12 @@ symmetric weights, per-channel off / on, for each method both offer (MinMax,
 Percentile 99.999, Entropy); ours also with mse. Both quantized models run
 on onnxruntime with graph optimizations off (QuantizeLinear / DequantizeLinear
 computed as written), and the table gives the output SQNR in dB against the
-float model over every evaluation sample (higher is better). Run:
-PYTHONPATH=. python benchmarks/bench_calibration_accuracy.py [--samples 32] [--eval 16]
+float model over the evaluation samples (higher is better). Each seed draws
+new calibration and evaluation samples; the table gives means over the
+seeds and the paired difference with its standard error, because a single
+draw moves a row by a few hundredths of a dB either way (one rounding more
+or less). Run:
+PYTHONPATH=. python benchmarks/bench_calibration_accuracy.py [--samples 32] [--eval 256] [--seeds 5]
 """
 
 from __future__ import annotations
@@ -75,35 +79,52 @@ def _ort_quantized(path: pathlib.Path, samples: list[dict], method: str, per_cha
     return onnx.load(out)
 
 
+def _measure(name: str, folder: str, samples: int, evaluation: int, seed: int) -> dict:
+    """(per_channel, method) -> (ours, onnxruntime or None) in dB, calibrating and evaluating with one seed."""
+    model = corpus.FLOAT_MODELS[name]()
+    path = pathlib.Path(folder) / f"{name}-{seed}.onnx"
+    onnx.save(model, path)
+    calib, held_out = _inputs(model, 2 * seed + 1, samples), _inputs(model, 2 * seed + 2, evaluation)
+    reference = _outputs(model, held_out)
+    out = {}
+    for per_channel in (False, True):
+        for method in (*METHODS, "mse"):
+            typed = calibrate_model(model, calib, method=method, per_channel=per_channel).model
+            qdq = lower(typed)
+            qdq.ir_version = 10
+            ours = _sqnr(reference, _outputs(qdq, held_out))
+            theirs = None
+            if method in METHODS:
+                theirs = _sqnr(reference, _outputs(_ort_quantized(path, calib, method, per_channel), held_out))
+            out[per_channel, method] = (ours, theirs)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=32)
-    parser.add_argument("--eval", type=int, default=16)
+    parser.add_argument("--samples", type=int, default=32, help="calibration samples per seed")
+    parser.add_argument("--eval", type=int, default=256, help="held-out evaluation samples per seed")
+    parser.add_argument("--seeds", type=int, default=5, help="independent calibration / evaluation draws")
     args = parser.parse_args()
-    rows = []
+    print(f"{args.seeds} seed(s), {args.samples} calibration and {args.eval} evaluation samples each; "
+          "dB are means over the seeds, the difference with its paired standard error")
+    print()
+    print("| model | per-channel | method | ours (dB) | onnxruntime (dB) | ours - onnxruntime | seeds ours >= onnxruntime (at 0.01 dB) |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
-        for name, make in sorted(corpus.FLOAT_MODELS.items()):
-            model = make()
-            path = pathlib.Path(folder) / f"{name}.onnx"
-            onnx.save(model, path)
-            calib, evaluation = _inputs(model, 1, args.samples), _inputs(model, 2, args.eval)
-            reference = _outputs(model, evaluation)
-            for per_channel in (False, True):
-                for method in (*METHODS, "mse"):
-                    typed = calibrate_model(model, calib, method=method, per_channel=per_channel).model
-                    qdq = lower(typed)
-                    qdq.ir_version = 10
-                    ours = _sqnr(reference, _outputs(qdq, evaluation))
-                    theirs = None
-                    if method in METHODS:
-                        theirs = _sqnr(reference, _outputs(_ort_quantized(path, calib, method, per_channel), evaluation))
-                    rows.append((name, per_channel, method, ours, theirs))
-    print("| model | per-channel | method | ours (dB) | onnxruntime (dB) | ours - onnxruntime |")
-    print("|---|---|---|---|---|---|")
-    for name, pc, method, ours, theirs in rows:
-        other = "-" if theirs is None else f"{theirs:.2f}"
-        diff = "-" if theirs is None else f"{ours - theirs:+.2f}"
-        print(f"| {name} | {'on' if pc else 'off'} | {method} | {ours:.2f} | {other} | {diff} |")
+        for name in sorted(corpus.FLOAT_MODELS):
+            runs = [_measure(name, folder, args.samples, args.eval, seed) for seed in range(args.seeds)]
+            for key in runs[0]:
+                ours = np.array([r[key][0] for r in runs])
+                if runs[0][key][1] is None:
+                    print(f"| {name} | {'on' if key[0] else 'off'} | {key[1]} | {ours.mean():.2f} | - | - | - |")
+                    continue
+                theirs = np.array([r[key][1] for r in runs])
+                diff = ours - theirs
+                error = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else 0.0
+                wins = int(np.sum(diff >= -0.005))
+                print(f"| {name} | {'on' if key[0] else 'off'} | {key[1]} | {ours.mean():.2f} | {theirs.mean():.2f} "
+                      f"| {diff.mean():+.2f} ± {error:.2f} | {wins}/{diff.size} |")
     return 0
 
 

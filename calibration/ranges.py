@@ -3,8 +3,8 @@
 - ``minmax``: the observed extremes.
 - ``percentile``: the range holding ``percentile`` % of the values: for a
   symmetric schema the percentile of |x| (range ``[-t, t]``), otherwise the
-  two tails of (100 - p) / 2 % each, as onnxruntime's Percentile calibrator
-  splits them.
+  two tails of (100 - p) / 2 % each (onnxruntime's Percentile calibrator
+  with its ``symmetric`` option off; by default it takes |x| for every tensor).
 - ``entropy``: TensorRT's KL-divergence threshold, the one onnxruntime's
   Entropy calibrator follows: over the histogram of |x|, the threshold ``t``
   whose clipped distribution, merged into as many bins as ``[0, t]`` gets
@@ -12,7 +12,12 @@
   values of both signs or a symmetric type), loses the least information
   (KL(P||Q)).
   The range is ``[-t, t]`` cut to the observed extremes, so a tensor with no
-  negative values keeps its whole storage range for positive ones.
+  negative values keeps its whole storage range for positive ones. A
+  threshold whose round trip has more squared error over the histogram than
+  the observed range's is not a candidate: on few samples KL(P||Q) rewards
+  clipping a light tail by chance (measured in
+  benchmarks/bench_calibration_accuracy.py), and clipping that loses even by
+  the tensor's own error is never what the method is for.
 - ``mse``: the range whose quantize-dequantize round trip, with the
   parameters the schema gives for it, has the least squared error over the
   histogram (a grid search of ranges shrunk from the observed extremes).
@@ -29,7 +34,6 @@ from onnx_qtypes.calibration.running import Histogram, TensorAccumulator
 METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_PERCENTILE = 99.999
 MSE_STEPS = 100
-ENTROPY_MAX_CLIP = 0.001
 ENTROPY_VALUES_PER_BIN = 16
 
 # (lo, hi) -> a quantize-dequantize of an array with that range's parameters
@@ -55,7 +59,14 @@ def choose_range(acc: TensorAccumulator, method: str, *, symmetric: bool, levels
         # output), half for values of both signs (or a symmetric type, whose range is [-t, t])
         target = max(levels if (lo >= 0 and not symmetric) else levels // 2, 1)
         counts, edges = absolute(hist, kl_bins(acc.count, target, hist.bins))
-        t = kl_threshold(counts, edges, target)
+        if round_trip is None:
+            raise ValueError("entropy needs the schema's round trip")
+        full = round_trip_error(hist, round_trip, lo, hi)
+
+        def no_worse(t: float) -> bool:
+            return round_trip_error(hist, round_trip, max(lo, -t), min(hi, t)) <= full
+
+        t = kl_threshold(counts, edges, target, admissible=no_worse)
         return max(lo, -t), min(hi, t)
     if method == "mse":
         if round_trip is None:
@@ -95,17 +106,16 @@ def quantile(counts: np.ndarray, edges: np.ndarray, q: float) -> float:
     return float(edges[i] + frac * (edges[i + 1] - edges[i]))
 
 
-def kl_threshold(counts: np.ndarray, edges: np.ndarray, target_bins: int) -> float:
-    """TensorRT's entropy calibration: the |x| threshold minimising KL(P || Q)."""
+def kl_threshold(counts: np.ndarray, edges: np.ndarray, target_bins: int,
+                 admissible: Callable[[float], bool] | None = None) -> float:
+    """TensorRT's entropy calibration: the |x| threshold minimising KL(P || Q) among the ``admissible`` ones
+    (the whole range always is)."""
     counts = counts.astype(np.float64)
     n = counts.size
     if n <= target_bins:
         return float(edges[-1])
-    best_i, best_kl = n, np.inf
-    # Guard: never clip more than ENTROPY_MAX_CLIP of the values. KL(P || Q) is 0 for any threshold that puts
-    # every count into P's last bin (data far from zero, few samples): TensorRT's algorithm would pick it.
-    floor = int(np.searchsorted(np.cumsum(counts), (1.0 - ENTROPY_MAX_CLIP) * counts.sum(), side="left")) + 1
-    for i in range(max(target_bins, floor), n + 1):
+    scored = []
+    for i in range(target_bins, n + 1):
         p = counts[:i].copy()
         p[-1] += counts[i:].sum()  # P: the clipped tail counted at the threshold; Q: what the levels keep
         src = counts[:i]
@@ -114,10 +124,12 @@ def kl_threshold(counts: np.ndarray, edges: np.ndarray, target_bins: int) -> flo
         sums = np.bincount(group, weights=src, minlength=target_bins)
         members = np.bincount(group, weights=nonzero, minlength=target_bins)
         q = np.where(nonzero, sums[group] / np.maximum(members[group], 1), 0.0)
-        kl = _kl(p, q)
-        if kl < best_kl:
-            best_i, best_kl = i, kl
-    return float(edges[best_i])
+        scored.append((_kl(p, q), -i))  # ties go to the wider threshold
+    for _, minus_i in sorted(scored):
+        t = float(edges[-minus_i])
+        if -minus_i == n or admissible is None or admissible(t):
+            return t
+    return float(edges[-1])
 
 
 def _kl(p: np.ndarray, q: np.ndarray) -> float:
@@ -132,17 +144,26 @@ def _kl(p: np.ndarray, q: np.ndarray) -> float:
     return float(np.sum(p[mask] * np.log(p[mask] / q[mask])))
 
 
-def mse_range(hist: Histogram, lo: float, hi: float, round_trip: RoundTrip) -> tuple[float, float]:
-    """The shrunk range [a·lo, a·hi], a in (0, 1], with the least histogram-weighted round-trip error."""
+def round_trip_error(hist: Histogram, round_trip: RoundTrip, lo: float, hi: float) -> float:
+    """The histogram-weighted squared error of the round trip with range [lo, hi]'s parameters."""
+    centres, weights = _populated(hist)
+    return float(np.sum(weights * (centres - round_trip(lo, hi)(centres)) ** 2))
+
+
+def _populated(hist: Histogram) -> tuple[np.ndarray, np.ndarray]:
     edges = hist.edges
     centres = (edges[:-1] + edges[1:]) / 2
     weights = hist.counts.astype(np.float64)
     keep = weights > 0
-    centres, weights = centres[keep], weights[keep]
+    return centres[keep], weights[keep]
+
+
+def mse_range(hist: Histogram, lo: float, hi: float, round_trip: RoundTrip) -> tuple[float, float]:
+    """The shrunk range [a·lo, a·hi], a in (0, 1], with the least histogram-weighted round-trip error."""
     best, best_err = (lo, hi), np.inf
     for a in np.linspace(1.0, 1.0 / MSE_STEPS, MSE_STEPS):
         cand = (lo * a, hi * a)
-        err = float(np.sum(weights * (centres - round_trip(*cand)(centres)) ** 2))
+        err = round_trip_error(hist, round_trip, *cand)
         if err < best_err:
             best, best_err = cand, err
     return best

@@ -154,6 +154,13 @@ def test_progress_shows_on_a_terminal_only():
     assert terminal.text.endswith("3/3\n") and "1/3" in terminal.text
 
 
+def _round_trips():
+    from onnx_qtypes.calibration.parameters import Storage, round_trip
+    from onnx_qtypes.proto.qtype import Schema
+
+    return round_trip(Storage("uint8")), round_trip(Storage("int8", Schema.SYMMETRIC))
+
+
 def test_entropy_gives_a_non_negative_asymmetric_tensor_all_its_levels():
     """A Relu output quantized uint8 asymmetric spends all 256 levels on [0, t], a signed or symmetric type 128 on
     each side: the KL search must compare against that many bins, so it clips the non-negative tensor less."""
@@ -162,9 +169,34 @@ def test_entropy_gives_a_non_negative_asymmetric_tensor_all_its_levels():
     rng = np.random.default_rng(3)
     acc = TensorAccumulator(axis=None)
     for _ in range(20):
-        acc.add(np.abs(rng.standard_t(4, size=(1, 4096))))  # heavy-tailed, non-negative: KL clips its tail
-    lo_a, hi_a = choose_range(acc, "entropy", symmetric=False, levels=256)
-    lo_s, hi_s = choose_range(acc, "entropy", symmetric=True, levels=256)
+        acc.add(np.abs(rng.standard_t(4, size=(1, 4096))))  # heavy-tailed, non-negative
+    asym, sym = _round_trips()
+    lo_a, hi_a = choose_range(acc, "entropy", symmetric=False, levels=256, round_trip=asym)
+    lo_s, hi_s = choose_range(acc, "entropy", symmetric=True, levels=256, round_trip=sym)
     top, bottom = float(acc.whole.max[0]), float(acc.whole.min[0])
     assert lo_a == lo_s == bottom
-    assert hi_s < hi_a <= top  # both clip; the one with twice the levels on [0, t] keeps more of the tail
+    assert hi_s < hi_a <= top  # the one with twice the levels on [0, t] keeps more of the tail
+
+
+def test_entropy_clips_outliers_and_never_loses_to_the_observed_range():
+    """KL clips a heavy tail seen in many values (the bulk gets finer steps), but on a light tail seen in few the
+    KL-minimal threshold clips by chance; the entropy method then keeps the threshold whose round trip loses no
+    more than the observed range's, measured over the same histogram."""
+    from onnx_qtypes.calibration.ranges import absolute, choose_range, kl_bins, kl_threshold, round_trip_error
+
+    asym, _ = _round_trips()
+    rng = np.random.default_rng(5)
+    heavy = TensorAccumulator(axis=None)
+    heavy.add(np.abs(rng.laplace(size=(1, 200_000))))
+    top = float(heavy.whole.max[0])
+    lo, hi = choose_range(heavy, "entropy", symmetric=False, levels=256, round_trip=asym)
+    assert hi < 0.9 * top
+    assert round_trip_error(heavy.histogram, asym, lo, hi) < round_trip_error(heavy.histogram, asym, lo, top)
+
+    light = TensorAccumulator(axis=None)
+    light.add(np.maximum(rng.normal(size=(1, 8192)), 0.0))  # a Relu output from a few samples: no outliers
+    top = float(light.whole.max[0])
+    counts, edges = absolute(light.histogram, kl_bins(light.count, 256, light.histogram.bins))
+    assert kl_threshold(counts, edges, 256) < 0.95 * top  # unguarded, KL alone clips
+    lo, hi = choose_range(light, "entropy", symmetric=False, levels=256, round_trip=asym)
+    assert round_trip_error(light.histogram, asym, lo, hi) <= round_trip_error(light.histogram, asym, 0.0, top)

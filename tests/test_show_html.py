@@ -355,3 +355,52 @@ def test_a_float_tensor_with_statistics_shows_its_histogram_without_a_range(tmp_
     (svg,) = card.find_all("svg", "histogram")
     assert len(svg.find_all("rect", "bin")) == 8 and svg.find_all("line", "range-marker") == []
     assert "with statistics only" in root.all_text()
+
+
+def test_a_relu_only_tensor_counts_no_clipping_below_its_range():
+    """Below a range reaching 0, the reading Relu gives 0 whether the value clipped or not: the estimate is the
+    error of Relu(dequantize(quantize(x))) against Relu(x)."""
+    rng = np.random.default_rng(4)
+    counts, edges = np.histogram(rng.normal(0, 1, 5000), bins=40)
+    h = Histogram(tuple(edges.tolist()), tuple(counts.tolist()))
+    qtype = QType("uint8", 0.01, 0)  # [0, 2.55]: the negative half and the tail above 2.55 are outside
+    x = _spread(h, 80)
+    error = np.maximum(dequantize(quantize(x, qtype), qtype), 0) - np.maximum(x, 0)
+    estimate = range_error(h, 0.0, 2.55, 0.01, relu_only=True)
+    assert estimate.clipped == pytest.approx(np.mean(np.abs(error) > 0.005 + 1e-12), abs=1e-4)
+    assert estimate.mse == pytest.approx(np.mean(error**2), rel=0.02)
+    assert range_error(h, 0.0, 2.55, 0.01).clipped > estimate.clipped + 0.4  # counted, the negative half
+
+
+def test_a_calibrated_relu_input_is_not_drawn_or_counted_as_clipped(tmp_path):
+    from corpus import FLOAT_MODELS, calibration_samples
+
+    from onnx_qtypes.calibration import calibrate_model
+
+    model = calibrate_model(FLOAT_MODELS["cnn"](), calibration_samples("cnn")).model  # c1: conv1, read by relu1
+    c1 = get_qtype(model, "c1")
+    assert c1.statistics.tensor.min < 0 and c1.zero_point == (0,)  # negative values, a range from 0
+    _, root = show_html(tmp_path, model)
+    card = cards(root)["c1"]
+    assert "Relu only" in card.all_text()
+    (svg,) = card.find_all("svg", "histogram")
+    for bar in svg.find_all("rect", "clipped"):
+        assert float(re.match(r"\[([^,]+),", bar.all_text()).group(1)) > 0
+    (row,) = [tr for tr in root.find_all("table", "summary")[0].find_all("tr") if tr.all_text().startswith("c1")]
+    clipped = float(row.find_all("td", "num")[2].all_text().rstrip("%"))
+    assert clipped < 0.1  # the negative values (about half) are not in it
+
+
+def test_a_towering_bin_is_cut_so_the_rest_stay_readable_and_empty_ends_are_not_drawn():
+    from onnx_qtypes.report.svg import HEIGHT, histogram_svg
+
+    counts = (0, 0, 1000, 8, 10, 6, 0, 0, 0, 0)  # a Relu output: its zeros tower over the rest
+    edges = tuple(float(e) for e in range(11))
+    svg = parse(histogram_svg(Histogram(edges, counts), [(2.0, 6.0)]))
+    bars = svg.find_all("rect", "bin")
+    heights = [float(b.attrs["height"]) for b in bars]
+    assert "cut" in bars[2].attrs["class"] and not any("cut" in b.attrs["class"] for i, b in enumerate(bars) if i != 2)
+    assert heights[4] > 0.5 * heights[2]  # 10 against 1000, drawn at 80 % of the cut bar, not 1 %
+    assert heights[2] <= HEIGHT
+    ticks = [t.all_text() for t in svg.find_all("text", "tick")]
+    assert ticks[:2] == ["2", "6"]  # the populated bins' extent, not the histogram's empty ends

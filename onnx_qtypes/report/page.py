@@ -17,7 +17,7 @@ from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
 from onnx_qtypes.report.range_error import (RangeError, displayed_histogram, histogram, range_error, ranges,
                                             tensor_error)
 from onnx_qtypes.report.style import CSS
-from onnx_qtypes.report.svg import channel_svg, histogram_svg, num
+from onnx_qtypes.report.svg import channel_svg, histogram_svg, num, scale_peak
 
 DEFINITIONS = (
     "<b>Range</b>: the real values the type represents, [scale·(qmin − zp), scale·(qmax − zp)]. "
@@ -92,7 +92,7 @@ def _error(row: dict[str, Any]) -> tuple[RangeError | None, str]:
     qtype: QType | None = row["qtype"]
     if qtype is None:
         return None, "not quantized"
-    return tensor_error(qtype, row["statistics"])
+    return tensor_error(qtype, row["statistics"], row.get("relu_only", False))
 
 
 def _summary(rows: Sequence[dict[str, Any]], per_row: list[list[Diagnostic]]) -> str:
@@ -182,7 +182,7 @@ def _card(k: int, row: dict[str, Any], found: list[Diagnostic]) -> str:
     out.append('</div><div class="charts">')
     out.append(_histogram(row))
     if qtype is not None and len(qtype.scale) > 1:
-        out.append(_channels(qtype, stats, found))
+        out.append(_channels(qtype, stats, found, row.get("relu_only", False)))
     out.append("</div></div>")
     if found:
         out.append(f'<div class="card-findings"><h4>Findings</h4>{_findings(found)}</div>')
@@ -210,7 +210,10 @@ def _facts(row: dict[str, Any]) -> str:
             lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
             items.append(("range", f"[{num(lo)}, {num(hi)}]" + (" <span class=muted>(widest channel)</span>"
                                                                  if len(spans) > 1 else "")))
-        estimate, how = tensor_error(qtype, stats)
+        estimate, how = tensor_error(qtype, stats, row.get("relu_only", False))
+        if row.get("relu_only"):
+            items.append(("read by", "Relu only: values below the range become 0 either way, not counted as "
+                                     "clipped"))
         if estimate is not None:
             items.append(("clipped", _clipped(estimate)))
             items.append(("MSE", f"{num(estimate.mse)} <span class=muted>(RMSE {num(math.sqrt(estimate.mse))})</span>"))
@@ -259,12 +262,14 @@ def _histogram(row: dict[str, Any]) -> str:
             keys += [("range-some", "range of some channels"), ("partly", "outside some channels' range")]
         keys.append(("clipped", "clipped"))
     items = "".join(f'<span class="item"><span class="key {k}"></span>{text}</span>' for k, text in keys)
-    legend = (f'<div class="legend">{items}<span class="item muted">{len(h.counts)} bins (tallest {max(h.counts)}), '
+    cut = scale_peak(h.counts) < max(h.counts)
+    tallest = f"tallest {max(h.counts)}" + (f"; bars above {int(scale_peak(h.counts))} cut, dashed" if cut else "")
+    legend = (f'<div class="legend">{items}<span class="item muted">{len(h.counts)} bins ({tallest}), '
               f'{escape(origin)}</span></div>')
-    return f'<div class="chart">{histogram_svg(h, spans, observed)}{legend}</div>'
+    return f'<div class="chart">{histogram_svg(h, spans, observed, row.get("relu_only", False))}{legend}</div>'
 
 
-def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnostic]) -> str:
+def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnostic], relu_only: bool = False) -> str:
     """Scale (and zero point when they differ) per channel, then a table of the channels, long ones folded."""
     unit = "block" if qtype.block_size is not None else "channel"
     named = {int(part) for d in found for part in _scale_index(d.location.pointer)}
@@ -277,7 +282,7 @@ def _channels(qtype: QType, stats: TensorStatistics | None, found: list[Diagnost
     spans = ranges(qtype)
     errors: list[RangeError | None] = [None] * len(qtype.scale)
     if spans and qtype.block_size is None and len(per_axis) == len(spans):
-        errors = [range_error(h, lo, hi, sc) if h is not None else None
+        errors = [range_error(h, lo, hi, sc, relu_only) if h is not None else None
                   for h, (lo, hi), sc in zip(per_axis, spans, qtype.scale)]
     rows = []
     zps = qtype.zero_point or (0,) * len(qtype.scale)

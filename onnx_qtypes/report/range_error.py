@@ -10,6 +10,10 @@ A histogram's values are taken to be spread evenly within each bin. For the repr
   and (lo − x)² below, integrated over each bin;
 - SQNR: 10·log10(E[x²] / MSE) in dB, E[x²] from the same histogram.
 
+A tensor read only by Relu (``relu_only``) whose range reaches down to 0 has no clipping or error below
+the range: those values saturate to a real <= 0 that the Relu makes 0, as it makes the value itself (the
+checker's QT208 exempts them the same way, and calibration chooses such ranges on purpose).
+
 A per-axis type with one histogram per channel (statistics ``per_axis``, as many as scales) gets each
 channel's numbers, combined weighted by the channels' value counts. Other cases have no estimate.
 """
@@ -94,16 +98,18 @@ def ranges(qtype: QType) -> list[tuple[float, float]] | None:
     return [(s * (qtype.storage_min - z), s * (qtype.storage_max - z)) for s, z in zip(qtype.scale, zps)]
 
 
-def range_error(h: Histogram, lo: float, hi: float, step: float) -> RangeError:
+def range_error(h: Histogram, lo: float, hi: float, step: float, relu_only: bool = False) -> RangeError:
     """Clipped fraction, MSE and E[x²] of histogram ``h`` quantized to [lo, hi] in steps of ``step``."""
     total = h.total
     clipped = squared = power = 0.0
     rounding = step * step / 12
+    floor_free = relu_only and lo <= 0  # below the range: the reading Relu gives 0 either way
     for a, b, count in zip(h.edges, h.edges[1:], h.counts):
         width = b - a
-        clipped += count * (max(0.0, min(b, lo - step / 2) - a) + max(0.0, b - max(a, hi + step / 2))) / width
+        low_clip = 0.0 if floor_free else max(0.0, min(b, lo - step / 2) - a)
+        clipped += count * (low_clip + max(0.0, b - max(a, hi + step / 2))) / width
         above = _beyond(max(a, hi), max(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
-        below = _beyond(min(a, lo), min(b, lo), lo)
+        below = 0.0 if floor_free else _beyond(min(a, lo), min(b, lo), lo)
         inside = max(0.0, min(b, hi) - max(a, lo))
         squared += count * (above + below + inside * rounding) / width
         power += count * (b**3 - a**3) / (3 * width)
@@ -115,7 +121,8 @@ def _beyond(u: float, v: float, at: float) -> float:
     return ((v - at) ** 3 - (u - at) ** 3) / 3 if v > u else 0.0
 
 
-def tensor_error(qtype: QType, statistics: TensorStatistics | None) -> tuple[RangeError | None, str]:
+def tensor_error(qtype: QType, statistics: TensorStatistics | None, relu_only: bool = False
+                 ) -> tuple[RangeError | None, str]:
     """The tensor's estimate and how it was made (or why there is none)."""
     spans = ranges(qtype)
     if spans is None:
@@ -126,13 +133,13 @@ def tensor_error(qtype: QType, statistics: TensorStatistics | None) -> tuple[Ran
         h = histogram(statistics.tensor)
         if h is None:
             return None, f"histogram: {histogram_problem(statistics.tensor)}"
-        return range_error(h, *spans[0], qtype.scale[0]), "whole-tensor histogram"
+        return range_error(h, *spans[0], qtype.scale[0], relu_only), "whole-tensor histogram"
     if qtype.block_size is not None:
         return None, "blocked type: one range per block, histograms are per tensor or per axis"
     per_axis = [histogram(s) for s in statistics.per_axis]
     if len(per_axis) != len(spans) or any(h is None for h in per_axis):
         return None, f"per-axis type needs {len(spans)} per-axis histograms (statistics has {len(per_axis)} usable)"
-    return combine([range_error(h, lo, hi, s) for h, (lo, hi), s in zip(per_axis, spans, qtype.scale)]), \
+    return combine([range_error(h, lo, hi, s, relu_only) for h, (lo, hi), s in zip(per_axis, spans, qtype.scale)]), \
         f"{len(spans)} per-axis histograms, weighted by count"
 
 

@@ -51,7 +51,7 @@ dt{color:var(--muted)}dd{margin:0;font-variant-numeric:tabular-nums;word-break:b
 .chart{margin:0 0 8px}
 .chart.empty{border:1px dashed var(--line);border-radius:8px;color:var(--muted);padding:14px;text-align:center}
 svg{display:block;max-width:100%;height:auto;font-family:inherit}
-svg .bin{fill:var(--bar)}svg .bin.clipped{fill:var(--clip)}svg .bin.partly{fill:var(--partly)}
+svg .bin{fill:var(--bar)}svg .bin.clipped{fill:var(--clip)}svg .bin.partly{fill:var(--partly)}svg .bin.cut{stroke:#1f2937;stroke-width:.8;stroke-dasharray:3 2}
 svg .range{fill:var(--range)}svg .range-some{fill:var(--range-some)}
 svg .range-marker{stroke:var(--marker);stroke-width:1.5;stroke-dasharray:4 3}
 svg .marker-label{font-size:11px;fill:var(--marker);font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px}

@@ -24,14 +24,16 @@ def num(value: float) -> str:
 
 
 def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
-                  observed: tuple[float | None, float | None] = (None, None)) -> str:
+                  observed: tuple[float | None, float | None] = (None, None), relu_only: bool = False) -> str:
     """The histogram's bins as bars; the range every channel represents shaded, the range some channel
-    represents (per-axis) lighter, each end marked; bars outside every range in the clipped colour."""
+    represents (per-axis) lighter, each end marked; bars outside every range in the clipped colour (not
+    those below a range reaching 0 of a tensor only Relu reads: they become 0 either way)."""
     inner = outer = None
     if spans:
         inner = (max(lo for lo, _ in spans), min(hi for _, hi in spans))
         outer = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
-    first, last = h.edges[0], h.edges[-1]
+    populated = [i for i, c in enumerate(h.counts) if c]  # the exact re-binning histogram keeps empty bins
+    first, last = (h.edges[populated[0]], h.edges[populated[-1] + 1]) if populated else (h.edges[0], h.edges[-1])
     width = (last - first) or max(abs(first), 1.0)
     x0, x1 = first, last
     if outer is not None:  # show the range, unless it runs far past the data (then the markers point off-chart)
@@ -47,7 +49,7 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
     def x(v: float) -> float:
         return LEFT + (min(max(v, x0), x1) - x0) / (x1 - x0) * plot_w
 
-    peak = max(h.counts) or 1
+    peak = scale_peak(h.counts)
     parts = [f'<svg class="histogram" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
              f'role="img" aria-label="histogram with the representable range">']
     if outer is not None and inner is not None:
@@ -55,14 +57,17 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
             parts.append(_band(x(outer[0]), x(outer[1]), TOP, plot_h, "range-some"))
         if inner[0] < inner[1]:
             parts.append(_band(x(inner[0]), x(inner[1]), TOP, plot_h, "range"))
+    floor_free = relu_only and outer is not None and outer[0] <= 0
+    low = -math.inf if floor_free else outer[0] if outer is not None else None
     for a, b, count in zip(h.edges, h.edges[1:], h.counts):
         left, right = x(a), x(b)
-        bar_h = count / peak * plot_h
+        bar_h = min(count / peak, 1.0) * plot_h
         if count and bar_h < 1:
             bar_h = 1.0  # a non-empty bin stays visible
-        clipped = outer is not None and (b < outer[0] or a > outer[1] or (a == b and not outer[0] <= a <= outer[1]))
-        partly = not clipped and outer is not None and inner is not None and (a < inner[0] or b > inner[1])
+        clipped = outer is not None and (b < low or a > outer[1] or (a == b and not low <= a <= outer[1]))
+        partly = not clipped and outer is not None and inner is not None and (a < (low if floor_free else inner[0]) or b > inner[1])
         kind = "bin clipped" if clipped else "bin partly" if partly else "bin"
+        kind += " cut" if count > peak else ""
         parts.append(f'<rect class="{kind}" x="{left:.2f}" y="{base - bar_h:.2f}" '
                      f'width="{max(right - left - 0.6, 0.8):.2f}" height="{bar_h:.2f}">'
                      f'<title>[{num(a)}, {num(b)}]: {count}</title></rect>')
@@ -82,6 +87,16 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
         parts.append(f'<text class="tick" x="{x(0):.2f}" y="{base + 20}" text-anchor="middle">0</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def scale_peak(counts: Sequence[int]) -> float:
+    """The count a full-height bar stands for: the tallest, unless a few bins tower over the rest (a Relu
+    output's zeros, a padded tensor's constant); then the tallest of the rest, and the taller bars are cut."""
+    ranked = sorted(counts, reverse=True)
+    for k in range(min(3, len(ranked) - 1)):
+        if ranked[k + 1] and ranked[k] > 4 * ranked[k + 1]:
+            return ranked[k + 1] * 1.25
+    return ranked[0] if ranked and ranked[0] else 1
 
 
 def _markers(span: tuple[float, float], y: float, x, view: tuple[float, float]) -> list[str]:
