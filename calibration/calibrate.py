@@ -76,7 +76,7 @@ def statistics_of(acc: TensorAccumulator, method: str | None = None) -> TensorSt
     whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.width else whole
     per = ()
     if acc.channels is not None and acc.channels.count:
-        per = tuple(acc.channels.statistics(i) for i in range(acc.channels.mean.size))
+        per = tuple(acc.channel_statistics(i) for i in range(acc.channels.mean.size))
     return TensorStatistics(tensor=whole, axis=acc.axis if per else None, per_axis=per, method=method)
 
 

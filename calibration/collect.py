@@ -18,7 +18,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.calibration.data import feeds
 from onnx_qtypes.calibration.errors import CalibrationError
-from onnx_qtypes.calibration.running import TensorAccumulator
+from onnx_qtypes.calibration.running import CHANNEL_BINS, TensorAccumulator
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
 ORT_IR, ORT_OPSET = 10, 21
@@ -166,7 +166,7 @@ def collect(
     axes = weight_axes(model)
     for init in model.graph.initializer:
         if init.data_type in FLOAT_TYPES:
-            acc = TensorAccumulator(axes.get(init.name), **kwargs)
+            acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS, **kwargs)
             try:
                 acc.add(numpy_helper.to_array(init))
             except ValueError as exc:

@@ -11,6 +11,7 @@ bin width and adds bins instead, so its memory grows with the data's range.)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from onnx_qtypes.proto.qtype import Statistics
 
 BINS = 2048
+CHANNEL_BINS = 64  # per channel of a constant (a weight): enough to estimate each channel's error, small next to it
 
 
 class Moments:
@@ -100,13 +102,17 @@ class Histogram:
 
 
 class TensorAccumulator:
-    """Everything calibration keeps of one tensor: whole-tensor moments and histogram, per-channel moments."""
+    """Everything calibration keeps of one tensor: whole-tensor moments and histogram, per-channel moments, and
+    for a constant (added once, ``channel_bins`` > 0) a histogram per channel. An activation gets none: C
+    histograms per tensor would make memory grow with the channel count of every activation."""
 
-    def __init__(self, axis: int | None, bins: int = BINS) -> None:
+    def __init__(self, axis: int | None, bins: int = BINS, channel_bins: int = 0) -> None:
         self.axis = axis
         self.whole = Moments(1)
         self.channels: Moments | None = None
         self.histogram = Histogram(bins)
+        self.channel_bins = channel_bins
+        self.channel_histograms: list[tuple[np.ndarray, np.ndarray]] = []
         self.shape: tuple[int, ...] | None = None
 
     def add(self, value: np.ndarray) -> None:
@@ -122,7 +128,27 @@ class TensorAccumulator:
                 self.channels = Moments(per.shape[0])
             if self.channels.mean.size == per.shape[0]:
                 self.channels.add(per)
+            if self.channel_bins:
+                if self.channels.count != per.shape[1]:
+                    raise ValueError("per-channel histograms are for a constant, added once")
+                self.channel_histograms = [_exact_histogram(row, self.channel_bins) for row in per]
+
+    def channel_statistics(self, index: int) -> Statistics:
+        stats = self.channels.statistics(index)
+        if not self.channel_histograms:
+            return stats
+        counts, edges = self.channel_histograms[index]
+        return dataclasses.replace(stats, histogram_edges=tuple(edges.tolist()),
+                                   histogram_counts=tuple(int(c) for c in counts))
 
     @property
     def count(self) -> int:
         return self.whole.count
+
+
+def _exact_histogram(values: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, edges) of ``values`` in at most ``bins`` bins over [min, max] (a constant slice: one unit-wide bin)."""
+    lo, hi = float(values.min()), float(values.max())
+    if lo == hi:
+        return np.histogram(values, bins=1, range=(lo - 0.5, hi + 0.5))
+    return np.histogram(values, bins=min(bins, values.size), range=(lo, hi))

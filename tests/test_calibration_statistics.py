@@ -200,3 +200,24 @@ def test_entropy_clips_outliers_and_never_loses_to_the_observed_range():
     assert kl_threshold(counts, edges, 256) < 0.95 * top  # unguarded, KL alone clips
     lo, hi = choose_range(light, "entropy", symmetric=False, levels=256, round_trip=asym)
     assert round_trip_error(light.histogram, asym, lo, hi) <= round_trip_error(light.histogram, asym, 0.0, top)
+
+
+def test_each_weight_channel_has_its_own_histogram_and_the_report_estimates_it():
+    from onnx_qtypes import get_qtype
+    from onnx_qtypes.report.range_error import tensor_error
+
+    model = cnn()
+    w1 = next(onnx.numpy_helper.to_array(i) for i in model.graph.initializer if i.name == "w1")
+    result = calibrate_model(model, calibration_samples("cnn"), per_channel=True)
+    weight = get_qtype(result.model, "w1_quantized")
+    per_axis = weight.statistics.per_axis
+    assert weight.axis == 0 and len(per_axis) == w1.shape[0]
+    for channel, stats in zip(w1, per_axis):
+        assert sum(stats.histogram_counts) == stats.count == channel.size
+        assert stats.histogram_edges[0] == pytest.approx(channel.min()) and stats.histogram_edges[-1] == pytest.approx(
+            channel.max())
+    estimate, how = tensor_error(weight, weight.statistics)
+    assert estimate is not None and "per-axis" in how and estimate.clipped == 0.0
+    # a minmax per-channel weight: about scale²/12 of rounding error per channel, weighted by count
+    expected = np.mean([s * s / 12 for s in weight.scale])
+    assert estimate.mse == pytest.approx(expected, rel=0.5)

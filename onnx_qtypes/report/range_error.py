@@ -138,7 +138,8 @@ def tensor_error(qtype: QType, statistics: TensorStatistics | None, relu_only: b
         return None, "blocked type: one range per block, histograms are per tensor or per axis"
     per_axis = [histogram(s) for s in statistics.per_axis]
     if len(per_axis) != len(spans) or any(h is None for h in per_axis):
-        return None, f"per-axis type needs {len(spans)} per-axis histograms (statistics has {len(per_axis)} usable)"
+        usable = sum(h is not None for h in per_axis)
+        return None, f"per-axis type needs {len(spans)} per-axis histograms (statistics has {usable} usable)"
     return combine([range_error(h, lo, hi, s, relu_only) for h, (lo, hi), s in zip(per_axis, spans, qtype.scale)]), \
         f"{len(spans)} per-axis histograms, weighted by count"
 
