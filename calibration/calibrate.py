@@ -4,9 +4,10 @@ Parameter choice (proposal/spec/calibration.md). Float32 activations (graph
 inputs and node outputs) take a per-tensor type over the range ``method``
 picks (Softmax / Sigmoid / Tanh outputs: the range the operator guarantees;
 a tensor only a Relu reads: the Relu output's range); tensors joined by a
-data-movement operator (or one the profile lists under ``shared_parameters``)
-share one type over the union of their ranges, and an operator with a
-profile's ``fixed_output`` gets exactly those parameters. Weights (input 1 of
+data-movement operator (proto/data_movement.py's list, the ties QT401 checks)
+or by one the profile lists under ``shared_parameters`` share one type over
+the union of their ranges, and an operator with a profile's ``fixed_output``
+gets exactly those parameters. Weights (input 1 of
 Conv / ConvTranspose / Gemm / MatMul) take the observed min / max, per output
 channel with ``per_channel``; other constants read by arithmetic operators
 take the activation type. A Conv / Gemm bias is int32 with scale = input
@@ -32,13 +33,11 @@ from onnx_qtypes.calibration.parameters import Storage, parameters, round_trip
 from onnx_qtypes.calibration.qdq import insert_qdq
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
+from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
 from onnx_qtypes.proto.qtype import QType, Schema, Statistics, TensorStatistics
 
 ACTIVATION_STORAGE = ("int8", "uint8", "int16", "uint16")
 WEIGHT_STORAGE = ("int8", "uint8", "int4", "uint4", "int16")
-# Operators that only move values: their output is quantized exactly as their (first) input.
-DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "MaxPool", "Identity",
-                           "Gather", "Slice", "SpaceToDepth", "DepthToSpace"})
 OUTPUT_RANGES = {"Softmax": (0.0, 1.0), "Sigmoid": (0.0, 1.0), "Tanh": (-1.0, 1.0)}
 ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Conv", "ConvTranspose", "Max", "Min"})
 
@@ -211,7 +210,7 @@ def _fold_relu(model: ModelProto, ranges: dict[str, tuple[float, float]]) -> Non
 
 def shared_groups(model: ModelProto, acts: set[str], profile: Any) -> list[set[str]]:
     """Sets of activations that must share parameters (union-find over data-movement operators)."""
-    ops = DATA_MOVEMENT | (profile.shared_parameters if profile is not None else frozenset())
+    extra = profile.shared_parameters if profile is not None else frozenset()
     parent = {n: n for n in acts}
 
     def root(n: str) -> str:
@@ -221,16 +220,27 @@ def shared_groups(model: ModelProto, acts: set[str], profile: Any) -> list[set[s
         return n
 
     for node in model.graph.node:
-        if node.op_type not in ops:
+        mode = next((a.s for a in node.attribute if a.name == "mode"), b"nearest")
+        if node.domain not in ("", "ai.onnx"):
             continue
-        data_inputs = node.input[:1] if node.op_type in DATA_MOVEMENT else node.input
-        tied = [t for t in (*data_inputs, *node.output[:1]) if t in acts]
+        if moves_data(node.op_type, mode):  # the one list (proto/data_movement.py): QT401 checks the same ties
+            ins, outs = DATA_MOVEMENT[node.op_type]
+            tied = [*_at(node.input, ins), *_at(node.output, outs)]
+        elif node.op_type in extra:
+            tied = [*node.input, *node.output[:1]]
+        else:
+            continue
+        tied = [t for t in tied if t in acts]
         for t in tied[1:]:
             parent[root(t)] = root(tied[0])
     groups: dict[str, set[str]] = {}
     for n in acts:
         groups.setdefault(root(n), set()).add(n)
     return [g for g in groups.values() if len(g) > 1]
+
+
+def _at(names: Any, positions: tuple[int, ...] | None) -> list[str]:
+    return list(names) if positions is None else [names[i] for i in positions if i < len(names) and names[i]]
 
 
 def _fixed_outputs(model: ModelProto, types: dict[str, QType], storage: Storage, profile: Any) -> None:

@@ -108,3 +108,61 @@ def test_float16_tensors_get_statistics_but_stay_float():
     check_model(result.model)
     types = quantized_tensors(result.model)
     assert "h" not in types and "r" not in types and result.statistics["h"].tensor.count == 24
+
+
+def _data_movement_model(op: str):
+    """a -> Mul 3 -> x -> op -> Sigmoid per output: the op moves a computed activation into a computing one."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name, values, dtype=np.int64):
+        return numpy_helper.from_array(np.asarray(values, dtype), name)
+
+    inits = [numpy_helper.from_array(np.array(3.0, np.float32), "three")]
+    node_inputs, attrs, outputs = ["x"], {}, ["z"]
+    extra = {
+        "Reshape": (["x", "shape"], {}, [const("shape", [1, 16, 4])]),
+        "Squeeze": (["x", "axes"], {}, [const("axes", [0])]),
+        "Unsqueeze": (["x", "axes"], {}, [const("axes", [0])]),
+        "Transpose": (["x"], {"perm": [0, 2, 3, 1]}, []),
+        "Slice": (["x", "starts", "ends", "axes"], {}, [const("starts", [0]), const("ends", [2]), const("axes", [1])]),
+        "Expand": (["x", "shape"], {}, [const("shape", [2, 4, 4, 4])]),
+        "Tile": (["x", "repeats"], {}, [const("repeats", [1, 1, 1, 2])]),
+        "DepthToSpace": (["x"], {"blocksize": 2}, []),
+        "SpaceToDepth": (["x"], {"blocksize": 2}, []),
+        "Gather": (["x", "idx"], {"axis": 1}, [const("idx", [0, 2])]),
+        "GatherElements": (["x", "idx"], {"axis": 1}, [const("idx", np.zeros((1, 2, 4, 4)))]),
+        "GatherND": (["x", "idx"], {}, [const("idx", [[0]])]),
+        "MaxPool": (["x"], {"kernel_shape": [2, 2]}, []),
+        "ReduceMax": (["x", "axes"], {}, [const("axes", [1])]),
+        "ReduceMin": (["x", "axes"], {}, [const("axes", [1])]),
+        "Resize": (["x", "", "scales"], {"mode": "nearest"}, [const("scales", [1, 1, 2, 2], np.float32)]),
+        "Pad": (["x", "pads"], {}, [const("pads", [0, 0, 1, 1, 0, 0, 1, 1])]),
+        "Split": (["x"], {"axis": 1, "num_outputs": 2}, []),
+        "Concat": (["x", "s"], {"axis": 1}, []),
+    }
+    if op in extra:
+        node_inputs, attrs, more = extra[op]
+        inits += more
+    if op == "Split":
+        outputs = ["z", "z2"]
+    nodes = [helper.make_node("Mul", ["a", "three"], ["x"]), helper.make_node("Sigmoid", ["a"], ["s"]),
+             helper.make_node(op, node_inputs, outputs, **attrs)]
+    nodes += [helper.make_node("Sigmoid", [o], [f"y{i}"]) for i, o in enumerate(outputs)]
+    graph = helper.make_graph(nodes, op, [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None)
+                               for i in range(len(outputs))], inits)
+    model = onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True), outputs  # the outputs' shapes
+
+
+@pytest.mark.parametrize("op", sorted(__import__("onnx_qtypes.proto.data_movement", fromlist=["x"]).DATA_MOVEMENT))
+def test_every_data_movement_operator_ties_its_tensors_so_qt401_holds(op):
+    model, outputs = _data_movement_model(op)
+    rng = np.random.default_rng(1)
+    samples = [{"a": rng.normal(size=(1, 4, 4, 4)).astype(np.float32)} for _ in range(4)]
+    result = calibrate_model(model, samples)
+    assert [d for d in check_model(result.model) if d.rule == "QT401"] == []
+    tied = ["x", *outputs] + (["s"] if op == "Concat" else [])
+    types = {get_qtype(result.model, t) for t in tied}
+    assert len(types) == 1 and None not in types, types
