@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from onnx_qtypes.calibration.collect import FLOAT_TYPES, collect, float_activations, weight_axes
+from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
 from onnx_qtypes.calibration.errors import CalibrationError
 from onnx_qtypes.calibration.parameters import Storage, parameters, round_trip
 from onnx_qtypes.calibration.qdq import insert_qdq
@@ -64,8 +64,12 @@ class CalibrationResult:
     engine: str = ""
     typed: list[str] = dataclasses.field(default_factory=list)
 
+    quantize: bool = True  # False for --stats-only
+
     def summary(self) -> str:
         what = f"{len(self.typed)} quantized tensor(s), " if self.typed else ""
+        if self.quantize and not self.typed:  # say it: the same command quantizes a float32 model
+            what = "nothing quantized (only float32 tensors are; float16, bfloat16 and float64 ones keep their type), "
         return f"{what}statistics on {len(self.statistics)} tensor(s) from {self.samples} sample(s)"
 
 
@@ -98,13 +102,70 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     from onnx_qtypes.interop.source import read_model
 
     settings = settings_for(method, schema, activation, weight, per_channel, percentile, profile)
+    if engine not in ENGINES:
+        raise CalibrationError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     source, _ = read_model(model, "calibrate")
-    accs, samples = collect(source, data, engine=engine, progress=progress)
+    refuse_quantized(source)
+    constants_are_not_inputs(source)
+    one_bias_per_operator(source)
+    accs, samples, used = collect(source, data, engine=engine, progress=progress)
     stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items()}
     if stats_only:
-        return CalibrationResult(annotate(source, stats), stats, samples)
+        return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
     types = choose_types(source, accs, settings)
-    return quantized_model(source, types, stats, samples)
+    result = quantized_model(source, types, stats, samples)
+    result.engine = used
+    return result
+
+
+def refuse_quantized(model: ModelProto) -> None:
+    """Calibration starts from the float model: quantizing a quantized one would stack a second quantization."""
+    from onnx_qtypes.interop.qoperator import spec_for
+    from onnx_qtypes.interop.recognise import is_dequantize, is_quantize
+    from onnx_qtypes.proto import quantized_tensors
+
+    typed = sorted(quantized_tensors(model))
+    if typed:
+        raise CalibrationError(f"the model already has quantized types ({typed[0]!r} and {len(typed) - 1} more); "
+                               "calibrate takes the float model")
+    for node in model.graph.node:
+        if is_quantize(node) or is_dequantize(node) or spec_for(node) is not None \
+                or node.op_type in ("DynamicQuantizeLinear", "MatMulNBits"):
+            raise CalibrationError(f"the model is already quantized (node {node.name or node.output[0]!r}, "
+                                   f"{node.op_type}); calibrate takes the float model, `lift` reads this one's types")
+
+
+def constants_are_not_inputs(model: ModelProto) -> None:
+    """Drop initializers from the graph inputs (IR < 4 exporters list them there): calibration replaces a weight
+    by its stored integers, and an input left under the old name would be a required input nobody feeds."""
+    inits = {t.name for t in model.graph.initializer}
+    kept = [i for i in model.graph.input if i.name not in inits]
+    if len(kept) != len(model.graph.input):
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+
+
+BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
+
+
+def one_bias_per_operator(model: ModelProto) -> None:
+    """A bias read by more than one node gets a copy per bias reader: its int32 scale is its operator's input
+    scale times weight scale (QT405), which differs between operators."""
+    from onnx_qtypes.calibration.names import allocator, used_names
+
+    readers: dict[str, int] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    inits = {t.name: t for t in model.graph.initializer}
+    fresh = allocator(used_names(model))
+    for node in model.graph.node:
+        if node.op_type in BIAS_OPERATORS and len(node.input) > 2 and node.input[2] in inits \
+                and readers[node.input[2]] > 1:
+            copy = model.graph.initializer.add()
+            copy.CopyFrom(inits[node.input[2]])
+            copy.name = fresh(f"{node.input[2]}_{node.name or node.output[0]}")
+            node.input[2] = copy.name
 
 
 def settings_for(method: str, schema: Schema | str, activation: str | None, weight: str | None, per_channel: bool,
@@ -249,8 +310,13 @@ def _fixed_outputs(model: ModelProto, types: dict[str, QType], storage: Storage,
     for node in model.graph.node:
         for fixed in profile.fixed_output.get(node.op_type, ()):
             if node.output and node.output[0] in types and fixed.storage == storage.type:
-                types[node.output[0]] = QType(fixed.storage, fixed.scale, fixed.zero_point, schema=storage.schema,
-                                              storage_min=storage.min, storage_max=storage.max)
+                # the profile's parameters win over the schema: TFLite's Softmax output has zero point -128 also
+                # when the other activations are symmetric
+                keeps = not storage.schema.symmetric or not np.any(fixed.zero_point)
+                types[node.output[0]] = QType(fixed.storage, fixed.scale, fixed.zero_point,
+                                              schema=storage.schema if keeps else Schema.ASYMMETRIC,
+                                              storage_min=storage.min if keeps else None,
+                                              storage_max=storage.max if keeps else None)
                 break
 
 
@@ -285,10 +351,10 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
 
 
 def _biases(model: ModelProto, inits: dict) -> dict[str, tuple[str, str]]:
-    """Bias initializer -> (its operator's input, its weight), for Conv and Gemm with a 1-D bias."""
+    """Bias initializer -> (its operator's input, its weight), for Conv, ConvTranspose and Gemm with a 1-D bias."""
     out = {}
     for node in model.graph.node:
-        if node.op_type in ("Conv", "Gemm") and len(node.input) > 2 and node.input[2] in inits \
+        if node.op_type in BIAS_OPERATORS and len(node.input) > 2 and node.input[2] in inits \
                 and len(inits[node.input[2]].dims) == 1:
             out[node.input[2]] = (node.input[0], node.input[1])
     return out
@@ -335,24 +401,25 @@ def quantized_model(model: ModelProto, types: tuple[dict, dict], stats: dict[str
     from onnx_qtypes.interop.lift import lift_model
 
     act_types, init_types = types
-    qdq = insert_qdq(model, act_types, init_types)
+    qdq, aliases = insert_qdq(model, act_types, init_types)
     lifted = lift_model(qdq).model
-    typed = _declare(lifted, {**act_types, **init_types}, stats)
+    typed = _declare(lifted, {**act_types, **init_types}, stats, aliases)
     return CalibrationResult(lifted, stats, samples, typed=typed)
 
 
-def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, TensorStatistics]) -> list[str]:
+def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, TensorStatistics],
+             aliases: dict[str, tuple[str, ...]]) -> list[str]:
     """Give each lifted tensor the chosen schema and storage range (QDQ cannot say them) and its statistics.
 
-    ``lift`` keeps an activation's name, except a graph input's quantized copy (``<x>_quantized``), a graph
-    output's quantized producer (``<y>_float``) and a quantized initializer (``<w>_quantized``).
+    ``lift`` keeps an activation's name, except a graph input's quantized copy, a graph output's quantized
+    producer and a quantized initializer, which have the names ``insert_qdq`` gave them (``aliases``).
     """
     from onnx_qtypes.proto.model import get_qtype, set_qtypes, write_statistics
 
     updates: dict[str, QType] = {}
     known = {vi.name: vi for vi in (*lifted.graph.input, *lifted.graph.output, *lifted.graph.value_info)}
     for name, chosen in types.items():
-        for candidate in (name, f"{name}_quantized", f"{name}_float"):
+        for candidate in aliases.get(name, (name,)):
             current = get_qtype(lifted, candidate) if candidate in known or _is_init(lifted, candidate) else None
             if current is not None:
                 updates[candidate] = current.replace(schema=chosen.schema, storage_min=chosen.storage_min,

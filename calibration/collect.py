@@ -116,19 +116,38 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
 def _reference_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np.ndarray]]:
     from onnx.reference import ReferenceEvaluator
 
-    evaluator = ReferenceEvaluator(model)
+    try:
+        evaluator = ReferenceEvaluator(model)
+    except Exception as exc:  # an operator onnx.reference does not implement (a custom domain, a missing type)
+        raise CalibrationError(f"neither onnxruntime nor onnx.reference can run the model: {_first_line(exc)}") from None
     return lambda feed: evaluator.run(names, feed)
 
 
+ENGINES = ("auto", "onnxruntime", "reference")
+
+
 def runner(model: ModelProto, names: list[str], engine: str = "auto") -> tuple[str, Callable[[dict], list]]:
-    """("onnxruntime" or "reference", a function feed -> values of ``names``)."""
+    """("onnxruntime" or "reference", a function feed -> values of ``names``). ``auto``: onnxruntime when it is
+    installed and loads the model (it has no kernel for, e.g., a float64 Conv), else onnx.reference."""
+    if engine not in ENGINES:
+        raise CalibrationError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine in ("auto", "onnxruntime"):
-        run = _ort_runner(model, names)
+        try:
+            run = _ort_runner(model, names)
+        except Exception as exc:  # onnxruntime's own exception types: NotImplemented, Fail, InvalidGraph, ...
+            if engine == "onnxruntime":
+                raise CalibrationError(f"onnxruntime cannot run the model: {_first_line(exc)}") from None
+            run = None
         if run is not None:
             return "onnxruntime", run
         if engine == "onnxruntime":
             raise CalibrationError("onnxruntime is not installed, or cannot run this model's opset")
     return "reference", _reference_runner(model, names)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split("\n")[0].split())
+    return text or type(exc).__name__
 
 
 def collect(
@@ -138,8 +157,9 @@ def collect(
     engine: str = "auto",
     progress: Callable[[int], None] | None = None,
     bins: int | None = None,
-) -> tuple[dict[str, TensorAccumulator], int]:
-    """Per float tensor (activations and float initializers) its accumulated statistics, and the sample count."""
+) -> tuple[dict[str, TensorAccumulator], int, str]:
+    """Per float tensor (activations and float initializers) its accumulated statistics, the sample count and
+    what ran the model ("onnxruntime" or "reference")."""
     acts = float_activations(model)
     if not acts and not any(t.data_type in FLOAT_TYPES for t in model.graph.initializer):
         raise CalibrationError("the model has no float tensors to calibrate")
@@ -147,12 +167,12 @@ def collect(
     accs = {name: TensorAccumulator(ACTIVATION_AXIS, **kwargs) for name in acts}
     names = list(acts)
     inputs = graph_inputs(model)
-    run = None
+    run, used = None, ""
     count = 0
     for index, sample in enumerate(feeds(data)):
         feed = check_feed(sample, inputs, index)
         if run is None:
-            _, run = runner(model, names, engine)
+            used, run = runner(model, names, engine)
         for name, value in zip(names, run(feed)):
             try:
                 accs[name].add(value)
@@ -172,7 +192,7 @@ def collect(
             except ValueError as exc:
                 raise CalibrationError(f"initializer {init.name!r} {exc}") from None
             accs[init.name] = acc
-    return accs, count
+    return accs, count, used
 
 
 def progress_bar(total: int | None, stream: Any = None) -> Callable[[int], None] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from onnx_qtypes.calibration.names import allocator, used_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops.quant import quantize
 
@@ -21,35 +22,42 @@ def _stored(values: np.ndarray, name: str, qt: QType) -> TensorProto:
     return helper.make_tensor(name, qt.storage_type.data_type, values.shape, values.reshape(-1).astype(np.int64).tolist())
 
 
-def _params(name: str, qt: QType) -> list:
+def _params(names: tuple[str, str], qt: QType) -> list:
     scale = np.asarray(qt.scale, np.float32)
     zp = np.asarray(qt.zero_point)
     if qt.axis is None:
         scale, zp = scale.reshape(()), zp.reshape(())
-    return [numpy_helper.from_array(scale, f"{name}_scale"), _stored(zp, f"{name}_zero_point", qt)]
+    return [numpy_helper.from_array(scale, names[0]), _stored(zp, names[1], qt)]
 
 
 def _attrs(qt: QType) -> dict:
     return {} if qt.axis is None else {"axis": qt.axis}
 
 
-def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: dict[str, QType]) -> ModelProto:
-    """A copy of ``model`` with ``activations`` quantize-dequantized and ``initializers`` stored quantized."""
+def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: dict[str, QType]
+               ) -> tuple[ModelProto, dict[str, tuple[str, ...]]]:
+    """A copy of ``model`` with ``activations`` quantize-dequantized and ``initializers`` stored quantized, and
+    for each the names its typed tensor may have once ``lift`` has read the pairs (its own first)."""
     out = ModelProto()
     out.CopyFrom(model)
     g = out.graph
+    fresh = allocator(used_names(out))
     outputs = {o.name for o in g.output}
-    new_inits, pairs = [], []
+    inputs = {i.name for i in g.input}
+    new_inits, pairs, aliases = [], [], {}
     for name, qt in activations.items():
-        source = f"{name}_float" if name in outputs else name
-        deq = name if name in outputs else f"{name}_dequantized"
-        if name in outputs:
+        # a graph output keeps its name on the DequantizeLinear; one that is also a graph input stays as fed
+        renamed = name in outputs and name not in inputs
+        source = fresh(f"{name}_float") if renamed else name
+        deq = name if renamed else fresh(f"{name}_dequantized")
+        if renamed:
             for node in g.node:
                 node.output[:] = [source if o == name else o for o in node.output]
         for node in g.node:
             node.input[:] = [deq if i == name else i for i in node.input]
-        new_inits += _params(name, qt)
-        pairs.append((name, source, deq, qt))
+        params = (fresh(f"{name}_scale"), fresh(f"{name}_zero_point"))
+        new_inits += _params(params, qt)
+        pairs.append((name, source, deq, params, qt))
     keep = []
     for init in g.initializer:
         qt = initializers.get(init.name)
@@ -57,21 +65,23 @@ def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: d
             keep.append(init)
             continue
         stored = quantize(numpy_helper.to_array(init).astype(np.float64), qt)
-        keep.append(_stored(stored, f"{init.name}_quantized", qt))
-        new_inits += _params(init.name, qt)
-        g.node.insert(0, helper.make_node(
-            "DequantizeLinear", [f"{init.name}_quantized", f"{init.name}_scale", f"{init.name}_zero_point"],
-            [init.name], name=f"{init.name}_DequantizeLinear", **_attrs(qt)))
+        q, params = fresh(f"{init.name}_quantized"), (fresh(f"{init.name}_scale"), fresh(f"{init.name}_zero_point"))
+        keep.append(_stored(stored, q, qt))
+        aliases[init.name] = (init.name, q)
+        new_inits += _params(params, qt)
+        g.node.insert(0, helper.make_node("DequantizeLinear", [q, *params], [init.name],
+                                          name=fresh(f"{init.name}_DequantizeLinear"), **_attrs(qt)))
     del g.initializer[:]
     g.initializer.extend(keep + new_inits)
-    for name, source, deq, qt in pairs:
-        q = f"{name}_quantized"
+    for name, source, deq, params, qt in pairs:
+        q = fresh(f"{name}_quantized")
+        aliases[name] = (name, q, source)
         at = _position(g, source)
-        g.node.insert(at, helper.make_node("DequantizeLinear", [q, f"{name}_scale", f"{name}_zero_point"], [deq],
-                                           name=f"{name}_DequantizeLinear", **_attrs(qt)))
-        g.node.insert(at, helper.make_node("QuantizeLinear", [source, f"{name}_scale", f"{name}_zero_point"], [q],
-                                           name=f"{name}_QuantizeLinear", **_attrs(qt)))
-    return out
+        g.node.insert(at, helper.make_node("DequantizeLinear", [q, *params], [deq],
+                                           name=fresh(f"{name}_DequantizeLinear"), **_attrs(qt)))
+        g.node.insert(at, helper.make_node("QuantizeLinear", [source, *params], [q],
+                                           name=fresh(f"{name}_QuantizeLinear"), **_attrs(qt)))
+    return out, aliases
 
 
 def _position(g, tensor: str) -> int:

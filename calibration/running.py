@@ -113,6 +113,7 @@ class TensorAccumulator:
         self.histogram = Histogram(bins)
         self.channel_bins = channel_bins
         self.channel_histograms: list[tuple[np.ndarray, np.ndarray]] = []
+        self.varying = False  # the axis changed length between samples: no per-slice statistics
         self.shape: tuple[int, ...] | None = None
 
     def add(self, value: np.ndarray) -> None:
@@ -122,12 +123,14 @@ class TensorAccumulator:
             raise ValueError("holds NaN or infinity; calibration needs finite values")
         self.whole.add(x.reshape(1, -1))
         self.histogram.add(x)
-        if self.axis is not None and x.ndim > self.axis:
+        if self.axis is not None and x.ndim > self.axis and not self.varying:
             per = np.moveaxis(x, self.axis, 0).reshape(x.shape[self.axis], -1)
             if self.channels is None:
                 self.channels = Moments(per.shape[0])
-            if self.channels.mean.size == per.shape[0]:
-                self.channels.add(per)
+            if self.channels.mean.size != per.shape[0]:  # axis 1 is no channel axis here (a sequence length):
+                self.channels, self.varying = None, True  # per-slice statistics would cover some samples only
+                return
+            self.channels.add(per)
             if self.channel_bins:
                 if self.channels.count != per.shape[1]:
                     raise ValueError("per-channel histograms are for a constant, added once")

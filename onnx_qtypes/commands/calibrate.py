@@ -28,6 +28,7 @@ import argparse
 from onnx_qtypes.calibration.calibrate import ACTIVATION_STORAGE, WEIGHT_STORAGE, calibrate_model
 from onnx_qtypes.calibration.collect import progress_bar
 from onnx_qtypes.calibration.data import NpzSamples
+from onnx_qtypes.calibration.errors import CalibrationError
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS
 from onnx_qtypes.proto import save
 from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file, standard_output
@@ -64,10 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
         profile = load_profile(args.profile)
     samples = NpzSamples(args.data)
-    result = calibrate_model(args.model, samples, method=args.method, schema=args.schema,
-                             activation=args.activation_type, weight=args.weight_type, per_channel=args.per_channel,
-                             percentile=args.percentile, profile=profile, stats_only=args.stats_only,
-                             engine=args.engine, progress=progress_bar(len(samples)))
+    try:
+        result = calibrate_model(args.model, samples, method=args.method, schema=args.schema,
+                                 activation=args.activation_type, weight=args.weight_type,
+                                 per_channel=args.per_channel, percentile=args.percentile, profile=profile,
+                                 stats_only=args.stats_only, engine=args.engine, progress=progress_bar(len(samples)))
+    except CalibrationError as exc:  # name the files: the message names the sample, input or node
+        raise CalibrationError(f"{args.model} with {args.data}: {exc}") from None
     save(result.model, args.output)
     with standard_output() as out:
         print(f"{args.output}: {result.summary()}", file=out)

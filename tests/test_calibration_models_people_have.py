@@ -1,0 +1,175 @@
+"""Calibration on the float models exporters actually write: names that collide with the ones calibration adds,
+a bias two operators share, ConvTranspose biases, initializers listed as inputs, an input passed through as an
+output, float64 models, custom operators, and models that are already quantized."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from corpus import run_onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+from test_cli import run_cli
+
+from onnx_qtypes import get_qtype, lower, quantized_tensors
+from onnx_qtypes.calibration import CalibrationError, calibrate_model
+from onnx_qtypes.checker import check_model
+
+RNG = np.random.default_rng(11)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=21):
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def _info(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _const(name, shape, dtype=np.float32):
+    return numpy_helper.from_array((RNG.normal(size=shape) * 0.3).astype(dtype), name)
+
+
+def _samples(shapes: dict, count: int = 4, dtype=np.float32):
+    return [{n: RNG.normal(size=s).astype(dtype) for n, s in shapes.items()} for _ in range(count)]
+
+
+def _runs_like_the_float_model(float_model, typed, samples) -> None:
+    """The lowered model runs on onnxruntime and stays close to the float model (SQNR above 20 dB)."""
+    qdq = lower(typed)
+    qdq.ir_version = 10
+    for feed in samples[:2]:
+        want = run_onnxruntime(float_model, feed, optimize=False)
+        got = run_onnxruntime(qdq, {k: v for k, v in feed.items() if k in {i.name for i in qdq.graph.input}},
+                              optimize=False)
+        for name, value in want.items():
+            error = np.sum((got[name] - value) ** 2)
+            assert 10 * np.log10(np.sum(value**2) / max(error, 1e-30)) > 20, name
+
+
+@pytest.mark.parametrize("taken", ["y_float", "x_quantized", "r_dequantized", "r_scale", "w_quantized"])
+def test_names_calibration_would_add_may_already_be_taken(taken):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Identity", ["r"], [taken]), helper.make_node("Sigmoid", [taken], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])], [_const("w", [3, 2, 1, 1])])
+    samples = _samples({"x": [1, 2, 4, 4]})
+    result = calibrate_model(model, samples)
+    check_model(result.model)  # raises on any error: SSA, QT305, QT310, ...
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_bias_two_operators_share_gets_a_copy_for_each():
+    nodes = [helper.make_node("Conv", ["x", "w1", "b"], ["c1"]), helper.make_node("Mul", ["x", "ten"], ["x10"]),
+             helper.make_node("Conv", ["x10", "w2", "b"], ["c2"]), helper.make_node("Add", ["c1", "c2"], ["y"])]
+    inits = [_const("w1", [3, 2, 1, 1]), _const("w2", [3, 2, 1, 1]), _const("b", [3]),
+             numpy_helper.from_array(np.array(10.0, np.float32), "ten")]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])], inits)
+    samples = _samples({"x": [1, 2, 4, 4]})
+    result = calibrate_model(model, samples)
+    check_model(result.model)  # QT405: each copy's scale is its own Conv's input scale times weight scale
+    biases = [t for t in quantized_tensors(result.model).values() if t.storage == "int32"]
+    assert len(biases) == 2 and biases[0].scale != biases[1].scale
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_conv_transpose_bias_is_int32_with_the_bias_rule():
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])],
+                   [_const("w", [2, 3, 1, 1]), _const("b", [3])])
+    samples = _samples({"x": [1, 2, 4, 4]})
+    result = calibrate_model(model, samples, per_channel=True)
+    check_model(result.model)
+    bias = next(t for t in quantized_tensors(result.model).values() if t.storage == "int32")
+    weight = next(t for t in quantized_tensors(result.model).values() if t.storage == "int8")
+    x = get_qtype(result.model, "x_quantized") or get_qtype(result.model, "x")
+    assert weight.axis == 1 and np.allclose(bias.scale, np.float32(x.scale[0]) * np.asarray(weight.scale, np.float32))
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_initializers_listed_as_inputs_are_constants_and_not_left_as_inputs():
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)]
+    model = _model(nodes, [_info("x", [2, 4]), _info("w", [3, 4]), _info("b", [3])], [_info("y", [2, 3])],
+                   [_const("w", [3, 4]), _const("b", [3])])
+    samples = _samples({"x": [2, 4]})
+    result = calibrate_model(model, samples)
+    assert result.engine == "onnxruntime"
+    assert [i.name for i in result.model.graph.input] == ["x"]
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_graph_input_that_is_also_an_output_stays_as_fed():
+    nodes = [helper.make_node("Sigmoid", ["x"], ["y"])]
+    model = _model(nodes, [_info("x", [2, 4])], [_info("y", [2, 4]), _info("x", [2, 4])])
+    samples = _samples({"x": [2, 4]})
+    result = calibrate_model(model, samples)
+    check_model(result.model)
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_model_onnxruntime_cannot_load_runs_on_the_reference():
+    # onnxruntime has no float64 Conv kernel; onnx.reference has
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4], TensorProto.DOUBLE)], [_info("y", [1, 3, 4, 4], TensorProto.DOUBLE)],
+                   [_const("w", [3, 2, 1, 1], np.float64)])
+    result = calibrate_model(model, _samples({"x": [1, 2, 4, 4]}, dtype=np.float64))
+    assert result.engine == "reference"
+    assert result.typed == [] and "nothing quantized" in result.summary()
+    assert set(result.statistics) >= {"x", "y"}
+
+
+def test_an_operator_nothing_can_run_is_a_located_error():
+    nodes = [helper.make_node("Foo", ["x"], ["y"], domain="custom")]
+    model = helper.make_model(helper.make_graph(nodes, "m", [_info("x", [2])], [_info("y", [2])]), ir_version=10,
+                              opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("custom", 1)])
+    with pytest.raises(CalibrationError, match="neither onnxruntime nor onnx.reference.*Foo"):
+        calibrate_model(model, _samples({"x": [2]}))
+
+
+def test_an_unknown_engine_is_refused():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2])], [_info("y", [2])])
+    with pytest.raises(CalibrationError, match="unknown engine 'foo'"):
+        calibrate_model(model, _samples({"x": [2]}), engine="foo")
+
+
+def test_an_already_quantized_model_is_refused():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])], [_const("w", [3, 2, 1, 1])])
+    samples = _samples({"x": [1, 2, 4, 4]})
+    typed = calibrate_model(model, samples).model
+    with pytest.raises(CalibrationError, match="already has quantized types"):
+        calibrate_model(typed, samples)
+    qdq = lower(typed)
+    with pytest.raises(CalibrationError, match="already quantized .*QuantizeLinear"):
+        calibrate_model(qdq, samples)
+    stats_only = calibrate_model(model, samples, stats_only=True).model
+    assert calibrate_model(stats_only, samples).typed  # statistics alone are not quantization
+
+
+def test_tflite_fixed_outputs_keep_their_zero_point_under_a_symmetric_schema():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Softmax", ["m"], ["y"])]
+    model = _model(nodes, [_info("x", [2, 4])], [_info("y", [2, 3])], [_const("w", [4, 3])])
+    result = calibrate_model(model, _samples({"x": [2, 4]}), schema="symmetric", profile="tflite-int8")
+    check_model(result.model, profile="tflite-int8")
+    check_model(result.model)
+    softmax = get_qtype(result.model, "y_float") or get_qtype(result.model, "y")
+    assert softmax.zero_point == (-128,) and softmax.scale == (1 / 256,)
+
+
+def test_the_command_line_error_names_the_model_and_the_data(tmp_path):
+    model = _model([helper.make_node("Relu", ["a"], ["b"])], [_info("a", [2])], [_info("b", [2])])
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "d.npz", x=np.zeros((3, 2), np.float32))
+    result = run_cli("calibrate", str(tmp_path / "m.onnx"), "--data", str(tmp_path / "d.npz"), "-o",
+                     str(tmp_path / "out.onnx"))
+    assert result.returncode == 2 and not (tmp_path / "out.onnx").exists()
+    assert "m.onnx" in result.stderr and "d.npz" in result.stderr and "'x'" in result.stderr
+
+
+def test_an_axis_whose_length_varies_gets_no_per_slice_statistics():
+    """Axis 1 of [batch, sequence, features] is the sequence: per-slice statistics of a length that varies
+    would each cover some samples only, so there are none, while the whole-tensor ones count every value."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [1, "s", 4])], [_info("y", [1, "s", 4])])
+    samples = [{"x": RNG.normal(size=(1, n, 4)).astype(np.float32)} for n in (3, 5, 3)]
+    stats = calibrate_model(model, samples, stats_only=True).statistics["y"]
+    assert stats.per_axis == () and stats.tensor.count == 4 * (3 + 5 + 3)
