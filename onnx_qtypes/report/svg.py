@@ -25,7 +25,7 @@ def num(value: float) -> str:
 
 def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
                   observed: tuple[float | None, float | None] = (None, None), relu_only: bool = False) -> str:
-    """The histogram's bins as bars; the range every channel represents shaded, the range some channel
+    """The histogram's non-empty bins as bars; the range every channel represents shaded, the range some channel
     represents (per-axis) lighter, each end marked; bars outside every range in the clipped colour (not
     those below a range reaching 0 of a tensor only Relu reads: they become 0 either way)."""
     inner = outer = None
@@ -60,6 +60,8 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
     floor_free = relu_only and outer is not None and outer[0] <= 0
     low = -math.inf if floor_free else outer[0] if outer is not None else None
     for a, b, count in zip(h.edges, h.edges[1:], h.counts):
+        if not count:  # an empty bin draws nothing; calibration's 2048-bin histograms are mostly empty
+            continue
         left, right = x(a), x(b)
         bar_h = min(count / peak, 1.0) * plot_h
         if count and bar_h < 1:
