@@ -11,7 +11,8 @@ Run: python proposal/experiments/onnx_reference_gaps.py
 5. onnxruntime with default optimizations on DequantizeLinear -> op ->
    QuantizeLinear whose activations are per-axis (uint8, axis 1), for Add,
    Mul, MatMul and LeakyRelu, whose fused QLinear kernels take scalar
-   parameters only; compared with the unoptimized path.
+   parameters only; compared with the unoptimized path (the rows of
+   per_axis_activation_fusions.py, which covers every fused operator).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import per_axis_activation_fusions as fusions  # noqa: E402
 import stock_tools as st  # noqa: E402
 
 F = TensorProto
@@ -69,37 +70,14 @@ def old_dequantize() -> None:
         print(f"   opset {opset}: {shown(st.run_reference(m, {'q': np.array([1, -2], np.int8)}))}")
 
 
-def per_axis_model(op: str, **attrs):
-    """uint8 [1, 2] activations, per-axis (axis 1): DequantizeLinear each input -> op -> QuantizeLinear."""
-    scale = numpy_helper.from_array(np.array([0.1, 0.2], np.float32), "s")
-    zero = numpy_helper.from_array(np.array([128, 120], np.uint8), "z")
-    inputs = "ab" if op != "LeakyRelu" else "a"
-    shape = [2, 2] if op == "MatMul" else [1, 2]
-    nodes = [helper.make_node("DequantizeLinear", [n, "s", "z"], [f"r{n}"], axis=1) for n in inputs]
-    nodes += [helper.make_node(op, [f"r{n}" for n in inputs], ["r"], **attrs),
-              helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], axis=1)]
-    return st.model(nodes, [helper.make_tensor_value_info(n, F.UINT8, shape) for n in inputs],
-                    [helper.make_tensor_value_info("y", F.UINT8, shape)], [scale, zero])
-
-
 def per_axis_fusion() -> None:
-    print("5. uint8 DequantizeLinear -> op -> QuantizeLinear with per-axis activations (axis 1), onnxruntime:")
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    rng = np.random.default_rng(0)
-    for op, attrs in (("Add", {}), ("Mul", {}), ("MatMul", {}), ("LeakyRelu", {"alpha": 0.1})):
-        m = per_axis_model(op, **attrs)
-        feeds = {i.name: rng.integers(100, 160, [d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.uint8)
-                 for i in m.graph.input}
-        try:
-            session = ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
-            fused = st.Outcome(np.asarray(session.run(None, feeds)[0]))
-        except Exception as exc:  # noqa: BLE001 - the runtime's own error is the result
-            fused = st.Outcome(error=st.short_error(exc))
-        plain = st.run_onnxruntime(m, feeds)
-        same = fused.ran and plain.ran and np.array_equal(fused.value, plain.value)
-        print(f"   {op}: default optimizations {'run, equal to ORT_DISABLE_ALL' if same else shown(fused)}"
-              f"{'' if same else f'; ORT_DISABLE_ALL {shown(plain)}'}")
+    """The rows of per_axis_activation_fusions.py (the whole table, with its control) for these operators."""
+    print("5. uint8 DequantizeLinear -> op -> QuantizeLinear with per-axis activations (axis 1), onnxruntime"
+          f" (the full table: {fusions.COMMAND}):")
+    for row in fusions.measure(["Add", "Mul", "MatMul", "LeakyRelu"]):
+        same = row.max_steps == 0
+        print(f"   {row.op}: {'fused' if row.fused else 'not fused'}; default optimizations "
+              f"{'run, equal to ORT_DISABLE_ALL' if same else row.optimized.error or f'{row.max_steps} steps off'}")
 
 
 def main() -> int:
