@@ -65,6 +65,7 @@ class CalibrationResult:
     typed: list[str] = dataclasses.field(default_factory=list)
 
     quantize: bool = True  # False for --stats-only
+    notes: list[str] = dataclasses.field(default_factory=list)  # choices a profile overrode
 
     def summary(self) -> str:
         what = f"{len(self.typed)} quantized tensor(s), " if self.typed else ""
@@ -114,7 +115,7 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
     types = choose_types(source, accs, settings)
     result = quantized_model(source, types, stats, samples)
-    result.engine = used
+    result.engine, result.notes = used, overridden(settings, activation, weight)
     return result
 
 
@@ -188,6 +189,21 @@ def settings_for(method: str, schema: Schema | str, activation: str | None, weig
             raise CalibrationError(f"{role} storage {value!r} is not supported; expected one of {', '.join(allowed)}")
     return Settings(method=method, schema=schema, activation=activation, weight=weight or "int8",
                     per_channel=per_channel, percentile=percentile, profile=profile)
+
+
+def overridden(s: Settings, activation: str | None, weight: str | None) -> list[str]:
+    """What the user asked for that the profile did not allow, said rather than silently changed."""
+    if s.profile is None:
+        return []
+    name = getattr(s.profile, "name", "the profile")
+    notes = []
+    for asked, got, role in ((activation, activation_storage(s).type, "activation"),
+                             (weight, weight_storage(s).type, "weight")):
+        if asked and asked != got:
+            notes.append(f"{role} storage {asked} is not among what profile {name} allows; used {got}")
+    if s.per_channel and not weight_per_channel(s):
+        notes.append(f"profile {name} allows no per-channel weights; weights are per tensor")
+    return notes
 
 
 # --- the storage each role gets -------------------------------------------------------------------------

@@ -173,3 +173,16 @@ def test_an_axis_whose_length_varies_gets_no_per_slice_statistics():
     samples = [{"x": RNG.normal(size=(1, n, 4)).astype(np.float32)} for n in (3, 5, 3)]
     stats = calibrate_model(model, samples, stats_only=True).statistics["y"]
     assert stats.per_axis == () and stats.tensor.count == 4 * (3 + 5 + 3)
+
+
+def test_the_command_line_says_what_a_profile_overrode_and_what_check_finds(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])], [_const("w", [3, 2, 1, 1]),
+                                                                                   _const("b", [3])])
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "tiny.npz", x=np.full((2, 1, 2, 4, 4), 1e-30, np.float32))  # a bias far beyond int32
+    result = run_cli("calibrate", str(tmp_path / "m.onnx"), "--data", str(tmp_path / "tiny.npz"), "-o",
+                     str(tmp_path / "out.onnx"), "--profile", "tflite-int8", "--weight-type", "int4")
+    assert result.returncode == 0, result.stderr
+    assert "note: weight storage int4 is not among what profile tflite-int8 allows; used int8" in result.stdout
+    assert "QT407" in result.stdout or "QT408" in result.stdout  # the saturated bias, said now, not found later

@@ -74,5 +74,22 @@ def run(args: argparse.Namespace) -> int:
         raise CalibrationError(f"{args.model} with {args.data}: {exc}") from None
     save(result.model, args.output)
     with standard_output() as out:
+        for note in result.notes:
+            print(f"note: {note}", file=out)
+        if result.quantize:
+            print(f"note: {_findings(result.model, profile)}", file=out)
         print(f"{args.output}: {result.summary()}", file=out)
     return 0
+
+
+def _findings(model, profile) -> str:
+    """The checker's verdict on the output, so a clipped bias or a profile limit is not found later by surprise."""
+    from onnx_qtypes.diagnosis import diagnose
+
+    found = diagnose(model, profile).diagnostics
+    errors = sum(1 for d in found if d.severity.name == "ERROR")
+    rules = sorted({d.rule for d in found})
+    if not found:
+        return f"check finds nothing (profile {getattr(profile, 'name', 'generic')})"
+    return (f"check finds {errors} error(s), {len(found) - errors} warning(s) ({', '.join(rules)}); "
+            "`onnx-qtypes check OUT` lists them")
