@@ -1,0 +1,1 @@
+BysJHdùttóópp¯£ccwwèFbbp		pùttdóppó£¯cwwcFbbè		ppttdùppóó£¯wwccbbèF	pp	
