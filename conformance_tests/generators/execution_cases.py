@@ -646,24 +646,24 @@ def _graphs(rm):
                     note=f"the {v} branch (Max / Transpose twice) on the outer type")
 
     def loop(g, v):
-        """Three iterations each rotate the carried x by one along its last axis (Slice, Concat) and emit its
-        running maximum (Max with the carried value's type): moved and compared, never requantized."""
+        """Three iterations each rotate the carried x by one along its last axis (Slice, Concat) and keep the
+        elementwise maximum of it and its rotation (Max with the carried type): moved and compared, never
+        requantized. No scan output: onnx.reference 1.23.2 concatenates Loop scan outputs where ONNX stacks them."""
         x = g.q()
         nodes = [("Slice", ["acc_in", "one", "end", "last"], ["tail"], {}),
                  ("Slice", ["acc_in", "zero", "one", "last"], ["head"], {}),
-                 ("Concat", ["tail", "head"], ["acc_out"], {"axis": 2}),
-                 ("Max", ["acc_in", "acc_out"], ["top"], {}),
+                 ("Concat", ["tail", "head"], ["turned"], {"axis": 2}),
+                 ("Max", ["acc_in", "turned"], ["acc_out"], {}),
                  ("Identity", ["cond_in"], ["cond_out"], {})]
         consts = [_i64(T, "zero", [0]), _i64(T, "one", [1]), _i64(T, "end", [4]), _i64(T, "last", [2])]
         inner = [T("acc_in", (2, 3, 4), x), T("tail", (2, 3, 3), x), T("head", (2, 3, 1), x),
-                 T("acc_out", (2, 3, 4), x), T("top", (2, 3, 4), x)]
+                 T("turned", (2, 3, 4), x), T("acc_out", (2, 3, 4), x)]
         graph = body("body", nodes, [T("i", (), dtype=TensorProto.INT64), T("cond_in", (), dtype=TensorProto.BOOL),
-                                     inner[0]], [T("cond_out", (), dtype=TensorProto.BOOL), inner[3], inner[4]])
+                                     inner[0]], [T("cond_out", (), dtype=TensorProto.BOOL), inner[4]])
         inputs = [T("n", (), dtype=TensorProto.INT64, value=np.array(3, np.int64)), None, T("x", (2, 3, 4), x), *consts]
-        nodes = [("Loop", ["n", "", "x"], ["y", "ys"], {"body": graph})]
-        return Spec("Loop", inputs, [T("y", (2, 3, 4), x), T("ys", (3, 2, 3, 4), x)], 0, {}, nodes=nodes,
-                    anchor="data-movement", inner=inner, qdq="plain",
-                    note="rotate and running maximum in the body, 3 iterations")
+        nodes = [("Loop", ["n", "", "x"], ["y"], {"body": graph})]
+        return Spec("Loop", inputs, [T("y", (2, 3, 4), x)], 0, {}, nodes=nodes, anchor="data-movement", inner=inner,
+                    qdq="plain", note="rotate and elementwise maximum in the body, 3 iterations")
 
     def scan(g, v):
         """A running minimum over the scanned slices (state) and each slice's reverse (scan output)."""

@@ -1,1 +1,1 @@
-ByJtdù«p•óÛ£¯wøcÅb’èFÍpÍ	
+ByJttttppppwwwwbbbbpppp

@@ -1,1 +1,0 @@
-BysJHdùttóópp¯£ccwwèFbbp		pùttdóppó£¯cwwcFbbè		ppttdùppóó£¯wwccbbèF	pp	
