@@ -34,6 +34,13 @@ FLOAT16_REASON = ("float16 expressed: a runtime computing the operator in float1
                   "step (semantics.md#expressed-arithmetic)")
 # operators that compute new real values (exact in the definition) but take no requantization tolerance there
 COMPUTED = {"Sigmoid", "Tanh", "HardSwish", "AveragePool", "GlobalAveragePool"}
+# of those, the ones whose float result no runtime computes to the last bit (a library approximation of tanh / exp,
+# or a product rounded to float32); an average with the input's parameters is a multiple of 1 / count step, at least
+# 1 / (2 count) step from a rounding boundary, so float32's rounding of it cannot cross one: those stay exact
+APPROXIMATED = {"Sigmoid", "Tanh", "HardSwish"}
+FLOAT32_REASON = ("float32 expressed: a runtime computing the operator in float32 evaluates it with a library "
+                  "approximation (onnxruntime's tanh is up to 2.7e-7 off) rounded to float32, which can move the real "
+                  "result across a rounding boundary: one step (semantics.md#expressed-arithmetic)")
 REQUANTIZE_REASON = ("the output is requantized: an integer implementation (int32 accumulation, fixed-point multiplier "
                      "and shift, semantics.md#one-step) may land one storage step from the exact definition")
 
@@ -55,6 +62,7 @@ class Spec:
     qdq: str = "lower"  # the standard-ONNX form: "lower" (onnx_qtypes.lower), "plain" (the graph without its types)
     reason: str = ""  # why the tolerance is above 0, where REQUANTIZE_REASON does not say it
     steps: dict | None = None  # float output -> the real step it is judged in (case.json "steps")
+    inner: list = dataclasses.field(default_factory=list)  # tensors inside If / Loop / Scan bodies (T), typed there
 
 
 def _helpers():
@@ -273,6 +281,18 @@ def _ops(rm):
         idx = T("idx", (2, 2), dtype=TensorProto.INT64, value=np.array([[0, 4], [2, 2]], np.int64))
         return Spec("Gather", [T("x", (5, 3), x), idx], [T("y", (2, 2, 3), x)], 0, {"axis": 0})
 
+    def indexed(op, shape, idx, out_shape, **attrs):
+        def build(g, v):
+            x = g.q()
+            index = T("idx", np.shape(idx), dtype=TensorProto.INT64, value=np.array(idx, np.int64))
+            return Spec(op, [T("x", shape, x), index], [T("y", out_shape, x)], 0, dict(attrs))
+        return build
+
+    def split(g, v):
+        x = g.q()
+        return Spec("Split", [T("x", (2, 6), x), _i64(T, "split", [2, 4])], [T("y0", (2, 2), x), T("y1", (2, 4), x)],
+                    0, {"axis": 1})
+
     def slice_(g, v):
         x = g.q()
         extra = [_i64(T, "starts", [1, 0]), _i64(T, "ends", [3, 6]), _i64(T, "axes", [0, 1]), _i64(T, "steps", [1, 2])]
@@ -354,6 +374,17 @@ def _ops(rm):
         "Squeeze": same("Squeeze", (2, 1, 4), (2, 4), [_i64(T, "axes", [1])]),
         "Unsqueeze": same("Unsqueeze", (2, 4), (2, 1, 4), [_i64(T, "axes", [1])]),
         "Concat": concat, "Pad": pad, "Resize": resize, "Gather": gather, "Slice": slice_,
+        "Identity": same("Identity", (2, 3, 4), (2, 3, 4)),
+        "Expand": same("Expand", (3, 1), (2, 3, 4), [_i64(T, "shape", [2, 3, 4])]),
+        "Tile": same("Tile", (2, 3), (4, 6), [_i64(T, "repeats", [2, 2])]),
+        "DepthToSpace": same("DepthToSpace", (1, 8, 2, 3), (1, 2, 4, 6), blocksize=2, mode="CRD"),
+        "SpaceToDepth": same("SpaceToDepth", (1, 2, 4, 6), (1, 8, 2, 3), blocksize=2),
+        "GatherElements": indexed("GatherElements", (3, 4), [[3, 0], [1, 1], [0, 2]], (3, 2), axis=1),
+        "GatherND": indexed("GatherND", (3, 4, 2), [[0, 1], [2, 3]], (2, 2)),
+        "GlobalMaxPool": same("GlobalMaxPool", (1, 3, 2, 2), (1, 3, 1, 1)),
+        "ReduceMax": same("ReduceMax", (2, 3, 4), (2, 3, 1), [_i64(T, "axes", [2])], keepdims=1),
+        "ReduceMin": same("ReduceMin", (2, 3, 4), (2, 1, 4), [_i64(T, "axes", [1])], keepdims=1),
+        "Split": split,
         "Conv": conv, "ConvTranspose": conv_transpose, "MatMul": matmul, "Gemm": gemm,
         "QuantizeLinear": quantize_linear, "DequantizeLinear": dequantize_linear,
     }
@@ -451,7 +482,39 @@ def _specials(rm):
         return Spec("Add", [T("a", (2, 3, 4), a), T("b", (3, 4), b)], [T("y", (2, 3, 4), y)], 1, {},
                     note="saturation at both ends of the output's storage range")
 
+    def order_selecting(op, shape, out_shape, extra=(), **attrs):
+        """Reals below zero on most of the range (a negative zero point; every real <= 0 on unsigned storage) and
+        both storage extremes in the data: the maximum / minimum is the stored one, nothing saturates or rounds."""
+        def build(g, v):
+            zp = g.info.max if g.info.min == 0 else g.info.min // 2
+            x = QType(g.storage, g.scale(), zp, expressed=g.expressed)
+            data = g.rng.integers(g.info.min, g.info.max + 1, size=shape).astype(np.int64).ravel()
+            data[:2] = g.info.min, g.info.max
+            data = g.rng.permutation(data).reshape(shape)
+            return Spec(op, [T("x", shape, x), *extra], [T("y", out_shape, x)], 0, dict(attrs),
+                        anchor="data-movement", feeds={"x": _storage_array(data, x)},
+                        note="negative zero point, storage_min and storage_max in the data")
+        return build
+
+    def tanh_float_step(g, v):
+        """Inputs where onnxruntime's float32 tanh (1.32.0, unoptimized DQ -> Tanh -> Q) rounds one step from the
+        float64 definition: 10 of the 65,536 int16 inputs at these scales (found by running all of them)."""
+        if g.storage != "int16" or g.expressed != "float32":
+            return None
+        x, y = QType("int16", 2.0 ** -10, 0), QType("int16", 2.0 ** -14, 0)
+        crossing = [-5678, -4682, -4553, -1022, -157, 157, 1022, 4553, 4682, 5678]
+        data = np.array(crossing + list(range(-7000, 7000, 1000)), np.int64).reshape(2, 3, 4)
+        return Spec("Tanh", [T("x", (2, 3, 4), x)], [T("y", (2, 3, 4), y)], 0, {}, anchor="expressed-arithmetic",
+                    feeds={"x": _storage_array(data, x)},
+                    note="inputs where a float32 tanh rounds across a rounding boundary")
+
     return {
+        "reduce_max-negative-zp": order_selecting("ReduceMax", (2, 3, 4), (2, 3, 1), [_i64(T, "axes", [2])],
+                                                  keepdims=1),
+        "reduce_min-negative-zp": order_selecting("ReduceMin", (2, 3, 4), (2, 1, 4), [_i64(T, "axes", [1])],
+                                                  keepdims=1),
+        "global_max_pool-negative-zp": order_selecting("GlobalMaxPool", (1, 3, 2, 2), (1, 3, 1, 1)),
+        "tanh-float-step": tanh_float_step,
         "ties": ties, "saturation": saturation,
         "zp-min": zp_extreme("min"), "zp-max": zp_extreme("max"),
         "dq-zp-min": dq_zp_extreme("min"), "dq-zp-max": dq_zp_extreme("max"),
@@ -558,7 +621,70 @@ def _graphs(rm):
                     feeds=feeds, reason=reason, steps={"y": float(x_scale) * float(min(b.scale))},
                     note="DynamicQuantizeLinear -> MatMul with a float result (dynamic quantization)")
 
+    def body(name, nodes, inputs, outputs):
+        """A subgraph: nodes (op, inputs, outputs, attrs), its formal inputs and outputs (T)."""
+        from onnx import helper  # noqa: PLC0415
+
+        return helper.make_graph([helper.make_node(op, ins, outs, name=f"{name}_{i}", **attrs)
+                                  for i, (op, ins, outs, attrs) in enumerate(nodes)], name,
+                                 [helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in inputs],
+                                 [helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in outputs])
+
+    def if_(g, v):
+        """The branch taken computes (Max of x and w) or moves (Transpose twice) with the outer type, which the If's
+        output keeps."""
+        x = g.q()
+        then = body("then", [("Max", ["x", "w"], ["t"], {})], [], [T("t", (2, 3, 4), x)])
+        else_ = body("else", [("Transpose", ["x"], ["u"], {"perm": [0, 2, 1]}),
+                              ("Transpose", ["u"], ["e"], {"perm": [0, 2, 1]})], [], [T("e", (2, 3, 4), x)])
+        inputs = [T("x", (2, 3, 4), x), T("w", (2, 3, 4), x), T("c", (), dtype=TensorProto.BOOL)]
+        nodes = [("If", ["c"], ["y"], {"then_branch": then, "else_branch": else_})]
+        return Spec("If", inputs, [T("y", (2, 3, 4), x)], 0, {}, nodes=nodes, anchor="data-movement",
+                    feeds={"c": np.array(v == "then")}, inner=[T("t", (2, 3, 4), x), T("u", (2, 4, 3), x),
+                                                                T("e", (2, 3, 4), x)],
+                    qdq="plain",
+                    note=f"the {v} branch (Max / Transpose twice) on the outer type")
+
+    def loop(g, v):
+        """Three iterations each rotate the carried x by one along its last axis (Slice, Concat) and keep the
+        elementwise maximum of it and its rotation (Max with the carried type): moved and compared, never
+        requantized. No scan output: onnx.reference 1.23.2 concatenates Loop scan outputs where ONNX stacks them."""
+        x = g.q()
+        nodes = [("Slice", ["acc_in", "one", "end", "last"], ["tail"], {}),
+                 ("Slice", ["acc_in", "zero", "one", "last"], ["head"], {}),
+                 ("Concat", ["tail", "head"], ["turned"], {"axis": 2}),
+                 ("Max", ["acc_in", "turned"], ["acc_out"], {}),
+                 ("Identity", ["cond_in"], ["cond_out"], {})]
+        consts = [_i64(T, "zero", [0]), _i64(T, "one", [1]), _i64(T, "end", [4]), _i64(T, "last", [2])]
+        inner = [T("acc_in", (2, 3, 4), x), T("tail", (2, 3, 3), x), T("head", (2, 3, 1), x),
+                 T("turned", (2, 3, 4), x), T("acc_out", (2, 3, 4), x)]
+        graph = body("body", nodes, [T("i", (), dtype=TensorProto.INT64), T("cond_in", (), dtype=TensorProto.BOOL),
+                                     inner[0]], [T("cond_out", (), dtype=TensorProto.BOOL), inner[4]])
+        inputs = [T("n", (), dtype=TensorProto.INT64, value=np.array(3, np.int64)), None, T("x", (2, 3, 4), x), *consts]
+        nodes = [("Loop", ["n", "", "x"], ["y"], {"body": graph})]
+        return Spec("Loop", inputs, [T("y", (2, 3, 4), x)], 0, {}, nodes=nodes, anchor="data-movement", inner=inner,
+                    qdq="plain", note="rotate and elementwise maximum in the body, 3 iterations")
+
+    def scan(g, v):
+        """A running minimum over the scanned slices (state) and each slice's reverse (scan output)."""
+        x = g.q()
+        nodes = [("Min", ["s_in", "x_in"], ["s_out"], {}), ("Slice", ["x_in", "last", "past", "axis", "back"],
+                                                             ["y_out"], {})]
+        consts = [_i64(T, "last", [-1]), _i64(T, "past", [-5]), _i64(T, "axis", [0]), _i64(T, "back", [-1])]
+        inner = [T("s_in", (4,), x), T("x_in", (4,), x), T("s_out", (4,), x), T("y_out", (4,), x)]
+        graph = body("body", nodes, inner[:2], inner[2:])
+        inputs = [T("s", (4,), x), T("xs", (3, 4), x), *consts]
+        nodes = [("Scan", ["s", "xs"], ["y", "ys"], {"body": graph, "num_scan_inputs": 1})]
+        return Spec("Scan", inputs, [T("y", (4,), x), T("ys", (3, 4), x)], 0, {}, nodes=nodes,
+                    anchor="data-movement", inner=inner, qdq="plain",
+                    note="running minimum (state) and reversed slices")
+
     return {
+        # standard ONNX has no subgraph form from lower: the QDQ form is the graph on storage integers, which moves
+        # and compares them exactly (equal parameters throughout); onnxruntime's Max / Min take 8-bit storage only
+        "if": (if_, ("int8", "uint8"), ("then", "else")),
+        "loop": (loop, ("int8", "uint8"), ("chain",)),
+        "scan": (scan, ("int8", "uint8"), ("chain",)),
         "conv-relu-max_pool": (conv_relu_max_pool, ("int8", "uint8", "int16"), ("per-tensor", "per-axis")),
         "matmul-add": (matmul_add, ("int8", "uint8", "int16", "uint16"), ("per-tensor", "per-axis")),
         "reshape-requantize-concat": (requantize_concat, ("int8", "uint8", "int16", "uint4"), ("chain",)),
@@ -577,7 +703,8 @@ MIXED = (("int16", "int8"), ("uint16", "int8"), ("uint16", "uint8"), ("uint8", "
 
 def _snake(op: str) -> str:
     """The operator's file name in reference_ops/ops (MatMul -> matmul, ConvTranspose -> conv_transpose)."""
-    return "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_").replace("mat_mul", "matmul")
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in op).lstrip("_")
+    return snake.replace("mat_mul", "matmul").replace("n_d", "nd")
 
 
 def _storage_array(values, qtype) -> np.ndarray:
@@ -619,6 +746,8 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         return None
     if expressed == "float16" and spec.tolerance == 0 and spec.op in COMPUTED:
         spec.tolerance, spec.reason = 1, FLOAT16_REASON
+    if expressed == "float32" and spec.tolerance == 0 and spec.op in APPROXIMATED:
+        spec.tolerance, spec.reason = 1, FLOAT32_REASON
     for t in spec.inputs:
         if t is not None and t.value is not None and t.qtype is not None:
             t.value = _storage_array(t.value, t.qtype)
@@ -649,7 +778,7 @@ def _case(rm, case_id: str, seed: int, storage: str, expressed: str, variant: st
         for t, value in zip(spec.outputs, reals):
             if any(t is f for f in fitted):
                 t.qtype = g.fit(value)
-    tensors = [t for t in [*spec.inputs, *spec.hidden, *spec.outputs] if t is not None]
+    tensors = [t for t in [*spec.inputs, *spec.hidden, *spec.inner, *spec.outputs] if t is not None]
     try:
         model = _model(rm, spec, spec.outputs)
         path = tmp / f"{case_id}.onnx"
@@ -727,7 +856,7 @@ def _model(rm, spec: Spec, outputs: list):
 
 def _opset(spec: Spec, outputs: list) -> tuple[int, int]:
     """(IR, opset) of the typed model: 2-bit storage is a QuantizeLinear / DequantizeLinear type from opset 25 on."""
-    tensors = [t for t in [*spec.inputs, *spec.hidden, *outputs] if t is not None and t.qtype is not None]
+    tensors = [t for t in [*spec.inputs, *spec.hidden, *spec.inner, *outputs] if t is not None and t.qtype is not None]
     two_bit = any(t.qtype.storage in ("int2", "uint2") for t in tensors)
     return (13, 25) if two_bit else (10, 21)
 
@@ -749,7 +878,7 @@ def _graph(rm, spec: Spec, outputs: list, typed: bool):
     ir, opset = _opset(spec, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
     if typed:
-        for t in [*present, *spec.hidden, *outputs]:
+        for t in [*present, *spec.hidden, *spec.inner, *outputs]:
             if t.qtype is not None:
                 set_qtype(model, t.name, t.qtype)
     return model

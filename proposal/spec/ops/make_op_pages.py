@@ -126,7 +126,9 @@ def _lut(op: str, fn: str) -> Page:
         (("X", "quantized (the table needs per-tensor, ≤ 16 bits; the definition takes any), or float"),),
         (("Y", "quantized, dynamic, or float"),),
         (NEG_SCALE,),
-        f"exact; {F16}", "int8 in, an int8 output type fitted to the function's range",
+        f"exact for the integer table; one step for a float implementation in any expressed type ([expressed "
+        f"arithmetic]({SEM}#expressed-arithmetic): the function is a library approximation rounded to that type)",
+        "int8 in, an int8 output type fitted to the function's range",
     )
 
 
