@@ -131,6 +131,10 @@ class _Session:
         self.qtypes = _declared_types(model)
         _check_crossings(model, self.qtypes)
         self.functions = {(f.domain, f.name) for f in model.functions}
+        # a function whose body declares its inputs' or outputs' types computes on storage itself: its call passes
+        # storage through (as control flow does) instead of dequantizing around the body
+        self.typed_bodies = {(f.domain, f.name): f for f in model.functions
+                             if any(n in self.qtypes for n in (*f.input, *f.output))}
         self.specs: list[InputSpec] = input_specs(model, self.qtypes)
         self.kernel_log: dict[str, str] = {}
 
@@ -332,6 +336,10 @@ class _TypedNode:
         op = self._node.op_type
         if op in CONTROL_FLOW:
             return self._pass_through(self._inner.run(*args, **kwargs))
+        body = self._session.typed_bodies.get((self._node.domain, op)) if runs_function_body(self._inner) else None
+        if body is not None:
+            self._same_types_as(body)
+            return self._pass_through(self._inner.run(*args, **kwargs))
         if op == "Constant":
             return self._pass_through(self._inner.run(*args, **kwargs))
         resolved = [self._resolve(value, qtype, name) for value, qtype, name in zip(args, self._in, self._node.input)]
@@ -418,6 +426,14 @@ class _TypedNode:
             else:
                 out.append(value)
         return tuple(out)
+
+    def _same_types_as(self, body: Any) -> None:
+        """Storage crosses into a typed body unchanged, so the call's operand types must be the body's."""
+        for outer, inner in zip((*self._node.input, *self._node.output), (*body.input, *body.output)):
+            mine, theirs = self._session.qtypes.get(outer), self._session.qtypes.get(inner)
+            if mine != theirs:
+                raise EvaluationError(f"{self._label}: {outer!r} is {mine or 'not quantized'} but the body of "
+                                      f"{body.domain}:{body.name} declares {inner!r} as {theirs or 'not quantized'}")
 
     def _pass_through(self, outputs: tuple) -> tuple:
         """Control flow and Constant: values arrive as storage already (or as reals to quantize)."""

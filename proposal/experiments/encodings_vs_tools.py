@@ -215,7 +215,7 @@ def if_subgraph() -> Case:
 def local_function(typed_body: bool = False) -> Case:
     """c_q = local.QAdd(a_q, a_q), a model-local function whose body is one Add. onnx-qtypes reads a call like
     any operator (dequantize, run the body in float, quantize); ``typed_body`` also declares the body's tensors
-    quantized in the function's value_info (the reference evaluator does not run that form: checked by hand)."""
+    quantized in the function's value_info: the call then passes storage into the body, which computes on it."""
     fn = helper.make_function("local", "QAdd", ["a", "b"], ["c"], [helper.make_node("Add", ["a", "b"], ["c"])],
                               [helper.make_opsetid("", OPSET)])
     m = _model([_q("x", "a_q", "qa"), helper.make_node("QAdd", ["a_q", "a_q"], ["c_q"], domain="local"),
