@@ -1,9 +1,10 @@
 """Write proposal/onnx.proto.diff: the exact change this proposal makes to the installed onnx's onnx.proto.
 
 Run: python proposal/onnx_proto_diff.py [OUT]   (tests/test_onnx_proto_diff.py checks it is current, applies it
-with `patch` and compiles the result with protoc beside proto/onnx_qtypes.proto.)
+alone with `patch` and compiles the result with protoc.)
 
-The change: onnx.proto imports onnx/onnx_qtypes.proto (proto/onnx_qtypes.proto, copied beside it), TypeProto.Tensor gains the fields `quantization` (1000) and
+The change: a new file onnx/onnx_qtypes.proto (proto/onnx_qtypes.proto, as a new-file hunk, so that the diff
+alone is the whole change), onnx.proto imports it, TypeProto.Tensor gains the fields `quantization` (1000) and
 `statistics` (1001), and the comments on TypeProto.Tensor.elem_type and TensorProto.data_type admit the
 fail-closed markers 1000 + storage type that a quantized tensor declares and its stored values carry
 (proposal/spec/types.md#marker).
@@ -17,9 +18,11 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "proposal" / "onnx.proto.diff"
+WIRE_FORMAT = ROOT / "proto" / "onnx_qtypes.proto"
+NEW_FILE = "onnx/onnx_qtypes.proto"
 
 PACKAGE = "package onnx;\n"
-IMPORT = 'import "onnx/onnx_qtypes.proto";\n'  # as onnx-operators.proto imports "onnx/onnx-ml.proto"
+IMPORT = f'import "{NEW_FILE}";\n'  # as onnx-operators.proto imports "onnx/onnx-ml.proto"
 ELEM_TYPE_COMMENT = (
     "    // This field MUST NOT have the value of UNDEFINED\n"
     "    // This field MUST have a valid TensorProto.DataType value\n"
@@ -80,10 +83,17 @@ def diff() -> str:
     before = path.read_text(encoding="utf-8")
     lines = difflib.unified_diff(before.splitlines(keepends=True), changed(before).splitlines(keepends=True),
                                  fromfile="a/onnx/onnx.proto", tofile="b/onnx/onnx.proto", n=3)
-    header = (f"# The change proposal/0001 makes to onnx.proto of onnx {version} (the installed onnx's onnx/onnx.proto).\n"
+    wire_format = WIRE_FORMAT.read_text(encoding="utf-8")
+    if not wire_format.endswith("\n"):
+        raise ValueError(f"{WIRE_FORMAT} does not end with a newline; the new-file hunk would need a marker")
+    # Against /dev/null, so that patch creates the file: the diff alone is the whole change.
+    new_file = difflib.unified_diff([], wire_format.splitlines(keepends=True),
+                                    fromfile="/dev/null", tofile=f"b/{NEW_FILE}", n=3)
+    header = (f"# The change proposal/0001 makes to onnx {version} (the installed onnx's onnx/onnx.proto): the\n"
+              f"# import and fields in onnx.proto, and the new file {NEW_FILE} (proto/onnx_qtypes.proto).\n"
               "# Written by python proposal/onnx_proto_diff.py; apply with: patch -p1 < proposal/onnx.proto.diff\n"
-              "# (from the root of an onnx checkout), next to proto/onnx_qtypes.proto as onnx/onnx_qtypes.proto.\n")
-    return header + "".join(lines)
+              "# (from the root of an onnx checkout).\n")
+    return header + "".join(lines) + "".join(new_file)
 
 
 if __name__ == "__main__":

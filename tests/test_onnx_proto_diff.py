@@ -1,5 +1,6 @@
-"""proposal/onnx.proto.diff is the change to the installed onnx's onnx.proto: current, applicable with `patch`, and
-compiling with protoc into a TypeProto.Tensor that has the quantization (1000) and statistics (1001) fields."""
+"""proposal/onnx.proto.diff is the change to the installed onnx's onnx.proto: current, applicable alone with `patch`
+(it creates onnx/onnx_qtypes.proto), and compiling with protoc into a TypeProto.Tensor that has the quantization
+(1000) and statistics (1001) fields."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ def test_the_diff_applies_and_compiles(tmp_path):
     script = load_script("proposal/onnx_proto_diff.py")
     source, _ = script.installed_onnx_proto()
     (tmp_path / "onnx").mkdir()
-    shutil.copy(source, tmp_path / "onnx" / "onnx.proto")
-    shutil.copy(ROOT / "proto" / "onnx_qtypes.proto", tmp_path / "onnx" / "onnx_qtypes.proto")
+    shutil.copy(source, tmp_path / "onnx" / "onnx.proto")  # only the stock file: the diff brings the rest
     applied = subprocess.run(["patch", "-p1", "--no-backup-if-mismatch", "-i", str(DIFF)], cwd=tmp_path,
                              capture_output=True, text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
+    created = tmp_path / "onnx" / "onnx_qtypes.proto"
+    assert created.read_bytes() == (ROOT / "proto" / "onnx_qtypes.proto").read_bytes()
     out = tmp_path / "descriptors.pb"
     compiled = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", "--include_imports",
                                f"--descriptor_set_out={out}", "onnx/onnx.proto"], capture_output=True, text=True)
