@@ -327,6 +327,23 @@ def if_model(branch: QType | None, out: QType, else_q: QType | None = None) -> o
     return g.value("r", (2,), out).dequantize("r", "y", out).output("y", (2,)).build()
 
 
+def function_call_model(outer: QType, inner: QType | None, inner_out: QType | None = None) -> onnx.ModelProto:
+    """c_q = local.QAdd(a_q, a_q) with a_q and c_q typed ``outer``; the body c = Add(a, b) declares a, b as
+    ``inner`` and c as ``inner_out`` (default ``inner``; None: an untyped body)."""
+    from onnx_qtypes import set_qtypes
+
+    fn = helper.make_function("local", "QAdd", ["a", "b"], ["c"], [helper.make_node("Add", ["a", "b"], ["c"])],
+                              [helper.make_opsetid("", OPSET)])
+    g = Graph("call").input("a_q", (4,), outer)
+    g.node("QAdd", ["a_q", "a_q"], ["c_q"], name="call", domain="local")
+    model = g.value("c_q", (4,), outer).dequantize("c_q", "y", outer).output("y", (4,)).build()
+    model.functions.append(fn)
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    if inner is not None:
+        set_qtypes(model, {"a": inner, "b": inner, "c": inner_out or inner}, function="local:QAdd")
+    return model
+
+
 def loop_model(body_q: QType, out: QType, body_out: QType | None = None, scan_out: QType | None = None
                ) -> onnx.ModelProto:
     """r = Loop(n, , x_q) carrying x_q through Identity: the body's carried input typed ``body_q``, its output
@@ -1012,6 +1029,13 @@ def cases() -> list[Case]:
               lambda: scan_model(int8(0.1, 0), int8(0.1, 0), int8([0.1, 0.2], [0, 0], axis=0), int8(0.1, 0)),
               "/graph/node/0/output/1", "ys", "scan", message="axis=1> (the axis moved by the stacking along axis 0)"),
         _miss("QT312", "if-branch-same-type", lambda: if_model(int8(0.2, 0), int8(0.2, 0))),
+        # QT314
+        _fire("QT314", "call-operand-other-scale", lambda: function_call_model(int8(0.1, 0), int8(0.5, 0), int8(0.1, 0)),
+              "/graph/node/0/input/0", "a_q", "call", message="the body of local:QAdd declares 'a'"),
+        _fire("QT314", "call-result-other-scale", lambda: function_call_model(int8(0.1, 0), int8(0.1, 0), int8(0.3, 0)),
+              "/graph/node/0/output/0", "c_q", "call", message="declares 'c'"),
+        _miss("QT314", "call-same-types", lambda: function_call_model(int8(0.1, 0), int8(0.1, 0))),
+        _miss("QT314", "call-untyped-body", lambda: function_call_model(int8(0.1, 0), None)),
         # QT313
         _fire("QT313", "matmul-nbits-without-import", lambda: matmul_nbits_model(False), "/graph/node/0", node="mm",
               message="'com.microsoft'"),

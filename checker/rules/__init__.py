@@ -52,6 +52,7 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt311_quantized_constant_fails_open,
     qt312_control_flow_types_differ,
     qt313_contrib_domain_not_imported,
+    qt314_function_call_types_differ,
     qt401_data_movement_parameters_changed,
     qt402_weight_axis_not_output_channel,
     qt403_bias_storage_not_int32,
