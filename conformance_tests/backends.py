@@ -24,6 +24,8 @@ Named backends (``load_backend(spec)``):
 
 from __future__ import annotations
 
+import threading
+
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -197,6 +199,9 @@ class OpenVinoBackend:
         self.version = getattr(openvino, "__version__", "") or _ov_version(openvino)
         self._core = openvino.Core()
         self._packed = _ov_packed_types(openvino)
+        # one call into OpenVINO at a time: its CPU plugin runs its own thread pool, and a suite run with two
+        # runner threads on a loaded 2-core machine once stalled in a futex wait for 30 minutes
+        self._lock = threading.Lock()
 
     def supports(self, case: ExecutionCase) -> bool | str:
         if case.qdq_model_path is None:
@@ -205,7 +210,8 @@ class OpenVinoBackend:
 
     def prepare(self, case: ExecutionCase) -> Any:
         path = str(case.qdq_model_path)
-        compiled = self._core.compile_model(self._core.read_model(path), self.device)
+        with self._lock:
+            compiled = self._core.compile_model(self._core.read_model(path), self.device)
         inputs = {name: port for port in compiled.inputs for name in port.get_names()}
         outputs = {}  # case output name -> index of the compiled model's output
         graph_outputs: list[str] | None = None
@@ -223,9 +229,10 @@ class OpenVinoBackend:
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         compiled, inputs, outputs = prepared
-        request = compiled.create_infer_request()
-        request.infer({name: self._to_ov(name, inputs.get(name), value) for name, value in feeds.items()})
-        return {name: self._from_ov(name, request.get_output_tensor(k)) for name, k in outputs.items()}
+        with self._lock:
+            request = compiled.create_infer_request()
+            request.infer({name: self._to_ov(name, inputs.get(name), value) for name, value in feeds.items()})
+            return {name: self._from_ov(name, request.get_output_tensor(k)) for name, k in outputs.items()}
 
     def _to_ov(self, name: str, port: Any, value: np.ndarray) -> Any:
         element_type = port.get_element_type() if port is not None else None
