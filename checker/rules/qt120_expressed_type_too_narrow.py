@@ -41,10 +41,10 @@ From the overflow threshold on, dequantized values become inf.
 
 StableHLO dequantizes in the expressed type too (its `dequantize` converts
 `q - zero_point` to the expressed type and multiplies there). Its first
-definition of quantized element types (openxla/stablehlo PR #1352, 2023)
+definition of quantized element types ([openxla/stablehlo PR #1352](sources.md#src-stablehlo-1352), 2023)
 had a coarser constraint, (C1) `num_bits(storage_type) <
-num_bits(expressed_type)`, which rejected i16:f16 but admitted u8:bf16; PR
-#2211 (April 2024, issue #2205) removed it so that i32 storage could go
+num_bits(expressed_type)`, which rejected i16:f16 but admitted u8:bf16; [PR
+#2211](sources.md#src-stablehlo-2211) (April 2024, [issue #2205](sources.md#src-stablehlo-2205)) removed it so that i32 storage could go
 with f32 or bf16 (convolution outputs), and the current spec has no such
 constraint. This rule judges precision instead of bit widths and exempts
 INT32 for the same reason. It is a warning: the type is well defined, but
