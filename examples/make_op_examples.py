@@ -188,17 +188,50 @@ def dynamic_quantize_linear() -> onnx.ModelProto:
     return m.node("MatMul", ["xq", "b"], ["y"]).output("y", (3, 5)).build()
 
 
-def control_flow() -> onnx.ModelProto:
+def if_() -> onnx.ModelProto:
     """If(c): the then branch hands x on as it is, the else branch its Relu; branch outputs and the If output
     carry X (QT312)."""
     def branch(name: str, op: str) -> onnx.GraphProto:
         return helper.make_graph([helper.make_node(op, ["x"], [name], name=f"{name}_{op.lower()}")], name, [],
                                  [helper.make_tensor_value_info(name, X.storage_type.data_type, [2, 3])])
 
-    m = Model("control_flow").input("x", (2, 3), X).input("c", (), elem=TensorProto.BOOL)
+    m = Model("if").input("x", (2, 3), X).input("c", (), elem=TensorProto.BOOL)
     m.node("If", ["c"], ["y"], then_branch=branch("t", "Identity"), else_branch=branch("e", "Relu"))
     m.output("y", (2, 3), X)
     m.qtypes.update({"t": X, "e": X})
+    return m.build()
+
+
+def _vi(name: str, qtype: QType | None, shape: list[int], elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, qtype.storage_type.data_type if qtype else elem, shape)
+
+
+def loop() -> onnx.ModelProto:
+    """Loop(3, , x): the body carries x through Relu, typed X on the node input, body input, body output and node
+    output alike (QT312)."""
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["acc_in"], ["acc_out"], name="carry"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")], "body",
+        [_vi("i", None, [], TensorProto.INT64), _vi("cond_in", None, [], TensorProto.BOOL), _vi("acc_in", X, [2, 3])],
+        [_vi("cond_out", None, [], TensorProto.BOOL), _vi("acc_out", X, [2, 3])])
+    m = Model("loop").input("x", (2, 3), X).const("n", np.array(3, np.int64))
+    m.node("Loop", ["n", "", "x"], ["y"], body=body)
+    m.output("y", (2, 3), X)
+    m.qtypes.update({"acc_in": X, "acc_out": X})
+    return m.build()
+
+
+def scan() -> onnx.ModelProto:
+    """Scan over the rows of xs with a running maximum (state) and each row as it is (scan output): the state,
+    the slices and the stacked output all carry X (QT312)."""
+    body = helper.make_graph(
+        [helper.make_node("Max", ["s_in", "x_in"], ["s_out"], name="running_max"),
+         helper.make_node("Identity", ["x_in"], ["y_out"], name="row")], "body",
+        [_vi("s_in", X, [3]), _vi("x_in", X, [3])], [_vi("s_out", X, [3]), _vi("y_out", X, [3])])
+    m = Model("scan").input("s", (3,), X).input("xs", (2, 3), X)
+    m.node("Scan", ["s", "xs"], ["y", "ys"], body=body, num_scan_inputs=1)
+    m.output("y", (3,), X).output("ys", (2, 3), X)
+    m.qtypes.update({"s_in": X, "x_in": X, "s_out": X, "y_out": X})
     return m.build()
 
 
@@ -232,7 +265,9 @@ EXAMPLES: dict[str, Callable[[], onnx.ModelProto]] = {
     "quantize_linear": quantize_linear,
     "dequantize_linear": dequantize_linear,
     "dynamic_quantize_linear": dynamic_quantize_linear,
-    "control_flow": control_flow,
+    "if": if_,
+    "loop": loop,
+    "scan": scan,
     "default": lambda: unary("Abs", out=X),
 }
 

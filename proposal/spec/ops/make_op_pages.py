@@ -316,18 +316,42 @@ PAGES: tuple[Page, ...] = (
         "exact", "float `x` quantized at run time, then a MatMul with a per-column int8 weight and a float result",
     ),
     Page(
-        "control_flow", "If, Loop, Scan", ("If", "Loop", "Scan"),
-        f"No operator runs where a value enters or leaves a subgraph ([§4]({SEM}#dequantize-op-quantize)): a "
-        "quantized value crosses as its storage with its type (run-time parameters included). The nodes inside "
-        "the subgraphs follow the same rules as everywhere else. The reference evaluator refuses a model whose "
-        "two sides of a crossing disagree rather than read the integers at another scale.",
-        (("inputs", "any; quantized values pass as they are"),),
-        (("outputs", "the type of the value handed on"),),
-        (("The two sides of each crossing (If branch output and If output; a loop-carried value at node input, "
-          "body input, body output and node output; scan slices and stacks, whose per-axis axis moves with the "
-          "stacking) are both unquantized or carry one type.", ("QT312",)),
-         ("All declarations of one tensor, in subgraphs too, agree.", ("QT301",))),
+        "if", "If", ("If",),
+        f"Runs the branch `cond` selects; no operator runs where a value enters or leaves it ([§4]({SEM}"
+        "#dequantize-op-quantize)): a quantized value crosses as its storage with its type (run-time parameters "
+        "included), and the branch's nodes follow the same rules as everywhere else. The reference evaluator "
+        "refuses a model whose two sides of a crossing disagree rather than read the integers at another scale.",
+        (("cond", "bool, never quantized"), ("outer values a branch reads", "any; quantized values pass as they are")),
+        (("outputs", "the type of the branch output handed on"),),
+        (("Each branch's output k and the If's output k are both unquantized or carry one type.", ("QT312",)),
+         ("All declarations of one tensor, in the branches too, agree.", ("QT301",))),
         "exact", "`If` whose branches return `x` and `Relu(x)`, all typed alike",
+    ),
+    Page(
+        "loop", "Loop", ("Loop",),
+        f"Runs its body while `cond` holds, at most `M` times; an absent `cond` is `true` ([§4]({SEM}"
+        "#dequantize-op-quantize)). Carried values cross as their storage with their type at the node input, "
+        "the body input, the body output and the node output; scan outputs are stacked slices of one type.",
+        (("M, cond", "int64, bool; never quantized"), ("carried values", "any; quantized values pass as they are")),
+        (("final carried values, scan outputs", "the type of the value handed on (stacked: the slices' type with "
+                                               "a per-axis axis moved by the stacking)"),),
+        (("A carried value has one type at the node input, body input, body output and node output; a scan "
+          "output's stack carries its slices' type.", ("QT312",)),
+         ("All declarations of one tensor, in the body too, agree.", ("QT301",))),
+        "exact", "`Loop` carrying `x` through `Relu` three times, typed alike throughout",
+    ),
+    Page(
+        "scan", "Scan", ("Scan",),
+        f"Runs its body once per slice of the scan inputs ([§4]({SEM}#dequantize-op-quantize)): state values "
+        "cross as their storage with their type; scan inputs are sliced and scan outputs stacked along their "
+        "axes, each slice with the stacked value's type, its per-axis axis moved by the slicing.",
+        (("initial state", "any; quantized values pass as they are"),
+         ("scan inputs", "any; each slice has the input's type")),
+        (("final state, scan outputs", "the type of the value handed on"),),
+        (("A state value has one type at the node input, body input, body output and node output; scan slices "
+          "and stacks carry one type, a per-axis axis moved with the stacking.", ("QT312",)),
+         ("All declarations of one tensor, in the body too, agree.", ("QT301",))),
+        "exact", "`Scan` keeping a running maximum of the rows of `xs` and emitting each row, typed alike",
     ),
     Page(
         "default", "Every other operator", (),
@@ -396,7 +420,7 @@ def _kernel(op: str) -> str:
 
 def render(page: Page, cases: dict[str, list[tuple[str, int]]]) -> str:
     lines = [f"# {page.title}", "", GENERATED, ""]
-    if page.slug in ("data_movement", "default", "control_flow") and page.ops:
+    if page.slug in ("data_movement", "default") and page.ops:
         lines += ["Operators: " + ", ".join(f"`{op}`" for op in page.ops) + ".", ""]
     kernels = [_kernel(op) for op in page.ops if op in KERNELS]
     lines += ["## Semantics", "", page.semantics, "",
