@@ -162,6 +162,18 @@ BOUNDARY = [
 Q_ZERO_POINT = ("The zero-point operand is present (so that re-inference types `y` from a marked tensor, not from "
                 "`output_dtype`).", ("QT311",))
 
+
+# If, Loop, Scan: values cross the subgraph boundary as storage with their type; no operator runs there
+DEFAULT_RULE = f"[§4]({SEM}#dequantize-op-quantize)"
+PASSES = "any; quantized values pass as they are"
+ONE_TYPE_ACROSS = "one type at the node input, body input, body output and node output"
+
+
+def _control_flow(op: str, semantics: str, inputs, outputs, crossing: str, subgraphs: str, example: str) -> Page:
+    return Page(op.lower(), op, (op,), semantics, inputs, outputs,
+                ((crossing, ("QT312",)), (f"All declarations of one tensor, in {subgraphs} too, agree.", ("QT301",))),
+                "exact", example)
+
 PAGES: tuple[Page, ...] = (
     _conv_like("conv", "Conv", "`W[M, C/group, k…]`", "axis 0", "integer im2col and an exact product",
                "int8 `x`, int8 weight per-axis on axis 0, int32 bias with scale `s_x·s_w[m]`"),
@@ -315,43 +327,38 @@ PAGES: tuple[Page, ...] = (
          ("A dynamic type carries no zero points.", ("QT113",))),
         "exact", "float `x` quantized at run time, then a MatMul with a per-column int8 weight and a float result",
     ),
-    Page(
-        "if", "If", ("If",),
-        f"Runs the branch `cond` selects; no operator runs where a value enters or leaves it ([§4]({SEM}"
-        "#dequantize-op-quantize)): a quantized value crosses as its storage with its type (run-time parameters "
-        "included), and the branch's nodes follow the same rules as everywhere else. The reference evaluator "
-        "refuses a model whose two sides of a crossing disagree rather than read the integers at another scale.",
-        (("cond", "bool, never quantized"), ("outer values a branch reads", "any; quantized values pass as they are")),
+    _control_flow(
+        "If",
+        f"Runs the branch `cond` selects; no operator runs where a value enters or leaves it ({DEFAULT_RULE}): a "
+        "quantized value crosses as its storage with its type (run-time parameters included), and the branch's "
+        "nodes follow the same rules as everywhere else. The reference evaluator refuses a model whose two sides "
+        "of a crossing disagree rather than read the integers at another scale.",
+        (("cond", "bool, never quantized"), ("outer values a branch reads", PASSES)),
         (("outputs", "the type of the branch output handed on"),),
-        (("Each branch's output k and the If's output k are both unquantized or carry one type.", ("QT312",)),
-         ("All declarations of one tensor, in the branches too, agree.", ("QT301",))),
-        "exact", "`If` whose branches return `x` and `Relu(x)`, all typed alike",
+        "Each branch's output k and the If's output k are both unquantized or carry one type.", "the branches",
+        "`If` whose branches return `x` and `Relu(x)`, all typed alike",
     ),
-    Page(
-        "loop", "Loop", ("Loop",),
-        f"Runs its body while `cond` holds, at most `M` times; an absent `cond` is `true` ([§4]({SEM}"
-        "#dequantize-op-quantize)). Carried values cross as their storage with their type at the node input, "
-        "the body input, the body output and the node output; scan outputs are stacked slices of one type.",
-        (("M, cond", "int64, bool; never quantized"), ("carried values", "any; quantized values pass as they are")),
+    _control_flow(
+        "Loop",
+        f"Runs its body while `cond` holds, at most `M` times; an absent `cond` is `true` ({DEFAULT_RULE}). "
+        "Carried values cross as their storage with their type at the node input, the body input, the body "
+        "output and the node output; scan outputs are stacked slices of one type.",
+        (("M, cond", "int64, bool; never quantized"), ("carried values", PASSES)),
         (("final carried values, scan outputs", "the type of the value handed on (stacked: the slices' type with "
                                                "a per-axis axis moved by the stacking)"),),
-        (("A carried value has one type at the node input, body input, body output and node output; a scan "
-          "output's stack carries its slices' type.", ("QT312",)),
-         ("All declarations of one tensor, in the body too, agree.", ("QT301",))),
-        "exact", "`Loop` carrying `x` through `Relu` three times, typed alike throughout",
+        f"A carried value has {ONE_TYPE_ACROSS}; a scan output's stack carries its slices' type.", "the body",
+        "`Loop` carrying `x` through `Relu` three times, typed alike throughout",
     ),
-    Page(
-        "scan", "Scan", ("Scan",),
-        f"Runs its body once per slice of the scan inputs ([§4]({SEM}#dequantize-op-quantize)): state values "
-        "cross as their storage with their type; scan inputs are sliced and scan outputs stacked along their "
-        "axes, each slice with the stacked value's type, its per-axis axis moved by the slicing.",
-        (("initial state", "any; quantized values pass as they are"),
-         ("scan inputs", "any; each slice has the input's type")),
+    _control_flow(
+        "Scan",
+        f"Runs its body once per slice of the scan inputs ({DEFAULT_RULE}): state values cross as their storage "
+        "with their type; scan inputs are sliced and scan outputs stacked along their axes, each slice with the "
+        "stacked value's type, its per-axis axis moved by the slicing.",
+        (("initial state", PASSES), ("scan inputs", "any; each slice has the input's type")),
         (("final state, scan outputs", "the type of the value handed on"),),
-        (("A state value has one type at the node input, body input, body output and node output; scan slices "
-          "and stacks carry one type, a per-axis axis moved with the stacking.", ("QT312",)),
-         ("All declarations of one tensor, in the body too, agree.", ("QT301",))),
-        "exact", "`Scan` keeping a running maximum of the rows of `xs` and emitting each row, typed alike",
+        f"A state value has {ONE_TYPE_ACROSS}; scan slices and stacks carry one type, a per-axis axis moved with "
+        "the stacking.", "the body",
+        "`Scan` keeping a running maximum of the rows of `xs` and emitting each row, typed alike",
     ),
     Page(
         "default", "Every other operator", (),
