@@ -15,11 +15,12 @@ import pathlib
 import sys
 
 import onnx
-import onnxruntime
 from onnx import numpy_helper
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import stock_tools as st  # noqa: E402
 from corpus import corpus_models  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def concat_input_scales(model: onnx.ModelProto) -> list[list[float]]:
 
 
 def main() -> int:
-    print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}\n")
+    print(st.versions(), "\n")
     print("| corpus model | Concat input scales |\n|---|---|")
     for name, model in sorted(corpus_models().items()):
         for scales in concat_input_scales(model):

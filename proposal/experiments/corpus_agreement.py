@@ -13,7 +13,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import stock_tools as st  # noqa: E402
 from corpus import corpus_feeds, corpus_models, run_onnxruntime  # noqa: E402
 
 from onnx_qtypes import get_qtype, lift, lower  # noqa: E402
@@ -26,9 +28,6 @@ def _step(typed, output: str) -> float:
 
 
 def main() -> int:
-    import onnx
-    import onnxruntime
-
     models = corpus_models()
     exact, elements, one, more, identical = 0, 0, {}, 0, 0
     for name, q in sorted(models.items()):
@@ -54,7 +53,7 @@ def main() -> int:
         identical += same
         if off:
             one[name] = off
-    print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__} (unoptimized: ORT_DISABLE_ALL), 2 inputs each")
+    print(st.versions(), "(unoptimized: ORT_DISABLE_ALL), 2 inputs each")
     print(f"reference on lift(q) vs onnxruntime on q: {len(models)} models, {exact} exact; "
           f"{sum(one.values())} of {elements} output elements one step off ({', '.join(f'{k}: {v}' for k, v in one.items())}); "
           f"{more} more than one step")

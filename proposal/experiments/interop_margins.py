@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stock_tools as st  # noqa: E402
 from corpus import run_onnxruntime  # noqa: E402
 from corpus_dynamic import dynamic_feeds, dynamic_models  # noqa: E402
 from corpus_matmul_nbits import hand_built  # noqa: E402
@@ -81,7 +82,7 @@ def nbits_g_idx() -> None:
 
 def main() -> int:
     warnings.simplefilter("ignore")
-    print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}\n")
+    print(st.versions(), "\n")
     qonnx_margins()
     dynamic_margins()
     nbits_g_idx()
