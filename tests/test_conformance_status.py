@@ -151,3 +151,16 @@ def test_the_page_shows_the_fused_kernel_records():
 
 def test_the_deviations_file_is_in_the_results_folder():
     assert DEVIATIONS.parent == RESULTS and DEVIATIONS.is_file()
+
+
+def test_the_rfc_results_table_is_the_records_summary(records):
+    """proposal/0001-... copies the summary of status.md into its Results table; a re-recorded vendor must show
+    there too, not only on the generated page."""
+    rfc = (PAGE.parent / "0001-quantized-element-types.md").read_text(encoding="utf-8")
+    table = rfc.split("**Results**", 1)[1].split("\n\n", 2)[1]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    copied = sorted((version, *map(int, counts)) for _, version, *counts in rows)
+    recorded = sorted((rec["version"].split("-")[0], *(rec["summary"].get(k, 0) for k in (PASS, FAIL, "unsupported",
+                                                                                          "error")))
+                      for rec in records)
+    assert copied == recorded, "the RFC's Results table differs from conformance_tests/results/: copy proposal/status.md"
