@@ -606,12 +606,14 @@ def _graphs(rm):
                     feeds=feeds, note="the dynamic output type binds the run-time scale and zero point")
 
     def dynamic_matmul(g, v):
+        from onnx_qtypes.reference_ops import dynamic_parameters  # noqa: PLC0415
+
         if g.expressed != "float32":
             return None  # ONNX defines DynamicQuantizeLinear on float32 only
         b = g.weight((4, 5), 1 if v == "per-axis" else None)
         x = g.rng.normal(0, 1.5, (3, 4)).astype(np.float32)
         feeds = {"x": x}
-        x_scale = (np.float32(max(x.max(), 0)) - np.float32(min(x.min(), 0))) / np.float32(255)
+        x_scale = dynamic_parameters(x, QType("uint8")).scale[0]  # what DynamicQuantizeLinear computes
         nodes = [("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], {}), ("MatMul", ["xq", "b"], ["y"], {})]
         inputs = [T("x", (3, 4)), T("b", (4, 5), b, value=g.data(b, (4, 5)).astype(np.int32))]
         hidden = [T("xq", (3, 4), QType("uint8")), T("xs", ()), T("xz", (), dtype=TensorProto.UINT8)]
