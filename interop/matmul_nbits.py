@@ -44,23 +44,19 @@ def is_matmul_nbits(node: NodeProto) -> bool:
     return node.op_type == OP and node.domain == MS_DOMAIN
 
 
-# -- bit packing (low bits first, along the last axis) ---------------------------------------------------------
+# -- bit packing (low bits first, along the last axis): ONNX's own int4 / int2 layout, so onnx packs it --------
 def unpack(packed: np.ndarray, bits: int) -> np.ndarray:
     """uint8 [..., n] -> codes [..., n * 8 / bits], the first code of each byte in its lowest bits."""
-    per = 8 // bits
-    shifts = (np.arange(per, dtype=np.uint8) * bits).astype(np.uint8)
-    codes = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
-    return codes.reshape(*packed.shape[:-1], packed.shape[-1] * per)
+    count = packed.size * 8 // bits
+    raw = TensorProto(data_type=STORAGE_TYPES[f"uint{bits}"].data_type, dims=[count],
+                      raw_data=np.ascontiguousarray(packed, np.uint8).tobytes())
+    return numpy_helper.to_array(raw).astype(np.uint8).reshape(*packed.shape[:-1], packed.shape[-1] * 8 // bits)
 
 
 def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """codes [..., n] (n a multiple of 8 / bits) -> uint8 [..., n * bits / 8]; the inverse of ``unpack``."""
-    per = 8 // bits
-    grouped = codes.astype(np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] // per, per)
-    out = np.zeros(grouped.shape[:-1], np.uint8)
-    for j in range(per):
-        out |= (grouped[..., j] << np.uint8(bits * j)).astype(np.uint8)
-    return out
+    stored = numpy_helper.from_array(np.ascontiguousarray(codes).astype(STORAGE_TYPES[f"uint{bits}"].np_dtype))
+    return np.frombuffer(stored.raw_data, np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] * bits // 8)
 
 
 def _pad_last(values: np.ndarray, multiple: int, fill: int = 0) -> np.ndarray:
