@@ -30,7 +30,7 @@ import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.errors import MalformedQDQError
+from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
@@ -44,23 +44,19 @@ def is_matmul_nbits(node: NodeProto) -> bool:
     return node.op_type == OP and node.domain == MS_DOMAIN
 
 
-# -- bit packing (low bits first, along the last axis) ---------------------------------------------------------
+# -- bit packing (low bits first, along the last axis): ONNX's own int4 / int2 layout, so onnx packs it --------
 def unpack(packed: np.ndarray, bits: int) -> np.ndarray:
     """uint8 [..., n] -> codes [..., n * 8 / bits], the first code of each byte in its lowest bits."""
-    per = 8 // bits
-    shifts = (np.arange(per, dtype=np.uint8) * bits).astype(np.uint8)
-    codes = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
-    return codes.reshape(*packed.shape[:-1], packed.shape[-1] * per)
+    count = packed.size * 8 // bits
+    raw = TensorProto(data_type=STORAGE_TYPES[f"uint{bits}"].data_type, dims=[count],
+                      raw_data=np.ascontiguousarray(packed, np.uint8).tobytes())
+    return numpy_helper.to_array(raw).astype(np.uint8).reshape(*packed.shape[:-1], packed.shape[-1] * 8 // bits)
 
 
 def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """codes [..., n] (n a multiple of 8 / bits) -> uint8 [..., n * bits / 8]; the inverse of ``unpack``."""
-    per = 8 // bits
-    grouped = codes.astype(np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] // per, per)
-    out = np.zeros(grouped.shape[:-1], np.uint8)
-    for j in range(per):
-        out |= (grouped[..., j] << np.uint8(bits * j)).astype(np.uint8)
-    return out
+    stored = numpy_helper.from_array(np.ascontiguousarray(codes).astype(STORAGE_TYPES[f"uint{bits}"].np_dtype))
+    return np.frombuffer(stored.raw_data, np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] * bits // 8)
 
 
 def _pad_last(values: np.ndarray, multiple: int, fill: int = 0) -> np.ndarray:
@@ -150,14 +146,11 @@ def unfuse(model: ModelProto) -> tuple[list[str], list[str], int]:
 def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list[NodeProto]:
     node = ix.nodes[i]
     attrs = attributes(node)
-    try:
-        k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
-    except KeyError as exc:
-        raise _Refused(f"attribute {exc.args[0]} is missing") from None
-    bits = int(attrs.get("bits", 4))
+    k, n, block = _int_attribute(attrs, "K"), _int_attribute(attrs, "N"), _int_attribute(attrs, "block_size")
+    bits = _int_attribute(attrs, "bits", 4)
     if bits not in BITS:
         raise _Refused(f"bits={bits}: the extension stores 2, 4 or 8-bit integers only")
-    if int(attrs.get("weight_prepacked", 0)):
+    if _int_attribute(attrs, "weight_prepacked", 0):
         raise _Refused("weight_prepacked: B is in an execution provider's private layout")
     if k <= 0 or n <= 0 or block <= 0 or (block * bits) % 8:
         raise _Refused(f"K={k}, N={n}, block_size={block} do not describe a weight")
@@ -226,13 +219,23 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     product = names.fresh(f"{out}_MatMul_Output") if bias else out
     matmul = helper.make_node("MatMul", [a, dequantized], [product], name=node.name)
     matmul.metadata_props.extend(node.metadata_props)  # the node's own (and check's stamp of where it came from)
-    level = int(attrs.get("accuracy_level", 0))
+    level = _int_attribute(attrs, "accuracy_level", 0)
     if level:
         matmul.metadata_props.add(key=ACCURACY_KEY, value=str(level))
     nodes = [dq, matmul]
     if bias:
         nodes.append(helper.make_node("Add", [product, bias], [out], name=names.fresh(f"{node.name or out}_bias")))
     return nodes
+
+
+def _int_attribute(attrs: dict, name: str, default: int | None = None) -> int:
+    """An INT attribute's value; _Refused when it is missing (without default) or of another attribute type."""
+    value = attrs.get(name, default)
+    if value is None:
+        raise _Refused(f"attribute {name} is missing")
+    if not isinstance(value, int):
+        raise _Refused(f"attribute {name} is {value!r}, not an integer")
+    return value
 
 
 def _constant(ix: GraphIndex, name: str, role: str, data_type: int) -> np.ndarray:
@@ -285,7 +288,7 @@ def fuse(model: ModelProto) -> int:
             continue
         packed = _packed(ix, node, names)
         for c, _ in readers:
-            plans[c] = [_nbits_node(ix.nodes[c], packed)]
+            plans[c] = [_nbits_node(ix.nodes[c], packed, ix.label(c))]
         drop.add(i)
         graph.initializer.extend(packed["initializers"])
     if not plans:
@@ -346,10 +349,13 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
             "attrs": {"K": k, "N": n, "bits": bits, "block_size": block}}
 
 
-def _nbits_node(matmul: NodeProto, packed: dict) -> NodeProto:
+def _nbits_node(matmul: NodeProto, packed: dict, label: str) -> NodeProto:
     attrs = dict(packed["attrs"])
     level = {p.key: p.value for p in matmul.metadata_props}.get(ACCURACY_KEY)
     if level:
+        if not level.isdigit():
+            raise LowerError(f"{label}: metadata {ACCURACY_KEY} is {level!r}, not a MatMulNBits "
+                             "accuracy_level (a non-negative integer)")
         attrs["accuracy_level"] = int(level)
     return helper.make_node(OP, [matmul.input[0], *packed["inputs"]], list(matmul.output), name=matmul.name,
                             domain=MS_DOMAIN, **attrs)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from onnx import NodeProto
 
 from onnx_qtypes.interop.graph import STANDARD_DOMAINS, attributes, has_subgraph
-from onnx_qtypes.proto.data_movement import DATA_MOVEMENT
+from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
 
 PASS_THROUGH = DATA_MOVEMENT  # the one list, in onnx_qtypes.proto.data_movement
 
@@ -29,12 +29,12 @@ TYPED_INPUT_ONLY = frozenset({"Shape", "Size", "ArgMax", "ArgMin"})
 
 def links(node: NodeProto) -> list[str] | None:
     """The tensor names that must share one type when ``node`` runs on integers, or None."""
-    if node.domain not in STANDARD_DOMAINS or has_subgraph(node) or node.op_type not in PASS_THROUGH:
-        return None
-    ins, outs = PASS_THROUGH[node.op_type]
     attrs = attributes(node)
-    if node.op_type == "Resize" and attrs.get("mode", b"nearest") not in (b"nearest", "nearest"):
-        return None  # interpolation on integers rounds differently from the real values
+    if node.domain not in STANDARD_DOMAINS or has_subgraph(node):
+        return None
+    if not moves_data(node.op_type, attrs.get("mode", b"nearest")):
+        return None  # not data movement, or a Resize that interpolates (on integers it rounds otherwise)
+    ins, outs = PASS_THROUGH[node.op_type]
     if node.op_type == "Pad":
         mode = attrs.get("mode", b"constant")
         if mode in (b"constant", "constant") and (len(node.input) < 3 or not node.input[2]):

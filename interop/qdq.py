@@ -9,6 +9,7 @@ hold exactly is refused: rounding it would change what the model computes.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
@@ -49,13 +50,6 @@ def microscaling(qtype: QType) -> bool:
     return bool(np.all(mantissa == 0.5) and np.all((exponent - 1 >= -127) & (exponent - 1 <= 127)))
 
 
-def _e8m0(scale: np.ndarray, name: str) -> TensorProto:
-    exponent = np.frexp(scale.astype(np.float64))[1] - 1  # scale = 2^exponent exactly (microscaling checked it)
-    tensor = TensorProto(name=name, data_type=TensorProto.FLOAT8E8M0, dims=list(scale.shape))
-    tensor.raw_data = (exponent + 127).astype(np.uint8).tobytes()
-    return tensor
-
-
 def parameter_tensors(
     qtype: QType, shape: tuple[int | None, ...] | None, tensor: str, scale_name: str, zero_point_name: str
 ) -> tuple[TensorProto, TensorProto | None]:
@@ -66,7 +60,8 @@ def parameter_tensors(
     if qtype.storage == "int32" and not np.any(zero_point):
         zp = None
     if microscaling(qtype):
-        return _e8m0(scale, scale_name), zp
+        # powers of two 2^-127 .. 2^127 (microscaling checked it): ml_dtypes' E8M0 holds each exactly
+        return numpy_helper.from_array(scale.astype(np.float64).astype(ml_dtypes.float8_e8m0fnu), scale_name), zp
     return numpy_helper.from_array(scale, scale_name), zp
 
 

@@ -25,7 +25,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType
+from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType, integer_range
 from onnx_qtypes.reference_ops.quant import quantize
 
 QUANT_OPS = ("Quant", "IntQuant")
@@ -170,8 +170,8 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     if scale.dtype != expressed.np_dtype:
         raise _Refused(f"scale is {scale.dtype}, input {x!r} is {expressed.np_dtype} (QuantizeLinear takes one type)")
     k, signed, narrow = int(bits.flat[0]), bool(signed), bool(narrow)
-    lo = -(1 << (k - 1)) + narrow if signed else 0
-    hi = (1 << (k - 1)) - 1 if signed else (1 << k) - 1 - narrow
+    lo, hi = integer_range(k, signed)
+    lo, hi = (lo + narrow, hi) if signed else (lo, hi - narrow)  # qonnx's min_int / max_int
     storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16")
     axis = _axis(ix, x, scale, zero_point)
     count = max(scale.size, zero_point.size)  # one of the two may be a single value for every channel

@@ -58,9 +58,19 @@ class ExpressedType:
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(self.data_type))
 
 
+def integer_range(bits: int, signed: bool) -> tuple[int, int]:
+    """The inclusive range of a ``bits``-bit two's-complement (signed) or unsigned integer."""
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
 def _storage(name: str, data_type: int, bits: int, signed: bool) -> StorageType:
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    return StorageType(name, data_type, bits, lo, hi)
+    return StorageType(name, data_type, bits, *integer_range(bits, signed))
+
+
+def _float_storage(name: str, data_type: int) -> StorageType:
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(data_type)
+    largest = int(ml_dtypes.finfo(dtype).max)
+    return StorageType(name, data_type, ml_dtypes.finfo(dtype).bits, -largest, largest, is_float=True)
 
 
 STORAGE_TYPES: dict[str, StorageType] = {
@@ -75,21 +85,8 @@ STORAGE_TYPES: dict[str, StorageType] = {
         _storage("int16", TensorProto.INT16, 16, True),
         _storage("uint16", TensorProto.UINT16, 16, False),
         _storage("int32", TensorProto.INT32, 32, True),
-    )
-}
-
-
-def _float_storage(name: str, data_type: int) -> StorageType:
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(data_type)
-    largest = int(ml_dtypes.finfo(dtype).max)
-    return StorageType(name, data_type, ml_dtypes.finfo(dtype).bits, -largest, largest, is_float=True)
-
-
-# Float storage (ONNX QuantizeLinear-19 float8, -23 float4): zero point 0, no storage range; quantize saturates
-# to the largest finite value and rounds to the nearest representable one (proposal/spec/types.md).
-FLOAT_STORAGE_TYPES: dict[str, StorageType] = {
-    s.name: s
-    for s in (
+        # Float storage (ONNX QuantizeLinear-19 float8, -23 float4): zero point 0, no storage range; quantize
+        # saturates to the largest finite value and rounds to the nearest representable one (proposal/spec/types.md).
         _float_storage("float8e4m3fn", TensorProto.FLOAT8E4M3FN),
         _float_storage("float8e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ),
         _float_storage("float8e5m2", TensorProto.FLOAT8E5M2),
@@ -97,7 +94,6 @@ FLOAT_STORAGE_TYPES: dict[str, StorageType] = {
         _float_storage("float4e2m1", TensorProto.FLOAT4E2M1),
     )
 }
-STORAGE_TYPES.update(FLOAT_STORAGE_TYPES)
 STORAGE_BY_DATA_TYPE = {s.data_type: s for s in STORAGE_TYPES.values()}
 
 EXPRESSED_TYPES: dict[str, ExpressedType] = {

@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType
+from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops.errors import FeedError
 
 __all__ = ["InputSpec", "check_feeds", "check_headers", "check_values", "input_specs"]
@@ -55,8 +55,8 @@ def kind(dtype: np.dtype) -> str:
 
 def _float_storage_dtype(qtype: QType) -> np.dtype | None:
     """The ml_dtypes dtype of a float storage type (float8, float4), None for integer storage."""
-    st = STORAGE_TYPES.get(qtype.storage)
-    return st.np_dtype if st is not None and st.is_float else None
+    st = qtype.storage_type
+    return st.np_dtype if st.is_float else None
 
 
 def _saved_as(dtype: np.dtype | None) -> np.dtype | None:

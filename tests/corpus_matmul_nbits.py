@@ -130,6 +130,12 @@ def _refused() -> dict[str, tuple[bytes, str]]:
         if a.name == "bits":
             a.i = 3
     built["bits-3"] = (three, "bits=3")
+    worded = hand_built(bits=4)  # an attribute of the wrong attribute type: a warning, not an internal error
+    worded.graph.node[0].attribute.append(helper.make_attribute("accuracy_level", "x"))
+    built["accuracy-level-string"] = (worded, "attribute accuracy_level is b'x', not an integer")
+    missing = hand_built(bits=4)
+    del missing.graph.node[0].attribute[[a.name for a in missing.graph.node[0].attribute].index("K")]
+    built["k-missing"] = (missing, "attribute K is missing")
     return {name: (model.SerializeToString(), reason) for name, (model, reason) in built.items()}
 
 

@@ -21,7 +21,7 @@ from corpus_matmul_nbits import free_rows, hand_built, identity_feeds, nbits_fee
 
 from onnx_qtypes import diagnose, get_qtype
 from onnx_qtypes.checker import iter_diagnostics
-from onnx_qtypes.interop import lift_model, lower_model
+from onnx_qtypes.interop import LowerError, lift_model, lower_model
 from onnx_qtypes.proto import quantized_tensors
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -240,3 +240,13 @@ def test_cli_lowers_to_matmul_nbits(tmp_path):
     done = run("lower", str(tmp_path / "typed.onnx"), str(tmp_path / "back.onnx"), "--form", "matmulnbits")
     assert done.returncode == 0, done.stderr
     assert [n.op_type for n in onnx.load(tmp_path / "back.onnx").graph.node] == ["MatMulNBits"]
+
+
+def test_a_bad_accuracy_level_in_metadata_is_a_located_lower_error(tmp_path):
+    """lift keeps accuracy_level in the MatMul's metadata; lower --form matmulnbits reads it back, so a hand-edited
+    value is a usage error naming the node and the key, not a traceback."""
+    typed = lift_model(MODELS["ort-q4-asym-k40n24b16"]).model
+    matmul = next(n for n in typed.graph.node if n.op_type == "MatMul")
+    matmul.metadata_props.add(key="onnx_qtypes.accuracy_level", value="x")
+    with pytest.raises(LowerError, match=r"MatMul .*\(/graph/node/\d+\): metadata onnx_qtypes.accuracy_level is 'x'"):
+        lower_model(typed, form="matmulnbits")
