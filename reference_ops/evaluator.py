@@ -98,6 +98,10 @@ def _declared_types(model: ModelProto) -> dict[str, QType]:
     return out
 
 
+def _bare(qtype: QType | None) -> QType | None:
+    return None if qtype is None else qtype.with_statistics(None)
+
+
 def _validated(name: str, qtype: QType) -> QType:
     try:
         return qtype.replace()  # validated on the way
@@ -429,9 +433,12 @@ class _TypedNode:
 
     def _same_types_as(self, body: Any) -> None:
         """Storage crosses into a typed body unchanged, so the call's operand types must be the body's."""
-        for outer, inner in zip((*self._node.input, *self._node.output), (*body.input, *body.output)):
-            mine, theirs = self._session.qtypes.get(outer), self._session.qtypes.get(inner)
-            if mine != theirs:
+        pairs = [*zip(self._node.input, body.input), *zip(self._node.output, body.output)]  # a call may omit inputs
+        for outer, inner in pairs:
+            if not outer:
+                continue
+            mine, theirs = (self._session.qtypes.get(n) for n in (outer, inner))
+            if _bare(mine) != _bare(theirs):  # statistics are no part of what the integers mean
                 raise EvaluationError(f"{self._label}: {outer!r} is {mine or 'not quantized'} but the body of "
                                       f"{body.domain}:{body.name} declares {inner!r} as {theirs or 'not quantized'}")
 

@@ -72,3 +72,16 @@ def test_a_call_whose_operand_type_is_not_its_typed_bodys_is_refused() -> None:
     set_qtypes(case.model, {"a": QType("int8", 0.5, 0), "b": QType("int8", 0.5, 0)}, function="local:QAdd")
     with pytest.raises(EvaluationError, match="'a_q' is .* but the body of local:QAdd declares 'a' as"):
         ReferenceEvaluator(case.model).run(None, case.feeds)
+
+
+def test_a_typed_body_whose_declaration_has_statistics_still_runs() -> None:
+    """Statistics are no part of what the integers mean: a body declaring its types with statistics agrees with
+    a call whose operands carry none."""
+    from onnx_qtypes import Statistics, TensorStatistics, get_qtype, set_qtypes
+    from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+    case = experiment.MODELS["function_typed_body"]()
+    a = get_qtype(case.model, "a", function="local:QAdd")
+    set_qtypes(case.model, {"a": a.with_statistics(TensorStatistics(tensor=Statistics(min=-1.0, max=1.0)))},
+               function="local:QAdd")
+    assert ReferenceEvaluator(case.model).run(None, case.feeds)[0].tolist() == case.expected[0].tolist()
