@@ -33,8 +33,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, StorageType
 
 from .execution_cases import DATA_SET, ExecutionCase, read_tensor
 
@@ -267,36 +269,32 @@ def _ov_packed_types(openvino: Any) -> dict[Any, tuple[int, bool]]:
     return {getattr(openvino.Type, n): v for n, v in table.items() if hasattr(openvino.Type, n)}
 
 
+def _sub_byte(bits: int, signed: bool) -> StorageType:
+    return STORAGE_TYPES[f"{'int' if signed else 'uint'}{bits}"]
+
+
 def pack_sub_byte(values: np.ndarray, bits: int, signed: bool, name: str = "tensor") -> np.ndarray:
-    """Widened int8 / uint8 values as packed bytes: element 0 in the lowest ``bits`` bits of byte 0."""
+    """Widened int8 / uint8 values as packed bytes: element 0 in the lowest ``bits`` bits of byte 0, ONNX's own
+    packing (onnx.numpy_helper), which OpenVINO's i4 / u4 / u2 tensors share."""
+    storage = _sub_byte(bits, signed)
     flat = np.asarray(values).reshape(-1).astype(np.int64)
-    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    if flat.size and (flat.min() < low or flat.max() > high):
-        raise BackendError(f"{name!r} holds values outside [{low}, {high}], which {bits} bits cannot carry")
-    per_byte = 8 // bits
-    codes = np.zeros(-(-flat.size // per_byte) * per_byte, dtype=np.uint8)
-    codes[:flat.size] = flat & ((1 << bits) - 1)
-    codes = codes.reshape(-1, per_byte)
-    packed = np.zeros(codes.shape[0], dtype=np.uint8)
-    for k in range(per_byte):
-        packed |= codes[:, k] << np.uint8(k * bits)
-    return packed
+    if flat.size and (flat.min() < storage.min or flat.max() > storage.max):
+        raise BackendError(f"{name!r} holds values outside [{storage.min}, {storage.max}], which {bits} bits "
+                           "cannot carry")
+    stored = onnx.numpy_helper.from_array(flat.astype(storage.np_dtype))
+    return np.frombuffer(stored.raw_data, np.uint8).copy()
 
 
 def unpack_sub_byte(raw: np.ndarray, bits: int, signed: bool, shape: tuple[int, ...]) -> np.ndarray:
     """Packed bytes (element 0 in the lowest bits) as a widened int8 (signed) or uint8 array of ``shape``."""
     count = int(np.prod(shape, dtype=np.int64))
-    per_byte = 8 // bits
     raw = np.asarray(raw, dtype=np.uint8).reshape(-1)
-    if raw.size * per_byte < count:
+    needed = -(-count * bits // 8)
+    if raw.size < needed:
         raise BackendError(f"{raw.size} byte(s) cannot hold {count} {bits}-bit element(s)")
-    shifts = np.arange(per_byte, dtype=np.uint8) * np.uint8(bits)
-    codes = ((raw[:, None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(-1)[:count]
-    if not signed:
-        return codes.astype(np.uint8).reshape(shape)
-    wide = codes.astype(np.int16)
-    wide = np.where(wide >= 1 << (bits - 1), wide - (1 << bits), wide)
-    return wide.astype(np.int8).reshape(shape)
+    tensor = onnx.TensorProto(data_type=_sub_byte(bits, signed).data_type, dims=[count],
+                              raw_data=raw[:needed].tobytes())
+    return onnx.numpy_helper.to_array(tensor).astype(np.int8 if signed else np.uint8).reshape(shape)
 
 
 def _ov_version(openvino: Any) -> str:
