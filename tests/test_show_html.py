@@ -289,6 +289,23 @@ def test_clipped_fraction_and_mse_match_quantizing_samples(scale, zero_point):
     assert estimate.sqnr_db == pytest.approx(sqnr, abs=0.05)
 
 
+def test_a_negative_scale_channel_gets_an_estimate_from_quantizing_samples():
+    """NNCF writes negative per-channel weight scales (valid, QT101): the channel's range is [scale·qmax, scale·qmin]
+    and its estimate matches quantizing the values, as a positive scale's does."""
+    rng = np.random.default_rng(5)
+    counts, edges = np.histogram(rng.normal(0, 1, 3000), bins=30)
+    h = Histogram(tuple(edges.tolist()), tuple(counts.tolist()))
+    per = Statistics(histogram_edges=h.edges, histogram_counts=h.counts)
+    qtype = QType("int8", [0.01, -0.01], [0, 0], axis=0, storage_min=-127, storage_max=127)
+    estimate, how = tensor_error(qtype, TensorStatistics(axis=0, per_axis=(per, per)))
+    assert estimate is not None, how
+    x = _spread(h, 40)
+    both = np.stack([x, x])
+    error = dequantize(quantize(both, qtype), qtype) - both
+    assert estimate.clipped == pytest.approx(np.mean(np.abs(error) > 0.005 + 1e-12), abs=1e-4)
+    assert estimate.mse == pytest.approx(np.mean(error**2), rel=0.01)
+
+
 def test_per_axis_estimate_weights_each_channel_by_its_count():
     model = typed_cnn_with_histograms()
     w = get_qtype(model, "w")
