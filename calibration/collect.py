@@ -108,7 +108,7 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
     wide.graph.output.extend(acts[n] for n in names if n not in present)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # fatal only: a failing run's error is raised, with its message, not logged too
     session = ort.InferenceSession(wide.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return lambda feed: session.run(names, feed)
 
@@ -173,7 +173,11 @@ def collect(
         feed = check_feed(sample, inputs, index)
         if run is None:
             used, run = runner(model, names, engine)
-        for name, value in zip(names, run(feed)):
+        try:
+            values = run(feed)
+        except Exception as exc:  # the model fails on this sample (a Reshape that does not fit): the user's input
+            raise CalibrationError(f"sample {index}: {used} cannot run the model on it: {_first_line(exc)}") from None
+        for name, value in zip(names, values):
             try:
                 accs[name].add(value)
             except ValueError as exc:
