@@ -9,7 +9,7 @@ values are counted and dropped before the next sample is read.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -156,15 +156,13 @@ def collect(
     *,
     engine: str = "auto",
     progress: Callable[[int], None] | None = None,
-    bins: int | None = None,
 ) -> tuple[dict[str, TensorAccumulator], int, str]:
     """Per float tensor (activations and float initializers) its accumulated statistics, the sample count and
     what ran the model ("onnxruntime" or "reference")."""
     acts = float_activations(model)
     if not acts and not any(t.data_type in FLOAT_TYPES for t in model.graph.initializer):
         raise CalibrationError("the model has no float tensors to calibrate")
-    kwargs = {"bins": bins} if bins else {}
-    accs = {name: TensorAccumulator(ACTIVATION_AXIS, **kwargs) for name in acts}
+    accs = {name: TensorAccumulator(ACTIVATION_AXIS) for name in acts}
     names = list(acts)
     inputs = graph_inputs(model)
     run, used = None, ""
@@ -190,7 +188,7 @@ def collect(
     axes = weight_axes(model)
     for init in model.graph.initializer:
         if init.data_type in FLOAT_TYPES:
-            acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS, **kwargs)
+            acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS)
             try:
                 acc.add(numpy_helper.to_array(init))
             except ValueError as exc:
