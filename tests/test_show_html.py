@@ -410,6 +410,26 @@ def test_a_calibrated_relu_input_is_not_drawn_or_counted_as_clipped(tmp_path):
     assert clipped < 0.1  # the negative values (about half) are not in it
 
 
+def test_a_tensor_an_if_branch_also_reads_is_not_relu_only():
+    """A branch reads outer names (one scope, as QT208's consumers count it): t feeds a Relu and a branch's
+    Identity, so values below its range do matter; r only feeds Relu."""
+    from onnx import helper
+
+    from onnx_qtypes.commands.show import read_only_by_relu
+
+    def info(name):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+
+    branch = helper.make_graph([helper.make_node("Identity", ["t"], ["b"])], "branch", [], [info("b")])
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    graph = helper.make_graph([helper.make_node("Abs", ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y"]),
+                               helper.make_node("Abs", ["x"], ["r"]), helper.make_node("Relu", ["r"], ["z"]),
+                               helper.make_node("If", ["c"], ["o"], then_branch=branch, else_branch=branch)],
+                              "g", [info("x"), cond], [info("y"), info("z"), info("o")])
+    model = helper.make_model(graph)
+    assert read_only_by_relu(model, []) == {(None, "r")}
+
+
 def test_a_towering_bin_is_cut_so_the_rest_stay_readable_and_empty_ends_are_not_drawn():
     from onnx_qtypes.report.svg import HEIGHT, histogram_svg
 
