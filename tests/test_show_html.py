@@ -306,6 +306,14 @@ def test_a_negative_scale_channel_gets_an_estimate_from_quantizing_samples():
     assert estimate.mse == pytest.approx(np.mean(error**2), rel=0.01)
 
 
+def test_edges_near_the_float64_limit_give_an_infinite_error_not_an_exception():
+    """Finite edges whose cubes overflow (any float is a valid statistic): nearly every value clips, the error
+    is infinite and no SQNR is claimed."""
+    h = Histogram((-1e300, 0.0, 1e300), (3, 3))
+    estimate = range_error(h, -1.28, 1.27, 0.01)
+    assert estimate.clipped == pytest.approx(1.0) and estimate.mse == math.inf and estimate.sqnr_db is None
+
+
 def test_per_axis_estimate_weights_each_channel_by_its_count():
     model = typed_cnn_with_histograms()
     w = get_qtype(model, "w")

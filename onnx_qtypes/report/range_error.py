@@ -24,6 +24,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from onnx_qtypes.checker.rules.qt208_range_clips_statistics import clipped_fraction, representable_ranges
 from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
 
@@ -49,8 +51,8 @@ class RangeError:
 
     @property
     def sqnr_db(self) -> float | None:
-        if self.power <= 0:
-            return None
+        if not self.power > 0 or not math.isfinite(self.power) or not math.isfinite(self.mse):
+            return None  # no signal, or a histogram whose E[x²] or error float64 cannot hold
         return math.inf if self.mse <= 0 else 10 * math.log10(self.power / self.mse)
 
 
@@ -101,26 +103,25 @@ def ranges(qtype: QType) -> list[tuple[float, float]] | None:
 
 def range_error(h: Histogram, lo: float, hi: float, step: float, relu_only: bool = False) -> RangeError:
     """Clipped fraction, MSE and E[x²] of histogram ``h`` quantized to [lo, hi] in steps of ``step``
-    (a scale: its magnitude)."""
-    total = h.total
-    squared = power = 0.0
+    (a scale: its magnitude). Edges near the float64 limit give an infinite MSE or E[x²], not an exception."""
     step = abs(step)
-    rounding = step * step / 12
     floor_free = relu_only and lo <= 0  # below the range: the reading Relu gives 0 either way
     clipped = clipped_fraction(h.edges, h.counts, -math.inf if floor_free else lo - step / 2, hi + step / 2)
-    for a, b, count in zip(h.edges, h.edges[1:], h.counts):
-        width = b - a
-        above = _beyond(max(a, hi), max(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
-        below = 0.0 if floor_free else _beyond(min(a, lo), min(b, lo), lo)
-        inside = max(0.0, min(b, hi) - max(a, lo))
-        squared += count * (above + below + inside * rounding) / width
-        power += count * (b**3 - a**3) / (3 * width)
-    return RangeError(clipped, squared / total, power / total, total)
+    edges, counts = np.asarray(h.edges, np.float64), np.asarray(h.counts, np.float64)
+    a, b = edges[:-1], edges[1:]
+    with np.errstate(over="ignore", invalid="ignore"):
+        above = _beyond(np.maximum(a, hi), np.maximum(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
+        below = 0.0 if floor_free else _beyond(np.minimum(a, lo), np.minimum(b, lo), lo)
+        inside = np.maximum(0.0, np.minimum(b, hi) - np.maximum(a, lo))
+        squared = np.sum(counts * (above + below + inside * (step * step / 12)) / (b - a))
+        power = np.sum(counts * (a * a + a * b + b * b) / 3)  # (b³ − a³) / (3 (b − a)): the bin's E[x²]
+    total = h.total
+    return RangeError(clipped, float(squared / total), float(power / total), total)
 
 
-def _beyond(u: float, v: float, at: float) -> float:
+def _beyond(u: np.ndarray, v: np.ndarray, at: float) -> np.ndarray:
     """∫ (x − at)² dx over [u, v] (0 when v <= u)."""
-    return ((v - at) ** 3 - (u - at) ** 3) / 3 if v > u else 0.0
+    return np.where(v > u, ((v - at) ** 3 - (u - at) ** 3) / 3, 0.0)
 
 
 def tensor_error(qtype: QType, statistics: TensorStatistics | None, relu_only: bool = False
