@@ -110,7 +110,8 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     constants_are_not_inputs(source)
     one_bias_per_operator(source)
     accs, samples, used = collect(source, data, engine=engine, progress=progress)
-    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items()}
+    # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
+    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items() if acc.count}
     if stats_only:
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
     types = choose_types(source, accs, settings)
