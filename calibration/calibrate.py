@@ -50,7 +50,6 @@ class Settings:
     schema: Schema = Schema.ASYMMETRIC
     activation: str = "uint8"
     weight: str = "int8"
-    weight_schema: Schema | None = None  # None: symmetric
     per_channel: bool = False
     percentile: float = DEFAULT_PERCENTILE
     profile: Any = None  # a checker Profile
@@ -234,7 +233,6 @@ def weight_storage(s: Settings) -> Storage:
         schema = Schema.ASYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.ASYMMETRIC
     else:
         schema = Schema.SYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.SYMMETRIC
-    schema = s.weight_schema or schema
     if s.profile is not None and s.profile.role("weight") is not None:
         return _profile_storage(s.profile.role("weight"), s.weight, schema, Schema.SYMMETRIC)
     hi = STORAGE_TYPES[s.weight].max if s.weight in ("int8", "int4") else None
