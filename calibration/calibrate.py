@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, TensorProto, numpy_helper
+from onnx import ModelProto, TensorProto
 
 from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
 from onnx_qtypes.calibration.errors import CalibrationError
@@ -34,7 +34,7 @@ from onnx_qtypes.calibration.qdq import insert_qdq
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
 from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
-from onnx_qtypes.proto.qtype import QType, Schema, Statistics, TensorStatistics
+from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, Schema, TensorStatistics
 
 ACTIVATION_STORAGE = ("int8", "uint8", "int16", "uint16")
 WEIGHT_STORAGE = ("int8", "uint8", "int4", "uint4", "int16")
@@ -50,7 +50,6 @@ class Settings:
     schema: Schema = Schema.ASYMMETRIC
     activation: str = "uint8"
     weight: str = "int8"
-    weight_schema: Schema | None = None  # None: symmetric
     per_channel: bool = False
     percentile: float = DEFAULT_PERCENTILE
     profile: Any = None  # a checker Profile
@@ -110,7 +109,8 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     constants_are_not_inputs(source)
     one_bias_per_operator(source)
     accs, samples, used = collect(source, data, engine=engine, progress=progress)
-    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items()}
+    # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
+    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items() if acc.count}
     if stats_only:
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
     types = choose_types(source, accs, settings)
@@ -152,14 +152,15 @@ BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
 def one_bias_per_operator(model: ModelProto) -> None:
     """A bias read by more than one node gets a copy per bias reader: its int32 scale is its operator's input
     scale times weight scale (QT405), which differs between operators."""
-    from onnx_qtypes.calibration.names import allocator, used_names
+    from onnx_qtypes.calibration.names import used_names
+    from onnx_qtypes.interop.graph import Names
 
     readers: dict[str, int] = {}
     for node in model.graph.node:
         for name in node.input:
             readers[name] = readers.get(name, 0) + 1
     inits = {t.name: t for t in model.graph.initializer}
-    fresh = allocator(used_names(model))
+    fresh = Names(used_names(model)).fresh
     for node in model.graph.node:
         if node.op_type in BIAS_OPERATORS and len(node.input) > 2 and node.input[2] in inits \
                 and readers[node.input[2]] > 1:
@@ -232,12 +233,10 @@ def weight_storage(s: Settings) -> Storage:
         schema = Schema.ASYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.ASYMMETRIC
     else:
         schema = Schema.SYMMETRIC_POW2_SCALE if s.schema.pow2 else Schema.SYMMETRIC
-    schema = s.weight_schema or schema
     if s.profile is not None and s.profile.role("weight") is not None:
         return _profile_storage(s.profile.role("weight"), s.weight, schema, Schema.SYMMETRIC)
-    lo = -(2 ** (int(s.weight[-1]) - 1 if s.weight.endswith("4") else 7)) + 1 if s.weight in ("int8", "int4") else None
-    hi = -lo if lo is not None else None  # symmetric signed weights: the narrow range [-127, 127] / [-7, 7]
-    return Storage(s.weight, schema, lo, hi)
+    hi = STORAGE_TYPES[s.weight].max if s.weight in ("int8", "int4") else None
+    return Storage(s.weight, schema, -hi if hi else None, hi)  # symmetric signed weights: [-127, 127] / [-7, 7]
 
 
 def weight_per_channel(s: Settings) -> bool:

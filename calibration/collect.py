@@ -9,7 +9,7 @@ values are counted and dropped before the next sample is read.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -108,7 +108,7 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
     wide.graph.output.extend(acts[n] for n in names if n not in present)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # fatal only: a failing run's error is raised, with its message, not logged too
     session = ort.InferenceSession(wide.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return lambda feed: session.run(names, feed)
 
@@ -156,15 +156,13 @@ def collect(
     *,
     engine: str = "auto",
     progress: Callable[[int], None] | None = None,
-    bins: int | None = None,
 ) -> tuple[dict[str, TensorAccumulator], int, str]:
     """Per float tensor (activations and float initializers) its accumulated statistics, the sample count and
     what ran the model ("onnxruntime" or "reference")."""
     acts = float_activations(model)
     if not acts and not any(t.data_type in FLOAT_TYPES for t in model.graph.initializer):
         raise CalibrationError("the model has no float tensors to calibrate")
-    kwargs = {"bins": bins} if bins else {}
-    accs = {name: TensorAccumulator(ACTIVATION_AXIS, **kwargs) for name in acts}
+    accs = {name: TensorAccumulator(ACTIVATION_AXIS) for name in acts}
     names = list(acts)
     inputs = graph_inputs(model)
     run, used = None, ""
@@ -173,7 +171,11 @@ def collect(
         feed = check_feed(sample, inputs, index)
         if run is None:
             used, run = runner(model, names, engine)
-        for name, value in zip(names, run(feed)):
+        try:
+            values = run(feed)
+        except Exception as exc:  # the model fails on this sample (a Reshape that does not fit): the user's input
+            raise CalibrationError(f"sample {index}: {used} cannot run the model on it: {_first_line(exc)}") from None
+        for name, value in zip(names, values):
             try:
                 accs[name].add(value)
             except ValueError as exc:
@@ -186,7 +188,7 @@ def collect(
     axes = weight_axes(model)
     for init in model.graph.initializer:
         if init.data_type in FLOAT_TYPES:
-            acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS, **kwargs)
+            acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS)
             try:
                 acc.add(numpy_helper.to_array(init))
             except ValueError as exc:

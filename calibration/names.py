@@ -1,9 +1,8 @@
-"""Fresh tensor and node names: calibration adds ``<name>_quantized``, ``<name>_scale``, ... to a model that
-may already use them (an exporter's ``y_float``), and a taken name would break the graph's SSA form."""
+"""The names a model uses, subgraphs included: calibration adds ``<name>_quantized``, ``<name>_scale``, ... to a
+model that may already use them (an exporter's ``y_float``), and a taken name would break the graph's SSA form.
+Fresh names are interop's ``Names(used_names(model)).fresh``, as lift and lower make theirs."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from onnx import ModelProto
 
@@ -22,17 +21,3 @@ def used_names(model: ModelProto) -> set[str]:
             names.add(node.name)
     names.discard("")
     return names
-
-
-def allocator(taken: set[str]) -> Callable[[str], str]:
-    """``fresh(base)``: ``base`` if no one uses it, else ``base_1``, ``base_2``, ...; each answer is then taken."""
-
-    def fresh(base: str) -> str:
-        name, k = base, 0
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
-
-    return fresh

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-from onnx_qtypes.calibration.names import allocator, used_names
+from onnx_qtypes.calibration.names import used_names
+from onnx_qtypes.interop.graph import Names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops.quant import quantize
 
@@ -41,7 +42,7 @@ def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: d
     out = ModelProto()
     out.CopyFrom(model)
     g = out.graph
-    fresh = allocator(used_names(out))
+    fresh = Names(used_names(out)).fresh
     outputs = {o.name for o in g.output}
     inputs = {i.name for i in g.input}
     new_inits, pairs, aliases = [], [], {}

@@ -114,11 +114,9 @@ class TensorAccumulator:
         self.channel_bins = channel_bins
         self.channel_histograms: list[tuple[np.ndarray, np.ndarray]] = []
         self.varying = False  # the axis changed length between samples: no per-slice statistics
-        self.shape: tuple[int, ...] | None = None
 
     def add(self, value: np.ndarray) -> None:
         x = np.asarray(value, dtype=np.float64)
-        self.shape = x.shape
         if x.size and not np.all(np.isfinite(x)):
             raise ValueError("holds NaN or infinity; calibration needs finite values")
         self.whole.add(x.reshape(1, -1))

@@ -77,6 +77,25 @@ def test_bad_data_exits_2_with_one_line_and_writes_nothing(files, arrays, messag
     assert not out.exists()
 
 
+@pytest.mark.parametrize("engine", ["onnxruntime", "reference"])
+def test_a_model_that_fails_on_the_samples_exits_2_naming_the_sample(tmp_path, engine):
+    """A Reshape to a shape the input does not fit: the model, not the tool, fails, on sample 0."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([3, 3], np.int64), "s")])
+    model, data, out = tmp_path / "m.onnx", tmp_path / "d.npz", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    np.savez(data, x=np.zeros((2, 1, 4), np.float32))
+    result = run_cli("calibrate", str(model), "--data", str(data), "-o", str(out), "--engine", engine)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"sample 0: {engine} cannot run the model" in lines[0], result.stderr
+    assert not out.exists()
+
+
 def test_an_unknown_profile_or_unreadable_model_exits_2(files):
     folder, model, data = files
     out = folder / "out.onnx"

@@ -131,6 +131,20 @@ def test_a_model_without_float_tensors_says_so():
         calibrate_model(model, [{"a": np.zeros(2, np.int32)}])
 
 
+def test_a_tensor_every_sample_leaves_empty_gets_no_statistics_and_no_type():
+    """A batch dimension of 0 in every sample: x and y have no values to describe; the weight still does."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])],
+                              [numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    result = calibrate_model(model, [{"x": np.zeros((0, 4), np.float32)}] * 3)
+    assert set(result.statistics) == {"w"} and result.samples == 3
+    assert result.typed == ["w_quantized"]
+
+
 class _Terminal:
     def __init__(self, tty: bool) -> None:
         self.tty, self.text = tty, ""

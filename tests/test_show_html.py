@@ -289,6 +289,31 @@ def test_clipped_fraction_and_mse_match_quantizing_samples(scale, zero_point):
     assert estimate.sqnr_db == pytest.approx(sqnr, abs=0.05)
 
 
+def test_a_negative_scale_channel_gets_an_estimate_from_quantizing_samples():
+    """NNCF writes negative per-channel weight scales (valid, QT101): the channel's range is [scale·qmax, scale·qmin]
+    and its estimate matches quantizing the values, as a positive scale's does."""
+    rng = np.random.default_rng(5)
+    counts, edges = np.histogram(rng.normal(0, 1, 3000), bins=30)
+    h = Histogram(tuple(edges.tolist()), tuple(counts.tolist()))
+    per = Statistics(histogram_edges=h.edges, histogram_counts=h.counts)
+    qtype = QType("int8", [0.01, -0.01], [0, 0], axis=0, storage_min=-127, storage_max=127)
+    estimate, how = tensor_error(qtype, TensorStatistics(axis=0, per_axis=(per, per)))
+    assert estimate is not None, how
+    x = _spread(h, 40)
+    both = np.stack([x, x])
+    error = dequantize(quantize(both, qtype), qtype) - both
+    assert estimate.clipped == pytest.approx(np.mean(np.abs(error) > 0.005 + 1e-12), abs=1e-4)
+    assert estimate.mse == pytest.approx(np.mean(error**2), rel=0.01)
+
+
+def test_edges_near_the_float64_limit_give_an_infinite_error_not_an_exception():
+    """Finite edges whose cubes overflow (any float is a valid statistic): nearly every value clips, the error
+    is infinite and no SQNR is claimed."""
+    h = Histogram((-1e300, 0.0, 1e300), (3, 3))
+    estimate = range_error(h, -1.28, 1.27, 0.01)
+    assert estimate.clipped == pytest.approx(1.0) and estimate.mse == math.inf and estimate.sqnr_db is None
+
+
 def test_per_axis_estimate_weights_each_channel_by_its_count():
     model = typed_cnn_with_histograms()
     w = get_qtype(model, "w")
@@ -391,6 +416,26 @@ def test_a_calibrated_relu_input_is_not_drawn_or_counted_as_clipped(tmp_path):
     (row,) = [tr for tr in root.find_all("table", "summary")[0].find_all("tr") if tr.all_text().startswith("c1")]
     clipped = float(row.find_all("td", "num")[2].all_text().rstrip("%"))
     assert clipped < 0.1  # the negative values (about half) are not in it
+
+
+def test_a_tensor_an_if_branch_also_reads_is_not_relu_only():
+    """A branch reads outer names (one scope, as QT208's consumers count it): t feeds a Relu and a branch's
+    Identity, so values below its range do matter; r only feeds Relu."""
+    from onnx import helper
+
+    from onnx_qtypes.commands.show import read_only_by_relu
+
+    def info(name):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+
+    branch = helper.make_graph([helper.make_node("Identity", ["t"], ["b"])], "branch", [], [info("b")])
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    graph = helper.make_graph([helper.make_node("Abs", ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y"]),
+                               helper.make_node("Abs", ["x"], ["r"]), helper.make_node("Relu", ["r"], ["z"]),
+                               helper.make_node("If", ["c"], ["o"], then_branch=branch, else_branch=branch)],
+                              "g", [info("x"), cond], [info("y"), info("z"), info("o")])
+    model = helper.make_model(graph)
+    assert read_only_by_relu(model, []) == {(None, "r")}
 
 
 def test_a_towering_bin_is_cut_so_the_rest_stay_readable_and_empty_ends_are_not_drawn():

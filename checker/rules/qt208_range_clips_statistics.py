@@ -35,7 +35,7 @@ accept the clipping if it was chosen on purpose.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -59,19 +59,26 @@ def _well_formed(qt: QType) -> bool:
     return bool(valid.all())
 
 
-def _ranges(qt: QType) -> np.ndarray:
-    """Representable real range per parameter pair, widened by half a step: shape [pairs, 2]."""
+def representable_ranges(qt: QType) -> np.ndarray:
+    """Each parameter pair's real range [dequantize(storage_min), dequantize(storage_max)], low end first:
+    shape [pairs, 2] (one pair per scale: per tensor, per slice or per block). The report draws these."""
     pairs = len(qt.scale)
     bounds = np.tile(np.array([qt.storage_min, qt.storage_max], dtype=np.int64), (pairs, 1))
     per_row = derived(qt, axis=0 if pairs > 1 else None, block_size=None)
-    real = np.sort(dequantize(bounds, per_row), axis=1)  # a negative scale maps storage_max to the lower end
+    return np.sort(dequantize(bounds, per_row), axis=1)  # a negative scale maps storage_max to the lower end
+
+
+def _ranges(qt: QType) -> np.ndarray:
+    """Representable real range per parameter pair, widened by half a step: shape [pairs, 2]."""
     half = np.abs(np.asarray(qt.scale))[:, None] / 2
-    return real + np.hstack([-half, half])
+    return representable_ranges(qt) + np.hstack([-half, half])
 
 
-def _clipped_fraction(stats: Statistics, lo: float, hi: float) -> float | None:
-    edges, counts = np.asarray(stats.histogram_edges), np.asarray(stats.histogram_counts, dtype=np.float64)
-    if len(edges) < 2 or len(counts) != len(edges) - 1 or counts.sum() <= 0 or np.any(np.diff(edges) <= 0):
+def clipped_fraction(edges: Sequence[float], counts: Sequence[float], lo: float, hi: float) -> float | None:
+    """The share of a histogram's values outside [lo, hi] (already widened by half a step), values spread evenly
+    within each bin; None for a histogram without a usable shape. The report's estimate uses this too."""
+    edges, counts = np.asarray(edges, np.float64), np.asarray(counts, dtype=np.float64)
+    if len(edges) < 2 or len(counts) != len(edges) - 1 or counts.sum() <= 0 or not np.all(np.diff(edges) > 0):
         return None
     width = np.diff(edges)
     below = np.clip(lo - edges[:-1], 0, width) / width
@@ -85,7 +92,7 @@ def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, 
         f"[{fmt(lo + scale / 2)}, {fmt(hi - scale / 2)}] (scale {fmt(scale)}, zero point {zero_point}, "
         f"storage [{qt.storage_min}, {qt.storage_max}])"
     )
-    fraction = _clipped_fraction(stats, lo, hi)
+    fraction = clipped_fraction(stats.histogram_edges, stats.histogram_counts, lo, hi)
     if fraction is not None:
         total = sum(stats.histogram_counts)
         text += f"; the histogram puts about {fraction:.2%} of {total} observed values outside it"

@@ -18,7 +18,7 @@ from typing import Any
 
 import onnx
 
-from onnx_qtypes.proto import iter_declarations, load, static_shape
+from onnx_qtypes.proto import iter_declarations, iter_graphs, load, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
@@ -96,7 +96,8 @@ def read_only_by_relu(model: Any, functions: list[str]) -> set[tuple[str | None,
     """(function or None, tensor) of the tensors only Relu nodes read (not outputs): the report does not count
     their values below the range as clipped, as QT208 does not."""
     found = set()
-    scopes = [(None, model.graph.node, {o.name for o in model.graph.output})]
+    graphs = [g for _, g in iter_graphs(model)]  # a subgraph reads the outer names: one scope with the main graph
+    scopes = [(None, [n for g in graphs for n in g.node], {o.name for g in graphs for o in g.output})]
     scopes += [(name, f.node, set(f.output)) for name, f in zip(functions, model.functions)]
     for scope, nodes, outputs in scopes:
         readers: dict[str, set[str]] = {}

@@ -20,7 +20,7 @@ from onnx_qtypes.report.style import CSS
 from onnx_qtypes.report.svg import channel_svg, histogram_svg, num, scale_peak
 
 DEFINITIONS = (
-    "<b>Range</b>: the real values the type represents, [scale·(qmin − zp), scale·(qmax − zp)]. "
+    "<b>Range</b>: the real values the type represents, scale·(qmin − zp) to scale·(qmax − zp), low end first. "
     "<b>Clipped</b>: the share of the histogram's mass more than half a step outside that range. "
     "<b>MSE</b>: the expected squared error of quantizing a value drawn from the histogram (rounding, "
     "scale²/12 inside the range, plus clipping outside it); <b>SQNR</b> = 10·log10(E[x²] / MSE) in dB, "

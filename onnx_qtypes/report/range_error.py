@@ -1,10 +1,10 @@
 """What a histogram says about a chosen range: the clipped fraction and the expected quantization error.
 
 A histogram's values are taken to be spread evenly within each bin. For the representable range
-[lo, hi] = [scale·(qmin − zp), scale·(qmax − zp)]:
+[lo, hi] (dequantize(qmin) and dequantize(qmax), as QT208 takes it):
 
 - clipped fraction: the share of the histogram's mass more than half a step outside [lo, hi] (values
-  within half a step still round into range; the checker's QT208 counts the same way);
+  within half a step still round into range; QT208's ``clipped_fraction``, which counts it);
 - mean squared error (MSE): rounding error inside the range, scale²/12 per value (the error of rounding
   to the nearest step, spread evenly over ±scale/2), plus the clipping error outside it, (x − hi)² above
   and (lo − x)² below, integrated over each bin;
@@ -24,6 +24,9 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
+from onnx_qtypes.checker.rules.qt208_range_clips_statistics import clipped_fraction, representable_ranges
 from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
 
 
@@ -48,8 +51,8 @@ class RangeError:
 
     @property
     def sqnr_db(self) -> float | None:
-        if self.power <= 0:
-            return None
+        if not self.power > 0 or not math.isfinite(self.power) or not math.isfinite(self.mse):
+            return None  # no signal, or a histogram whose E[x²] or error float64 cannot hold
         return math.inf if self.mse <= 0 else 10 * math.log10(self.power / self.mse)
 
 
@@ -89,36 +92,36 @@ def displayed_histogram(statistics: TensorStatistics | None) -> tuple[Histogram 
 
 
 def ranges(qtype: QType) -> list[tuple[float, float]] | None:
-    """Each scale's representable real range [scale·(qmin − zp), scale·(qmax − zp)]; None without one."""
+    """Each scale's representable real range, dequantize(qmin) to dequantize(qmax) low end first (QT208's);
+    None without one (dynamic, or parameters QT1xx rejects)."""
     if qtype.is_dynamic or qtype.storage_min is None or qtype.storage_max is None:
         return None
-    zps = qtype.zero_point or (0,) * len(qtype.scale)
-    if len(zps) != len(qtype.scale) or not all(math.isfinite(s) and s > 0 for s in qtype.scale):
-        return None
-    return [(s * (qtype.storage_min - z), s * (qtype.storage_max - z)) for s, z in zip(qtype.scale, zps)]
+    if len(qtype.zero_point) != len(qtype.scale) or not all(math.isfinite(s) and s != 0 for s in qtype.scale):
+        return None  # a negative scale is valid (NNCF's per-channel weights, QT101)
+    return [(lo, hi) for lo, hi in representable_ranges(qtype).tolist()]
 
 
 def range_error(h: Histogram, lo: float, hi: float, step: float, relu_only: bool = False) -> RangeError:
-    """Clipped fraction, MSE and E[x²] of histogram ``h`` quantized to [lo, hi] in steps of ``step``."""
-    total = h.total
-    clipped = squared = power = 0.0
-    rounding = step * step / 12
+    """Clipped fraction, MSE and E[x²] of histogram ``h`` quantized to [lo, hi] in steps of ``step``
+    (a scale: its magnitude). Edges near the float64 limit give an infinite MSE or E[x²], not an exception."""
+    step = abs(step)
     floor_free = relu_only and lo <= 0  # below the range: the reading Relu gives 0 either way
-    for a, b, count in zip(h.edges, h.edges[1:], h.counts):
-        width = b - a
-        low_clip = 0.0 if floor_free else max(0.0, min(b, lo - step / 2) - a)
-        clipped += count * (low_clip + max(0.0, b - max(a, hi + step / 2))) / width
-        above = _beyond(max(a, hi), max(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
-        below = 0.0 if floor_free else _beyond(min(a, lo), min(b, lo), lo)
-        inside = max(0.0, min(b, hi) - max(a, lo))
-        squared += count * (above + below + inside * rounding) / width
-        power += count * (b**3 - a**3) / (3 * width)
-    return RangeError(clipped / total, squared / total, power / total, total)
+    clipped = clipped_fraction(h.edges, h.counts, -math.inf if floor_free else lo - step / 2, hi + step / 2)
+    edges, counts = np.asarray(h.edges, np.float64), np.asarray(h.counts, np.float64)
+    a, b = edges[:-1], edges[1:]
+    with np.errstate(over="ignore", invalid="ignore"):
+        above = _beyond(np.maximum(a, hi), np.maximum(b, hi), hi)  # ∫ (x − hi)² dx over the bin's part above hi
+        below = 0.0 if floor_free else _beyond(np.minimum(a, lo), np.minimum(b, lo), lo)
+        inside = np.maximum(0.0, np.minimum(b, hi) - np.maximum(a, lo))
+        squared = np.sum(counts * (above + below + inside * (step * step / 12)) / (b - a))
+        power = np.sum(counts * (a * a + a * b + b * b) / 3)  # (b³ − a³) / (3 (b − a)): the bin's E[x²]
+    total = h.total
+    return RangeError(clipped, float(squared / total), float(power / total), total)
 
 
-def _beyond(u: float, v: float, at: float) -> float:
+def _beyond(u: np.ndarray, v: np.ndarray, at: float) -> np.ndarray:
     """∫ (x − at)² dx over [u, v] (0 when v <= u)."""
-    return ((v - at) ** 3 - (u - at) ** 3) / 3 if v > u else 0.0
+    return np.where(v > u, ((v - at) ** 3 - (u - at) ** 3) / 3, 0.0)
 
 
 def tensor_error(qtype: QType, statistics: TensorStatistics | None, relu_only: bool = False
