@@ -423,7 +423,7 @@ def test_a_tensor_an_if_branch_also_reads_is_not_relu_only():
     Identity, so values below its range do matter; r only feeds Relu."""
     from onnx import helper
 
-    from onnx_qtypes.commands.show import read_only_by_relu
+    from onnx_qtypes.proto.relu_readers import read_only_by_relu
 
     def info(name):
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
@@ -435,7 +435,7 @@ def test_a_tensor_an_if_branch_also_reads_is_not_relu_only():
                                helper.make_node("If", ["c"], ["o"], then_branch=branch, else_branch=branch)],
                               "g", [info("x"), cond], [info("y"), info("z"), info("o")])
     model = helper.make_model(graph)
-    assert read_only_by_relu(model, []) == {(None, "r")}
+    assert read_only_by_relu(model) == {("", "r")}
 
 
 def test_a_towering_bin_is_cut_so_the_rest_stay_readable_and_empty_ends_are_not_drawn():

@@ -43,6 +43,7 @@ from onnx_qtypes.checker.context import Context, decl_location, derived, storage
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
+from onnx_qtypes.proto.relu_readers import read_only_by_relu
 from onnx_qtypes.proto.qtype import QType, Statistics, range_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
@@ -99,12 +100,6 @@ def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, 
     return text + "; widen the parameters unless clipping is intended"
 
 
-def _read_only_by_relu(ctx: Context, scope: str, name: str) -> bool:
-    consumers = ctx.consumers.get((scope, name), ())
-    return bool(consumers) and all(ref.is_onnx and ref.op_type == "Relu" for ref, _ in consumers) and not any(
-        name == o.name for o in ctx.model.graph.output)
-
-
 @rule("QT208", "range-clips-statistics", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.statistics_declarations():
@@ -118,7 +113,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         else:
             continue
         ranges = _ranges(qt)
-        relu_only = _read_only_by_relu(ctx, decl.scope, decl.name)
+        relu_only = (decl.scope, decl.name) in ctx.memo("relu_readers", lambda: read_only_by_relu(ctx.model))
         for entry, path, label, i in pairs:
             if entry is None or entry.min is None or entry.max is None or not entry.min <= entry.max:
                 continue

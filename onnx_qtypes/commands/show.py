@@ -24,6 +24,7 @@ from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_out
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,29 +84,14 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
         row["declared_at"].append(decl.pointer)
         if row["statistics"] is None:
             row["statistics"] = stats
-    relu_only = read_only_by_relu(model, functions)
+    scope_of = {None: MAIN, **{name: f"/functions/{i}" for i, name in enumerate(functions)}}
+    relu_only = read_only_by_relu(model)
     for row in rows.values():
-        row["relu_only"] = (row["function"], row["tensor"]) in relu_only
+        row["relu_only"] = (scope_of[row["function"]], row["tensor"]) in relu_only
     first: dict[tuple[str | None, str], int] = {}  # a tensor's rows side by side, where it first appears
     for function, name, _ in rows:
         first.setdefault((function, name), len(first))
     return sorted(rows.values(), key=lambda r: first[r["function"], r["tensor"]])
-
-
-def read_only_by_relu(model: Any, functions: list[str]) -> set[tuple[str | None, str]]:
-    """(function or None, tensor) of the tensors only Relu nodes read (not outputs): the report does not count
-    their values below the range as clipped, as QT208 does not."""
-    found = set()
-    graphs = [g for _, g in iter_graphs(model)]  # a subgraph reads the outer names: one scope with the main graph
-    scopes = [(None, [n for g in graphs for n in g.node], {o.name for g in graphs for o in g.output})]
-    scopes += [(name, f.node, set(f.output)) for name, f in zip(functions, model.functions)]
-    for scope, nodes, outputs in scopes:
-        readers: dict[str, set[str]] = {}
-        for node in nodes:
-            for name in node.input:
-                readers.setdefault(name, set()).add(node.op_type if node.domain in ("", "ai.onnx") else "")
-        found.update((scope, n) for n, ops in readers.items() if ops == {"Relu"} and n not in outputs)
-    return found
 
 
 def run(args: argparse.Namespace) -> int:
