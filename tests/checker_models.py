@@ -606,6 +606,16 @@ def _bias_conv(bias: QType) -> Callable[[], onnx.ModelProto]:
     return lambda: conv_model(bias=bias)
 
 
+def _negative_weight_conv(bias_sign: int) -> onnx.ModelProto:
+    """conv_model with the weight's channels 1 and 3 given negative scales, and bias scales x_scale * |w_scale|
+    times ``bias_sign`` on those channels (QT411 warns on the quantized output either way)."""
+    signs = [1, -1, 1, -1]
+    w_q = int8([s * w for s, w in zip(signs, W_SCALES)], [0] * 4, axis=0, schema=Schema.SYMMETRIC)
+    bias = _bias([float(np.float32(X_SCALE) * np.float32(w)) * (bias_sign if s < 0 else 1)
+                  for s, w in zip(signs, W_SCALES)])
+    return conv_model(w_q=w_q, bias=bias)
+
+
 def _bias(scales: Sequence[float] | None = None, zero_point: int = 0, storage: str = "int32",
           per_tensor: bool = False) -> QType:
     scales = list(scales) if scales is not None else [float(np.float32(X_SCALE) * np.float32(s)) for s in W_SCALES]
@@ -820,6 +830,8 @@ def cases() -> list[Case]:
               "/graph/node/0/output/0", "x_q", "dql", message="SYMMETRIC"),
         _fire("QT125", "narrowed-range", lambda: _dynamic_quantize_linear(QType("uint8", storage_max=254)),
               "/graph/node/0/output/0", "x_q", "dql", message="[0, 254]"),
+        _fire("QT125", "per-axis", lambda: _dynamic_quantize_linear(QType("uint8", axis=1)),
+              "/graph/node/0/output/0", "x_q", "dql", message="one scale for the whole tensor"),
         _miss("QT125", "dynamic-uint8-asymmetric", lambda: _dynamic_quantize_linear(QType("uint8"))),
         # QT126
         _fire("QT126", "dynamic-weight", lambda: _dynamic_quantize_linear(QType("uint8"), w_q=QType("int8")),
@@ -868,6 +880,8 @@ def cases() -> list[Case]:
         _miss("QT121", "qdq-float8", lambda: _float8_qdq()),
         _fire("QT122", "float8-range-240", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-240, storage_max=240)),
               f"{QF}/storage_min", "q", message="takes no storage range"),
+        _fire("QT122", "float8-max-only", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_max=240)),
+              f"{QF}/storage_max", "q", message="takes no storage range"),
         _miss("QT122", "float8-own-limits", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-448, storage_max=448))),
         _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
               message="become NaN or infinity"),
@@ -1078,7 +1092,11 @@ def cases() -> list[Case]:
         _fire("QT405", "bias-scale-off", lambda: conv_model(bias=_bias(
             [X_SCALE * W_SCALES[0], X_SCALE * W_SCALES[1] * 1.5, X_SCALE * W_SCALES[2], X_SCALE * W_SCALES[3]])),
               "/graph/node/1/input/2", "b", "conv", message="scale[1]"),
+        # a negative weight scale needs a negative bias scale: x_scale * w_scale[c] keeps its sign
+        _fire("QT405", "negative-weight-positive-bias", lambda: _negative_weight_conv(bias_sign=1),
+              "/graph/node/1/input/2", "b", "conv", message="scale[1]"),
         _miss("QT405", "float32-product", lambda: conv_model(bias=_bias())),
+        _miss("QT405", "negative-weight-negative-bias", lambda: _negative_weight_conv(bias_sign=-1), quiet=False),
         _miss("QT405", "double-product", lambda: conv_model(bias=_bias([X_SCALE * s for s in W_SCALES])),
               quiet=False),  # the double product is not a float32 value: QT102 warns
         # QT406
