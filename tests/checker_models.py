@@ -505,6 +505,21 @@ def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None,
     return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
 
 
+def _float8_quantize(how: str) -> onnx.ModelProto:
+    """x -> QuantizeLinear(saturate=0) -> q -> DequantizeLinear -> y, q float8e4m3fn by its declared quantized type
+    (``how`` "typed") or by the node's output_dtype alone (no zero-point input)."""
+    import ml_dtypes  # noqa: PLC0415
+
+    q = QType("float8e4m3fn", F32)
+    g = Graph("float8_quantize").input("x", (1, 4)).init("s", np.array(F32, np.float32))
+    if how == "typed":
+        g.init("z", np.array(0, ml_dtypes.float8_e4m3fn))
+        g.node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize", saturate=0).value("q", (1, 4), q)
+        return g.dequantize("q", "y", q).output("y", (1, 4)).build()
+    g.node("QuantizeLinear", ["x", "s"], ["q"], name="quantize", saturate=0, output_dtype=TensorProto.FLOAT8E4M3FN)
+    return g.node("DequantizeLinear", ["q", "s"], ["y"], name="dequantize").output("y", (1, 4)).build()
+
+
 def _float8_qdq(saturate: int | None = None, zero_point: float = 0.0) -> onnx.ModelProto:
     """A plain QDQ model: x -> Relu -> QuantizeLinear(float8e4m3fn zero point) -> DequantizeLinear -> Neg -> y."""
     import ml_dtypes  # noqa: PLC0415
@@ -885,6 +900,10 @@ def cases() -> list[Case]:
         _miss("QT122", "float8-own-limits", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-448, storage_max=448))),
         _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
               message="become NaN or infinity"),
+        _fire("QT123", "typed-float8-saturate-0", lambda: _float8_quantize("typed"), "/graph/node/0", node="quantize",
+              message="(±448)"),
+        _fire("QT123", "output-dtype-float8-saturate-0", lambda: _float8_quantize("output_dtype"), "/graph/node/0",
+              node="quantize", message="(±448)"),
         _miss("QT123", "qdq-float8-saturate-1", lambda: _float8_qdq(saturate=1)),
         _fire("QT124", "float8e5m2-weight-nan", lambda: float8_matmul_model(4, 1.5, first=float("nan")),
               "/graph/initializer/0", "w", message="the first (nan) at flat index 0"),
