@@ -1149,6 +1149,8 @@ def cases() -> list[Case]:
         _fire("QT410", "quantized-activation", lambda: _negative_activation(False),
               "/graph/value_info/0/type/tensor_type/quantization/scale/0", "x_q",
               message="computed by QuantizeLinear"),
+        _fire("QT410", "per-axis-input-first-negative", lambda: one_tensor(_per_axis([0.5, -0.25, -2.0])),
+              f"{QF}/scale/1", "q", message="scale[1] = -0.25 (2 of 3 negative)"),
         _miss("QT410", "weight-and-its-transpose", lambda: _negative_weight("Transpose")),
         # QT411
         _fire("QT411", "quantized-output", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), "/graph/node/0/input/1",
