@@ -4,7 +4,8 @@ A negative scale makes real values run against the stored integers' order in its
 (proposal/spec/types.md#negative-scales). Operators linear in such an input are indifferent to that:
 Conv, ConvTranspose, Gemm and MatMul sum products, and the sign comes out in the per-channel factor that
 multiplies the accumulator. DequantizeLinear is the formula itself. Data movement copies stored values,
-except MaxPool, which selects the largest stored integer (the smallest real where the scale is negative).
+except MaxPool, GlobalMaxPool, ReduceMax and ReduceMin, which select the largest (smallest) stored integer:
+the smallest (largest) real where the scale is negative.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from onnx_qtypes.checker.data_movement import is_data_movement
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING
 from onnx_qtypes.proto.qtype import QType
 
-LINEAR_OPS = frozenset(WEIGHTED_OPS)
-ORDER_SELECTING_MOVEMENT = ORDER_SELECTING  # max / min: the larger stored integer is the smaller real here
 
 
 class Negative(NamedTuple):
@@ -44,11 +43,12 @@ def negative_tensors(ctx: Context) -> list[Negative]:
 
 def sign_indifferent(ref: NodeRef) -> bool:
     """Whether ``ref`` computes the same on an input however its scales' signs run."""
-    if not ref.is_onnx:
-        return False
-    if ref.op_type in LINEAR_OPS or ref.op_type == "DequantizeLinear":
-        return True
-    return is_data_movement(ref) and ref.op_type not in ORDER_SELECTING_MOVEMENT
+    return ref.is_onnx and (ref.op_type in WEIGHTED_OPS or ref.op_type == "DequantizeLinear") or is_view(ref)
+
+
+def is_view(ref: NodeRef) -> bool:
+    """Whether ``ref`` copies stored values without comparing them (data movement but max / min selection)."""
+    return is_data_movement(ref) and ref.op_type not in ORDER_SELECTING
 
 
 def negative_channels(qtype: QType) -> str:

@@ -7,7 +7,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from onnx_qtypes.checker.context import Context, Declared
+from onnx_qtypes.checker.context import ConstantRef, Context, Declared
+from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.profile import RoleConstraints
 from onnx_qtypes.proto.qtype import Statistics
 
@@ -35,6 +36,18 @@ def summarize_flagged(flagged: np.ndarray, values: Sequence[T], decide: Callable
         if text is not None:
             return index, _more(text, len(indices) - k - 1, noun)
     return None
+
+
+def flagged_constant(ctx: Context, scope: str, name: str, const: ConstantRef, values: np.ndarray,
+                     bad: np.ndarray, problem: Callable[[int, object, int], str]) -> Finding | None:
+    """One finding at quantized constant ``name`` when ``bad`` marks any of its flattened stored ``values``:
+    ``problem(count, first bad value, its flat index)`` says what is wrong; the type's declaration is related."""
+    flagged = np.flatnonzero(bad)
+    if not flagged.size:
+        return None
+    first = int(flagged[0])
+    return Finding(const.location(), problem(int(flagged.size), values[first], first),
+                   related=(ctx.type_location(scope, name),))
 
 
 def statistics_entries(decl: Declared) -> Iterator[tuple[Statistics, tuple[object, ...], str]]:

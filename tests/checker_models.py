@@ -505,6 +505,21 @@ def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None,
     return g.dequantize("x_q", "y", type_q).output("y", (1, 4)).build()
 
 
+def _float8_quantize(how: str) -> onnx.ModelProto:
+    """x -> QuantizeLinear(saturate=0) -> q -> DequantizeLinear -> y, q float8e4m3fn by its declared quantized type
+    (``how`` "typed") or by the node's output_dtype alone (no zero-point input)."""
+    import ml_dtypes  # noqa: PLC0415
+
+    q = QType("float8e4m3fn", F32)
+    g = Graph("float8_quantize").input("x", (1, 4)).init("s", np.array(F32, np.float32))
+    if how == "typed":
+        g.init("z", np.array(0, ml_dtypes.float8_e4m3fn))
+        g.node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize", saturate=0).value("q", (1, 4), q)
+        return g.dequantize("q", "y", q).output("y", (1, 4)).build()
+    g.node("QuantizeLinear", ["x", "s"], ["q"], name="quantize", saturate=0, output_dtype=TensorProto.FLOAT8E4M3FN)
+    return g.node("DequantizeLinear", ["q", "s"], ["y"], name="dequantize").output("y", (1, 4)).build()
+
+
 def _float8_qdq(saturate: int | None = None, zero_point: float = 0.0) -> onnx.ModelProto:
     """A plain QDQ model: x -> Relu -> QuantizeLinear(float8e4m3fn zero point) -> DequantizeLinear -> Neg -> y."""
     import ml_dtypes  # noqa: PLC0415
@@ -604,6 +619,16 @@ def _reshape(out_shape: Sequence[int]) -> onnx.ModelProto:
 
 def _bias_conv(bias: QType) -> Callable[[], onnx.ModelProto]:
     return lambda: conv_model(bias=bias)
+
+
+def _negative_weight_conv(bias_sign: int) -> onnx.ModelProto:
+    """conv_model with the weight's channels 1 and 3 given negative scales, and bias scales x_scale * |w_scale|
+    times ``bias_sign`` on those channels (QT411 warns on the quantized output either way)."""
+    signs = [1, -1, 1, -1]
+    w_q = int8([s * w for s, w in zip(signs, W_SCALES)], [0] * 4, axis=0, schema=Schema.SYMMETRIC)
+    bias = _bias([float(np.float32(X_SCALE) * np.float32(w)) * (bias_sign if s < 0 else 1)
+                  for s, w in zip(signs, W_SCALES)])
+    return conv_model(w_q=w_q, bias=bias)
 
 
 def _bias(scales: Sequence[float] | None = None, zero_point: int = 0, storage: str = "int32",
@@ -820,6 +845,8 @@ def cases() -> list[Case]:
               "/graph/node/0/output/0", "x_q", "dql", message="SYMMETRIC"),
         _fire("QT125", "narrowed-range", lambda: _dynamic_quantize_linear(QType("uint8", storage_max=254)),
               "/graph/node/0/output/0", "x_q", "dql", message="[0, 254]"),
+        _fire("QT125", "per-axis", lambda: _dynamic_quantize_linear(QType("uint8", axis=1)),
+              "/graph/node/0/output/0", "x_q", "dql", message="one scale for the whole tensor"),
         _miss("QT125", "dynamic-uint8-asymmetric", lambda: _dynamic_quantize_linear(QType("uint8"))),
         # QT126
         _fire("QT126", "dynamic-weight", lambda: _dynamic_quantize_linear(QType("uint8"), w_q=QType("int8")),
@@ -868,9 +895,15 @@ def cases() -> list[Case]:
         _miss("QT121", "qdq-float8", lambda: _float8_qdq()),
         _fire("QT122", "float8-range-240", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-240, storage_max=240)),
               f"{QF}/storage_min", "q", message="takes no storage range"),
+        _fire("QT122", "float8-max-only", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_max=240)),
+              f"{QF}/storage_max", "q", message="takes no storage range"),
         _miss("QT122", "float8-own-limits", lambda: one_tensor(qmsg(TensorProto.FLOAT8E4M3FN, [0.1], storage_min=-448, storage_max=448))),
         _fire("QT123", "qdq-float8-saturate-0", lambda: _float8_qdq(saturate=0), "/graph/node/1", node="quantize",
               message="become NaN or infinity"),
+        _fire("QT123", "typed-float8-saturate-0", lambda: _float8_quantize("typed"), "/graph/node/0", node="quantize",
+              message="(±448)"),
+        _fire("QT123", "output-dtype-float8-saturate-0", lambda: _float8_quantize("output_dtype"), "/graph/node/0",
+              node="quantize", message="(±448)"),
         _miss("QT123", "qdq-float8-saturate-1", lambda: _float8_qdq(saturate=1)),
         _fire("QT124", "float8e5m2-weight-nan", lambda: float8_matmul_model(4, 1.5, first=float("nan")),
               "/graph/initializer/0", "w", message="the first (nan) at flat index 0"),
@@ -1078,7 +1111,11 @@ def cases() -> list[Case]:
         _fire("QT405", "bias-scale-off", lambda: conv_model(bias=_bias(
             [X_SCALE * W_SCALES[0], X_SCALE * W_SCALES[1] * 1.5, X_SCALE * W_SCALES[2], X_SCALE * W_SCALES[3]])),
               "/graph/node/1/input/2", "b", "conv", message="scale[1]"),
+        # a negative weight scale needs a negative bias scale: x_scale * w_scale[c] keeps its sign
+        _fire("QT405", "negative-weight-positive-bias", lambda: _negative_weight_conv(bias_sign=1),
+              "/graph/node/1/input/2", "b", "conv", message="scale[1]"),
         _miss("QT405", "float32-product", lambda: conv_model(bias=_bias())),
+        _miss("QT405", "negative-weight-negative-bias", lambda: _negative_weight_conv(bias_sign=-1), quiet=False),
         _miss("QT405", "double-product", lambda: conv_model(bias=_bias([X_SCALE * s for s in W_SCALES])),
               quiet=False),  # the double product is not a float32 value: QT102 warns
         # QT406
@@ -1112,6 +1149,8 @@ def cases() -> list[Case]:
         _fire("QT410", "quantized-activation", lambda: _negative_activation(False),
               "/graph/value_info/0/type/tensor_type/quantization/scale/0", "x_q",
               message="computed by QuantizeLinear"),
+        _fire("QT410", "per-axis-input-first-negative", lambda: one_tensor(_per_axis([0.5, -0.25, -2.0])),
+              f"{QF}/scale/1", "q", message="scale[1] = -0.25 (2 of 3 negative)"),
         _miss("QT410", "weight-and-its-transpose", lambda: _negative_weight("Transpose")),
         # QT411
         _fire("QT411", "quantized-output", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), "/graph/node/0/input/1",

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import onnx
 import pytest
+from checker_models import _float8_qdq
 from corpus import corpus_models
 from onnx import numpy_helper
 
@@ -308,6 +309,16 @@ def test_a_zero_point_stored_outside_its_type_is_found_where_runtimes_read_it_wr
     (error,) = _errors(model)
     assert error.rule == "QT103" and error.location.pointer == f"/graph/node/{i}/input/2"
     assert error.location.tensor == zp.name and "300" in error.message and "44" in error.message
+
+
+def test_a_float8_zero_point_that_is_not_zero_is_qt121_at_its_quantizer():
+    """QT121's QDQ half (validity.md#qt121): the zero-point tensor of a float8 QuantizeLinear holds only zeros
+    (-0.0 counts as zero)."""
+    assert _errors(_float8_qdq(zero_point=-0.0)) == []
+    model = _float8_qdq(zero_point=1.0)
+    (error,) = _errors(model)
+    assert error.rule == "QT121" and error.location.pointer == "/graph/node/1/input/2"
+    assert error.location.tensor == "z" and error.location.node == "quantize" and "1.0" in error.message
 
 
 def test_every_independent_fault_of_one_node_is_a_finding():

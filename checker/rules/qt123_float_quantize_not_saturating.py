@@ -33,13 +33,13 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE, STORAGE_TYPES
+from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
 
 
 @rule("QT123", "float-quantize-not-saturating", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of("QuantizeLinear"):
-        if not ref.is_onnx or ref.attr("saturate", 1) != 0:
+        if ref.attr("saturate", 1) != 0:  # nodes_of yields default-domain nodes only
             continue
         storage = _storage(ctx, ref)
         if storage is not None and storage.is_float and storage.name != "float4e2m1":
@@ -47,7 +47,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                                           f"(±{storage.max}) become NaN or infinity instead of saturating")
 
 
-def _storage(ctx: Context, ref: NodeRef):
+def _storage(ctx: Context, ref: NodeRef) -> StorageType | None:
     """The storage type of the node's output: its quantized type, else output_dtype, else its zero point's type."""
     qtype = ctx.qtype(ref.scope, ref.outputs[0]) if ref.outputs else None
     if qtype is not None:

@@ -36,6 +36,7 @@ import numpy as np
 from onnx_qtypes.checker.context import Context, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import flagged_constant
 
 
 @rule("QT124", "float-storage-constant-not-finite", "error")
@@ -47,12 +48,10 @@ def check(ctx: Context) -> Iterator[Finding]:
         data = ctx.constant_array(scope, name)
         if data is None or data.size == 0:
             continue
-        bad = np.flatnonzero(~np.isfinite(data.astype(np.float32)).reshape(-1))
-        if bad.size:
-            first = int(bad[0])
-            yield Finding(
-                const.location(),
-                f"{bad.size} of {data.size} stored values of {qt} are NaN or infinite, the first "
-                f"({data.reshape(-1)[first]}) at flat index {first}; a quantized weight holds finite values",
-                related=(ctx.type_location(scope, name),),
-            )
+        values = data.reshape(-1)
+        if finding := flagged_constant(ctx, scope, name, const, values, ~np.isfinite(values.astype(np.float32)),
+                                       lambda count, value, index: (
+                                           f"{count} of {values.size} stored values of {qt} are NaN or infinite, the "
+                                           f"first ({value}) at flat index {index}; a quantized weight holds finite "
+                                           "values")):
+            yield finding

@@ -31,6 +31,7 @@ import numpy as np
 from onnx_qtypes.checker.context import Context, storage_of, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.walk import flagged_constant
 from onnx_qtypes.proto.qtype import range_problem
 
 
@@ -50,12 +51,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         if data is None or data.size == 0 or (bounds[0] <= data.min() and data.max() <= bounds[1]):
             continue  # screened in the storage dtype, without a copy
         values = data.astype(np.int64).reshape(-1)
-        bad = np.flatnonzero((values < bounds[0]) | (values > bounds[1]))
-        if bad.size:
-            first = int(bad[0])
-            yield Finding(
-                const.location(),
-                f"{bad.size} of {values.size} stored values lie outside the storage range [{bounds[0]}, {bounds[1]}] "
-                f"of {qt}, the first is {int(values[first])} at flat index {first}",
-                related=(ctx.type_location(scope, name),),
-            )
+        outside = (values < bounds[0]) | (values > bounds[1])
+        if finding := flagged_constant(ctx, scope, name, const, values, outside, lambda count, value, index: (
+                f"{count} of {values.size} stored values lie outside the storage range [{bounds[0]}, {bounds[1]}] "
+                f"of {qt}, the first is {int(value)} at flat index {index}")):
+            yield finding

@@ -3,7 +3,8 @@
 ## What it checks
 A tensor whose type has a negative scale is a constant (an initializer or
 a Constant node: a weight or a bias), or the output of data movement (other
-than MaxPool) whose quantized inputs are such tensors.
+than MaxPool, GlobalMaxPool, ReduceMax and ReduceMin) whose quantized inputs
+are such tensors.
 
 ## Why
 Negative scales are admitted for what producers write on purpose: NNCF's
@@ -37,13 +38,9 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.data_movement import data_indices
 from onnx_qtypes.checker.diagnostics import Finding
-from onnx_qtypes.checker.negative_scales import (
-    LINEAR_OPS,
-    negative_channels,
-    negative_tensors,
-    sign_indifferent,
-)
+from onnx_qtypes.checker.negative_scales import is_view, negative_channels, negative_tensors
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.proto.qtype import QType
 
 
 @rule("QT410", "negative-scale-not-constant", "error")
@@ -54,7 +51,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             made = ctx.producers.get((scope, name))
             how = f"computed by {made[0].op_type}" if made else "fed to the graph at run time"
             yield Finding(
-                ctx.type_location(scope, name, "quantization", "scale", qtype.scale.index(min(qtype.scale))),
+                ctx.type_location(scope, name, "quantization", "scale", _first_negative(qtype)),
                 f"tensor {name!r} has negative scales ({negative_channels(qtype)}) but is {how}: only constants "
                 "(weights, biases) and their data-movement views may have negative scales, since quantizing "
                 "with a negative scale reverses saturation",
@@ -86,6 +83,11 @@ def _direct(ctx: Context, scope: str, name: str) -> tuple[bool | None, list[tupl
         return True, []
     made = ctx.producers.get((scope, name))
     ref = made[0] if made else None
-    if ref is None or ref.op_type in LINEAR_OPS or ref.op_type == "DequantizeLinear" or not sign_indifferent(ref):
+    if ref is None or not is_view(ref):
         return False, []
     return None, [(scope, ref.inputs[i]) for i in data_indices(ref, "input") if ctx.qtype(scope, ref.inputs[i])]
+
+
+def _first_negative(qtype: QType) -> int:
+    """The scale the message names first (negative_channels), so the location and the text agree."""
+    return next(i for i, s in enumerate(qtype.scale) if s < 0)
