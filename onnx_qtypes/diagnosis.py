@@ -252,10 +252,8 @@ class _Locator:
     def _parameterized(node: NodeProto) -> list[str]:
         """Tensors whose quantization parameters ``node`` applies (integer names, and the float names a folded
         tensor may take: the QuantizeLinear's input, the DequantizeLinear's output)."""
-        if is_quantize(node):
-            return [n for n in (node.output[0], node.input[0]) if n]
-        if is_dequantize(node):
-            return [n for n in (node.input[0], node.output[0]) if n]
+        if is_quantize(node) or is_dequantize(node):  # a node missing its input or output names none of them
+            return [n for n in (*node.input[:1], *node.output[:1]) if n]
         spec = spec_for(node)
         if spec is None:
             return []

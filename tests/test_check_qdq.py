@@ -428,3 +428,13 @@ def test_an_axis_attribute_that_is_not_an_integer_is_a_located_finding():
     dq.attribute[k].CopyFrom(onnx.helper.make_attribute("axis", "zero"))
     (error,) = [d for d in _errors(model) if d.rule == "QT108"]
     assert error.location.pointer == f"/graph/node/{i}/attribute/{k}" and "not an integer" in error.message
+
+
+def test_a_quantize_linear_without_inputs_is_named_not_a_crash():
+    """A QuantizeLinear with no input names (invalid, but a user can write it) is left as it is and said so."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("QuantizeLinear", [], ["q"], name="ql")
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("q", TensorProto.INT8, [2])])
+    found = diagnose(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10))
+    assert any("QuantizeLinear 'ql' (/graph/node/0)" in note for note in found.notes), found.notes

@@ -396,3 +396,30 @@ def test_qt401_covers_the_selecting_ops(op):
     assert not [d for d in same if d.rule == "QT401"], [d.message for d in same]
     changed = list(iter_diagnostics(mover(op, QType("int8", 0.5, 3), QType("int8", 0.25, 3))))
     assert [d.location.tensor for d in changed if d.rule == "QT401"] == ["b0"], [(d.rule, d.message) for d in changed]
+
+
+def test_qt208_judges_a_function_tensor_by_its_functions_outputs():
+    """c is read by a Relu in the body but also returned by the function: its values below the range do leave
+    the body, so QT208 reports them (the Relu exemption is for tensors only a Relu reads)."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from onnx_qtypes import QType, Statistics, TensorStatistics, set_qtypes
+    from onnx_qtypes.checker import iter_diagnostics
+
+    def build(returned: bool):
+        body = [helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Relu", ["c"], ["d"])]
+        fn = helper.make_function("local", "F", ["a", "b"], ["c" if returned else "d"], body,
+                                  [helper.make_opsetid("", 21)])
+        graph = helper.make_graph([helper.make_node("F", ["x", "x"], ["y"], domain="local")], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        model = helper.make_model(graph, ir_version=10, functions=[fn],
+                                  opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)])
+        low = QType("uint8", float(np.float32(0.01)), 0).with_statistics(
+            TensorStatistics(tensor=Statistics(min=-5.0, max=1.0)))
+        set_qtypes(model, {"c": low}, function="local:F")
+        return [d for d in iter_diagnostics(model) if d.rule == "QT208"]
+
+    assert [d.location.pointer.split("/")[1:3] for d in build(returned=True)] == [["functions", "0"]]
+    assert build(returned=False) == []  # only the Relu reads c: below-range values become 0 either way
