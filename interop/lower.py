@@ -62,6 +62,7 @@ from onnx_qtypes.proto.qtype import (
     data_type_name,
     unknown_field_problem,
 )
+from onnx_qtypes.reference_ops.quant import dequantize
 
 FORMS = ("qdq", "qoperator", "matmulnbits")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
@@ -678,9 +679,8 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     is far below half a step for 16-bit and narrower storage).
     """
     dtype = qtype.expressed_type.np_dtype
-    scale, zp = qtype.scale[0], qtype.zero_point[0]
     assert qtype.storage_min is not None and qtype.storage_max is not None
-    ends = sorted((scale * (qtype.storage_min - zp), scale * (qtype.storage_max - zp)))  # a negative scale swaps them
+    ends = np.sort(dequantize(np.array([qtype.storage_min, qtype.storage_max], np.int64), qtype))  # scale < 0 swaps
     return np.asarray(ends[0], dtype=dtype), np.asarray(ends[1], dtype=dtype)
 
 

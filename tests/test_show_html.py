@@ -257,7 +257,7 @@ def test_a_malformed_histogram_shows_the_parameters_and_says_why(tmp_path):
     _, root = show_html(tmp_path, model)
     card = cards(root)["a"]
     assert card.find_all("svg", "histogram") == []
-    assert "3 edges for 1 bins" in card.all_text()
+    assert "3 edges give 2 bins, found 1 counts" in card.all_text()  # QT205's own words
 
 
 # -- the estimates, against quantizing samples drawn from the histogram ------------------------------

@@ -34,7 +34,8 @@ from onnx_qtypes.checker.walk import fmt, statistics_entries
 from onnx_qtypes.proto.qtype import Statistics
 
 
-def _problem(stats: Statistics) -> tuple[str, str] | None:
+def malformed_histogram(stats: Statistics) -> tuple[str, str] | None:
+    """(field, why) of the first malformed part of ``stats``' histogram; None when it is well formed or absent."""
     edges, counts = stats.histogram_edges, stats.histogram_counts
     if not edges and not counts:
         return None
@@ -60,6 +61,6 @@ def _problem(stats: Statistics) -> tuple[str, str] | None:
 def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.statistics_declarations():
         for stats, path, label in statistics_entries(decl):
-            if found := _problem(stats):
+            if found := malformed_histogram(stats):
                 field, message = found
                 yield Finding(decl_location(decl, *path, *field.split("/")), f"{label}: {message}")

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from onnx_qtypes.checker.rules.qt205_histogram_malformed import malformed_histogram
 from onnx_qtypes.checker.rules.qt208_range_clips_statistics import clipped_fraction, representable_ranges
 from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
 
@@ -57,17 +58,13 @@ class RangeError:
 
 
 def histogram_problem(stats: Statistics | None) -> str | None:
-    """Why ``stats`` has no usable histogram (None when it has one)."""
+    """Why ``stats`` has no usable histogram (None when it has one): QT205's reasons, or none recorded, or empty."""
     if stats is None or not (stats.histogram_edges or stats.histogram_counts):
         return "no histogram recorded"
-    edges, counts = stats.histogram_edges, stats.histogram_counts
-    if len(edges) != len(counts) + 1:
-        return f"{len(edges)} edges for {len(counts)} bins (expected one more edge than bins)"
-    if not all(math.isfinite(e) for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
-        return "edges are not finite and strictly ascending"
-    if any(c < 0 for c in counts):
-        return "a negative count"
-    if sum(counts) == 0:
+    malformed = malformed_histogram(stats)
+    if malformed is not None:
+        return malformed[1]
+    if sum(stats.histogram_counts) == 0:
         return "every bin is empty"
     return None
 
