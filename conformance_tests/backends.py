@@ -138,7 +138,7 @@ class OnnxRuntimeBackend:
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         graph = onnx.load(path, load_external_data=False).graph
         packed = {v.name: (v.type.tensor_type.elem_type, tuple(d.dim_value for d in v.type.tensor_type.shape.dim))
-                  for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in _SUB_BYTE}
+                  for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in (*_SUB_BYTE, *_FLOAT8)}
         return session, list(case.outputs), packed
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -149,11 +149,18 @@ class OnnxRuntimeBackend:
 
     def _run_packed(self, session: Any, names: list[str], packed: dict, feeds: Mapping[str, np.ndarray]) -> dict:
         """4- and 2-bit tensors have no numpy type: they cross as OrtValues over buffers we pack and unpack
-        (ONNX's order, element 0 in the lowest bits), outputs bound to buffers allocated from their static shape."""
+        (ONNX's order, element 0 in the lowest bits), outputs bound to buffers allocated from their static shape.
+        Float8 tensors (ml_dtypes arrays, which onnxruntime's numpy bridge does not know) cross as their byte codes
+        typed as the float8 type; onnxruntime hands float8 outputs back as those codes."""
         ort = self._ort
         binding = session.io_binding()
         buffers = []  # OrtValues made from numpy arrays borrow their memory: keep the arrays alive
         for name, value in feeds.items():
+            if name in packed and packed[name][0] in _FLOAT8:
+                codes = np.ascontiguousarray(value).view(np.uint8)
+                buffers.append(codes)
+                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, packed[name][0]))
+                continue
             if name not in packed:
                 binding.bind_cpu_input(name, np.ascontiguousarray(value))
                 continue
@@ -167,7 +174,7 @@ class OnnxRuntimeBackend:
             binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffer, data_type))
         outputs = {}
         for name in names:
-            if name not in packed:
+            if name not in packed or packed[name][0] in _FLOAT8:
                 binding.bind_output(name, "cpu")
                 continue
             data_type, shape = packed[name]
@@ -184,11 +191,14 @@ class OnnxRuntimeBackend:
                 data_type, shape = packed[name]
                 bits, signed = _SUB_BYTE_LAYOUT[data_type]
                 out[name] = unpack_sub_byte(outputs[name].reshape(-1).view(np.uint8), bits, signed, shape)
+            elif name in packed:  # float8: the codes, viewed as the ml_dtypes type they are
+                out[name] = np.ascontiguousarray(value.numpy()).view(_FLOAT8[packed[name][0]])
             else:
                 out[name] = np.asarray(value.numpy())
         return out
 
 
+_FLOAT8 = {st.data_type: st.np_dtype for st in STORAGE_TYPES.values() if st.is_float and st.bits == 8}  # -> ml_dtypes
 _SUB_BYTE_LAYOUT = {onnx.TensorProto.INT4: (4, True), onnx.TensorProto.UINT4: (4, False),
                     onnx.TensorProto.INT2: (2, True), onnx.TensorProto.UINT2: (2, False)}
 

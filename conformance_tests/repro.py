@@ -112,7 +112,7 @@ def _fill(work: Path, result: CaseResult, case: Case, backend: Any, spec: str, s
     name, version = str(getattr(backend, "name", spec) or spec), str(getattr(backend, "version", "") or "")
     in_suite = f"onnx-qtypes conformance --backend {spec}" + (f" --cases {suite_root}" if suite_root else "")
     commands = {"rerun this folder": f"onnx-qtypes conformance --backend {spec} --cases {target}",
-                "rerun in the suite": f"{in_suite} -k {case.id}",
+                "rerun in the suite": f"{in_suite} --id {case.id}",
                 "standalone": f"python {target / 'repro.py'}"}
     info = {
         "id": case.id, "kind": case.kind, "outcome": result.outcome, "reason_class": result.reason_class,

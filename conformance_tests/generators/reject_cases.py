@@ -202,7 +202,7 @@ def case_files(reject: Reject) -> dict[str, bytes]:
     inputs = [vi.name for vi in model.graph.input]
     doc = {
         "id": reject.id, "kind": "reject", "rule": reject.rule, "reason": reject.reason,
-        "description": f"a reader must refuse this model: {rule.name} ({rule.summary[0].lower()}{rule.summary[1:]})",
+        "description": f"a reader must refuse this model: {reject.rule} {rule.name} ({rule.summary.rstrip('.')})",
         "spec": rule.spec, "model": "model.onnx", "inputs": inputs,
         "tags": {"rule": reject.rule, "kind": "reject", "storage": "int8", "expressed": "float32"},
     }

@@ -65,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", dest="filter", action="append", metavar="TEXT",
                         help="only cases whose id, operator or a tag value contains TEXT, a substring (repeat: all "
                              "must match); for exact matches use --tags")
+    parser.add_argument("--id", dest="ids", action="append", metavar="CASE_ID",
+                        help="only the case with this id, exactly (repeat for several)")
     parser.add_argument("--tags", action="append", metavar="KEY=VALUE,...",
                         help="only cases carrying every tag exactly, e.g. storage=uint8,expressed=float32,"
                              "granularity=per-axis (repeat: all must match)")
@@ -86,6 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draft-known", metavar="REPORT.json",
                         help="draft a known-deviations file from a --report (one entry per failing group) into -o")
     parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes")
+    parser.add_argument("--write-template", metavar="FILE.py",
+                        help="write a backend template to fill in (conformance_tests/template_backend.py) and stop")
     parser.add_argument("--by", default="operator", metavar="KEY", help="the console table's rows: operator, storage, "
                         "weight_storage, expressed, granularity or kind (default: operator)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the summary line only")
@@ -93,6 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.write_template:
+        return _write_template(args.write_template)
     if args.draft_known is not None or args.output is not None:
         return _draft(args)
     from onnx_qtypes.conformance import backend_version_of, load_backend, load_suite, parse_tags, run_suite
@@ -108,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
     wanted = parse_tags(args.tags)
     suite = load_suite(args.cases)  # unreadable case folders: CaseError, exit 2
-    cases = [c for c in suite if c.matches(args.filter) and c.has_tags(wanted)]
+    unknown = sorted(set(args.ids or ()) - {c.id for c in suite})
+    if unknown:
+        raise ConformanceUsageError(f"--id {unknown[0]}: no such case in {args.cases or 'the installed suite'}")
+    cases = [c for c in suite if c.matches(args.filter) and c.has_tags(wanted) and (not args.ids or c.id in args.ids)]
     if not cases:
         raise ConformanceUsageError(_nothing_matches(args, suite, wanted))
     name, version = str(getattr(backend, "name", args.backend)), backend_version_of(backend)
@@ -208,6 +217,21 @@ def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: o
     for r in results:
         if r.outcome in (FAIL, ERROR):
             save_bundle(args.save_repro, r, by_id[r.id], backend, args.backend, suite=info, suite_root=root)
+
+
+def _write_template(target: str) -> int:
+    from onnx_qtypes.conformance import template_backend
+    from onnx_qtypes.proto.files import atomic_write
+
+    if os.path.exists(target):
+        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name")
+    text = Path(template_backend.__file__).read_text(encoding="utf-8")
+    with atomic_write(target, "w") as fh:
+        fh.write(text)
+    module = Path(target).stem
+    print(f"{target}: fill in prepare() and run(), then: onnx-qtypes conformance --backend {module}:MyBackend "
+          "--id relu-int8-float32-per-tensor")
+    return 0
 
 
 def _draft(args: argparse.Namespace) -> int:
