@@ -159,7 +159,8 @@ class OnnxRuntimeBackend:
             if name in packed and packed[name][0] in _FLOAT8:
                 codes = np.ascontiguousarray(value).view(np.uint8)
                 buffers.append(codes)
-                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, packed[name][0]))
+                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, packed[name][0])
+                binding.bind_ortvalue_input(name, value)
                 continue
             if name not in packed:
                 binding.bind_cpu_input(name, np.ascontiguousarray(value))

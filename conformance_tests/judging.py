@@ -146,8 +146,9 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
             where = np.unravel_index(int(np.argmax(~same)), expected.shape)
             worst = _worst(np.where(same, 0.0, np.inf), expected, actual, exact=True)
             return OutputVerdict(name, False, None, bad, total,
-                                 f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no step known); "
-                                 f"first at {list(map(int, where))}: {actual[where]!r}, expected {expected[where]!r}",
+                                 f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no step "
+                                 f"known); first at {list(map(int, where))}: {_value(actual[where])}, "
+                                 f"expected {_value(expected[where])}",
                                  worst)
         return OutputVerdict(name, True, 0.0, 0, total)
     worst = float(np.max(diff))
@@ -158,7 +159,7 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
         return OutputVerdict(name, False, worst, bad, total,
                              f"output {name!r}: {bad} of {total} element(s) beyond {_num(tolerance)} step(s), "
                              f"at most {_num(worst)} step(s); at {list(map(int, where))}: "
-                             f"{actual[where]!r}, expected {expected[where]!r}",
+                             f"{_value(actual[where])}, expected {_value(expected[where])}",
                              _worst(np.where(beyond, diff, 0.0), expected, actual))
     return OutputVerdict(name, True, worst, 0, total)
 
@@ -172,7 +173,7 @@ def _positive_finite(name: str, actual: np.ndarray) -> OutputVerdict:
     where = np.unravel_index(int(np.argmax(bad)), actual.shape)
     return OutputVerdict(name, False, None, count, int(actual.size),
                          f"output {name!r}: {count} element(s) not a positive finite value (any is allowed here); "
-                         f"at {list(map(int, where))}: {actual[where]!r}")
+                         f"at {list(map(int, where))}: {_value(actual[where])}")
 
 
 def _worst(diff: np.ndarray, expected: np.ndarray, actual: np.ndarray, exact: bool = False) -> list[dict]:

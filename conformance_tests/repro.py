@@ -172,7 +172,8 @@ for name, want in expected.items():
         print(f"{{name}}: missing")
         continue
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    print(f"{{name}}: {{got.dtype}} {{list(got.shape)}}, largest |actual - expected| = {{np.nanmax(diff) if diff.size else 0}}"
+    largest = np.nanmax(diff) if diff.size else 0
+    print(f"{{name}}: {{got.dtype}} {{list(got.shape)}}, largest |actual - expected| = {{largest}}"
           f" (tolerance {{INFO['tolerance'].get(name, 0)}} step(s))")
 '''
 

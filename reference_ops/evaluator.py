@@ -109,9 +109,10 @@ def _check_markers(model: ModelProto) -> None:
         view = read_view(tensor_type, decl.pointer)
         storage = view.quantization.storage_type
         if view.HasField("quantization") and tensor_type.elem_type not in (marker(storage), storage):
+            named = onnx.TensorProto.DataType.Name(storage) if storage in onnx.TensorProto.DataType.values() else storage
             raise EvaluationError(
                 f"tensor {decl.name!r} ({decl.pointer}): elem_type {tensor_type.elem_type} disagrees with its "
-                f"quantized type's storage_type {onnx.TensorProto.DataType.Name(storage) if storage in onnx.TensorProto.DataType.values() else storage}, whose marker is {marker(storage)} (checker rule QT119)")
+                f"quantized type's storage_type {named}, whose marker is {marker(storage)} (checker rule QT119)")
 
 
 def _bare(qtype: QType | None) -> QType | None:

@@ -121,3 +121,9 @@ def test_running_a_reject_case_fails_declining_is_unsupported_and_unfinished_is_
 
     unfinished = run_case(Unfinished(), case)
     assert unfinished.outcome == "error" and "NotImplementedError" in unfinished.message
+
+
+def test_the_backend_contract_page_links_resolve():
+    from test_docs_links import test_relative_links_resolve
+
+    test_relative_links_resolve(ROOT / "conformance_tests" / "BACKENDS.md")

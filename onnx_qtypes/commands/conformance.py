@@ -102,7 +102,14 @@ def run(args: argparse.Namespace) -> int:
     if args.draft_known is not None or args.output is not None:
         return _draft(args)
     from onnx_qtypes.conformance import backend_version_of, load_backend, load_suite, parse_tags, run_suite
-    from onnx_qtypes.conformance.reports import SUMMARY_KEYS, suite_info, summary_line, summary_table, write_junit, write_report
+    from onnx_qtypes.conformance.reports import (
+        SUMMARY_KEYS,
+        suite_info,
+        summary_line,
+        summary_table,
+        write_junit,
+        write_report,
+    )
 
     if args.by not in SUMMARY_KEYS:
         raise ConformanceUsageError(f"--by {args.by}: use one of {', '.join(SUMMARY_KEYS)}")
@@ -173,9 +180,11 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
     unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome) for d in deviations)]
     label = f"{name} {version}".strip()
     if bad:
-        line = f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of {label} {source}"
+        line = (f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of "
+                f"{label} {source}")
         if unknown:
-            line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+            more = " ..." if len(unknown) > 10 else ""
+            line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + more
         lines.append(line)
     todo = sum(1 for d in deviations if d.explanation.startswith("TODO:") and any(
         d.matches(name, version, r.id, r.outcome) for r in bad))
