@@ -127,3 +127,13 @@ def test_the_backend_contract_page_links_resolve():
     from test_docs_links import test_relative_links_resolve
 
     test_relative_links_resolve(ROOT / "conformance_tests" / "BACKENDS.md")
+
+
+def test_inside_pytest_a_refusal_passes_and_running_fails(cases):
+    from onnx_qtypes.conformance import check_case, pytest_cases
+
+    params = pytest_cases(ReferenceBackend(), root=FOLDER)["argvalues"]
+    assert [p.id for p in params] == [c.id for c in cases] and not any(p.marks for p in params)
+    assert check_case(ReferenceBackend(), params[0].values[0]).outcome == "pass"
+    with pytest.raises(pytest.fail.Exception, match="instead of raising"):
+        check_case(RunsAnything(), params[0].values[0])
