@@ -44,35 +44,47 @@ class CaseError(QTypesError):
     """A case folder cannot be read or does not follow the case format."""
 
 
-def _has_tags(case: Any, wanted: Mapping[str, str] | None) -> bool:
-    """True when every ``key=value`` of ``wanted`` is one of the case's tags exactly (a list tag: one of its items;
-    ``operator`` and ``kind`` also match the case's own fields)."""
-    for key, value in (wanted or {}).items():
-        have = case.tags.get(key)
-        if have is None and key in ("operator", "kind"):
-            have = getattr(case, key, None) or None
-        items = have if isinstance(have, (list, tuple)) else [have]
-        if not any(have is not None and _tag_text(item) == value for item in items):
-            return False
-    return True
+class _CaseData:
+    """What every kind of case does alike: its feeds, and whether it matches a selection."""
+
+    id: str
+    operator: str
+    folder: Path
+    inputs: tuple[str, ...]
+    tags: dict[str, Any]
+
+    def feeds(self) -> dict[str, np.ndarray]:
+        return {name: read_tensor(self.folder / DATA_SET / f"input_{k}.pb") for k, name in enumerate(self.inputs)}
+
+    def matches(self, words: str | Sequence[str] | None) -> bool:
+        """True when every word is a substring (case-insensitive) of the id, operator or a tag value (``-k``)."""
+        if not words:
+            return True
+        if isinstance(words, str):
+            words = words.split()
+        values = [v for t in self.tags.values() for v in (t if isinstance(t, (list, tuple)) else [t])]
+        haystack = " ".join([self.id, self.operator, *(str(v) for v in values)]).lower()
+        return all(w.lower() in haystack for w in words)
+
+    def has_tags(self, wanted: Mapping[str, str] | None) -> bool:
+        """True when every ``key: value`` of ``wanted`` is one of the case's tags exactly (a list tag: one of its
+        items; ``operator`` and ``kind`` also match the case's own fields) (``--tags``)."""
+        for key, value in (wanted or {}).items():
+            have = self.tags.get(key)
+            if have is None and key in ("operator", "kind"):
+                have = getattr(self, key, None) or None
+            items = have if isinstance(have, (list, tuple)) else [have]
+            if not any(have is not None and _tag_text(item) == value for item in items):
+                return False
+        return True
 
 
 def _tag_text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
-def _matches(case: Any, words: str | Sequence[str] | None) -> bool:
-    if not words:
-        return True
-    if isinstance(words, str):
-        words = words.split()
-    values = [v for t in case.tags.values() for v in (t if isinstance(t, (list, tuple)) else [t])]
-    haystack = " ".join([case.id, case.operator, *(str(v) for v in values)]).lower()
-    return all(w.lower() in haystack for w in words)
-
-
 @dataclasses.dataclass(frozen=True)
-class ExecutionCase:
+class ExecutionCase(_CaseData):
     """One execution case: a model, its feeds and the outputs the definition gives."""
 
     id: str
@@ -97,23 +109,12 @@ class ExecutionCase:
         form (``qdq_unavailable`` says why)."""
         return self.model_path if form == "typed" else self.qdq_model_path
 
-    def feeds(self) -> dict[str, np.ndarray]:
-        return {name: read_tensor(self.folder / DATA_SET / f"input_{k}.pb") for k, name in enumerate(self.inputs)}
-
     def expected(self) -> dict[str, np.ndarray]:
         return {name: read_tensor(self.folder / DATA_SET / f"output_{k}.pb") for k, name in enumerate(self.outputs)}
 
-    def matches(self, words: str | Sequence[str] | None) -> bool:
-        """True when every word is a substring (case-insensitive) of the id, operator or a tag value."""
-        return _matches(self, words)
-
-    def has_tags(self, wanted: Mapping[str, str] | None) -> bool:
-        """True when the case carries every ``key: value`` of ``wanted`` exactly (``--tags``)."""
-        return _has_tags(self, wanted)
-
 
 @dataclasses.dataclass(frozen=True)
-class RejectCase:
+class RejectCase(_CaseData):
     """One must-reject case: a typed model a reader MUST refuse (``rule`` names what is wrong, ``reason`` why)."""
 
     id: str
@@ -138,18 +139,8 @@ class RejectCase:
         meets the typed model itself (its fail-closed markers make such a runtime refuse it)."""
         return self.model_path
 
-    def feeds(self) -> dict[str, np.ndarray]:
-        return {name: read_tensor(self.folder / DATA_SET / f"input_{k}.pb") for k, name in enumerate(self.inputs)}
-
     def expected(self) -> dict[str, np.ndarray]:
         return {}
-
-    def matches(self, words: str | Sequence[str] | None) -> bool:
-        """True when every word is a substring (case-insensitive) of the id or a tag value."""
-        return _matches(self, words)
-
-    def has_tags(self, wanted: Mapping[str, str] | None) -> bool:
-        return _has_tags(self, wanted)
 
 
 Case = Union[ExecutionCase, RejectCase]
