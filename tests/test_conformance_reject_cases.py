@@ -137,3 +137,13 @@ def test_inside_pytest_a_refusal_passes_and_running_fails(cases):
     assert check_case(ReferenceBackend(), params[0].values[0]).outcome == "pass"
     with pytest.raises(pytest.fail.Exception, match="instead of raising"):
         check_case(RunsAnything(), params[0].values[0])
+
+
+def test_the_case_schema_names_every_storage_type_and_no_other():
+    from onnx_qtypes.proto.qtype import STORAGE_TYPES
+
+    assert SCHEMA["$defs"]["storage"]["enum"] == list(STORAGE_TYPES)
+    tags = SCHEMA["$defs"]["execution"]["properties"]["tags"]["properties"]
+    assert tags["storage"] == tags["weight_storage"] | {"description": tags["storage"]["description"]}
+    assert {"operator", "storage", "weight_storage", "expressed", "granularity", "weight_granularity", "schema",
+            "range", "scale_sign", "parameters", "version", "feature"} <= set(tags)  # decisions E
