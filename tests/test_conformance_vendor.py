@@ -446,3 +446,38 @@ def test_an_output_marked_positive_finite_is_judged_by_that_alone(cases_root):
     (folder / "case.json").write_text(json.dumps(data))
     with pytest.raises(Exception, match="'judge' must map output names to one of value, positive-finite"):
         load_case(folder)
+
+
+def test_onnxruntime_takes_and_returns_float8_as_ml_dtypes_arrays(tmp_path):
+    """onnxruntime's numpy bridge does not know ml_dtypes' float8: the backend hands the codes over typed as float8
+    and views the returned codes as the ml_dtypes type; the definition path (ORT_DISABLE_ALL) then agrees exactly."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from onnx_qtypes.conformance import OnnxRuntimeBackend, load_case
+    from onnx_qtypes.conformance.runner import run_case
+
+    f8 = ml_dtypes.float8_e4m3fn
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s"], ["r"]),
+         helper.make_node("QuantizeLinear", ["r", "t", "z"], ["y"])],
+        "f8", [helper.make_tensor_value_info("x", TensorProto.FLOAT8E4M3FN, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [4])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+         numpy_helper.from_array(np.array(0.25, np.float32), "t"), numpy_helper.from_array(np.array(0, f8), "z")])
+    folder = tmp_path / "f8"
+    (folder / "test_data_set_0").mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10),
+              str(folder / "model.qdq.onnx"))
+    x = np.array([1, -2, 0.5, 3], f8)
+    _write_pb(folder / "test_data_set_0" / "input_0.pb", x, "x")
+    _write_pb(folder / "test_data_set_0" / "output_0.pb", (x.astype(np.float32) * 2).astype(f8), "y")
+    (folder / "case.json").write_text(json.dumps({
+        "id": "f8", "kind": "execution", "operator": "QuantizeLinear", "model": "model.qdq.onnx",
+        "qdq_model": "model.qdq.onnx", "inputs": ["x"], "outputs": ["y"], "tolerance": {"y": 0}, "tags": {}}))
+    backend = OnnxRuntimeBackend(optimize=False)
+    case = load_case(folder)
+    out = backend.run(backend.prepare(case), case.feeds())["y"]
+    assert out.dtype == f8 and list(out.astype(np.float32)) == [2, -4, 1, 6]
+    assert run_case(backend, case).outcome == "pass"
