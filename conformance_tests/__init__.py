@@ -1,12 +1,16 @@
 """The conformance suite: cases a vendor runtime runs, and their runner.
 
-- ``load_cases(root=None, filter=None)`` / ``iter_cases``: the execution cases
-  (default: this package's cases/execution folder);
+- ``load_suite(root=None, filter=None, tags=None)``: every case a backend runs,
+  execution and must-reject (default: this package's cases/ folder);
+  ``load_cases`` / ``iter_cases``: the execution cases only (cases/execution);
 - ``Backend``: the protocol (``name``, ``supports(case)``, ``prepare(case)``,
-  ``run(prepared, feeds)``); ``load_backend(spec)`` builds one by its
-  command-line name;
-- ``run_suite(backend, filter=None, jobs=1)``: a ``CaseResult`` per case
-  (outcome pass / fail / unsupported / error);
+  ``run(prepared, feeds)``; optional ``version`` and ``form``); a backend
+  refuses a model by raising. ``load_backend(spec)`` builds one by its
+  command-line name. The contract: conformance_tests/BACKENDS.md;
+- ``run_suite(backend, filter=None, jobs=1, timeout=None, tags=None)``: a
+  ``CaseResult`` per case (outcome pass / fail / unsupported / error);
+- ``deviations``: known deviations, the project's published list and a
+  vendor's own file (``load_known``, ``draft_known``);
 - ``pytest_cases(backend)`` / ``check_case(backend, case)``: the suite inside
   your own pytest run;
 - ``status``: results records per backend and version, the known deviations
@@ -19,19 +23,32 @@ from .backends import (
     BackendError,
     OnnxRuntimeBackend,
     OpenVinoBackend,
+    RecordedError,
     ReferenceBackend,
     ResultsBackend,
     backend_version as backend_version_of,
     load_backend,
 )
-from .execution_cases import CASES_ROOT, CaseError, ExecutionCase, iter_cases, load_case, load_cases
+from .execution_cases import (
+    CASES_ROOT,
+    SUITE_ROOT,
+    Case,
+    CaseError,
+    ExecutionCase,
+    RejectCase,
+    iter_cases,
+    load_case,
+    load_cases,
+    load_suite,
+    parse_tags,
+)
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .pytest_entry import check_case, pytest_cases
 from .runner import CaseResult, run_case, run_suite
 
 __all__ = [
-    "Backend", "BackendError", "CASES_ROOT", "CaseError", "CaseResult", "ERROR", "ExecutionCase", "FAIL",
-    "OUTCOMES", "OnnxRuntimeBackend", "OpenVinoBackend", "PASS", "ReferenceBackend", "ResultsBackend",
-    "UNSUPPORTED", "backend_version_of", "check_case", "iter_cases", "load_backend", "load_case", "load_cases", "pytest_cases",
-    "run_case", "run_suite",
+    "Backend", "BackendError", "CASES_ROOT", "Case", "CaseError", "CaseResult", "ERROR", "ExecutionCase", "FAIL",
+    "OUTCOMES", "OnnxRuntimeBackend", "OpenVinoBackend", "PASS", "RecordedError", "ReferenceBackend", "RejectCase",
+    "ResultsBackend", "SUITE_ROOT", "UNSUPPORTED", "backend_version_of", "check_case", "iter_cases", "load_backend",
+    "load_case", "load_cases", "load_suite", "parse_tags", "pytest_cases", "run_case", "run_suite",
 ]

@@ -4,7 +4,12 @@ A backend says whether it supports a case (``True``, or a string: the reason
 it does not), prepares the case once (``prepare(case)``, e.g. a compiled
 session) and runs it on feeds (``run(prepared, feeds)`` -> {output name:
 array}; quantized tensors are storage integers, sub-byte storage widened to
-int8 / uint8).
+int8 / uint8). It refuses a model (a must-reject case) by raising from
+``prepare`` or ``run``. Optional attributes: ``version`` (the runtime's
+version, in reports) and ``form`` ("typed": it runs model.onnx; "qdq": it
+runs the standard-ONNX model.qdq.onnx, and the runner calls a case without
+one unsupported, "not-expressible", without asking it). The whole contract:
+conformance_tests/BACKENDS.md; a file to copy: conformance_tests/template_backend.py.
 
 Named backends (``load_backend(spec)``):
 
@@ -17,16 +22,20 @@ Named backends (``load_backend(spec)``):
 - ``openvino``: the QDQ model through openvino.Core on CPU (4- and 2-bit graph
   inputs and outputs packed / unpacked as OpenVINO tensors).
 - ``MODULE:CLASS``: a backend class (or factory) of your own, built with no
-  arguments.
+  arguments; MODULE is found on sys.path, else in the current directory, or
+  is a path to a .py file.
 - ``results:DIR``: outputs a runtime outside Python wrote to
-  ``DIR/<case id>/test_data_set_0/output_k.pb``.
+  ``DIR/<case id>/test_data_set_0/output_k.pb``, or the error it met (a
+  refusal, for a must-reject case) in ``DIR/<case id>/error.txt``.
 """
 
 from __future__ import annotations
 
-import threading
-
 import importlib
+import importlib.util
+import os
+import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -38,7 +47,7 @@ import onnx.numpy_helper
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, StorageType
 
-from .execution_cases import DATA_SET, ExecutionCase, read_tensor
+from .execution_cases import DATA_SET, Case, read_tensor
 
 BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino")
 
@@ -51,9 +60,9 @@ class BackendError(QTypesError):
 class Backend(Protocol):
     name: str
 
-    def supports(self, case: ExecutionCase) -> bool | str: ...
+    def supports(self, case: Case) -> bool | str: ...
 
-    def prepare(self, case: ExecutionCase) -> Any: ...
+    def prepare(self, case: Case) -> Any: ...
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
@@ -72,10 +81,12 @@ class ReferenceBackend:
         self.name = "reference" if kernels == "definitional" else f"reference-{kernels}"
         self.version = __version__
 
-    def supports(self, case: ExecutionCase) -> bool | str:
+    form = "typed"
+
+    def supports(self, case: Case) -> bool | str:
         return True if case.model_path.is_file() else f"{case.model_path.name} missing"
 
-    def prepare(self, case: ExecutionCase) -> Any:
+    def prepare(self, case: Case) -> Any:
         from onnx_qtypes.reference_ops import ReferenceEvaluator
 
         return ReferenceEvaluator(str(case.model_path), kernels=self.kernels), list(case.outputs)
@@ -102,12 +113,13 @@ class OnnxRuntimeBackend:
         self.name = "onnxruntime" if optimize else "onnxruntime-unoptimized"
         self.version = onnxruntime.__version__
 
-    def supports(self, case: ExecutionCase) -> bool | str:
-        if case.qdq_model_path is None:
-            return case.qdq_unavailable
-        if not case.qdq_model_path.is_file():
-            return f"{case.qdq_model_path.name} missing"
-        graph = onnx.load(str(case.qdq_model_path), load_external_data=False).graph
+    form = "qdq"
+
+    def supports(self, case: Case) -> bool | str:
+        path = case.model_file(self.form)
+        if not path.is_file():
+            return f"{path.name} missing"
+        graph = onnx.load(str(path), load_external_data=False).graph
         for v in graph.output:
             dims = v.type.tensor_type.shape.dim
             if v.type.tensor_type.elem_type in _SUB_BYTE and not all(d.HasField("dim_value") for d in dims):
@@ -115,17 +127,18 @@ class OnnxRuntimeBackend:
                         "Python API returns such outputs only into a buffer allocated in advance")
         return True
 
-    def prepare(self, case: ExecutionCase) -> Any:
+    def prepare(self, case: Case) -> Any:
         ort = self._ort
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.log_severity_level = 4  # a failure to load is the case's error outcome; not also a log line
         options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if self.optimize
                                             else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-        session = ort.InferenceSession(str(case.qdq_model_path), options, providers=["CPUExecutionProvider"])
-        graph = onnx.load(str(case.qdq_model_path), load_external_data=False).graph
+        path = str(case.model_file(self.form))
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        graph = onnx.load(path, load_external_data=False).graph
         packed = {v.name: (v.type.tensor_type.elem_type, tuple(d.dim_value for d in v.type.tensor_type.shape.dim))
-                  for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in _SUB_BYTE}
+                  for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in (*_SUB_BYTE, *_FLOAT8)}
         return session, list(case.outputs), packed
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -136,11 +149,19 @@ class OnnxRuntimeBackend:
 
     def _run_packed(self, session: Any, names: list[str], packed: dict, feeds: Mapping[str, np.ndarray]) -> dict:
         """4- and 2-bit tensors have no numpy type: they cross as OrtValues over buffers we pack and unpack
-        (ONNX's order, element 0 in the lowest bits), outputs bound to buffers allocated from their static shape."""
+        (ONNX's order, element 0 in the lowest bits), outputs bound to buffers allocated from their static shape.
+        Float8 tensors (ml_dtypes arrays, which onnxruntime's numpy bridge does not know) cross as their byte codes
+        typed as the float8 type; onnxruntime hands float8 outputs back as those codes."""
         ort = self._ort
         binding = session.io_binding()
         buffers = []  # OrtValues made from numpy arrays borrow their memory: keep the arrays alive
         for name, value in feeds.items():
+            if name in packed and packed[name][0] in _FLOAT8:
+                codes = np.ascontiguousarray(value).view(np.uint8)
+                buffers.append(codes)
+                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, packed[name][0])
+                binding.bind_ortvalue_input(name, value)
+                continue
             if name not in packed:
                 binding.bind_cpu_input(name, np.ascontiguousarray(value))
                 continue
@@ -154,7 +175,7 @@ class OnnxRuntimeBackend:
             binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffer, data_type))
         outputs = {}
         for name in names:
-            if name not in packed:
+            if name not in packed or packed[name][0] in _FLOAT8:
                 binding.bind_output(name, "cpu")
                 continue
             data_type, shape = packed[name]
@@ -171,11 +192,14 @@ class OnnxRuntimeBackend:
                 data_type, shape = packed[name]
                 bits, signed = _SUB_BYTE_LAYOUT[data_type]
                 out[name] = unpack_sub_byte(outputs[name].reshape(-1).view(np.uint8), bits, signed, shape)
+            elif name in packed:  # float8: the codes, viewed as the ml_dtypes type they are
+                out[name] = np.ascontiguousarray(value.numpy()).view(_FLOAT8[packed[name][0]])
             else:
                 out[name] = np.asarray(value.numpy())
         return out
 
 
+_FLOAT8 = {st.data_type: st.np_dtype for st in STORAGE_TYPES.values() if st.is_float and st.bits == 8}  # -> ml_dtypes
 _SUB_BYTE_LAYOUT = {onnx.TensorProto.INT4: (4, True), onnx.TensorProto.UINT4: (4, False),
                     onnx.TensorProto.INT2: (2, True), onnx.TensorProto.UINT2: (2, False)}
 
@@ -205,13 +229,14 @@ class OpenVinoBackend:
         # runner threads on a loaded 2-core machine once stalled in a futex wait for 30 minutes
         self._lock = threading.Lock()
 
-    def supports(self, case: ExecutionCase) -> bool | str:
-        if case.qdq_model_path is None:
-            return case.qdq_unavailable
-        return True if case.qdq_model_path.is_file() else f"{case.qdq_model_path.name} missing"
+    form = "qdq"
 
-    def prepare(self, case: ExecutionCase) -> Any:
-        path = str(case.qdq_model_path)
+    def supports(self, case: Case) -> bool | str:
+        path = case.model_file(self.form)
+        return True if path.is_file() else f"{path.name} missing"
+
+    def prepare(self, case: Case) -> Any:
+        path = str(case.model_file(self.form))
         with self._lock:
             compiled = self._core.compile_model(self._core.read_model(path), self.device)
         inputs = {name: port for port in compiled.inputs for name in port.get_names()}
@@ -304,8 +329,17 @@ def _ov_version(openvino: Any) -> str:
         return ""
 
 
+class RecordedError(Exception):
+    """The error a runtime outside Python recorded for a case (``DIR/<case id>/error.txt``)."""
+
+
 class ResultsBackend:
-    """Outputs written by a runtime outside Python: DIR/<case id>/test_data_set_0/output_k.pb."""
+    """What a runtime outside Python wrote, per case: ``DIR/<case id>/test_data_set_0/output_k.pb`` (outputs in the
+    case's output order) or ``DIR/<case id>/error.txt`` (it refused the model or failed: the text is its message;
+    for a must-reject case that is the refusal the case asks for). error.txt wins when both are there; a case with
+    neither is unsupported. ``DIR/VERSION`` (first line) names the runtime's version."""
+
+    ERROR_FILE = "error.txt"
 
     def __init__(self, folder: str | Path, name: str | None = None, version: str = "") -> None:
         self.folder = Path(folder)
@@ -314,14 +348,21 @@ class ResultsBackend:
         self.name = name or f"results:{self.folder}"
         self.version = version or _results_version(self.folder)
 
-    def _case_folder(self, case: ExecutionCase) -> Path:
-        return self.folder / case.id / DATA_SET
+    def supports(self, case: Case) -> bool | str:
+        folder = self.folder / case.id
+        if (folder / self.ERROR_FILE).is_file() or (folder / DATA_SET).is_dir():
+            return True
+        return f"no results written for this case ({case.id}/{DATA_SET} or {case.id}/{self.ERROR_FILE})"
 
-    def supports(self, case: ExecutionCase) -> bool | str:
-        return True if self._case_folder(case).is_dir() else f"no results written for this case ({case.id}/{DATA_SET})"
-
-    def prepare(self, case: ExecutionCase) -> Any:
-        return self._case_folder(case), list(case.outputs)
+    def prepare(self, case: Case) -> Any:
+        error = self.folder / case.id / self.ERROR_FILE
+        if error.is_file():
+            try:
+                text = " ".join(error.read_text(encoding="utf-8", errors="replace").split())
+            except OSError as exc:
+                text = f"(unreadable: {exc.strerror or exc})"
+            raise RecordedError(text or f"{case.id}/{self.ERROR_FILE} (empty)")
+        return self.folder / case.id / DATA_SET, list(case.outputs)
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         folder, names = prepared
@@ -366,12 +407,36 @@ def load_backend(spec: str) -> Any:
     raise BackendError(f"unknown backend {spec!r}: use one of {', '.join(BACKEND_NAMES)}, MODULE:CLASS or results:DIR")
 
 
+def _import_backend_module(module_name: str) -> Any:
+    """A module by name from sys.path, else from the current directory (no PYTHONPATH needed for a backend file
+    beside you), or a .py file by path."""
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise BackendError(f"backend module {module_name}: no such file")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        found = None
+    here = os.getcwd()
+    if found is None and here not in sys.path:
+        sys.path.append(here)  # after everything installed: a local file never shadows a package
+    return importlib.import_module(module_name)
+
+
 def _user_backend(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
+    module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
         raise BackendError(f"backend {spec!r}: expected MODULE:CLASS")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_backend_module(module_name)
+    except BackendError:
+        raise
     except Exception as exc:
         raise BackendError(f"backend {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
     target: Any = module

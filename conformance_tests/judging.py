@@ -1,11 +1,19 @@
 """Judging a backend's outputs against a case's expected outputs.
 
 Storage-integer outputs are compared in storage steps (|a - b| as
-integers). Float outputs are compared in steps of the output's quantization
-step when the case knows it (case.json ``steps``: {output: step}, else the
-scale of the per-tensor quantized input a DequantizeLinear output comes
-from), and must be exactly equal otherwise (NaN equals NaN). A missing
-output, or a shape or dtype mismatch, fails the case with its reason.
+integers). Float8 and float4 storage outputs (ml_dtypes arrays) are compared
+in positions on their grid: the ordinal distance between the two codes, the
+codes ordered as the values they stand for, +0 and -0 one position apart
+(decisions B4; ``grid_position``); NaN equals NaN and is infinitely far from
+anything else. Float outputs are compared in steps of the output's
+quantization step when the case knows it (case.json ``steps``: {output:
+step}, else the scale of the quantized input a DequantizeLinear output comes
+from), and must be exactly equal otherwise (NaN equals NaN). An output that
+case.json ``judge`` marks "positive-finite" is judged by that alone (any
+positive finite value of the expected shape and type: a parameter the
+definition leaves open, decisions B8). A missing output, or a shape or dtype
+mismatch, fails the case with its reason. Each verdict keeps its worst
+elements (index, expected, actual, steps), at most ``WORST`` of them.
 """
 
 from __future__ import annotations
@@ -19,6 +27,11 @@ from .execution_cases import ExecutionCase, widen
 
 PASS, FAIL, UNSUPPORTED, ERROR = "pass", "fail", "unsupported", "error"
 OUTCOMES = (PASS, FAIL, UNSUPPORTED, ERROR)
+WORST = 10  # deviating elements a verdict keeps, worst first
+
+# ml_dtypes' float storage types: bits per code, and whether the code with only the sign bit set is -0 (else NaN)
+FLOAT_GRIDS = {"float8_e4m3fn": (8, True), "float8_e4m3fnuz": (8, False), "float8_e5m2": (8, True),
+               "float8_e5m2fnuz": (8, False), "float4_e2m1fn": (4, True)}
 
 
 @dataclasses.dataclass
@@ -29,6 +42,7 @@ class OutputVerdict:
     elements: int = 0  # elements beyond the tolerance
     total: int = 0
     reason: str = ""
+    worst: list = dataclasses.field(default_factory=list)  # [{"index", "expected", "actual", "steps"}], worst first
 
 
 def float_steps(case: ExecutionCase) -> dict[str, object]:
@@ -80,7 +94,19 @@ def step_array(step: object, shape: tuple[int, ...]) -> np.ndarray | float | Non
         return None
 
 
-def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: float, step: object = None) -> OutputVerdict:
+def grid_position(values: np.ndarray) -> np.ndarray:
+    """Each float8 / float4 code's position on its type's number line (int64): the codes ordered by value,
+    adjacent representable values one position apart, -0 one position below +0 (types without -0 have none).
+    Infinities sit one position beyond the largest finite value; NaN codes get meaningless positions (judged
+    apart)."""
+    bits, negative_zero = FLOAT_GRIDS[values.dtype.name]
+    codes = np.asarray(values).view(np.uint8).astype(np.int64) & ((1 << bits) - 1)
+    sign, magnitude = codes >> (bits - 1), codes & ((1 << (bits - 1)) - 1)
+    return np.where(sign == 0, magnitude, -magnitude - (1 if negative_zero else 0))
+
+
+def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: float, step: object = None,
+                 mode: str = "value") -> OutputVerdict:
     expected = widen(np.asarray(expected))
     try:
         actual = widen(np.asarray(actual))
@@ -95,37 +121,86 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
                              reason=f"output {name!r} has element type {actual.dtype}, expected {expected.dtype}")
     if total == 0:
         return OutputVerdict(name, True, 0, 0, 0)
-    if expected.dtype.kind not in "iub":
+    if mode == "positive-finite":
+        return _positive_finite(name, actual)
+    grid = expected.dtype.name in FLOAT_GRIDS
+    if expected.dtype.kind not in "iub" and not grid:
         step = step_array(step, expected.shape)
     if expected.dtype.kind in "iub":
         diff = np.abs(actual.astype(np.int64) - expected.astype(np.int64)).astype(np.float64)
-        unit = "step"
+    elif grid:
+        a, e = actual.astype(np.float64), expected.astype(np.float64)
+        nan_a, nan_e = np.isnan(a), np.isnan(e)
+        diff = np.abs(grid_position(actual) - grid_position(expected)).astype(np.float64)
+        diff = np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, diff))
     elif step is not None:
         a, e = actual.astype(np.float64), expected.astype(np.float64)
         both_nan = np.isnan(a) & np.isnan(e)
         diff = np.where(both_nan, 0.0, np.abs(a - e) / step)
         diff = np.where(np.isnan(diff), np.inf, diff)
-        unit = "step"
     else:
-        a, e = actual, expected
-        same = (a == e) | (np.isnan(a.astype(np.float64)) & np.isnan(e.astype(np.float64)))
+        a, e = actual.astype(np.float64), expected.astype(np.float64)
+        same = (a == e) | (np.isnan(a) & np.isnan(e))
         bad = int(np.count_nonzero(~same))
         if bad:
             where = np.unravel_index(int(np.argmax(~same)), expected.shape)
+            worst = _worst(np.where(same, 0.0, np.inf), expected, actual, exact=True)
             return OutputVerdict(name, False, None, bad, total,
-                                 f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no step known); "
-                                 f"first at {list(map(int, where))}: {a[where]!r}, expected {e[where]!r}")
+                                 f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no step "
+                                 f"known); first at {list(map(int, where))}: {_value(actual[where])}, "
+                                 f"expected {_value(expected[where])}",
+                                 worst)
         return OutputVerdict(name, True, 0.0, 0, total)
     worst = float(np.max(diff))
-    beyond = diff > tolerance + 1e-9 * (unit == "step" and expected.dtype.kind == "f")
+    beyond = diff > tolerance + 1e-9 * (expected.dtype.kind == "f" and not grid)
     bad = int(np.count_nonzero(beyond))
     if bad:
         where = np.unravel_index(int(np.argmax(diff)), expected.shape)
         return OutputVerdict(name, False, worst, bad, total,
                              f"output {name!r}: {bad} of {total} element(s) beyond {_num(tolerance)} step(s), "
                              f"at most {_num(worst)} step(s); at {list(map(int, where))}: "
-                             f"{actual[where]!r}, expected {expected[where]!r}")
+                             f"{_value(actual[where])}, expected {_value(expected[where])}",
+                             _worst(np.where(beyond, diff, 0.0), expected, actual))
     return OutputVerdict(name, True, worst, 0, total)
+
+
+def _positive_finite(name: str, actual: np.ndarray) -> OutputVerdict:
+    values = actual.astype(np.float64)
+    bad = ~(np.isfinite(values) & (values > 0))
+    count = int(np.count_nonzero(bad))
+    if not count:
+        return OutputVerdict(name, True, 0.0, 0, int(actual.size))
+    where = np.unravel_index(int(np.argmax(bad)), actual.shape)
+    return OutputVerdict(name, False, None, count, int(actual.size),
+                         f"output {name!r}: {count} element(s) not a positive finite value (any is allowed here); "
+                         f"at {list(map(int, where))}: {_value(actual[where])}")
+
+
+def _worst(diff: np.ndarray, expected: np.ndarray, actual: np.ndarray, exact: bool = False) -> list[dict]:
+    """The WORST elements with the largest deviation above 0, as JSON-ready records."""
+    flat = diff.ravel()
+    order = np.argsort(-flat, kind="stable")[:WORST]
+    out = []
+    for k in order:
+        if not flat[k] > 0:
+            break
+        index = np.unravel_index(int(k), expected.shape)
+        out.append({"index": [int(i) for i in index], "expected": _value(expected[index]),
+                    "actual": _value(actual[index]), "steps": None if exact else _value(flat[k])})
+    return out
+
+
+def _value(value: object) -> float | int | str | bool:
+    """An element as JSON: integers as int, floats as float, NaN / inf as strings."""
+    item = np.asarray(value)
+    if item.dtype.kind in "iu":
+        return int(item)
+    if item.dtype.kind == "b":
+        return bool(item)
+    number = float(item.astype(np.float64))
+    if number != number or number in (float("inf"), float("-inf")):
+        return str(number)
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
 
 
 def judge(case: ExecutionCase, expected: Mapping[str, np.ndarray], actual: Mapping[str, object]) -> list[OutputVerdict]:
@@ -135,7 +210,8 @@ def judge(case: ExecutionCase, expected: Mapping[str, np.ndarray], actual: Mappi
         if name not in actual:
             verdicts.append(OutputVerdict(name, False, reason=f"output {name!r} missing from the backend's results"))
             continue
-        verdicts.append(judge_output(name, expected[name], actual[name], case.tolerance.get(name, 0), steps.get(name)))
+        verdicts.append(judge_output(name, expected[name], actual[name], case.tolerance.get(name, 0), steps.get(name),
+                                     getattr(case, "judge", {}).get(name, "value")))
     return verdicts
 
 

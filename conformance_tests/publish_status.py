@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
                 print(f"skipped {name}: {exc}")
                 continue
-            results = run_suite(backend, jobs=args.jobs)
+            results = run_suite(backend, jobs=args.jobs, cases=cases)  # execution cases: what status.md shows
             version = backend_version(backend)
             rec = record(results, name, version, cases)
             path = record_path(RESULTS, name, version)

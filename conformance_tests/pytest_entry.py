@@ -12,36 +12,39 @@ In a test module of yours::
     def test_conformance(case):
         check_case(BACKEND, case)
 
-``pytest_cases(backend, filter=None, root=None)`` gives ``argvalues`` (one
-``pytest.param`` per case, id = the case id, unsupported cases marked
-skip with the backend's reason) and ``ids``-free keyword arguments for
-``pytest.mark.parametrize``. ``check_case`` fails the test with the judge's
-message on a fail, raises the runtime's error on an error, and skips an
-unsupported case.
+``pytest_cases(backend, filter=None, root=None, tags=None)`` gives
+``argvalues`` (one ``pytest.param`` per case, execution and must-reject
+alike, id = the case id, unsupported cases marked skip with the backend's
+reason) and ``ids``-free keyword arguments for ``pytest.mark.parametrize``.
+``check_case`` fails the test with the judge's message on a fail (for a
+must-reject case: the backend ran the model instead of refusing it) or an
+error, and skips an unsupported case.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .execution_cases import ExecutionCase, load_cases
+from .execution_cases import Case, load_suite
 from .judging import ERROR, FAIL, UNSUPPORTED
-from .runner import CaseResult, run_case
+from .runner import CaseResult, backend_form, run_case
 
 
 def pytest_cases(backend: Any = None, filter: str | Sequence[str] | None = None,
-                 root: str | os.PathLike | None = None) -> dict[str, Any]:
+                 root: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Keyword arguments for ``pytest.mark.parametrize("case", **pytest_cases(backend))``."""
     import pytest
 
     params = []
-    for case in load_cases(root, filter):
+    for case in load_suite(root, filter, tags=tags):
         marks = []
         if backend is not None:
+            form = backend_form(backend)
             try:
-                supported = backend.supports(case)
+                supported = (case.qdq_unavailable if form and case.model_file(form) is None
+                             else backend.supports(case))
             except Exception:
                 supported = True  # run_case reports the error
             if supported is not True:
@@ -50,7 +53,7 @@ def pytest_cases(backend: Any = None, filter: str | Sequence[str] | None = None,
     return {"argvalues": params}
 
 
-def check_case(backend: Any, case: ExecutionCase) -> CaseResult:
+def check_case(backend: Any, case: Case) -> CaseResult:
     """Run one case; pass silently, skip when unsupported, otherwise fail the test with the reason."""
     import pytest
 

@@ -1,41 +1,139 @@
-"""What a run prints and writes: the summary table by operator, the JSON report and JUnit XML."""
+"""What a run prints and writes: the console summary, the JSON report and JUnit XML.
+
+Both files describe themselves: the suite (package version and digest of the cases run from), the platform,
+the runtime and its version; each case's tags, tolerance, time and worst deviating elements; and summaries by
+operator, storage, weight storage, expressed type, granularity, case kind, why cases were unsupported
+(the runtime declined / the suite has no model in the form it runs) and normalized error message.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onnx_qtypes.proto.files import atomic_write
 
+from .deviations import normalize_message
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
-from .runner import CaseResult
+from .runner import DECLINED, NOT_EXPRESSIBLE, REFUSED, TIMEOUT, CaseResult
+
+REPORT_FORMAT = 2
+SUMMARY_KEYS = ("operator", "storage", "weight_storage", "expressed", "granularity", "kind")
+PROBLEM_LINES = 40  # failing / erroring cases listed on the console before "... and N more"
 
 
-def summary_table(results: Sequence[CaseResult], backend_name: str = "", version: str = "") -> str:
-    by_op: dict[str, Counter] = defaultdict(Counter)
+def suite_info(cases: Sequence[Any], root: str = "") -> dict[str, Any]:
+    """The suite a run used: package version, digest of every case it loaded, how many cases, where from."""
+    from onnx_qtypes import __version__
+
+    from .status import suite_digest
+
+    return {"package": "onnx-qtypes", "version": __version__, "digest": suite_digest(cases), "cases": len(cases),
+            "root": str(root)}
+
+
+def environment() -> dict[str, str]:
+    return {"platform": platform.platform(), "python": platform.python_version(), "machine": platform.machine()}
+
+
+def group_key(result: CaseResult, key: str) -> str:
+    """The value a summary by ``key`` files a result under ("—" when the case has no such tag)."""
+    if key == "operator":
+        return result.operator or f"({result.kind})"
+    if key == "kind":
+        return result.kind
+    value = result.tags.get(key)
+    if value is None:
+        return "—"
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def summary_by(results: Sequence[CaseResult], key: str) -> dict[str, dict[str, int]]:
+    table: dict[str, Counter] = defaultdict(Counter)
     for r in results:
-        by_op[r.operator][r.outcome] += 1
-    header = ("operator", *OUTCOMES)
-    rows = [(op, *(str(by_op[op][o]) for o in OUTCOMES)) for op in sorted(by_op)]
-    totals = Counter(r.outcome for r in results)
-    rows.append(("total", *(str(totals[o]) for o in OUTCOMES)))
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        table[group_key(r, key)][r.outcome] += 1
+    return {value: {o: counts[o] for o in OUTCOMES} for value, counts in sorted(table.items())}
+
+
+def message_groups(results: Sequence[CaseResult], outcomes: Sequence[str] = (FAIL, ERROR)) -> list[dict[str, Any]]:
+    """Failing / erroring cases grouped by outcome and normalized message, largest group first."""
+    groups: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        if r.outcome in outcomes:
+            groups[(r.outcome, normalize_message(r.message))].append(r)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [{"outcome": outcome, "message": pattern, "count": len(members),
+             "operators": sorted({group_key(m, "operator") for m in members}), "example": members[0].id}
+            for (outcome, pattern), members in ordered]
+
+
+def totals(results: Sequence[CaseResult]) -> dict[str, Any]:
+    counts = Counter(r.outcome for r in results)
+    unsupported = Counter(r.reason_class for r in results if r.outcome == UNSUPPORTED)
+    return {**{o: counts[o] for o in OUTCOMES},
+            "unsupported_declined": unsupported[DECLINED],  # the runtime said no
+            "unsupported_not_expressible": unsupported[NOT_EXPRESSIBLE],  # the suite has no model in its form
+            "timed_out": sum(1 for r in results if r.reason_class == TIMEOUT),
+            "reject_refused": sum(1 for r in results if r.kind == "reject" and r.reason_class == REFUSED),
+            "reject_ran": sum(1 for r in results if r.kind == "reject" and r.outcome == FAIL),
+            "executed": counts[PASS] + counts[FAIL] + counts[ERROR]}
+
+
+def summary_line(results: Sequence[CaseResult], backend_name: str, version: str, seconds: float | None = None) -> str:
+    t = totals(results)
+    parts = [f"{t[PASS]} pass", f"{t[FAIL]} fail"]
+    unsupported = f"{t[UNSUPPORTED]} unsupported"
+    if t[UNSUPPORTED]:
+        unsupported += (f" ({t['unsupported_declined']} declined by the runtime, "
+                        f"{t['unsupported_not_expressible']} without a model in the form it runs)")
+    parts += [unsupported, f"{t[ERROR]} error" + (f" ({t['timed_out']} timed out)" if t["timed_out"] else "")]
+    label = f"{backend_name} {version}".strip()
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    return f"{label}: {len(results)} case(s): " + ", ".join(parts) + took
+
+
+def _table(header: Sequence[str], rows: list[Sequence[str]], total: Sequence[str]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows, total]) for i in range(len(header))]
 
     def fmt(row: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
+    rule = fmt(["-" * w for w in widths])
+    return [fmt(header), rule, *map(fmt, rows), rule, fmt(total)]
+
+
+def summary_table(results: Sequence[CaseResult], backend_name: str = "", version: str = "", *, by: str = "operator",
+                  suite: Mapping[str, Any] | None = None, verbose: bool = False) -> str:
+    """The console summary: a table by ``by`` (operator or a tag), the failing groups by message, the failing and
+    erroring cases (the first PROBLEM_LINES unless ``verbose``)."""
     lines = []
     if backend_name:
         lines.append(f"backend: {backend_name}" + (f" {version}" if version else ""))
-    lines += [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows[:-1]), fmt(["-" * w for w in widths]), fmt(rows[-1])]
+    if suite:
+        lines.append(f"suite: onnx-qtypes {suite['version']}, {suite['cases']} case(s), digest {suite['digest'][:12]}")
+    table = summary_by(results, by)
+    rows = [(value, *(str(counts[o]) for o in OUTCOMES)) for value, counts in table.items()]
+    counts = Counter(r.outcome for r in results)
+    lines += _table((by, *OUTCOMES), rows, ("total", *(str(counts[o]) for o in OUTCOMES)))
+    groups = message_groups(results)
+    if len(groups) > 1 or (groups and groups[0]["count"] > 1):
+        lines += ["", "failing and erroring cases by message (names and numbers taken out):"]
+        for g in groups[:PROBLEM_LINES // 2]:
+            lines.append(f"  {g['count']:>5} {g['outcome']:<5} {_short(g['message'], 160)}  (e.g. {g['example']})")
+        if len(groups) > PROBLEM_LINES // 2:
+            lines.append(f"  ... and {len(groups) - PROBLEM_LINES // 2} more group(s): see --report")
     problems = [r for r in results if r.outcome in (FAIL, ERROR)]
     if problems:
         lines.append("")
-        lines += [f"{r.outcome.upper()} {r.id}: {_short(r.message)}" for r in problems]
+        shown = problems if verbose else problems[:PROBLEM_LINES]
+        lines += [f"{r.outcome.upper()} {r.id}: {_short(r.message)}" for r in shown]
+        if len(shown) < len(problems):
+            lines.append(f"... and {len(problems) - len(shown)} more (-v lists them all; --report keeps every message)")
     return "\n".join(lines) + "\n"
 
 
@@ -44,15 +142,22 @@ def _short(message: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[:limit - 1] + "…"
 
 
-def report_json(results: Sequence[CaseResult], backend_name: str, version: str) -> dict[str, Any]:
-    totals = Counter(r.outcome for r in results)
-    return {"backend": {"name": backend_name, "version": version},
-            "summary": {o: totals[o] for o in OUTCOMES},
+def report_json(results: Sequence[CaseResult], backend_name: str, version: str, *,
+                suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> dict[str, Any]:
+    return {"format": REPORT_FORMAT,
+            "suite": dict(suite or {}), "environment": environment(),
+            "backend": {"name": backend_name, "version": version},
+            "seconds": None if seconds is None else round(seconds, 3),
+            "summary": totals(results),
+            "by": {key: summary_by(results, key) for key in SUMMARY_KEYS},
+            "by_message": message_groups(results, (FAIL, ERROR, UNSUPPORTED)),
             "cases": [r.to_json() for r in results]}
 
 
-def write_report(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str) -> None:
-    text = json.dumps(report_json(results, backend_name, version), indent=2, allow_nan=False, default=_jsonable) + "\n"
+def write_report(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str,
+                 **context: Any) -> None:
+    text = json.dumps(report_json(results, backend_name, version, **context), indent=2, allow_nan=False,
+                      default=_jsonable) + "\n"
     with atomic_write(path, "w") as fh:
         fh.write(text)
 
@@ -61,28 +166,53 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str) -> bytes:
-    totals = Counter(r.outcome for r in results)
-    suite = ET.Element("testsuite", {
+def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
+              suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> bytes:
+    counts = Counter(r.outcome for r in results)
+    total_time = seconds if seconds is not None else sum(r.seconds for r in results)
+    testsuite = ET.Element("testsuite", {
         "name": f"onnx-qtypes conformance ({backend_name})", "tests": str(len(results)),
-        "failures": str(totals[FAIL]), "errors": str(totals[ERROR]), "skipped": str(totals[UNSUPPORTED])})
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", {"name": "backend", "value": backend_name})
-    ET.SubElement(props, "property", {"name": "backend_version", "value": version})
+        "failures": str(counts[FAIL]), "errors": str(counts[ERROR]), "skipped": str(counts[UNSUPPORTED]),
+        "time": f"{total_time:.3f}"})
+    props = ET.SubElement(testsuite, "properties")
+    info = {"backend": backend_name, "backend_version": version, **environment()}
+    for key in ("version", "digest", "cases", "root"):
+        if suite and key in suite:
+            info[f"suite_{key}"] = str(suite[key])
+    for name, value in info.items():
+        ET.SubElement(props, "property", {"name": name, "value": _clean(value)})
     for r in results:
-        case = ET.SubElement(suite, "testcase", {"classname": f"conformance.{r.operator}", "name": r.id})
+        classname = f"conformance.{r.operator}" if r.operator else f"conformance.{r.kind}"
+        case = ET.SubElement(testsuite, "testcase", {"classname": classname, "name": r.id, "time": f"{r.seconds:.3f}"})
+        case_props = ET.SubElement(case, "properties")
+        for key, value in sorted(r.tags.items()):
+            ET.SubElement(case_props, "property", {"name": f"tag.{key}", "value": _clean(_text(value))})
+        for output, steps in sorted(r.tolerance.items()):
+            ET.SubElement(case_props, "property", {"name": f"tolerance.{output}", "value": str(steps)})
+        if r.reason_class:
+            ET.SubElement(case_props, "property", {"name": "reason_class", "value": r.reason_class})
         if r.outcome == FAIL:
             ET.SubElement(case, "failure", {"message": _clean(r.message)}).text = _clean(
-                f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}")
+                f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
+                + "".join(f"\n{_deviation(d)}" for d in r.deviations))
         elif r.outcome == ERROR:
-            ET.SubElement(case, "error", {"message": _clean(r.message)})
+            ET.SubElement(case, "error", {"message": _clean(r.message), "type": r.reason_class or "error"})
         elif r.outcome == UNSUPPORTED:
-            ET.SubElement(case, "skipped", {"message": _clean(r.message)})
+            ET.SubElement(case, "skipped", {"message": _clean(f"{r.reason_class or 'unsupported'}: {r.message}")})
         elif r.outcome != PASS:  # pragma: no cover - OUTCOMES is closed
             raise AssertionError(r.outcome)
     root = ET.Element("testsuites")
-    root.append(suite)
+    root.append(testsuite)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _text(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _deviation(d: Mapping[str, Any]) -> str:
+    steps = "" if d.get("steps") is None else f" ({d['steps']} step(s))"
+    return f"{d.get('output')}{d.get('index')}: {d.get('actual')!r}, expected {d.get('expected')!r}{steps}"
 
 
 def _clean(text: str) -> str:
@@ -90,7 +220,8 @@ def _clean(text: str) -> str:
     return "".join(ch for ch in str(text) if ch in "\t\n\r" or ord(ch) >= 0x20)
 
 
-def write_junit(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str) -> None:
-    data = junit_xml(results, backend_name, version)
+def write_junit(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str,
+                **context: Any) -> None:
+    data = junit_xml(results, backend_name, version, **context)
     with atomic_write(path, "wb") as fh:
         fh.write(data)

@@ -14,36 +14,26 @@ Run ``python conformance_tests/publish_status.py`` to record every installed bac
 
 from __future__ import annotations
 
-import dataclasses
-import fnmatch
 import hashlib
 import json
 import platform
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onnx_qtypes.proto.errors import QTypesError
-
+from .deviations import DEVIATIONS, KINDS, Deviation, StatusError, explain, load_deviations  # noqa: F401 (re-exported)
 from .execution_cases import CASES_ROOT, DATA_SET, ExecutionCase, load_cases
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .runner import CaseResult
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-DEVIATIONS = RESULTS / "deviations.json"
 VENDOR_RESULTS = HERE / "vendor_results"
 PAGE = HERE.parent / "proposal" / "status.md"
 COMMAND = "python conformance_tests/publish_status.py"
 FORMAT = 1
-KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
-         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error", "runtime error", "unexplained")
-
-
-class StatusError(QTypesError):
-    """A results record or the known-deviations file cannot be read."""
 
 
 def suite_digest(cases: Sequence[ExecutionCase]) -> str:
@@ -110,67 +100,6 @@ def load_records(folder: Path = RESULTS) -> list[dict[str, Any]]:
         data["_path"] = path.name
         out.append(data)
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class Deviation:
-    vendor: str
-    backend: str
-    version: str
-    cases: tuple[str, ...]
-    kind: str
-    explanation: str
-    evidence: str
-    reproduction: str
-
-    def matches(self, backend: str, version: str, case_id: str) -> bool:
-        return (self.backend == backend and _same_version(self.version, version)
-                and any(fnmatch.fnmatchcase(case_id, p) for p in self.cases))
-
-
-def _same_version(known: str, version: str) -> bool:
-    return version == known or version.split("-")[0] == known
-
-
-def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StatusError(f"{path}: not readable JSON ({exc})") from None
-    entries = data.get("deviations") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise StatusError(f"{path}: expected an object with a 'deviations' list")
-    out = []
-    for i, e in enumerate(entries):
-        where = f"{path}: deviations[{i}]"
-        try:
-            dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
-                            e["evidence"], e["reproduction"])
-        except (KeyError, TypeError):
-            raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
-                              "reproduction") from None
-        if dev.kind not in KINDS:
-            raise StatusError(f"{where}: kind {dev.kind!r} is not one of {', '.join(KINDS)}")
-        if not dev.cases or not all(isinstance(p, str) and p for p in dev.cases):
-            raise StatusError(f"{where}: 'cases' must list case-id patterns")
-        out.append(dev)
-    return out
-
-
-def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[Deviation, list[str]], list[str]]:
-    """(deviation -> the failing / erroring case ids it explains, case ids nothing explains)."""
-    deviations = list(deviations)
-    explained: dict[Deviation, list[str]] = defaultdict(list)
-    unexplained = []
-    for case_id, outcome in rec["outcomes"].items():
-        if outcome not in (FAIL, ERROR):
-            continue
-        hit = next((d for d in deviations if d.matches(rec["backend"], rec["version"], case_id)), None)
-        if hit is None:
-            unexplained.append(case_id)
-        else:
-            explained[hit].append(case_id)
-    return explained, unexplained
 
 
 _BACKEND_ORDER = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino")

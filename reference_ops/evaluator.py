@@ -39,8 +39,8 @@ from onnx import FunctionProto, GraphProto, ModelProto
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
-from onnx_qtypes.proto.encoding import plain_copy
-from onnx_qtypes.proto.model import model_parameters
+from onnx_qtypes.proto.encoding import marker, plain_copy
+from onnx_qtypes.proto.model import model_parameters, read_view
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
@@ -98,6 +98,23 @@ def _declared_types(model: ModelProto) -> dict[str, QType]:
     return out
 
 
+def _check_markers(model: ModelProto) -> None:
+    """EvaluationError where a declaration's elem_type names another storage type than its quantized type (the
+    marker of another type, or another plain type): which of the two the stored integers are is then unknown
+    (checker rule QT119). The version-1 form (UNDEFINED) and the plain storage type itself are still read."""
+    for decl in iter_declarations(model):
+        tensor_type = decl.value_info.type.tensor_type
+        if decl.value_info.type.WhichOneof("value") != "tensor_type" or tensor_type.elem_type == 0:
+            continue
+        view = read_view(tensor_type, decl.pointer)
+        storage = view.quantization.storage_type
+        if view.HasField("quantization") and tensor_type.elem_type not in (marker(storage), storage):
+            named = onnx.TensorProto.DataType.Name(storage) if storage in onnx.TensorProto.DataType.values() else storage
+            raise EvaluationError(
+                f"tensor {decl.name!r} ({decl.pointer}): elem_type {tensor_type.elem_type} disagrees with its "
+                f"quantized type's storage_type {named}, whose marker is {marker(storage)} (checker rule QT119)")
+
+
 def _bare(qtype: QType | None) -> QType | None:
     return None if qtype is None else qtype.with_statistics(None)
 
@@ -128,6 +145,7 @@ class _Session:
     def __init__(self, model: ModelProto, kernels: str) -> None:
         if kernels not in KERNEL_MODES:
             raise EvaluationError(f"kernels={kernels!r}: expected one of {', '.join(KERNEL_MODES)}")
+        _check_markers(model)
         model = plain_copy(model)  # onnx.reference reads constants: their storage types, not the markers
         check_single_assignment(model)
         self.model = model

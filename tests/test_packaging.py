@@ -87,6 +87,8 @@ def test_wheel_installs_and_imports_every_sub_package(wheel, tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "onnx_qtypes/proto/onnx_qtypes.proto" in names
     assert "onnx_qtypes/proto/onnx_qtypes_pb2.py" in names
+    for shipped in ("BACKENDS.md", "template_backend.py", "cases/reject/reject-unknown-version/model.onnx"):
+        assert f"onnx_qtypes/conformance/{shipped}" in names, shipped  # the backend contract and its cases
 
 
 def test_the_source_tree_finder_maps_the_wings_as_pyproject_does():

@@ -1,36 +1,60 @@
-"""Run the conformance suite's execution cases on a backend and judge every output.
+"""Run the conformance suite (execution and must-reject cases) on a backend and judge every output.
 
 Backends: reference (the definition), reference-integer (integer kernels),
 onnxruntime (default graph optimizations, what users run),
 onnxruntime-unoptimized (ORT_DISABLE_ALL, each node as written), openvino,
-MODULE:CLASS (a Backend class of your own) or results:DIR (outputs a runtime
-outside Python wrote to DIR/<case id>/test_data_set_0/output_k.pb).
-Prints a summary by operator; exit 1 when any case fails or errors. With
---known, failures and errors that conformance_tests/results/deviations.json
-explains for this backend and version (published in proposal/status.md) are
-still reported but do not set the exit status: a new vendor release, or a
-regression, is what fails.
+MODULE:CLASS (a Backend class of your own; MODULE is found in the current
+directory too, or give a path: my_backend.py:MyBackend) or results:DIR (what a
+runtime outside Python wrote: DIR/<case id>/test_data_set_0/output_k.pb, or
+DIR/<case id>/error.txt). The contract: conformance_tests/BACKENDS.md.
+
+Exit 1 when a case fails or errors, when no case ran at all (every one
+unsupported) or when fewer than --min-pass cases passed. With --known,
+failures and errors a known-deviations file explains for this backend and
+version are still reported but do not set the exit status: --known alone
+reads the project's own measurement (conformance_tests/results/deviations.json,
+published in proposal/status.md), --known FILE a file of your own, which
+--draft-known REPORT.json -o FILE drafts from a run's --report.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import sys
+import time
+from pathlib import Path
 
 from onnx_qtypes.proto.errors import QTypesError
+
+PACKAGE_LIST = ""  # --known without FILE
 
 
 class ConformanceUsageError(QTypesError):
     """The conformance command was misused."""
 
 
-def _jobs(text: str) -> int:
+def _positive_int(flag: str, least: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, not {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {least}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(text: str) -> float:
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"-j takes a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"-j must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"--timeout takes seconds, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {text}")
     return value
 
 
@@ -38,60 +62,235 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="reference", metavar="BACKEND",
                         help="reference | reference-integer | onnxruntime | onnxruntime-unoptimized | openvino | "
                              "MODULE:CLASS | results:DIR (default: reference)")
-    parser.add_argument("-k", dest="filter", action="append", metavar="FILTER",
-                        help="run only cases whose id, operator or a tag contains FILTER (repeat: all must match)")
-    parser.add_argument("-j", dest="jobs", type=_jobs, default=1, metavar="N", help="run N cases at a time")
-    parser.add_argument("--cases", metavar="DIR", help="folder of execution cases (default: the installed suite)")
-    parser.add_argument("--report", metavar="FILE.json", help="write every case's outcome as JSON")
-    parser.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML, one testcase per case")
-    parser.add_argument("--known", action="store_true",
-                        help="failures the published deviations explain for this backend and version do not set the "
-                             "exit status (they are still reported)")
+    parser.add_argument("-k", dest="filter", action="append", metavar="TEXT",
+                        help="only cases whose id, operator or a tag value contains TEXT, a substring (repeat: all "
+                             "must match); for exact matches use --tags")
+    parser.add_argument("--id", dest="ids", action="append", metavar="CASE_ID",
+                        help="only the case with this id, exactly (repeat for several)")
+    parser.add_argument("--tags", action="append", metavar="KEY=VALUE,...",
+                        help="only cases carrying every tag exactly, e.g. storage=uint8,expressed=float32,"
+                             "granularity=per-axis (repeat: all must match)")
+    parser.add_argument("-j", dest="jobs", type=_positive_int("-j", 1), default=1, metavar="N",
+                        help="run N cases at a time (the backend is called from N threads)")
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help="per case: a case still running after SECONDS is an error and the run moves on")
+    parser.add_argument("--cases", metavar="DIR", help="folder of cases (default: the installed suite)")
+    parser.add_argument("--report", metavar="FILE.json", help="write every case's outcome, tags, time and deviations")
+    parser.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML, one testcase per case, with its time")
+    parser.add_argument("--save-repro", metavar="DIR",
+                        help="write a folder per failing or erroring case: model, inputs, expected and actual "
+                             "outputs, worst elements, versions and a script that reproduces it")
+    parser.add_argument("--min-pass", type=_positive_int("--min-pass", 0), default=None, metavar="N",
+                        help="exit 1 when fewer than N cases pass (a run where no case ran fails anyway)")
+    parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, metavar="FILE",
+                        help="failures a known-deviations FILE explains for this backend and version do not set the "
+                             "exit status; without FILE: the project's own measurement")
+    parser.add_argument("--draft-known", metavar="REPORT.json",
+                        help="draft a known-deviations file from a --report (one entry per failing group) into -o")
+    parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes")
+    parser.add_argument("--write-template", metavar="FILE.py",
+                        help="write a backend template to fill in (conformance_tests/template_backend.py) and stop")
+    parser.add_argument("--by", default="operator", metavar="KEY", help="the console table's rows: operator, storage, "
+                        "weight_storage, expressed, granularity or kind (default: operator)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print the summary line only")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every failing and erroring case")
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnx_qtypes.conformance import backend_version_of, load_backend, load_cases, run_suite
-    from onnx_qtypes.conformance.reports import summary_table, write_junit, write_report
-    from onnx_qtypes.conformance.runner import failed
+    if args.write_template:
+        return _write_template(args.write_template)
+    if args.draft_known is not None or args.output is not None:
+        return _draft(args)
+    from onnx_qtypes.conformance import backend_version_of, load_backend, load_suite, parse_tags, run_suite
+    from onnx_qtypes.conformance.reports import (
+        SUMMARY_KEYS,
+        suite_info,
+        summary_line,
+        summary_table,
+        write_junit,
+        write_report,
+    )
 
-    if args.report and args.junit and args.report == args.junit:
+    if args.by not in SUMMARY_KEYS:
+        raise ConformanceUsageError(f"--by {args.by}: use one of {', '.join(SUMMARY_KEYS)}")
+    if args.report and args.junit and Path(args.report).resolve() == Path(args.junit).resolve():
         raise ConformanceUsageError("--report and --junit name the same file")
+    if args.quiet and args.verbose:
+        raise ConformanceUsageError("-q and -v contradict each other; give one")
+    known = _load_known(args.known)  # before running: a broken file is exit 2 now, not after an hour
     backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
-    cases = load_cases(args.cases, args.filter)  # unreadable case folders: CaseError, exit 2
+    wanted = parse_tags(args.tags)
+    suite = load_suite(args.cases)  # unreadable case folders: CaseError, exit 2
+    unknown = sorted(set(args.ids or ()) - {c.id for c in suite})
+    if unknown:
+        raise ConformanceUsageError(f"--id {unknown[0]}: no such case in {args.cases or 'the installed suite'}")
+    cases = [c for c in suite if c.matches(args.filter) and c.has_tags(wanted) and (not args.ids or c.id in args.ids)]
     if not cases:
-        where = args.cases or "the installed suite"
-        raise ConformanceUsageError(f"no execution cases in {where}" + (f" match -k {' '.join(args.filter)}" if args.filter else ""))
+        raise ConformanceUsageError(_nothing_matches(args, suite, wanted))
     name, version = str(getattr(backend, "name", args.backend)), backend_version_of(backend)
-    tty = sys.stdout.isatty()
-
-    def progress(done: int, total: int, result: object) -> None:
-        sys.stdout.write(f"\r[{done}/{total}] {getattr(result, 'id', '')}"[:100].ljust(100))
-        if done == total:
-            sys.stdout.write("\r" + " " * 100 + "\r")
-        sys.stdout.flush()
-
-    results = run_suite(backend, jobs=args.jobs, cases=cases, progress=progress if tty else None)
+    info = suite_info(suite, args.cases or "")
+    bar = _ProgressBar() if _draw_progress() else None
+    started = time.perf_counter()
+    try:
+        results = run_suite(backend, jobs=args.jobs, cases=cases, timeout=args.timeout,
+                            progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    seconds = time.perf_counter() - started
+    context = {"suite": info, "seconds": seconds}
     if args.report:
-        write_report(args.report, results, name, version)
+        write_report(args.report, results, name, version, **context)
     if args.junit:
-        write_junit(args.junit, results, name, version)
-    sys.stdout.write(summary_table(results, name, version))
-    if not args.known:
-        return 1 if failed(results) else 0
-    return _known_outcome(results, name, version)
+        write_junit(args.junit, results, name, version, **context)
+    if args.save_repro:
+        _save_repro(args, results, cases, backend, info)
+    if not args.quiet:
+        sys.stdout.write(summary_table(results, name, version, by=args.by, suite=info, verbose=args.verbose) + "\n")
+    line = summary_line(results, name, version, seconds)
+    code, verdicts = _verdict(results, known, args, name, version)
+    sys.stdout.write(line + "".join(f"\n{v}" for v in verdicts if not v.startswith("!")) + "\n")
+    sys.stdout.flush()
+    for v in verdicts:
+        if v.startswith("!"):
+            print(f"onnx-qtypes: conformance: {v[1:]}", file=sys.stderr)
+    return code
 
 
-def _known_outcome(results: list, name: str, version: str) -> int:
-    from onnx_qtypes.conformance.judging import ERROR, FAIL
-    from onnx_qtypes.conformance.status import load_deviations
+def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name: str, version: str
+             ) -> tuple[int, list[str]]:
+    """The exit status and the lines that explain it ("!" first: for stderr)."""
+    from onnx_qtypes.conformance.judging import ERROR, FAIL, PASS
+    from onnx_qtypes.conformance.reports import totals
 
-    deviations = load_deviations()
+    t = totals(results)
+    lines: list[str] = []
+    code = 0
+    if t["executed"] == 0:
+        lines.append(f"!no case ran: all {len(results)} selected case(s) were unsupported by {name}; a run that "
+                     "tests nothing fails")
+        code = 1
+    if args.min_pass is not None and t[PASS] < args.min_pass:
+        lines.append(f"!{t[PASS]} case(s) passed, fewer than --min-pass {args.min_pass}")
+        code = 1
     bad = [r for r in results if r.outcome in (FAIL, ERROR)]
-    unknown = [r for r in bad if not any(d.matches(name, version, r.id) for d in deviations)]
+    if known is None:
+        return (1 if bad else code), lines
+    deviations, source = known
+    unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome) for d in deviations)]
     label = f"{name} {version}".strip()
     if bad:
-        sys.stdout.write(f"\n{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations "
-                         f"of {label} (explained in proposal/status.md)")
-        sys.stdout.write(f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10])
-                         + (" ..." if len(unknown) > 10 else "") + "\n" if unknown else "\n")
-    return 1 if unknown else 0
+        line = (f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of "
+                f"{label} {source}")
+        if unknown:
+            more = " ..." if len(unknown) > 10 else ""
+            line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + more
+        lines.append(line)
+    todo = sum(1 for d in deviations if d.explanation.startswith("TODO:") and any(
+        d.matches(name, version, r.id, r.outcome) for r in bad))
+    if todo:
+        lines.append(f"{todo} matching entr{'y' if todo == 1 else 'ies'} still give a TODO reason")
+    return (1 if unknown else code), lines
+
+
+def _load_known(value: str | None) -> tuple | None:
+    from onnx_qtypes.conformance.deviations import DEVIATIONS, load_deviations, load_known
+
+    if value is None:
+        return None
+    if value == PACKAGE_LIST:
+        return load_deviations(), ("in the project's own measurement (conformance_tests/results/deviations.json, "
+                                   "published in proposal/status.md)")
+    return load_known(value), f"listed in {value}"
+
+
+def _nothing_matches(args: argparse.Namespace, suite: list, wanted: dict) -> str:
+    where = args.cases or "the installed suite"
+    if not suite:
+        return f"no execution or reject cases in {where}"
+    missing = [k for k in wanted if not any(k in c.tags or k in ("operator", "kind") for c in suite)]
+    if missing:
+        known = sorted({k for c in suite for k in c.tags} | {"operator", "kind"})
+        return f"--tags: no case in {where} has a tag {missing[0]!r} (tags: {', '.join(known)})"
+    how = [f"-k {' '.join(args.filter)}"] if args.filter else []
+    how += [f"--tags {','.join(f'{k}={v}' for k, v in wanted.items())}"] if wanted else []
+    return f"no cases in {where} match {' and '.join(how)}"
+
+
+def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: object, info: dict) -> None:
+    from onnx_qtypes.conformance.judging import ERROR, FAIL
+    from onnx_qtypes.conformance.repro import save_bundle
+
+    by_id = {c.id: c for c in cases}
+    root = os.path.abspath(args.cases) if args.cases else None
+    for r in results:
+        if r.outcome in (FAIL, ERROR):
+            save_bundle(args.save_repro, r, by_id[r.id], backend, args.backend, suite=info, suite_root=root)
+
+
+def _write_template(target: str) -> int:
+    from onnx_qtypes.conformance import template_backend
+    from onnx_qtypes.proto.files import atomic_write
+
+    if os.path.exists(target):
+        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name")
+    text = Path(template_backend.__file__).read_text(encoding="utf-8")
+    with atomic_write(target, "w") as fh:
+        fh.write(text)
+    module = Path(target).stem
+    print(f"{target}: fill in prepare() and run(), then: onnx-qtypes conformance --backend {module}:MyBackend "
+          "--id relu-int8-float32-per-tensor")
+    return 0
+
+
+def _draft(args: argparse.Namespace) -> int:
+    from onnx_qtypes.conformance.deviations import StatusError, draft_known
+    from onnx_qtypes.proto.files import atomic_write
+
+    if args.draft_known is None or not args.output:
+        raise ConformanceUsageError("--draft-known REPORT.json and -o FILE go together")
+    path = args.draft_known
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StatusError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StatusError(f"{path}: not a readable JSON report ({exc})") from None
+    cases = report.get("cases") if isinstance(report, dict) else None
+    if (not isinstance(report, dict) or not isinstance(report.get("backend"), dict) or not isinstance(cases, list)
+            or not all(isinstance(c, dict) and isinstance(c.get("id"), str) and "outcome" in c for c in cases)):
+        raise StatusError(f"{path}: not a report of `onnx-qtypes conformance --report` (needs 'backend' and 'cases' "
+                          "with 'id' and 'outcome')")
+    draft = draft_known(report, os.path.basename(path))
+    with atomic_write(args.output, "w") as fh:
+        fh.write(json.dumps(draft, indent=2) + "\n")
+    failing = sum(len(e["cases"]) for e in draft["deviations"])
+    print(f"{args.output}: {len(draft['deviations'])} entr{'y' if len(draft['deviations']) == 1 else 'ies'} for "
+          f"{failing} failing or erroring case(s); write each reason, then run with --known {args.output}")
+    return 0
+
+
+def _draw_progress() -> bool:
+    """A progress bar only on a terminal: never into a CI log or a file."""
+    return sys.stderr.isatty() and not os.environ.get("CI") and os.environ.get("TERM") != "dumb"
+
+
+class _ProgressBar:
+    def __init__(self) -> None:
+        self.counts = {"pass": 0, "fail": 0, "unsupported": 0, "error": 0}
+        self.width = max(40, min(120, shutil.get_terminal_size((80, 20)).columns - 1))
+
+    def update(self, done: int, total: int, result: object) -> None:
+        outcome = getattr(result, "outcome", "")
+        if outcome in self.counts:
+            self.counts[outcome] += 1
+        c = self.counts
+        tail = f" {done}/{total} pass {c['pass']} fail {c['fail']} unsup {c['unsupported']} error {c['error']}"
+        room = max(10, self.width - len(tail) - 2)
+        filled = room * done // max(total, 1)
+        sys.stderr.write("\r[" + "#" * filled + "." * (room - filled) + "]" + tail)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\r" + " " * self.width + "\r")
+        sys.stderr.flush()

@@ -1,0 +1,252 @@
+"""Known deviations: failures and errors explained as data, so that only new ones fail a run.
+
+Two kinds of file hold them:
+
+- the project's own measurement, ``conformance_tests/results/deviations.json`` (``load_deviations``): every
+  failure of a published backend and version with its kind, explanation, evidence and a reproducing case,
+  rendered into proposal/status.md; ``onnx-qtypes conformance --known`` reads it;
+- a vendor's own file (``load_known``; ``onnx-qtypes conformance --known FILE``), the format below, drafted from
+  a run's JSON report by ``draft_known`` (``onnx-qtypes conformance --draft-known REPORT.json -o FILE``)::
+
+      {"format": "onnx-qtypes-known/1",
+       "deviations": [{"backend": "tract", "version": ">=0.23,<0.24", "cases": ["softmax-*int8-float32-*"],
+                       "outcomes": ["fail"], "reason": "softmax saturates: tract issue #1234"}]}
+
+  ``cases`` (required) lists case ids or fnmatch patterns; ``reason`` (required) says why; ``backend`` (the name
+  the report shows) and ``version`` (see ``version_matches``) default to any; ``outcomes`` (fail, error) to
+  both; ``group`` is informative (what the draft grouped by). The published file is accepted too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from onnx_qtypes.proto.errors import QTypesError
+
+from .judging import ERROR, FAIL
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEVIATIONS = RESULTS / "deviations.json"
+KNOWN_FORMAT = "onnx-qtypes-known/1"
+KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
+         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error",
+         "runtime error", "unexplained")
+TODO = "TODO:"  # how a drafted reason starts until someone writes it
+
+
+class StatusError(QTypesError):
+    """A results record, the published deviations or a known-deviations file cannot be read."""
+
+
+# --- versions ---------------------------------------------------------------------------------------------------
+
+_COMPARE = re.compile(r"^(==|!=|>=|<=|>|<)\s*(\S+)$")
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    """A version's numeric parts, a suffix after '-' or '+' dropped: '2026.4.1-22982-e213a1' -> (2026, 4, 1)."""
+    base = re.split(r"[-+]", version.strip(), maxsplit=1)[0]
+    return tuple(int(p) for p in re.findall(r"\d+", base))
+
+
+def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    width = max(len(a), len(b))
+    return a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
+
+
+def version_problem(spec: str) -> str | None:
+    """Why ``spec`` is not a version specification ``version_matches`` reads, or None."""
+    if not isinstance(spec, str):
+        return f"expected a string, got {type(spec).__name__}"
+    for clause in (c.strip() for c in spec.split(",")):
+        if not clause:
+            return f"{spec!r} has an empty clause"
+        match = _COMPARE.match(clause)
+        if match and not _numbers(match.group(2)):
+            return f"{clause!r} compares with a version without numbers"
+    return None
+
+
+def version_matches(spec: str, version: str) -> bool:
+    """Whether ``version`` satisfies ``spec``: '*' (or '') any version; '1.32.0' that version exactly (also with a
+    build suffix after '-': '2026.4.1' matches '2026.4.1-22982-e213a1'); '1.32.*' a pattern; '>=0.23,<0.24'
+    comparisons of the numeric parts (1.9 < 1.10), every comma-separated clause holding."""
+    spec = spec.strip()
+    if spec in ("", "*"):
+        return True
+    for clause in (c.strip() for c in spec.split(",")):
+        match = _COMPARE.match(clause)
+        if match:
+            op, known = match.groups()
+            a, b = _padded(_numbers(version), _numbers(known))
+            ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+        else:
+            ok = (version == clause or version.split("-")[0] == clause or fnmatch.fnmatchcase(version, clause)
+                  or fnmatch.fnmatchcase(version.split("-")[0], clause))
+        if not ok:
+            return False
+    return True
+
+
+# --- the published list ------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Deviation:
+    vendor: str
+    backend: str
+    version: str
+    cases: tuple[str, ...]
+    kind: str
+    explanation: str
+    evidence: str
+    reproduction: str
+    outcomes: tuple[str, ...] = (FAIL, ERROR)
+
+    def matches(self, backend: str, version: str, case_id: str, outcome: str | None = None) -> bool:
+        return ((not self.backend or self.backend == backend) and version_matches(self.version, version)
+                and (outcome is None or outcome in self.outcomes)
+                and any(fnmatch.fnmatchcase(case_id, p) for p in self.cases))
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StatusError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise StatusError(f"{path}: is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StatusError(f"{path}: not readable JSON ({exc})") from None
+
+
+def _entries(data: Any, path: Path) -> list:
+    entries = data.get("deviations") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise StatusError(f"{path}: expected an object with a 'deviations' list")
+    return entries
+
+
+def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
+    """The published list (every field required, ``kind`` one of KINDS)."""
+    out = []
+    for i, e in enumerate(_entries(_read(path), path)):
+        where = f"{path}: deviations[{i}]"
+        try:
+            dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
+                            e["evidence"], e["reproduction"])
+        except (KeyError, TypeError):
+            raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
+                              "reproduction") from None
+        if dev.kind not in KINDS:
+            raise StatusError(f"{where}: kind {dev.kind!r} is not one of {', '.join(KINDS)}")
+        if not dev.cases or not all(isinstance(p, str) and p for p in dev.cases):
+            raise StatusError(f"{where}: 'cases' must list case-id patterns")
+        out.append(dev)
+    return out
+
+
+def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[Deviation, list[str]], list[str]]:
+    """(deviation -> the failing / erroring case ids of a record it explains, case ids nothing explains)."""
+    deviations = list(deviations)
+    explained: dict[Deviation, list[str]] = defaultdict(list)
+    unexplained = []
+    for case_id, outcome in rec["outcomes"].items():
+        if outcome not in (FAIL, ERROR):
+            continue
+        hit = next((d for d in deviations if d.matches(rec["backend"], rec["version"], case_id)), None)
+        if hit is None:
+            unexplained.append(case_id)
+        else:
+            explained[hit].append(case_id)
+    return explained, unexplained
+
+
+# --- a vendor's own file -----------------------------------------------------------------------------------------
+
+
+def load_known(path: str | Path) -> list[Deviation]:
+    """A known-deviations file in the format of this module's doc (or the published list); StatusError naming the
+    file and the entry when it does not follow it."""
+    path = Path(path)
+    data = _read(path)
+    if isinstance(data, dict) and "format" in data and data["format"] != KNOWN_FORMAT:
+        raise StatusError(f"{path}: format {data['format']!r} is not {KNOWN_FORMAT!r}")
+    out = []
+    for i, e in enumerate(_entries(data, path)):
+        where = f"{path}: deviations[{i}]"
+        if not isinstance(e, dict):
+            raise StatusError(f"{where}: expected an object")
+        unknown = sorted(set(e) - {"backend", "version", "cases", "outcomes", "reason", "group", "vendor", "kind",
+                                   "explanation", "evidence", "reproduction"})
+        if unknown:
+            raise StatusError(f"{where}: unknown field {unknown[0]!r} (fields: backend, version, cases, outcomes, "
+                              "reason, group)")
+        cases = e.get("cases")
+        if not isinstance(cases, list) or not cases or not all(isinstance(p, str) and p for p in cases):
+            raise StatusError(f"{where}.cases: must list case ids or patterns (at least one)")
+        reason = e.get("reason", e.get("explanation"))
+        if not isinstance(reason, str) or not reason.strip():
+            raise StatusError(f"{where}.reason: must say why the runtime deviates (a non-empty string)")
+        backend, version = e.get("backend", ""), e.get("version", "*")
+        if not isinstance(backend, str):
+            raise StatusError(f"{where}.backend: expected the backend's name as the report shows it (a string)")
+        problem = version_problem(version)
+        if problem:
+            raise StatusError(f"{where}.version: {problem} (use '1.2.3', '1.2.*', '>=1.2,<1.3' or '*')")
+        outcomes = e.get("outcomes", [FAIL, ERROR])
+        if not isinstance(outcomes, list) or not outcomes or not set(outcomes) <= {FAIL, ERROR}:
+            raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
+        out.append(Deviation(str(e.get("vendor", "")), backend, version, tuple(cases), str(e.get("kind", "")),
+                             reason.strip(), str(e.get("evidence", "")), str(e.get("reproduction", "")),
+                             tuple(outcomes)))
+    return out
+
+
+def normalize_message(message: str, limit: int = 200) -> str:
+    """A message with what differs between alike cases taken out (file paths, quoted names, numbers), so that alike
+    messages group."""
+    text = re.sub(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+", "<path>", str(message))
+    text = re.sub(r"'[^']*'", "'…'", text)
+    text = re.sub(r'"[^"]*"', '"…"', text)
+    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", text)[:limit]
+
+
+def draft_known(report: dict[str, Any], source: str = "") -> dict[str, Any]:
+    """A known-deviations document explaining exactly the failing and erroring cases of a JSON report
+    (``reports.report_json``): one entry per group of alike failures (outcome, operator, normalized message),
+    their exact ids, the tags they share, and a reason to fill in."""
+    backend = report.get("backend") or {}
+    name, version = str(backend.get("name", "")), str(backend.get("version", ""))
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for case in report.get("cases", []):
+        if case.get("outcome") in (FAIL, ERROR):
+            operator = case.get("operator") or f"({case.get('kind', 'execution')})"
+            groups[(case["outcome"], operator, normalize_message(case.get("message", "")))].append(case)
+    entries = []
+    for (outcome, operator, pattern), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        entries.append({
+            "backend": name, "version": version or "*", "outcomes": [outcome],
+            "cases": sorted(c["id"] for c in members),
+            "reason": f"{TODO} why {name} {version} {'fails' if outcome == FAIL else 'errors on'} these "
+                      f"{len(members)} {operator} case(s)",
+            "group": {"operator": operator, "message": pattern, "tags": _common_tags(members),
+                      "example": str(members[0].get("message", ""))[:500]},
+        })
+    return {"format": KNOWN_FORMAT,
+            "about": f"known deviations of {name} {version}".strip() + (f", drafted from {source}" if source else "")
+                     + ": fill in each reason; `onnx-qtypes conformance --known THIS_FILE` then fails only on "
+                       "cases no entry lists",
+            "deviations": entries}
+
+
+def _common_tags(members: Sequence[dict]) -> dict[str, Any]:
+    first = members[0].get("tags") or {}
+    return {k: v for k, v in sorted(first.items()) if all((m.get("tags") or {}).get(k) == v for m in members[1:])}
