@@ -13,6 +13,7 @@ The first tensor beyond it is where the backend departs; that node's inputs are 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -21,11 +22,12 @@ import numpy as np
 from onnx import ModelProto
 
 from onnx_qtypes.conformance import backend_version_of, load_backend
+from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.proto import quantized_tensors
 from onnx_qtypes.proto.encoding import tensor_array
-from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.reference_ops import ReferenceEvaluator
-from onnx_qtypes.reference_ops.errors import FeedError
+from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import check_feeds
 from onnx_qtypes.reference_ops.quant import dequantize
 
@@ -33,7 +35,7 @@ from . import sides as sides_module
 from .inputs import InputsError, draw
 from .observe import observe
 from .steps import storage_steps
-from .tolerance import UNBOUNDED, NodeFacts, allowance
+from .tolerance import NodeFacts, allowance
 
 OK, BEYOND, NOT_OBSERVED = "ok", "beyond", "not observed"
 
@@ -87,35 +89,59 @@ class CompareError(QTypesError):
     """The comparison cannot be made (bad model, inputs or backend): exit 2."""
 
 
-def compare(model: str | os.PathLike | ModelProto, backend: str | Any, feeds: Mapping[str, np.ndarray] | None = None,
-            *, seed: int = 0, label: str | None = None) -> Comparison:
+def compare(model: str | os.PathLike | ModelProto, backend: str | Any,
+            feeds: Mapping[str, np.ndarray] | str | os.PathLike | None = None, *, seed: int = 0) -> Comparison:
     """Compare ``backend`` (a conformance backend name, ``MODULE:CLASS``, or a Backend object) with the reference on
-    ``model`` (a path or a ModelProto), on ``feeds`` (None: drawn with ``seed``, see ``inputs``)."""
+    ``model`` (a path or a ModelProto), on ``feeds``: arrays by graph input name, an .npz file of them, or None
+    (drawn with ``seed``, see ``inputs``). Raises QTypesError (exit 2 on the command line) when the comparison
+    cannot be made."""
     from onnx_qtypes.proto import load
 
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "<model>"
     proto = load(model) if isinstance(model, (str, os.PathLike)) else model
     runtime = load_backend(backend) if isinstance(backend, str) else backend
     name = str(getattr(runtime, "name", "") or backend)
-    sides = sides_module.build(proto)
-    evaluator = ReferenceEvaluator(sides.typed)
-    if feeds is None:
-        feeds, how = draw(sides.typed, evaluator.input_specs, seed)
-        feeds_how = [f"drawn with numpy.random.default_rng({seed}):"] + [f"  {h}" for h in how]
-    else:
-        feeds_how = ["as given"]
     try:
-        feeds = check_feeds(evaluator.input_specs, feeds)
-    except FeedError as exc:
-        raise InputsError(str(exc)) from None
+        sides = sides_module.build(proto)
+        evaluator = ReferenceEvaluator(sides.typed)
+    except (EvaluationError, MalformedExtensionError, MalformedQDQError, LowerError) as exc:
+        raise CompareError(f"{source}: {exc}") from None
+    feeds, feeds_how = _feeds(feeds, sides, evaluator, seed)
     graph = sides.typed.graph
     quantize_inputs = [n.input[0] for n in graph.node if n.op_type == "QuantizeLinear" and n.input and n.input[0]]
     wanted = list(dict.fromkeys([w.name for w in sides.watched] + quantize_inputs))
-    reference = dict(zip(wanted, evaluator.run(wanted, feeds)))
+    try:
+        reference = dict(zip(wanted, evaluator.run(wanted, feeds)))
+    except (EvaluationError, MalformedExtensionError) as exc:
+        raise CompareError(f"{source}: the reference cannot run it: {exc}") from None
     seen = observe(runtime, sides, feeds, name)
     rows = _rows(sides, reference, seen.values, seen.unobservable)
+    if all(r.status == NOT_OBSERVED for r in rows):
+        raise CompareError(f"{source}: none of the {len(rows)} quantized tensor(s) could be read from backend {name} "
+                           f"({rows[0].note}): nothing was compared")
     return Comparison(source, name, backend_version_of(runtime), sides.form, rows, feeds_how, sides.notes, seen.how,
                       seen.runs)
+
+
+def _feeds(given: Mapping[str, np.ndarray] | str | os.PathLike | None, sides: sides_module.Sides, evaluator: Any,
+           seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The checked feeds and how they came about."""
+    specs = evaluator.input_specs
+    where = ""
+    if given is None:
+        feeds, how = draw(sides.typed, specs, seed)
+        said = [f"drawn with numpy.random.default_rng({seed}) (--seed {seed}):"] + [f"  {h}" for h in how]
+    elif isinstance(given, (str, os.PathLike)):
+        from onnx_qtypes.commands.run import read_inputs  # the .npz reader `run` uses: headers checked first
+
+        where = f"{os.fspath(given)}: "
+        feeds, said = read_inputs(os.fspath(given), specs), [f"from {os.fspath(given)}"]
+    else:
+        feeds, said = dict(given), ["as given"]
+    try:
+        return check_feeds(specs, feeds), said
+    except FeedError as exc:
+        raise InputsError(f"{where}{exc}") from None
 
 
 def _rows(sides: sides_module.Sides, reference: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray],
@@ -144,7 +170,10 @@ def _rows(sides: sides_module.Sides, reference: Mapping[str, np.ndarray], actual
                 deviation[out] = 0.0 if all(d == 0 for d in known) else None
                 continue
             row = _row(sides, k, node, out, facts, reference, actual, unobservable, constants, fed, judged)
-            deviation[out] = row.max_steps if row.status != NOT_OBSERVED else None
+            # an unobserved tensor is taken at its tolerance (what a conformant backend may have there): a reader
+            # beyond even that departs in itself or in the unobserved nodes before it
+            deviation[out] = row.max_steps if row.status != NOT_OBSERVED else (
+                row.tolerance if math.isfinite(row.tolerance) else None)
             judged[out] = row
             rows.append(row)
     return rows
@@ -178,9 +207,14 @@ def _row(sides: sides_module.Sides, k: int, node: Any, out: str, facts: NodeFact
         limit = limit + allowed.near_ties
     beyond = int(np.count_nonzero(steps > limit))
     worst = float(steps.max()) if steps.size else 0.0
-    note = ""
+    notes = []
     if allowed.near_ties is not None:
-        note = f"{int(np.count_nonzero(allowed.near_ties))} near-tie element(s) may be one step more (A.3)"
+        notes.append(f"{int(np.count_nonzero(allowed.near_ties))} near-tie element(s) may be one step more (A.3)")
+    unseen = [s.name for s in inputs if s.state == "not observed"]
+    if unseen and beyond:
+        notes.append(f"input(s) {', '.join(unseen)} not observed, taken at their tolerance: the departure is in "
+                     "this node or in the nodes writing them")
+    note = "; ".join(notes)
     return Row(out, where, op, BEYOND if beyond else OK, worst, beyond, int(steps.size), allowed.steps, allowed.reason,
                inputs, note)
 
@@ -196,7 +230,7 @@ def _input_state(name: str, facts: NodeFacts, constants: set[str], fed: set[str]
     if row is None:  # a float value, or a quantized one not compared: agreed when everything it comes from did
         return InputState(name, "agreed upstream" if steps == 0 else "not observed")
     if row.status == NOT_OBSERVED:
-        return InputState(name, "not observed")
+        return InputState(name, "not observed", steps)
     if row.status == BEYOND:
         return InputState(name, "beyond tolerance", steps)
     return InputState(name, "agreed" if steps == 0 else "within tolerance", steps)

@@ -54,6 +54,10 @@ def observe(backend: Any, sides: Sides, feeds: Mapping[str, np.ndarray], label: 
     with tempfile.TemporaryDirectory(prefix="onnx-qtypes-compare-") as tmp:
         runner = _Runner(backend, sides, feeds, pathlib.Path(tmp), label)
         baseline = runner.run([])
+        missing = [n for n in sides.outputs if n not in baseline]
+        if missing:
+            raise BackendFailed(f"backend {label} returned no value for graph output {missing[0]!r} of the model as "
+                                "given, so nothing it returns can be checked against it")
         together = runner.run(names)
         if _same(baseline, together, sides.outputs):
             return Observation({n: together[n] for n in names if n in together},

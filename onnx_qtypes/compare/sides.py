@@ -74,7 +74,8 @@ def build(model: ModelProto) -> Sides:
     for k in range(len(typed.graph.node)):
         where = view.locator.place(Location(f"/graph/node/{k}"))
         places.append((where.node or typed.graph.node[k].name or f"node {k}", where.op_type or typed.graph.node[k].op_type))
-    notes = view.notes()
+    notes = [f"the reference runs its lifted form (in memory; the file is not changed): {view.result.summary()}"]
+    notes.extend(f"the lift left this as it was: {w}" for w in view.result.warnings)
     if view.result.problems:
         notes.append(f"the lift left {len(view.result.problems)} malformed quantization node(s) as they were "
                      "(`onnx-qtypes check` names them); the reference runs them as standard ONNX")

@@ -157,7 +157,7 @@ def allowance(node: NodeProto, output: str, facts: NodeFacts) -> Allowance:
     inputs = [(k, n) for k, n in enumerate(node.input) if n]
     unknown = [n for _, n in inputs if facts.deviation.get(n) is None]
     if unknown:
-        return Allowance(UNBOUNDED, f"input {unknown[0]!r} was not observed, so no bound follows (A.4)")
+        return Allowance(UNBOUNDED, f"input {unknown[0]!r} has no known bound, so none follows (A.4)")
     deviated = [(k, n) for k, n in inputs if facts.deviation[n]]
     near = _near_ties(node, facts) if node.op_type == "QuantizeLinear" else None
     if not deviated:
