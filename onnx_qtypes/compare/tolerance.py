@@ -8,7 +8,7 @@ imports of that module's operator-class function and chain rule, and ``allowance
   parameters (data movement, MaxPool / ReduceMax / ReduceMin, Relu and Clip with equal parameters) and for
   QuantizeLinear of a float input; 1 for every operator that computes a new real value.
 - QuantizeLinear near-ties (A.3): one step more on the elements whose exact quotient x / s lies within the
-  expressed type's rounding error of a half-integer, |x/s - (k + 1/2)| <= |x/s| * 2^-p.
+  expressed type's rounding error of a half-integer without being one, 0 < |x/s - (k + 1/2)| <= |x/s| * 2^-p.
 - The chain (A.4): an operator whose quantized inputs are within t_i steps (scale s_i) of the definition's
   may give an output within t_y = e + (0 if every t_i == 0 else floor(sum L_i t_i s_i / s_y) + 1); exact
   copy / select operators with equal parameters pass the largest t_i on. ``compare`` takes t_i as the input's
@@ -194,7 +194,7 @@ def _near_ties(node: NodeProto, facts: NodeFacts) -> np.ndarray | None:
     with np.errstate(all="ignore"):
         q = x.astype(np.float64) / scale
         distance = np.abs(q - (np.floor(q) + 0.5))
-        near = distance <= np.abs(q) * 2.0 ** -p
+        near = (distance <= np.abs(q) * 2.0 ** -p) & (distance != 0)  # an exact tie is computed exactly (A.3)
     return near if near.any() else None
 
 
