@@ -115,3 +115,23 @@ class Declines:
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict:  # pragma: no cover
         raise AssertionError
+
+
+class FromFolder:
+    """Runs onnxruntime's unoptimized path on the inputs the case folder holds (``case.feeds()``), not on the
+    feeds ``run`` is handed: a backend that reads the case layout."""
+
+    name = "from-folder"
+
+    def __init__(self) -> None:
+        self.inner = OnnxRuntimeBackend(optimize=False)
+
+    def supports(self, case: Any) -> bool | str:
+        return self.inner.supports(case)
+
+    def prepare(self, case: Any) -> Any:
+        return self.inner.prepare(case), case.feeds()
+
+    def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        session, own = prepared
+        return self.inner.run(session, own)

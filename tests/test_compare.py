@@ -82,6 +82,11 @@ def test_onnxruntime_unoptimized_agrees_on_the_typed_example(capsys):
     assert "no tensor beyond its tolerance: 4 of 4" in capsys.readouterr().out
 
 
+def test_a_backend_reading_the_case_folder_finds_the_same_inputs():
+    result = compare(TYPED, "compare_backends:FromFolder")
+    assert result.exit_code == 0 and all(r.status == OK for r in result.rows)
+
+
 def test_qoperator_files_are_compared_under_their_own_names():
     result = compare(corpus_paths()["cnn-qop_u8"], "onnxruntime-unoptimized")
     conv = _row(result, "c1_quantized")  # QLinearConv's output in the file
@@ -110,7 +115,8 @@ def test_inputs_from_a_file_are_the_inputs_used(tmp_path):
     drawn = compare(TYPED, "compare_backends:PerturbingTypedConv", seed=7)
     given = compare(TYPED, "compare_backends:PerturbingTypedConv", tmp_path / "in.npz")
     assert given.feeds_how == [f"from {tmp_path / 'in.npz'}"]
-    assert [(r.tensor, r.max_steps, r.beyond) for r in given.rows] == [(r.tensor, r.max_steps, r.beyond) for r in drawn.rows]
+    table = [(r.tensor, r.max_steps, r.beyond) for r in given.rows]
+    assert table == [(r.tensor, r.max_steps, r.beyond) for r in drawn.rows]
     other, _ = draw(sides.typed, ReferenceEvaluator(sides.typed).input_specs, 8)
     assert not np.array_equal(other["x"], feeds["x"])
 
@@ -136,7 +142,8 @@ def test_html_page_is_self_contained_and_escapes_names(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     page = tmp_path / "r.html"
-    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized", "--format", "html", "-o", str(page)]) == 0
+    argv = ["compare", str(path), "--backend", "onnxruntime-unoptimized", "--format", "html", "-o", str(page)]
+    assert main(argv) == 0
     text = page.read_text()
     from onnx_qtypes.report.style import CSS
 

@@ -70,7 +70,8 @@ def test_no_bound_where_a4_gives_none():
 
 
 def test_storage_steps():
-    assert storage_steps(np.array([-128, 5], np.int8), np.array([127, 3], np.int8), QType("int8", 1.0, 0)).tolist() == [255, 2]
+    int8 = QType("int8", 1.0, 0)
+    assert storage_steps(np.array([-128, 5], np.int8), np.array([127, 3], np.int8), int8).tolist() == [255, 2]
     f8 = ml_dtypes.float8_e4m3fn
     qt = QType("float8e4m3fn", 1.0, 0)
     ref = np.array([0.0, -0.0, 1.0, np.nan, 1.0], f8)

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the drawn inputs when --inputs is not given (default 0)")
     parser.add_argument("--format", choices=("text", "json", "html"), default="text",
                         help="text (default), json, or html: one self-contained page")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to FILE (atomically) instead of stdout")
 
 
 def run(args: argparse.Namespace) -> int:

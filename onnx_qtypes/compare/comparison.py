@@ -155,7 +155,8 @@ def _rows(sides: sides_module.Sides, reference: Mapping[str, np.ndarray], actual
         reals[t.name] = _real(t, qtypes.get(t.name))
     for name, value in reference.items():
         qtype = qtypes.get(name)
-        reals[name] = dequantize(value, qtype) if qtype is not None and not qtype.is_dynamic else np.asarray(value, np.float64)
+        static = qtype is not None and not qtype.is_dynamic
+        reals[name] = dequantize(value, qtype) if static else np.asarray(value, np.float64)
     deviation: dict[str, float | None] = {n: 0.0 for n in constants | fed}
     watched = {w.name: w for w in sides.watched}
     judged: dict[str, Row] = {}
@@ -167,7 +168,8 @@ def _rows(sides: sides_module.Sides, reference: Mapping[str, np.ndarray], actual
                 continue
             if out not in watched:  # a float value (or one not compared): it inherits agreement, never a bound
                 known = [deviation.get(n) for n in node.input if n]
-                deviation[out] = 0.0 if all(d == 0 for d in known) else None
+                shape_only = node.op_type in ("Shape", "Size")  # reads no values
+                deviation[out] = 0.0 if shape_only or all(d == 0 for d in known) else None
                 continue
             row = _row(sides, k, node, out, facts, reference, actual, unobservable, constants, fed, judged)
             # an unobserved tensor is taken at its tolerance (what a conformant backend may have there): a reader

@@ -89,8 +89,7 @@ def _quantizer_types(model: ModelProto) -> dict[str, QType]:
 def _representable(qtype: QType) -> tuple[float, float]:
     """The widest interval of reals the type's storage range represents, over all its scales."""
     count = len(qtype.scale)
-    ends = np.concatenate([
-        dequantize(np.full(count, qtype.storage_min, np.int64), qtype.replace(axis=0 if count > 1 else None, block_size=None)),
-        dequantize(np.full(count, qtype.storage_max, np.int64), qtype.replace(axis=0 if count > 1 else None, block_size=None)),
-    ])
+    flat = qtype.replace(axis=0 if count > 1 else None, block_size=None)  # one entry per scale
+    ends = np.concatenate([dequantize(np.full(count, qtype.storage_min, np.int64), flat),
+                           dequantize(np.full(count, qtype.storage_max, np.int64), flat)])
     return float(ends.min()), float(ends.max())

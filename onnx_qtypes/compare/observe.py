@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from onnx_qtypes.conformance import ExecutionCase
-from onnx_qtypes.conformance.execution_cases import widen
+from onnx_qtypes.conformance.execution_cases import DATA_SET, widen
 from onnx_qtypes.proto.errors import QTypesError
 
 from .sides import Sides, exposed
@@ -111,15 +112,25 @@ class _Runner:
         folder.mkdir()
         outputs = list(self.sides.outputs) + [n for n in names if n not in self.sides.outputs]
         typed_path = folder / "model.onnx"
-        onnx.save(exposed(self.sides.typed, list(names)), typed_path)
+        _save(exposed(self.sides.typed, list(names)), typed_path)
         standard_path = None
         if self.sides.standard is not None:
             standard_path = folder / "model.qdq.onnx"
-            onnx.save(exposed(self.sides.standard, list(names)), standard_path)
+            _save(exposed(self.sides.standard, list(names)), standard_path)
+        data = folder / DATA_SET  # the case layout, for a backend that reads its inputs from the folder
+        data.mkdir()
+        for k, value in enumerate(self.feeds.values()):
+            (data / f"input_{k}.pb").write_bytes(numpy_helper.from_array(np.asarray(value)).SerializeToString())
         return ExecutionCase(id="compare", operator="model", folder=folder, model_path=typed_path,
                              qdq_model_path=standard_path, inputs=tuple(self.feeds), outputs=tuple(outputs),
                              tolerance={n: 0 for n in outputs}, tags={},
                              qdq_unavailable=self.sides.standard_unavailable)
+
+
+def _save(model: onnx.ModelProto, path: pathlib.Path) -> None:
+    """Write ``model``; one past protobuf's 2 GB limit keeps its weights in a file beside it."""
+    large = model.ByteSize() > 2**31 - 2**24
+    onnx.save(model, path, save_as_external_data=large, location=f"{path.name}.data" if large else None)
 
 
 def _same(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], names: Sequence[str]) -> bool:

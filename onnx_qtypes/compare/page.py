@@ -10,7 +10,7 @@ from html import escape
 
 from onnx_qtypes.report.style import CSS
 
-from .comparison import BEYOND, NOT_OBSERVED, Comparison, Row
+from .comparison import BEYOND, NOT_OBSERVED, Comparison
 from .render import HEADINGS, cells, headline, input_text
 
 DEFINITIONS = (

@@ -73,7 +73,8 @@ def build(model: ModelProto) -> Sides:
     places = []
     for k in range(len(typed.graph.node)):
         where = view.locator.place(Location(f"/graph/node/{k}"))
-        places.append((where.node or typed.graph.node[k].name or f"node {k}", where.op_type or typed.graph.node[k].op_type))
+        node = typed.graph.node[k]
+        places.append((where.node or node.name or f"node {k}", where.op_type or node.op_type))
     notes = [f"the reference runs its lifted form (in memory; the file is not changed): {view.result.summary()}"]
     notes.extend(f"the lift left this as it was: {w}" for w in view.result.warnings)
     if view.result.problems:
@@ -103,7 +104,8 @@ def _storage_names(lowered: ModelProto, qtypes: Mapping[str, QType]) -> dict[str
     """Renames that give each typed tensor's storage in ``lowered`` the typed name: lower keeps the name for the
     float value where a QuantizeLinear writes the integers, so the two swap (the float one gets a fresh name)."""
     fresh = Names(_all_names(lowered))
-    writer = {n.input[0]: n.output[0] for n in lowered.graph.node if n.op_type == "QuantizeLinear" and n.input and n.output}
+    writer = {n.input[0]: n.output[0] for n in lowered.graph.node
+              if n.op_type == "QuantizeLinear" and n.input and n.output}
     integer = _elem_types(lowered)
     mapping: dict[str, str] = {}
     for name, qtype in qtypes.items():
@@ -129,7 +131,8 @@ def _finish(sides: Sides) -> Sides:
                 continue
             if qtype.is_dynamic:
                 dynamic.append(name)
-            elif sides.standard is not None and storage.get(name, qtype.storage_type.data_type) != qtype.storage_type.data_type:
+            elif sides.standard is not None and storage.get(name, qtype.storage_type.data_type) != \
+                    qtype.storage_type.data_type:
                 absent.append(name)
             else:
                 sides.watched.append(Watched(name, qtype, k))
