@@ -1,4 +1,11 @@
-"""A comparison as text (a table with the first departure under it) or as one JSON object."""
+"""A comparison as text (a table with the first departure under it) or as one JSON object.
+
+JSON: ``first`` (the first tensor beyond its tolerance, or null) and ``tensors`` (every compared tensor in node
+order), each with ``tensor``, ``node``, ``op`` (as the user's file names them), ``status`` (ok / beyond / not
+observed), ``max_steps`` (null: not observed, or shapes differ), ``beyond`` and ``elements``, ``tolerance``
+(steps; null where no bound is known) with ``tolerance_reason``, and ``inputs`` (each input's state and
+steps); ``summary`` counts them.
+"""
 
 from __future__ import annotations
 
