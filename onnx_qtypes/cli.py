@@ -26,6 +26,7 @@ COMMANDS = {
     "check": "check a model against the validity rules and a hardware profile",
     "rule": "print a checker rule's documentation (or list every rule)",
     "conformance": "run the conformance suite's execution cases on a backend",
+    "compare": "the first tensor where a backend departs from the reference",
     "calibrate": "float model + sample inputs -> statistics and a typed model",
 }
 

@@ -1,0 +1,107 @@
+"""A comparison as text (a table with the first departure under it) or as one JSON object.
+
+JSON: ``first`` (the first tensor beyond its tolerance, or null) and ``tensors`` (every compared tensor in node
+order), each with ``tensor``, ``node``, ``op`` (as the user's file names them), ``status`` (ok / beyond / not
+observed), ``max_steps`` (null: not observed, or shapes differ), ``beyond`` and ``elements``, ``tolerance``
+(steps; null where no bound is known) with ``tolerance_reason``, and ``inputs`` (each input's state and
+steps); ``summary`` counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .comparison import BEYOND, NOT_OBSERVED, Comparison, InputState, Row
+
+HEADINGS = ("tensor", "producer", "op", "max steps", "beyond", "tolerance")
+
+
+def steps_text(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isinf(value):
+        return "no bound"
+    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
+
+
+def cells(row: Row) -> tuple[str, ...]:
+    if row.status == NOT_OBSERVED:
+        worst, beyond = "not observed", "-"
+    else:
+        worst = steps_text(row.max_steps) if row.max_steps is not None else "shape differs"
+        beyond = f"{row.beyond} of {row.total}"
+    return row.tensor, row.node, row.op, worst, beyond, steps_text(row.tolerance)
+
+
+def input_text(state: InputState) -> str:
+    if state.state in ("within tolerance", "beyond tolerance"):
+        return f"{state.name} {state.state} ({steps_text(state.steps)} step(s))"
+    if state.state == "not observed" and state.steps is not None:
+        return f"{state.name} not observed (taken at its tolerance, {steps_text(state.steps)} step(s))"
+    return f"{state.name} {state.state}"
+
+
+def headline(result: Comparison) -> str:
+    first = result.first
+    if first is None:
+        observed = sum(r.status != NOT_OBSERVED for r in result.rows)
+        return (f"no tensor beyond its tolerance: {observed} of {len(result.rows)} quantized tensor(s) compared "
+                f"agree with the reference within it")
+    if first.max_steps is None:
+        return f"first departure: {first.tensor}, written by {first.node} ({first.op}): {first.note}"
+    return (f"first departure: {first.tensor}, written by {first.node} ({first.op}): {first.beyond} of "
+            f"{first.total} element(s) beyond {steps_text(first.tolerance)} step(s), at most "
+            f"{steps_text(first.max_steps)}")
+
+
+def render_text(result: Comparison) -> str:
+    version = f" {result.backend_version}" if result.backend_version else ""
+    form = "typed model" if result.form == "typed" else "QDQ / QOperator file, compared through its lifted form"
+    lines = [f"compare {result.model}: {result.backend}{version} against the reference (definitional kernels); {form}",
+             "inputs: " + result.feeds_how[0], *result.feeds_how[1:],
+             f"backend values: {result.how} ({result.runs} run(s))", ""]
+    table = [HEADINGS, *(cells(r) for r in result.rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(HEADINGS))]
+    numeric = {3, 4, 5}
+    first = result.first
+    for k, row in enumerate(table):
+        text = "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        if k and first is not None and result.rows[k - 1] is first:
+            text += "  <- first"
+        lines.append(text.rstrip())
+    lines.append("")
+    lines.append(headline(result))
+    if first is not None:
+        lines.append("  its inputs: " + "; ".join(input_text(s) for s in first.inputs))
+        lines.append(f"  tolerance: {first.reason}")
+    lines.extend(f"note: {r.tensor}: {r.note}" for r in result.rows if r.status == NOT_OBSERVED)
+    lines.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float | None) -> Any:
+    if value is None or math.isinf(value):
+        return None
+    return int(value) if float(value).is_integer() else value
+
+
+def _row(row: Row) -> dict[str, Any]:
+    return {"tensor": row.tensor, "node": row.node, "op": row.op, "status": row.status,
+            "max_steps": _number(row.max_steps), "beyond": row.beyond, "elements": row.total,
+            "tolerance": _number(row.tolerance), "tolerance_reason": row.reason,
+            "inputs": [{"name": s.name, "state": s.state, "steps": _number(s.steps)} for s in row.inputs],
+            **({"note": row.note} if row.note else {})}
+
+
+def render_json(result: Comparison) -> str:
+    first = result.first
+    data = {"model": result.model, "backend": result.backend, "backend_version": result.backend_version,
+            "form": result.form, "inputs": result.feeds_how, "backend_values": result.how, "runs": result.runs,
+            "first": None if first is None else _row(first),
+            "tensors": [_row(r) for r in result.rows], "notes": result.notes,
+            "summary": {"compared": sum(r.status != NOT_OBSERVED for r in result.rows),
+                        "beyond": sum(r.status == BEYOND for r in result.rows),
+                        "not_observed": sum(r.status == NOT_OBSERVED for r in result.rows)}}
+    return json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,227 @@
+"""The two models ``compare`` runs, with every quantized intermediate tensor under one name on both sides.
+
+- The reference side is a typed model: the user's, or the in-memory lift of a QDQ / QOperator file (the one
+  ``check`` reads, ``diagnosis.quantizer_view``).
+- The backend side is the standard-ONNX model a QDQ backend runs: a QDQ / QOperator file exactly as the user
+  has it, or the QDQ lowering of a typed model. There a quantized tensor's storage is the integer tensor its
+  QuantizeLinear (or QLinear* node) writes.
+
+Each watched tensor gets the user's file's name for it: in a QDQ file the integer tensor's name (e.g.
+``r1_QuantizeLinear_Output``, which the lifted model calls ``r1``), in a typed model the typed name. The
+lifted model, or the lowered one, is renamed to match, so one list of output names serves both models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import onnx
+from onnx import ModelProto, ValueInfoProto, helper
+
+from onnx_qtypes.checker import Location
+from onnx_qtypes.diagnosis import quantizer_view
+from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.interop.graph import Names
+from onnx_qtypes.interop.lower import lower_model
+from onnx_qtypes.proto import QType, iter_graphs, quantized_tensors
+from onnx_qtypes.proto.errors import QTypesError
+
+
+class NothingToCompare(QTypesError):
+    """The model has no quantized tensor to compare."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Watched:
+    """One quantized tensor a node of the main graph writes: its name on both sides, type and producer."""
+
+    name: str
+    qtype: QType
+    node: int  # the producer's index in ``Sides.typed``'s main graph
+
+
+@dataclasses.dataclass
+class Sides:
+    form: str  # "typed", or "qdq" for a QDQ / QOperator file
+    typed: ModelProto  # the reference's model, tensors renamed to the user's names
+    standard: ModelProto | None  # the backend's standard-ONNX model (None: it cannot be written, see below)
+    standard_unavailable: str
+    watched: list[Watched]
+    places: list[tuple[str, str]]  # per node of ``typed``: (its name, its op type) in the user's file
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def outputs(self) -> list[str]:
+        """The graph outputs as the user's model declares them (both sides keep them)."""
+        return [o.name for o in self.typed.graph.output]
+
+
+def build(model: ModelProto) -> Sides:
+    """Both sides of ``model`` (a typed model, or a QDQ / QOperator one as quantizers write it)."""
+    view = quantizer_view(model)
+    if view is None:
+        if not quantized_tensors(model):
+            raise NothingToCompare("the model has no quantized type and no QuantizeLinear / DequantizeLinear or "
+                                   "QOperator quantization: nothing to compare")
+        return _typed_sides(model)
+    typed = view.result.model
+    names = {t: view.locator.stored_as(t)[0] for t in quantized_tensors(typed)}
+    taken = _all_names(typed)
+    mapping = {t: s for t, s in names.items() if s != t and s not in taken}
+    _rename(typed, mapping)
+    places = []
+    for k in range(len(typed.graph.node)):
+        where = view.locator.place(Location(f"/graph/node/{k}"))
+        node = typed.graph.node[k]
+        places.append((where.node or node.name or f"node {k}", where.op_type or node.op_type))
+    notes = [f"the reference runs its lifted form (in memory; the file is not changed): {view.result.summary()}"]
+    notes.extend(f"the lift left this as it was: {w}" for w in view.result.warnings)
+    if view.result.problems:
+        notes.append(f"the lift left {len(view.result.problems)} malformed quantization node(s) as they were "
+                     "(`onnx-qtypes check` names them); the reference runs them as standard ONNX")
+    standard = ModelProto()
+    standard.CopyFrom(model)
+    return _finish(Sides("qdq", typed, standard, "", [], places, notes))
+
+
+def _typed_sides(model: ModelProto) -> Sides:
+    typed = ModelProto()
+    typed.CopyFrom(model)
+    places = [(n.name or f"node {k}", n.op_type) for k, n in enumerate(typed.graph.node)]
+    try:
+        result = lower_model(typed, "qdq")
+    except LowerError as exc:
+        return _finish(Sides("typed", typed, None, f"lower cannot write it as standard ONNX: {exc}", [], places))
+    standard = result.model
+    mapping = _storage_names(standard, quantized_tensors(typed))
+    _rename(standard, mapping)
+    notes = [f"backend model: the QDQ form `onnx-qtypes lower` writes ({w})" for w in result.warnings]
+    return _finish(Sides("typed", typed, standard, "", [], places, notes))
+
+
+def _storage_names(lowered: ModelProto, qtypes: Mapping[str, QType]) -> dict[str, str]:
+    """Renames that give each typed tensor's storage in ``lowered`` the typed name: lower keeps the name for the
+    float value where a QuantizeLinear writes the integers, so the two swap (the float one gets a fresh name)."""
+    fresh = Names(_all_names(lowered))
+    writer = {n.input[0]: n.output[0] for n in lowered.graph.node
+              if n.op_type == "QuantizeLinear" and n.input and n.output}
+    integer = _elem_types(lowered)
+    mapping: dict[str, str] = {}
+    for name, qtype in qtypes.items():
+        if integer.get(name) == qtype.storage_type.data_type or name not in writer:
+            continue
+        mapping[name] = fresh.fresh(f"{name}_float")
+        mapping[writer[name]] = name
+    return mapping
+
+
+def _finish(sides: Sides) -> Sides:
+    """Choose the watched tensors: every static quantized tensor a main-graph node writes, in node order,
+    that the backend's model also holds as storage of that type."""
+    graph = sides.typed.graph
+    qtypes = quantized_tensors(sides.typed)
+    constant = {t.name for t in graph.initializer} | {i.name for i in graph.input}
+    storage = _elem_types(sides.standard) if sides.standard is not None else {}
+    dynamic, absent = [], []
+    for k, node in enumerate(graph.node):
+        for name in node.output:
+            qtype = qtypes.get(name)
+            if not name or qtype is None or name in constant:
+                continue
+            if qtype.is_dynamic:
+                dynamic.append(name)
+            elif sides.standard is not None and storage.get(name, qtype.storage_type.data_type) != \
+                    qtype.storage_type.data_type:
+                absent.append(name)
+            else:
+                sides.watched.append(Watched(name, qtype, k))
+    if dynamic:
+        sides.notes.append(f"{len(dynamic)} tensor(s) with a dynamic type (parameters chosen at run time) are not "
+                           f"compared: {', '.join(dynamic[:5])}{' ...' if len(dynamic) > 5 else ''}")
+    if absent:
+        sides.notes.append(f"{len(absent)} quantized tensor(s) have no storage of their type in the backend's model, "
+                           f"so are not compared: {', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}")
+    if not sides.watched:
+        raise NothingToCompare("no quantized tensor that a node writes is held as storage on both sides: nothing to "
+                               "compare")
+    return sides
+
+
+def exposed(model: ModelProto, names: list[str]) -> ModelProto:
+    """A copy of ``model`` with ``names`` also graph outputs (typed declarations move to the output list)."""
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    present = {o.name for o in graph.output}
+    wanted = [n for n in names if n not in present]
+    if not wanted:
+        return copy
+    declared = {vi.name: vi for vi in graph.value_info}
+    inferred = _inferred_values(copy)
+    keep = [vi for vi in graph.value_info if vi.name not in wanted]
+    outputs = []
+    for name in wanted:
+        vi = declared.get(name) or inferred.get(name)
+        outputs.append(_output_info(name, vi))
+    del graph.value_info[:]
+    graph.value_info.extend(keep)
+    graph.output.extend(outputs)
+    return copy
+
+
+def _output_info(name: str, vi: ValueInfoProto | None) -> ValueInfoProto:
+    out = ValueInfoProto()
+    if vi is not None:
+        out.CopyFrom(vi)
+    else:
+        out.CopyFrom(helper.make_empty_tensor_value_info(name))
+    out.name = name
+    return out
+
+
+def _inferred_values(model: ModelProto) -> dict[str, ValueInfoProto]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # without inference an output is declared without a type; runtimes still return it
+        return {}
+    graph = inferred.graph
+    return {vi.name: vi for vi in (*graph.value_info, *graph.output, *graph.input)}
+
+
+def _elem_types(model: ModelProto) -> dict[str, int]:
+    """Every main-graph tensor's element type, declared or inferred."""
+    return {name: vi.type.tensor_type.elem_type for name, vi in _inferred_values(model).items()
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type} | \
+        {t.name: t.data_type for t in model.graph.initializer}
+
+
+def _all_names(model: ModelProto) -> set[str]:
+    names: set[str] = set()
+    for _, graph in iter_graphs(model):
+        names.update(t.name for t in graph.initializer)
+        for kind in ("input", "output", "value_info"):
+            names.update(vi.name for vi in getattr(graph, kind))
+        for node in graph.node:
+            names.update(node.input)
+            names.update(node.output)
+    names.discard("")
+    return names
+
+
+def _rename(model: ModelProto, mapping: Mapping[str, str]) -> None:
+    """Rename tensors everywhere at once (a swap is two entries); subgraphs read outer names, so they follow."""
+    if not mapping:
+        return
+    for _, graph in iter_graphs(model):
+        for node in graph.node:
+            for k, name in enumerate(node.input):
+                if name in mapping:
+                    node.input[k] = mapping[name]
+            for k, name in enumerate(node.output):
+                if name in mapping:
+                    node.output[k] = mapping[name]
+        for kind in ("input", "output", "value_info"):
+            for vi in getattr(graph, kind):
+                if vi.name in mapping:
+                    vi.name = mapping[vi.name]

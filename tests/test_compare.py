@@ -1,0 +1,177 @@
+"""`onnx-qtypes compare`: the first tensor where a backend departs from the reference.
+
+What a vendor's optimized kernels compute is never asserted here. The departures are built: backends in
+compare_backends.py shift one chosen tensor on onnxruntime's unoptimized path, so where the backend departs is
+known by construction; onnxruntime's unoptimized path (the definition path) must agree on every corpus model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from builders import ROOT
+from corpus import corpus_paths
+
+from onnx_qtypes.cli import main
+from onnx_qtypes.compare import BEYOND, NOT_OBSERVED, OK, compare
+from onnx_qtypes.compare.inputs import draw
+from onnx_qtypes.compare.sides import build
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+TYPED = ROOT / "examples" / "typed_cnn.onnx"
+
+
+def _row(result, tensor):
+    return next(r for r in result.rows if r.tensor == tensor)
+
+
+def _states(row):
+    return {s.name: s.state for s in row.inputs}
+
+
+def test_names_the_perturbed_tensor_of_a_typed_model_and_its_agreeing_inputs():
+    result = compare(TYPED, "compare_backends:PerturbingTypedConv")
+    first = result.first
+    assert (first.tensor, first.node, first.op) == ("conv_q", "conv", "Conv")
+    assert first.status == BEYOND and first.max_steps > first.tolerance == 1
+    assert _states(first) == {"x_q": "agreed", "w": "constant", "b": "constant"}
+    assert [r.tensor for r in result.rows] == ["x_q", "conv_q", "relu_q", "pool_q"]  # the model's node order
+    assert _row(result, "x_q").status == OK
+    assert result.exit_code == 1
+
+
+def test_names_the_perturbed_tensor_of_a_qdq_file_by_the_files_names():
+    """conv2's output is 'c2' in the lifted model; the file stores it as c2_QuantizeLinear_Output."""
+    result = compare(corpus_paths()["cnn-qdq_u8_pertensor"], "compare_backends:PerturbingQdqConv2")
+    first = result.first
+    assert (first.tensor, first.node, first.op) == ("c2_QuantizeLinear_Output", "conv2", "Conv")
+    assert _states(first) == {"r1_QuantizeLinear_Output": "agreed", "w2_quantized": "constant",
+                              "b2_quantized": "constant"}
+    before = result.rows[:result.rows.index(first)]
+    assert [r.tensor for r in before] == ["x_QuantizeLinear_Output", "r1_QuantizeLinear_Output"]
+    assert all(r.status == OK for r in before)
+
+
+def test_a_tensor_whose_exposure_changes_the_backend_is_not_read_from_the_exposed_run():
+    """The backend shifts conv_q only while conv_q is hidden (a fused kernel): its value from a run exposing it
+    would say it agrees. compare reads each tensor alone, leaves conv_q unobserved and names the first reader
+    beyond what any conformant conv_q allows."""
+    result = compare(TYPED, "compare_backends:FusingTypedConv")
+    conv = _row(result, "conv_q")
+    assert conv.status == NOT_OBSERVED and "exposing it changes" in conv.note
+    assert "run of its own" in result.how and result.runs == 2 + len(result.rows)
+    first = result.first
+    assert (first.tensor, first.node) == ("relu_q", "relu")
+    assert _states(first) == {"conv_q": "not observed"}
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("name", sorted(corpus_paths()))
+def test_onnxruntime_unoptimized_agrees_on_every_corpus_model(name):
+    result = compare(corpus_paths()[name], "onnxruntime-unoptimized")
+    assert result.first is None, result.first
+    assert result.rows and all(r.status == OK for r in result.rows)
+    assert "changed nothing" in result.how and result.runs == 2
+
+
+def test_onnxruntime_unoptimized_agrees_on_the_typed_example(capsys):
+    assert main(["compare", str(TYPED), "--backend", "onnxruntime-unoptimized"]) == 0
+    assert "no tensor beyond its tolerance: 4 of 4" in capsys.readouterr().out
+
+
+def test_a_backend_reading_the_case_folder_finds_the_same_inputs():
+    result = compare(TYPED, "compare_backends:FromFolder")
+    assert result.exit_code == 0 and all(r.status == OK for r in result.rows)
+
+
+def test_qoperator_files_are_compared_under_their_own_names():
+    result = compare(corpus_paths()["cnn-qop_u8"], "onnxruntime-unoptimized")
+    conv = _row(result, "c1_quantized")  # QLinearConv's output in the file
+    assert (conv.node, conv.op) == ("conv1_quant", "QLinearConv")
+    assert result.exit_code == 0
+
+
+def test_the_first_departure_of_the_fused_path_has_no_input_beyond_tolerance():
+    """Whatever onnxruntime's fused kernels compute (not asserted), the first row beyond its tolerance comes after
+    rows that are not, and none of its inputs is beyond."""
+    result = compare(corpus_paths()["mlp-qdq_a16w8"], "onnxruntime")
+    if result.first is None:
+        assert result.exit_code == 0
+        return
+    at = result.rows.index(result.first)
+    assert all(r.status != BEYOND for r in result.rows[:at])
+    assert all(s.state != "beyond tolerance" for s in result.first.inputs)
+    assert result.exit_code == 1
+
+
+def test_inputs_from_a_file_are_the_inputs_used(tmp_path):
+    """Drawn inputs saved and given back give the same table; another seed draws other inputs."""
+    sides = build(onnx.load(TYPED))
+    feeds, _ = draw(sides.typed, ReferenceEvaluator(sides.typed).input_specs, 7)
+    np.savez(tmp_path / "in.npz", **feeds)
+    drawn = compare(TYPED, "compare_backends:PerturbingTypedConv", seed=7)
+    given = compare(TYPED, "compare_backends:PerturbingTypedConv", tmp_path / "in.npz")
+    assert given.feeds_how == [f"from {tmp_path / 'in.npz'}"]
+    table = [(r.tensor, r.max_steps, r.beyond) for r in given.rows]
+    assert table == [(r.tensor, r.max_steps, r.beyond) for r in drawn.rows]
+    other, _ = draw(sides.typed, ReferenceEvaluator(sides.typed).input_specs, 8)
+    assert not np.array_equal(other["x"], feeds["x"])
+
+
+def test_json_and_exit_codes(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["compare", str(TYPED), "--backend", "compare_backends:PerturbingTypedConv", "--format", "json",
+                 "-o", str(out)]) == 1
+    data = json.loads(out.read_text())
+    assert data["first"]["tensor"] == "conv_q" and data["summary"]["beyond"] >= 1
+    assert [t["tensor"] for t in data["tensors"]] == ["x_q", "conv_q", "relu_q", "pool_q"]
+    assert {i["name"]: i["state"] for i in data["first"]["inputs"]}["x_q"] == "agreed"
+
+
+def test_html_page_is_self_contained_and_escapes_names(tmp_path):
+    model = onnx.load(TYPED)
+    for node in model.graph.node:  # rename conv_q to a name that is markup
+        node.input[:] = ["<i>c</i>" if n == "conv_q" else n for n in node.input]
+        node.output[:] = ["<i>c</i>" if n == "conv_q" else n for n in node.output]
+    for vi in model.graph.value_info:
+        if vi.name == "conv_q":
+            vi.name = "<i>c</i>"
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    page = tmp_path / "r.html"
+    argv = ["compare", str(path), "--backend", "onnxruntime-unoptimized", "--format", "html", "-o", str(page)]
+    assert main(argv) == 0
+    text = page.read_text()
+    from onnx_qtypes.report.style import CSS
+
+    assert CSS in text and "<script" not in text and "http" not in text.replace("http-equiv", "")
+    assert "&lt;i&gt;c&lt;/i&gt;" in text and "<i>c</i>" not in text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["missing.onnx", "--backend", "reference"], "no such file"),
+    (["{float}", "--backend", "reference"], "nothing to compare"),
+    (["{typed}", "--backend", "nope"], "unknown backend"),
+    (["{typed}", "--backend", "compare_backends:Declines"], "no int8 Conv"),
+    (["{typed}", "--backend", "compare_backends:NoOutputs"], "graph output 'y'"),
+    (["{typed}", "--backend", "results:/tmp"], "results:DIR"),
+    (["{typed}", "--backend", "reference", "--inputs", "{bad_npz}"], "'x'"),
+    (["{typed}", "--backend", "reference", "-o", "{typed}"], "being read"),
+    (["{typed}", "--backend", "reference", "--seed", "-1"], "--seed"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
+    float_path = tmp_path / "float.onnx"
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])]))
+    onnx.save(model, float_path)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, z=np.zeros(3, np.float32))
+    args = [a.format(float=float_path, typed=TYPED, bad_npz=bad) for a in argv]
+    assert main(["compare", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and says in err, err
