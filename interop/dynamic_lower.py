@@ -80,7 +80,9 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
     def const(value, dtype, what: str) -> str:
         with np.errstate(over="ignore"):
             array = np.asarray(value, dtype=dtype)
-        if array.dtype.kind == "f" and not np.isfinite(array):
+        # the spec's integer constants are exact (semantics.md#dynamic-parameters): one the expressed type
+        # rounds (float16(32767) is 32768, float16(65535) infinity) would make Div compute something else
+        if array.dtype.kind == "f" and not (np.isfinite(array) and float(array) == float(value)):
             raise LowerError(f"tensor {tensor!r}: {value} is not a {qtype.expressed} value, so the dynamic "
                              f"parameters of {qtype} cannot be computed in {qtype.expressed}")
         tensor_proto = numpy_helper.from_array(array, fresh(f"{tensor}_{what}"))
