@@ -583,6 +583,14 @@ def _mixed_expressed(b_expressed: str) -> onnx.ModelProto:
     return g.node("Add", ["a", "b"], ["c"], name="add").output("c", (2,), elem_type=TensorProto.FLOAT16).build()
 
 
+def _quantized_with_float(b_type: int, c_type: int) -> onnx.ModelProto:
+    """A float16-expressed quantized `a` added to a float tensor `b` of ``b_type`` into a float `c` of ``c_type``:
+    the quantized operand stands for float16, so T binds to float16 (semantics.md#mixed-expressed)."""
+    a = QType("int8", 0.0625, 0, expressed="float16")
+    g = Graph("add").input("a", (2,), a).input("b", (2,), elem_type=b_type)
+    return g.node("Add", ["a", "b"], ["c"], name="add").output("c", (2,), elem_type=c_type).build()
+
+
 def _inferred_count(scales: int) -> onnx.ModelProto:
     """Conv output y_q declared without shape, per-axis on axis 1 with ``scales`` scales (4 channels)."""
     y_q = int8([0.05] * scales, [0] * scales, axis=1)
@@ -1007,6 +1015,11 @@ def cases() -> list[Case]:
               message="already bound to float16"),
         _miss("QT305", "declared-weight", lambda: _type_constraint(True)),
         _miss("QT305", "same-expressed", lambda: _mixed_expressed("float16")),
+        _fire("QT305", "quantized-with-float32", lambda: _quantized_with_float(TensorProto.FLOAT, TensorProto.FLOAT16),
+              "/graph/node/0/input/1", "b", "add", message="already bound to float16"),
+        _fire("QT305", "float-output-not-expressed", lambda: _quantized_with_float(TensorProto.FLOAT16, TensorProto.FLOAT),
+              "/graph/node/0/output/0", "c", "add", message="already bound to float16"),
+        _miss("QT305", "float-output-expressed", lambda: _quantized_with_float(TensorProto.FLOAT16, TensorProto.FLOAT16)),
         # QT306
         _fire("QT306", "three-of-four-channels", lambda: _inferred_count(3),
               "/graph/value_info/3/type/tensor_type/quantization/scale", "y_q", message="[1, 4, 8, 8]"),
