@@ -54,8 +54,8 @@ def unsupported(qtype: QType) -> str | None:
     """Why the dynamic ``qtype`` has no standard form here, or None."""
     if qtype.axis is not None:
         return f"a {qtype.granularity} dynamic type (only per-tensor dynamic types lower)"
-    if qtype.storage in ("int2", "uint2", "int32"):
-        return f"a dynamic {qtype.storage} type"
+    if qtype.storage in ("int2", "uint2", "int32") or qtype.storage_type.is_float:
+        return f"a dynamic {qtype.storage} type"  # float storage: the symmetric form is not written here
     st = qtype.storage_type
     if (qtype.storage_min, qtype.storage_max) != (st.min, st.max) and qtype.storage not in CLIP_STORAGE:
         return f"a narrowed storage range on a dynamic {qtype.storage} type (Clip takes no {qtype.storage})"
