@@ -50,13 +50,20 @@ def _version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
 
 
-def records() -> dict[str, dict]:
-    """backend -> its record of the newest version recorded (conformance_tests/results/<backend>-<version>.json)."""
-    newest: dict[str, dict] = {}
+def all_records() -> list[dict]:
+    """Every recorded run: conformance_tests/results/<backend>-<version>.json (one per backend and version)."""
+    found = []
     for path in sorted(RESULTS.glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or "backend" not in record or "summary" not in record:
-            continue  # deviations.json and other data
+        if isinstance(record, dict) and "backend" in record and "summary" in record:  # not deviations.json
+            found.append(record)
+    return found
+
+
+def records() -> dict[str, dict]:
+    """backend -> its record of the newest version recorded."""
+    newest: dict[str, dict] = {}
+    for record in all_records():
         held = newest.get(record["backend"])
         if held is None or _version_key(str(record["version"])) > _version_key(str(held["version"])):
             newest[record["backend"]] = record
@@ -64,17 +71,18 @@ def records() -> dict[str, dict]:
 
 
 def _results_table() -> str:
-    found = records()
-    order = [b for b in BACKEND_LABELS if b in found] + sorted(b for b in found if b not in BACKEND_LABELS)
-    extra = sorted({k for r in found.values() for k in r["summary"]} - set(OUTCOMES))
+    """Every recorded backend and version, as status.md's summary has them (older versions stay recorded)."""
+    found = all_records()
+    rank = {b: i for i, b in enumerate(BACKEND_LABELS)}
+    found.sort(key=lambda r: (rank.get(r["backend"], len(rank)), r["backend"], _version_key(str(r["version"]))))
+    extra = sorted({k for r in found for k in r["summary"]} - set(OUTCOMES))
     columns = [*OUTCOMES, *extra]
     lines = ["| backend | version | " + " | ".join(columns) + " |", "|---|---|" + "---:|" * len(columns)]
-    for backend in order:
-        summary = found[backend]["summary"]
-        cells = [_number(int(summary.get(c, 0))) for c in columns]
-        lines.append(f"| {BACKEND_LABELS.get(backend, backend)} | {_short(str(found[backend]['version']))} | " + " | ".join(cells)
-                     + " |")
-    return "\n" + "\n".join(lines) + "\n"
+    for record in found:
+        cells = [str(int(record["summary"].get(c, 0))) for c in columns]  # as status.md prints them
+        lines.append(f"| {BACKEND_LABELS.get(record['backend'], record['backend'])} | {_short(str(record['version']))} | "
+                     + " | ".join(cells) + " |")
+    return "\n\n" + "\n".join(lines) + "\n\n"  # a table block of its own, between the markers
 
 
 def _result(name: str) -> str:
