@@ -196,6 +196,12 @@ def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
     return listing(msg, scales, zero_points), at, None
 
 
+def _no_initializers(name: str) -> None:
+    """A function body's parameter lookup: it has no initializers, and the caller's are not its to read
+    (proposal/spec/types.md#references), so a type there must list its parameters (QT117)."""
+    return None
+
+
 class Context:
     """Everything the rules need to know about one model."""
 
@@ -241,15 +247,18 @@ class Context:
                   for f, function in enumerate(self.model.functions)]
         declarations, by_name, first_qtype = self.declarations, self._by_name, self._qtypes
         make_declared = Declared._make
+        in_functions: dict[bytes, tuple | None] = {}  # a function body has no initializers: its own decodings
         for graph_pointer, kinds in lists:
             scope = _scope_of(graph_pointer)
+            function = graph_pointer.startswith("/functions/")
+            cache, lookup = (in_functions, _no_initializers) if function else (decoded, self._parameter_initializer)
             for kind, values in declared_bytes.read(kinds).items():
                 for i, (name, key) in enumerate(values):
-                    fields = decoded.get(key, decoded)
-                    new = fields is decoded
+                    fields = cache.get(key, cache)
+                    new = fields is cache
                     if new:
                         where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
-                        fields = decoded[key] = _decode(key, where, qtypes, shapes, self._parameter_initializer)
+                        fields = cache[key] = _decode(key, where, qtypes, shapes, lookup)
                     if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
                         if key:
                             self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))

@@ -54,8 +54,8 @@ def unsupported(qtype: QType) -> str | None:
     """Why the dynamic ``qtype`` has no standard form here, or None."""
     if qtype.axis is not None:
         return f"a {qtype.granularity} dynamic type (only per-tensor dynamic types lower)"
-    if qtype.storage in ("int2", "uint2", "int32"):
-        return f"a dynamic {qtype.storage} type"
+    if qtype.storage in ("int2", "uint2", "int32") or qtype.storage_type.is_float:
+        return f"a dynamic {qtype.storage} type"  # float storage: the symmetric form is not written here
     st = qtype.storage_type
     if (qtype.storage_min, qtype.storage_max) != (st.min, st.max) and qtype.storage not in CLIP_STORAGE:
         return f"a narrowed storage range on a dynamic {qtype.storage} type (Clip takes no {qtype.storage})"
@@ -80,7 +80,9 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
     def const(value, dtype, what: str) -> str:
         with np.errstate(over="ignore"):
             array = np.asarray(value, dtype=dtype)
-        if array.dtype.kind == "f" and not np.isfinite(array):
+        # the spec's integer constants are exact (semantics.md#dynamic-parameters): one the expressed type
+        # rounds (float16(32767) is 32768, float16(65535) infinity) would make Div compute something else
+        if array.dtype.kind == "f" and not (np.isfinite(array) and float(array) == float(value)):
             raise LowerError(f"tensor {tensor!r}: {value} is not a {qtype.expressed} value, so the dynamic "
                              f"parameters of {qtype} cannot be computed in {qtype.expressed}")
         tensor_proto = numpy_helper.from_array(array, fresh(f"{tensor}_{what}"))

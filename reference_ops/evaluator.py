@@ -194,6 +194,9 @@ class _Session:
         if zero_point is not None and np.asarray(zero_point).dtype.kind not in "iu":
             raise FeedError(f"input {name!r}: {name}.zero_point holds {np.asarray(zero_point).dtype} values; give "
                             "integers (nothing is rounded silently)")
+        if np.any(scale < 0):  # semantics.md#calling-convention: nothing quantized at run time has a negative scale
+            raise FeedError(f"input {name!r}: {name}.scale holds a negative scale; a value quantized at run time "
+                            "has positive scales (negative ones are for constants, proposal/spec/types.md#negative-scales)")
         if qtype.axis is None and scale.size != 1:
             raise FeedError(f"input {name!r}: its type {qtype} is per-tensor, so {name}.scale holds one value, "
                             f"not {scale.size}")

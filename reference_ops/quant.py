@@ -24,6 +24,7 @@ parameters from the data, by schema, in the expressed type's arithmetic
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "quantize_dynamic",
     "resolve",
     "round_half_to_even",
+    "round_to",
     "storage_range",
     "to_storage",
 ]
@@ -229,6 +231,12 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
     - float storage (zero point 0): the symmetric form, whatever the schema;
     - *_pow2_scale: the scale rounded up to the next power of two, then the
       zero point recomputed with it.
+
+    "In the expressed type's arithmetic" means (proposal/spec/semantics.md#dynamic-parameters): every operation
+    is correctly rounded once to the expressed type (nearest, ties to even), and the integer constants
+    (``qmax - qmin``, ``qsym``, ``qmin``) enter as the exact integers they are, never rounded to the expressed
+    type first: ``float16(65535)`` is infinity, and int16 / uint16 storage expressed in float16 would get a
+    scale of 0.
     """
     if not qtype.is_dynamic:
         return qtype
@@ -241,43 +249,96 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
     ftype = qtype.expressed_type.np_dtype
     lo, hi = storage_range(qtype)
     gmin, gmax = _group_extrema(x, qtype)
-    rmin = np.minimum(gmin, 0.0).astype(ftype)
-    rmax = np.maximum(gmax, 0.0).astype(ftype)
+    rmin = round_to(np.minimum(gmin, 0.0), ftype)
+    rmax = round_to(np.maximum(gmax, 0.0), ftype)
     schema = qtype.schema
     if qtype.storage_type.is_float:  # zero point 0 whatever the schema: the symmetric form
         schema = Schema.SYMMETRIC_POW2_SCALE if schema.pow2 else Schema.SYMMETRIC
-    one = ftype.type(1.0)
 
-    def nonempty(r: np.ndarray) -> np.ndarray:
-        return np.where(r == 0, one, r).astype(ftype)
+    def nonempty(r: np.ndarray) -> np.ndarray:  # an empty range counts as a range of 1 (no arithmetic)
+        return np.where(r == 0, ftype.type(1.0), r).astype(ftype)
+
+    def over(r: np.ndarray, steps: int) -> np.ndarray:  # r / steps, the integer exact, rounded once
+        return _rounded_operation(np.divide, nonempty(r), np.float64(steps), ftype)
 
     zero_points = np.zeros(rmin.shape, np.int64)
     if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
-        scales = (nonempty(rmax - rmin) / ftype.type(hi - lo)).astype(ftype)
+        scales = over(_rounded_operation(np.subtract, rmax, rmin, ftype), hi - lo)
     else:
-        amax = np.maximum(-rmin, rmax).astype(ftype)
-        qsym = min(-lo, hi) if lo < 0 else hi
-        scales = (nonempty(amax) / ftype.type(qsym)).astype(ftype)
+        amax = np.maximum(-rmin, rmax).astype(ftype)  # exact: a negation and a choice
+        scales = over(amax, min(-lo, hi) if lo < 0 else hi)
         if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
             st = qtype.storage_type
             mid, bottom = symmetric_with_unsigned_zero_points(st.min, st.max, lo)
-            unsigned = nonempty(rmax) / ftype.type(hi - lo)
+            unsigned = over(rmax, hi - lo)
             if lo <= mid < hi:
-                half = ftype.type(min(mid - lo, hi - mid) if lo < mid else hi - mid)
                 negative = gmin < 0
-                scales = np.where(negative, nonempty(amax) / half, unsigned).astype(ftype)
+                signed = over(amax, min(mid - lo, hi - mid) if lo < mid else hi - mid)
+                scales = np.where(negative, signed, unsigned).astype(ftype)
                 zero_points = np.where(negative, mid, bottom).astype(np.int64)
             else:
                 scales = np.broadcast_to(unsigned, rmax.shape).astype(ftype)
                 zero_points = np.full(rmax.shape, bottom, np.int64)
     if schema.pow2:
         scales = _pow2_ceiling(scales.astype(np.float64)).astype(ftype)
+    if not np.all(np.isfinite(scales.astype(np.float64))):
+        raise QTypeError("scale", f"cannot compute dynamic parameters: the data's range overflows {qtype.expressed} "
+                         "(the arithmetic of the expressed type)", tensor)
     scales = _positive(scales, ftype)
     if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
-        initial = ftype.type(lo) - (rmin / scales).astype(ftype)
+        steps = _rounded_operation(np.divide, rmin, scales, ftype)  # rmin / scale
+        initial = _rounded_operation(np.subtract, np.float64(lo), steps, ftype)  # qmin - that, qmin exact
         clamped = np.clip(initial.astype(np.float64), lo, hi)
         zero_points = round_half_to_even(clamped).astype(np.int64)
     return qtype.replace(scale=tuple(float(s) for s in scales), zero_point=tuple(int(z) for z in zero_points))
+
+
+def round_to(values: np.ndarray, ftype: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded once to ``ftype`` (float32, float16, bfloat16): nearest, ties to even.
+
+    numpy rounds float64 to float32 and float16 correctly; ml_dtypes goes to bfloat16 through float32, which
+    can round twice (1 + 2^-8 + 2^-30 becomes 1, not 1 + 2^-7). Rounding to float32 *to odd* first keeps the
+    information the second rounding needs (24 >= 8 + 2 bits), so that path is correct too.
+    """
+    values = np.asarray(values, np.float64)
+    ftype = np.dtype(ftype)
+    if ftype in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
+        with np.errstate(over="ignore"):
+            return values.astype(ftype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = values.astype(np.float32)
+        inexact = np.isfinite(near) & (near.astype(np.float64) != values)
+        away = inexact & (np.abs(near.astype(np.float64)) > np.abs(values))
+        toward_zero = np.where(away, np.nextafter(near, np.float32(0)), near)
+        bits = toward_zero.view(np.uint32) | np.where(inexact, np.uint32(1), np.uint32(0))
+        return bits.view(np.float32).astype(ftype)
+
+
+def _rounded_operation(op, a: np.ndarray, b: np.ndarray, ftype: np.dtype) -> np.ndarray:
+    """``op(a, b)`` of exact operands (float64-representable values) rounded once to ``ftype``.
+
+    float64 rounds the exact result first; rounding that to ``ftype`` again can differ from rounding the exact
+    result only where the float64 value lands exactly halfway between two values of ``ftype``. There the exact
+    result decides (rational arithmetic), so the result is correctly rounded whatever the operands' widths (an
+    int32 range of 2^32 - 1 steps has more bits than float64 can spare for a float32 quotient).
+    """
+    a64, b64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        wide = op(a64, b64)
+    out = np.array(round_to(wide, ftype), copy=True)
+    flat_out, flat_wide = out.reshape(-1), wide.reshape(-1)
+    near = flat_out.astype(np.float64)
+    other = np.nextafter(flat_out, np.where(flat_wide > near, np.inf, -np.inf).astype(ftype))
+    halfway = np.isfinite(near) & np.isfinite(other.astype(np.float64)) & (flat_wide != near) & (
+        (near + other.astype(np.float64)) / 2 == flat_wide)
+    for i in np.flatnonzero(halfway):
+        ai, bi = Fraction(float(a64.reshape(-1)[i])), Fraction(float(b64.reshape(-1)[i]))
+        exact = ai / bi if op is np.divide else ai - bi if op is np.subtract else None
+        assert exact is not None, op
+        if exact != Fraction(float(flat_wide[i])):  # the wide value is a false tie: round toward the exact side
+            above = exact > Fraction(float(flat_wide[i]))
+            flat_out[i] = max(flat_out[i], other[i]) if above else min(flat_out[i], other[i])
+    return out
 
 
 def _check_axis(qtype: QType, shape: Sequence[int], tensor: str | None) -> None:

@@ -583,6 +583,41 @@ def _mixed_expressed(b_expressed: str) -> onnx.ModelProto:
     return g.node("Add", ["a", "b"], ["c"], name="add").output("c", (2,), elem_type=TensorProto.FLOAT16).build()
 
 
+def _quantized_with_float(b_type: int, c_type: int) -> onnx.ModelProto:
+    """A float16-expressed quantized `a` added to a float tensor `b` of ``b_type`` into a float `c` of ``c_type``:
+    the quantized operand stands for float16, so T binds to float16 (semantics.md#mixed-expressed)."""
+    a = QType("int8", 0.0625, 0, expressed="float16")
+    g = Graph("add").input("a", (2,), a).input("b", (2,), elem_type=b_type)
+    return g.node("Add", ["a", "b"], ["c"], name="add").output("c", (2,), elem_type=c_type).build()
+
+
+def _function_body_reference(by_reference: bool) -> onnx.ModelProto:
+    """A local function whose body declares its input ``a`` int8 with the scale named by reference (a main-graph
+    initializer ``s``) or listed: a body has no initializers, so only the listed form is readable."""
+    a = helper.make_tensor_value_info("a", TensorProto.INT8, [2])
+    view = read_view(a.type.tensor_type)
+    view.elem_type = 1003
+    view.quantization.storage_type = TensorProto.INT8
+    if by_reference:
+        view.quantization.scale_tensor, view.quantization.version = "s", 2
+    else:
+        view.quantization.scale.append(0.5)
+    write_view(a.type.tensor_type, view)
+    body = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                                [helper.make_opsetid("", 21)])
+    body.value_info.append(a)
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="quantize"),
+         helper.make_node("f", ["xq"], ["y"], domain="local", name="call")],
+        "g", [helper.make_tensor_value_info("x", FLOAT, [2])], [helper.make_tensor_value_info("y", FLOAT, [2])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)],
+                              functions=[body])
+    model.ir_version = 10
+    set_qtype(model, "xq", QType("int8", 0.5, 0))
+    return to_wire_form(model)
+
+
 def _inferred_count(scales: int) -> onnx.ModelProto:
     """Conv output y_q declared without shape, per-axis on axis 1 with ``scales`` scales (4 channels)."""
     y_q = int8([0.05] * scales, [0] * scales, axis=1)
@@ -826,6 +861,9 @@ def cases() -> list[Case]:
         _fire("QT117", "listed-and-referenced", lambda: _referenced_weight("both"),
               "/graph/value_info/0/type/tensor_type/quantization/scale_tensor", "w", message="not both"),
         _miss("QT117", "referenced-scales", lambda: _referenced_weight(), quiet=False),
+        _fire("QT117", "function-body-reference", lambda: _function_body_reference(True),
+              "/functions/0/value_info/0/type/tensor_type/quantization/scale_tensor", "a"),
+        _miss("QT117", "function-body-listed", lambda: _function_body_reference(False), quiet=False),
         # QT118
         _fire("QT118", "graph-input", lambda: _referenced_weight("graph-input"), "/graph/initializer/1", "w_scale",
               message="graph input"),
@@ -1007,6 +1045,11 @@ def cases() -> list[Case]:
               message="already bound to float16"),
         _miss("QT305", "declared-weight", lambda: _type_constraint(True)),
         _miss("QT305", "same-expressed", lambda: _mixed_expressed("float16")),
+        _fire("QT305", "quantized-with-float32", lambda: _quantized_with_float(TensorProto.FLOAT, TensorProto.FLOAT16),
+              "/graph/node/0/input/1", "b", "add", message="already bound to float16"),
+        _fire("QT305", "float-output-not-expressed", lambda: _quantized_with_float(TensorProto.FLOAT16, TensorProto.FLOAT),
+              "/graph/node/0/output/0", "c", "add", message="already bound to float16"),
+        _miss("QT305", "float-output-expressed", lambda: _quantized_with_float(TensorProto.FLOAT16, TensorProto.FLOAT16)),
         # QT306
         _fire("QT306", "three-of-four-channels", lambda: _inferred_count(3),
               "/graph/value_info/3/type/tensor_type/quantization/scale", "y_q", message="[1, 4, 8, 8]"),

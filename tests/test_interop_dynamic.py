@@ -240,7 +240,10 @@ def test_dynamic_output_of_zeros_has_the_same_integers_as_dynamic_quantize_linea
 @pytest.mark.parametrize("qtype, message", [
     (QType("int8", axis=0), "per-axis dynamic type"),
     (QType("int32"), "int32"),
+    (QType("float8e4m3fn"), "dynamic float8e4m3fn"),  # its zero point is 0: the asymmetric nodes would be wrong
     (QType("int16", expressed="float16"), "65535 is not a float16 value"),
+    # the spec divides by the exact 32767; a float16 constant would be 32768 (semantics.md#dynamic-parameters)
+    (QType("int16", schema="symmetric", expressed="float16"), "32767 is not a float16 value"),
 ])
 def test_dynamic_types_without_a_standard_form_are_refused(qtype, message):
     with pytest.raises(LowerError, match=message):

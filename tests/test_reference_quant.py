@@ -305,3 +305,86 @@ def test_quantize_dynamic_returns_the_resolved_type():
     q, resolved = quant.quantize_dynamic(np.array([0.0, 2.55]), QType("uint8"))
     assert resolved.scale == (float(np.float32(2.55) / np.float32(255)),) and q.tolist() == [0, 255]
     assert quant.resolve(resolved, np.zeros(1)) is resolved
+
+
+# --- dynamic parameters in a narrow expressed type (proposal/spec/semantics.md#dynamic-parameters) ------------
+
+
+def _nearest(value: Fraction, dtype) -> float:
+    """The value of ``dtype`` nearest to the exact ``value``, ties to the even significand: found by comparing
+    exact distances to the finite candidates around it, not by converting (which is what is under test)."""
+    finfo = ml_dtypes.finfo(dtype)
+    if abs(value) > Fraction(float(finfo.max)) + Fraction(float(finfo.max)) / 2 ** (finfo.nmant + 2):
+        return math.copysign(math.inf, value)
+    start = np.asarray(float(value), np.float64).astype(dtype)
+    candidates = {float(start)}
+    for direction in (np.inf, -np.inf):
+        step = start
+        for _ in range(2):
+            step = np.nextafter(np.asarray(step, dtype), np.asarray(direction, dtype))
+            candidates.add(float(step))
+    finite = [c for c in candidates if math.isfinite(c)]
+    best = min(abs(Fraction(c) - value) for c in finite)
+    ties = [c for c in finite if abs(Fraction(c) - value) == best]
+    if len(ties) == 1:
+        return ties[0]
+    return next(c for c in ties if int(np.asarray(c, dtype).view(np.uint16 if finfo.bits == 16 else np.uint32)) % 2 == 0)
+
+
+def _spec_asymmetric(x: np.ndarray, qtype: QType) -> tuple[float, int]:
+    """semantics.md's asymmetric dynamic_parameters with every operation rounded once from its exact value."""
+    dtype = qtype.expressed_type.np_dtype
+    lo, hi = qtype.storage_min, qtype.storage_max
+    rmin = _nearest(Fraction(min(0.0, float(x.min()))), dtype)
+    rmax = _nearest(Fraction(max(0.0, float(x.max()))), dtype)
+    span = _nearest(Fraction(rmax) - Fraction(rmin), dtype) or 1.0
+    scale = _nearest(Fraction(span) / (hi - lo), dtype)
+    initial = _nearest(lo - _nearest(Fraction(rmin) / Fraction(scale), dtype), dtype)
+    return scale, int(np.rint(min(max(initial, lo), hi)))
+
+
+@SETTINGS
+@given(st.lists(st.floats(-30000, 30000, width=16), min_size=1, max_size=12),
+       st.sampled_from(["int16", "uint16", "int8", "uint8"]), st.sampled_from(["float16", "bfloat16"]))
+def test_dynamic_parameters_round_each_operation_once_with_exact_integer_constants(values, storage, expressed):
+    qtype = QType(storage, expressed=expressed)
+    x = np.array(values, np.float64)
+    resolved = quant.dynamic_parameters(x, qtype)
+    scale, zero_point = _spec_asymmetric(x, qtype)
+    assert resolved.scale == (scale,) and resolved.zero_point == (zero_point,)
+    assert 0 < scale < math.inf
+
+
+def test_sixteen_bit_storage_in_float16_gets_a_finite_scale():
+    # float16(65535) is infinity: rounding the range's step count first would give a scale of 0 (then the
+    # smallest subnormal), and every value would saturate
+    x = np.array([-3.0, 100.0], np.float16)
+    for storage in ("uint16", "int16"):
+        resolved = quant.dynamic_parameters(x, QType(storage, expressed="float16"))
+        assert resolved.scale == (_nearest(Fraction(103) / 65535, np.float16),)
+    # the definition computes in float16: the scale rounds down (100 then saturates 1.2 steps short of itself),
+    # uint16's zero point 1909 is a float16 value, int16's -32768 + 1908.9 rounds to float16's spacing of 16
+    resolved = quant.dynamic_parameters(x, QType("uint16", expressed="float16"))
+    back = quant.dequantize(quant.quantize(x, resolved), resolved)
+    assert resolved.zero_point == (1909,) and np.all(np.abs(back - x.astype(np.float64)) <= 2 * resolved.scale[0])
+    assert quant.dynamic_parameters(x, QType("int16", expressed="float16")).zero_point == (-30864,)
+    symmetric = quant.dynamic_parameters(x, QType("int16", expressed="float16", schema="symmetric"))
+    assert symmetric.scale == (_nearest(Fraction(100) / 32767, np.float16),)  # 32767, not float16's 32768
+
+
+def test_round_to_bfloat16_rounds_once():
+    # ml_dtypes converts float64 to bfloat16 through float32 and rounds twice here
+    value = np.array([1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-30), 1 + 2**-8, 3.0])
+    got = quant.round_to(value, ml_dtypes.bfloat16).astype(np.float64)
+    assert got.tolist() == [1 + 2**-7, -(1 + 2**-7), 1.0, 3.0]
+
+
+def test_an_int32_range_divides_by_the_exact_step_count():
+    resolved = quant.dynamic_parameters(np.array([-1.0, 1.0]), QType("int32", schema="symmetric"))
+    assert resolved.scale == (_nearest(Fraction(1, 2**31 - 1), np.float32),)
+
+
+def test_a_range_that_overflows_the_expressed_type_has_no_parameters():
+    # 46304 - (-19216) = 65520 rounds to infinity in float16: no scale exists, and the run fails naming the tensor
+    with pytest.raises(QTypeError, match="overflows float16"):
+        quant.dynamic_parameters(np.array([46304.0, -19216.0]), QType("int16", expressed="float16"), tensor="x")

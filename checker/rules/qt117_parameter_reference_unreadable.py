@@ -3,9 +3,9 @@
 ## What it checks
 A type that keeps its parameters by reference (`scale_tensor`,
 `zero_point_tensor`) names an initializer of the graph that declares the
-tensor (the main graph for its subgraphs; a function body has none), and
-that initializer holds them: `data_type` is the expressed type for scales
-and the storage type for zero points; `dims` are the parameter shape (`[]`
+tensor or encloses it (a function body has none, so its types list their
+parameters), and that initializer holds them: `data_type` is the expressed
+type for scales and the storage type or its marker for zero points; `dims` are the parameter shape (`[]`
 or `[1]` per-tensor, `[dim(axis)]` per-axis, the tensor's shape with
 `dim(axis)` replaced by `ceil(dim(axis) / block_size)` blocked); scales and
 zero points count alike; and each parameter is given in one form only, by

@@ -5,7 +5,10 @@ Each input and output of every node satisfies the type constraints of the
 operator's schema (from `onnx.defs`, at the opset the model imports), where a
 quantized tensor stands for its expressed type — except on the integer side
 of QuantizeLinear / DequantizeLinear, where it stands for its storage type.
-A type variable (`T`) binds to one type across a node's inputs and outputs.
+A type variable (`T`) binds to one type across a node's inputs and outputs, so
+quantized operands of one variable share one expressed type, a float tensor
+beside them has that type, and a declared float output of the variable (the
+float result of an operator with quantized inputs) is that expressed type.
 Tensors whose element type is unknown, and ops without a registered schema,
 are skipped.
 
@@ -19,7 +22,8 @@ has no meaning under either the old or the new rules.
 ## Invalid example
 `Conv(x_q, w)` where `x_q` is `int8:float32<...>` and `w` is a plain INT8
 initializer (int8 is not in Conv's `T`); `Add(a, b)` with `a` expressed in
-float16 and `b` in float32.
+float16 and `b` in float32, or `b` a plain float32 tensor, or `a` and `b`
+expressed in float16 and the output `c` declared float32.
 
 ## Valid example
 `Conv(x_q, w)` with both quantized and expressed in float32; `MaxPool` on

@@ -52,9 +52,11 @@ NEG_SCALE = ("No quantized input has a negative scale (only the weighted operato
              "movement other than MaxPool, GlobalMaxPool, ReduceMax and ReduceMin may read one).", ("QT409",))
 DM_TYPE = ("The output has the type of the data input, per-axis parameters following their axis (warning: "
            "otherwise the operator requantizes).", ("QT401",))
-F16 = (f"a float16-expressed type may allow one step more ([expressed arithmetic]({SEM}#expressed-arithmetic): "
-       "the new real value is rounded to float16 before it is quantized)")
-EQUAL_EXACT = "exact with equal input and output parameters; one step where they differ"
+# Tolerances follow the one table of semantics.md#tolerance-table: exact where every output real is an input real
+# under equal parameters, one step wherever a new real value is computed (in every expressed type and integer
+# kernels alike); the pages only say which row each operator is in.
+ONE_STEP_NEW_VALUE = "one step; the operator computes a new real value"
+EQUAL_EXACT = "exact with equal input and output parameters; one step where they differ (requantization)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +73,7 @@ class Page:
 
     @property
     def tolerance_class(self) -> str:
-        core = self.tolerance.replace(f"; {F16}", "")
+        core = self.tolerance.split(";")[0]
         return core if core in ("exact", "one step") else "exact / one step"
 
     @property
@@ -126,8 +128,8 @@ def _lut(op: str, fn: str) -> Page:
         (("X", "quantized (the table needs per-tensor, ≤ 16 bits; the definition takes any), or float"),),
         (("Y", "quantized, dynamic, or float"),),
         (NEG_SCALE,),
-        f"exact for the integer table; one step for a float implementation in any expressed type ([expressed "
-        f"arithmetic]({SEM}#expressed-arithmetic): the function is a library approximation rounded to that type)",
+        "one step; the function computes a new real value, in every expressed type (an integer table built from "
+        "the definition happens to be exact, a float implementation rounds a library approximation)",
         "int8 in, an int8 output type fitted to the function's range",
     )
 
@@ -143,13 +145,15 @@ def _average(op: str, slug: str, where: str, example: str) -> Page:
           "any), or float"),),
         (("Y", "quantized (same granularity as X), dynamic, or float"),),
         (NEG_SCALE,),
-        f"exact with equal scales; one step where they differ; {F16}", example,
+        "one step; an average is a new real value (with equal scales the integer kernel happens to be exact)",
+        example,
     )
 
 
-def _movement(op: str, slug: str, semantics: str, inputs, constraints, example: str, same=DM_TYPE) -> Page:
+def _movement(op: str, slug: str, semantics: str, inputs, constraints, example: str, same=DM_TYPE,
+              tolerance: str = EQUAL_EXACT) -> Page:
     return Page(slug, op, (op,), semantics, inputs, (("Y", "quantized (normally X's type), or float"),),
-                (same, *constraints), EQUAL_EXACT, example)
+                (same, *constraints), tolerance, example)
 
 
 BOUNDARY = [
@@ -223,7 +227,7 @@ PAGES: tuple[Page, ...] = (
         "softmax", "Softmax", ("Softmax",),
         "`y = quantize(softmax(dequantize(x), axis), T_y)`. Integer kernel: along the axis, `d = max(q) − q` "
         "indexes a table `E[d] = round(exp(−s_x·d) · 2^24)`; `y = z_y + round(E[d] / (Σ E · s_y))` with `1/s_y` a "
-        f"31-bit multiplier and the quotient rounded half to even ([§6]({SEM}#integer)). The output range is "
+        f"31-bit multiplier and the quotient rounded half to even (informative: [§6]({SEM}#softmax-table)). The output range is "
         "`[0, 1]`; a scale of `2^-bits` with the zero point at `storage_min` uses all of it.",
         (("X", "quantized per-tensor, ≤ 16 bits (the kernel; the definition takes any), or float"),),
         (("Y", "quantized, dynamic, or float"),),
@@ -281,6 +285,8 @@ PAGES: tuple[Page, ...] = (
         (), "int8 `[1, 2, 3, 4]` scaled by `[1, 1, 2, 1.5]`, nearest",
         same=("In mode `nearest` the output has the type of `X` (warning: otherwise the operator requantizes); "
               "the interpolating modes compute new values and are not checked.", ("QT401",)),
+        tolerance="exact in mode `nearest` with equal input and output parameters; one step otherwise (the "
+                  "interpolating modes compute new real values)",
     ),
     _movement(
         "Pad", "pad",
@@ -302,7 +308,8 @@ PAGES: tuple[Page, ...] = (
         (*BOUNDARY, Q_ZERO_POINT,
          ("A float8 output does not set `saturate = 0` (warning).", ("QT123",)),
          ("A quantized `x` has no negative scale.", ("QT409",))),
-        "exact from a float input; one step from a quantized input whose scale differs",
+        f"exact from a float input except one step on [near ties]({SEM}#quantize-precision); one step from a "
+        "quantized input (requantization)",
         "float32 `x` into an int8 type per-axis on axis 1",
     ),
     Page(
@@ -325,7 +332,9 @@ PAGES: tuple[Page, ...] = (
         (("y", "uint8, dynamic, ASYMMETRIC, per-tensor, full range"), ("y_scale, y_zero_point", "float32, uint8")),
         (("A type declared on `y` is dynamic, ASYMMETRIC, per-tensor, over the full uint8 range.", ("QT125",)),
          ("A dynamic type carries no zero points.", ("QT113",))),
-        "exact", "float `x` quantized at run time, then a MatMul with a per-column int8 weight and a float result",
+        f"exact; for `y` and `y_zero_point` (on an all-zero input `y_scale` is any positive finite value, "
+        f"[all-zero]({SEM}#all-zero))",
+        "float `x` quantized at run time, then a MatMul with a per-column int8 weight and a float result",
     ),
     _control_flow(
         "If",
@@ -374,7 +383,8 @@ PAGES: tuple[Page, ...] = (
          ("A main-graph output whose type follows a quantized input is declared (warning).", ("QT309",)),
          NEG_SCALE,
          ("A profile's `supported_ops` lists the operator.", ("QT508",))),
-        f"exact; {F16}", "`Abs` of int8 into the same type",
+        ONE_STEP_NEW_VALUE + " (Gelu, Erf, Exp, Log, Div, LayerNormalization, Resize in linear or cubic mode, …)",
+        "`Abs` of int8 into the same type",
     ),
 )
 
@@ -440,7 +450,9 @@ def render(page: Page, cases: dict[str, list[tuple[str, int]]]) -> str:
         cite = "checked by " + "; ".join(_rule(r) for r in rules) if rules else "no rule checks this"
         lines.append(f"- (C{k}) {text.rstrip('.')} — {cite}.")
     detail = f": {page.tolerance_detail}" if page.tolerance_detail else ""
-    lines += ["", "## Tolerance", "", f"**{page.tolerance_class}**{detail} ([exact / one step]({SEM}#one-step)).", ""]
+    lines += ["", "## Tolerance", "",
+              f"**{page.tolerance_class}**{detail} ([the tolerance table]({SEM}#tolerance-table); chains: "
+              f"[{SEM.removeprefix('../')}#chains]({SEM}#chains)).", ""]
     lines += ["## Examples", "",
               f"- Model: [`examples/ops/{page.slug}.onnx`](../../../examples/ops/{page.slug}.onnx) — {page.example} "
               f"(built by `examples/make_op_examples.py`, `{page.slug}`)."]
