@@ -236,11 +236,10 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             or isinstance(proto, GraphProto)
             or (isinstance(proto, FunctionProto) and (proto.domain, proto.name) in session.functions)
         )
-        ops = list(new_ops or [])
-        if not any(op.__name__ == "DequantizeLinear" for op in ops):
-            from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear  # noqa: PLC0415
+        from onnx_qtypes.reference_ops.corrected import CORRECTED_OPS  # noqa: PLC0415
 
-            ops.append(DequantizeLinear)
+        ops = list(new_ops or [])  # a caller's own class wins over ours (onnx.reference keeps the first of a name)
+        ops += [op for op in CORRECTED_OPS if all((o.op_domain, o.__name__) != (op.op_domain, op.__name__) for o in ops)]
         try:
             super().__init__(proto, opsets, functions, verbose, ops, check_shape_annotations)
         except QTypesError:
