@@ -31,10 +31,14 @@ def single(op: str, inputs: dict[str, np.ndarray], outputs: list[str], opset: in
     graph = helper.make_graph(
         [node], op, [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                      for n, v in inputs.items()],
-        [helper.make_tensor_value_info(o, F, None) for o in outputs if o],
+        [onnx.ValueInfoProto(name=o) for o in outputs if o],
         [numpy_helper.from_array(v, n) for n, v in initializers.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                             ir_version=7 if opset < 14 else 10)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=7 if opset < 14 else 10)
+    inferred = {v.name: v.type.tensor_type.elem_type for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    for output in model.graph.output:  # onnxruntime needs the element types: onnx's inference gives them
+        output.CopyFrom(helper.make_tensor_value_info(output.name, inferred.get(output.name, F), None))
+    return model
 
 
 def ours(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -201,3 +205,142 @@ def test_gather_elements_index_out_of_range_is_refused_and_located():
         ours(model, {"data": data, "indices": indices})
     with pytest.raises(Exception, match="out of bounds|range"):
         unoptimized(model, {"data": data, "indices": indices})
+
+
+# --- pooling --------------------------------------------------------------------------------------
+
+
+def agree(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Our outputs, after asserting they equal onnxruntime's unoptimized path's (shape, dtype, values)."""
+    got, want = ours(model, feeds), unoptimized(model, feeds)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    return got
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices_count_over_the_whole_tensor(storage_order):
+    """ONNX: Indices are in [0, N x C x D1 x ... x Dn); onnx.reference restarted them in every channel."""
+    x = RNG.permutation(2 * 3 * 4 * 5).astype(np.float32).reshape(2, 3, 4, 5)
+    model = single("MaxPool", {"x": x}, ["y", "indices"], kernel_shape=[2, 2], strides=[1, 2],
+                   storage_order=storage_order)
+    y, indices = agree(model, {"x": x})
+    order = "F" if storage_order else "C"
+    for n, c in ((0, 0), (1, 2)):
+        plane = x[n, c].reshape(-1, order=order)
+        np.testing.assert_array_equal(plane[indices[n, c] - (n * 3 + c) * 20], y[n, c])
+
+
+@pytest.mark.parametrize("attrs, shape", [
+    ({"kernel_shape": [2, 3], "strides": [2, 3], "auto_pad": "SAME_LOWER", "ceil_mode": 1}, (1, 2, 3, 3)),
+    ({"kernel_shape": [1, 2], "pads": [0, 1, 0, 1]}, (1, 1, 2, 2)),  # pads differ between axes
+    ({"kernel_shape": [2, 2], "strides": [1, 1], "pads": [1, 1, 1, 1], "ceil_mode": 1}, (1, 1, 2, 2)),
+    ({"kernel_shape": [2], "strides": [2], "pads": [0, 1], "ceil_mode": 1}, (1, 1, 4)),  # no window in end pads
+])
+def test_max_pool_and_average_pool_shapes_follow_onnxruntime(attrs, shape):
+    x = RNG.normal(size=shape).astype(np.float32)
+    for op in ("MaxPool", "AveragePool"):
+        extra = {"count_include_pad": 1} if op == "AveragePool" else {}
+        (y,) = agree(single(op, {"x": x}, ["y"], **attrs, **extra), {"x": x})
+        if attrs.get("auto_pad") == "SAME_LOWER":  # ONNX: ceil(input / stride)
+            assert y.shape[2:] == (2, 1)
+
+
+def test_average_pool_same_padding_with_stride_above_kernel_takes_no_padding():
+    """pad_shape = (out - 1) * stride + kernel - in is negative here; onnx.reference failed on it."""
+    x = RNG.normal(size=(1, 2, 3, 3)).astype(np.float32)
+    model = single("AveragePool", {"x": x}, ["y"], kernel_shape=[3, 1], strides=[2, 3], auto_pad="SAME_LOWER")
+    (y,) = agree(model, {"x": x})
+    np.testing.assert_allclose(y[0, :, 0, 0], x[0, :, 0:2, 0].mean(-1), rtol=1e-6)
+
+
+def test_global_max_pool_of_a_3d_input_keeps_the_channels():
+    x = RNG.normal(size=(2, 3, 5)).astype(np.float32)
+    (y,) = agree(single("GlobalMaxPool", {"x": x}, ["y"]), {"x": x})
+    np.testing.assert_array_equal(y[..., 0], x.max(-1))
+
+
+# --- data movement --------------------------------------------------------------------------------
+
+
+def test_pad_with_negative_pads_removes_elements():
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    pads = np.array([-1, 2, 1, -2], np.int64)  # begin [-1, 2], end [1, -2]
+    (y,) = agree(single("Pad", {"x": x}, ["y"], initializers={"pads": pads}, mode="constant"), {"x": x})
+    np.testing.assert_array_equal(y[:2, 2:4], x[1:, :2])
+    assert y.shape == (3, 4) and not y[2].any()
+
+
+def test_pad_reflect_beyond_the_axis_is_refused():
+    """numpy reflects again; ONNX does not say; onnxruntime refuses."""
+    x = RNG.normal(size=(3, 2)).astype(np.float32)
+    model = single("Pad", {"x": x}, ["y"], initializers={"pads": np.array([0, 2, 0, 0], np.int64)}, mode="reflect")
+    with pytest.raises(EvaluationError, match=r"node 'the_pad' \(Pad\): Pad mode 'reflect' adds 2 elements to axis 1"):
+        ours(model, {"x": x})
+    with pytest.raises(Exception, match="reflect"):
+        unoptimized(model, {"x": x})
+
+
+def test_slice_with_a_negative_step_ends_before_the_first_element():
+    x = np.arange(25, dtype=np.float32).reshape(5, 5, 1)
+    for starts, ends in (([-2, -2], [-2, -2]), ([0, 3], [-9, -9])):
+        model = single("Slice", {"x": x}, ["y"], initializers={
+            "starts": np.array(starts, np.int32), "ends": np.array(ends, np.int32),
+            "axes": np.array([-1, 0], np.int32), "steps": np.array([-2, -1], np.int32)})
+        agree(model, {"x": x})
+    # axis 2 (size 1): start -2 -> 0, end -9 -> -1 (before the first element): one element; axis 0: rows 3..0
+    np.testing.assert_array_equal(ours(model, {"x": x})[0][:, :, 0], x[3::-1, :, 0])
+
+
+@pytest.mark.parametrize("start, end", [(None, -3), (-5, 1), (1, 9), (2, 1)])
+def test_shape_clamps_start_and_end(start, end):
+    x = np.zeros((2, 3), np.float32)
+    attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    (y,) = agree(single("Shape", {"x": x}, ["y"], **attrs), {"x": x})
+    lo = 0 if start is None else min(max(start + 2 if start < 0 else start, 0), 2)
+    hi = min(max(end + 2 if end < 0 else end, 0), 2)
+    assert y.tolist() == [2, 3][lo:hi]
+
+
+def test_softsign_of_a_scalar():
+    x = np.array(-3.0, np.float32)
+    (y,) = agree(single("Softsign", {"x": x}, ["y"]), {"x": x})
+    assert y.shape == () and y == np.float32(-0.75)
+
+
+# --- ConvTranspose --------------------------------------------------------------------------------
+
+
+def test_depthwise_conv_transpose_adds_each_channel_its_own_bias():
+    """onnx.reference added B[0] to every channel of a grouped ConvTranspose with one channel per group."""
+    x = RNG.normal(size=(1, 3, 4, 4)).astype(np.float32)
+    w = RNG.normal(size=(3, 1, 2, 2)).astype(np.float32)
+    b = np.array([10, 20, 30], np.float32)
+    model = single("ConvTranspose", {"x": x}, ["y"], initializers={"w": w, "b": b}, group=3, strides=[2, 2])
+    (y,) = agree(model, {"x": x})
+    np.testing.assert_allclose(y[0, 1, ::2, ::2], x[0, 1] * w[1, 0, 0, 0] + 20, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"group": 2, "strides": [3], "pads": [1, 1]},
+    {"group": 2, "strides": [2], "dilations": [2]},
+    {"group": 1, "strides": [2], "output_padding": [1]},
+    {"group": 2, "strides": [2], "output_shape": [8]},
+    {"group": 1, "strides": [2], "auto_pad": "SAME_UPPER"},
+])
+def test_conv_transpose_matches_onnxruntime(attrs):
+    x = RNG.normal(size=(2, 4, 4)).astype(np.float32)
+    w = RNG.normal(size=(4, 2, 3)).astype(np.float32)
+    agree(single("ConvTranspose", {"x": x}, ["y"], initializers={"w": w}, **attrs), {"x": x})
+
+
+def test_conv_transpose_negative_total_padding_is_refused():
+    """SAME, stride 3 > kernel 2: ONNX asks for output = input * stride, which needs padding -1 (ONNX's pads are
+    >= 0; onnxruntime gives a shorter output)."""
+    x = RNG.normal(size=(1, 1, 2)).astype(np.float32)
+    model = single("ConvTranspose", {"x": x}, ["y"], initializers={"w": np.ones((1, 1, 2), np.float32)},
+                   strides=[3], auto_pad="SAME_UPPER")
+    with pytest.raises(EvaluationError, match=r"\(ConvTranspose\): .*negative total padding \[-1\]"):
+        ours(model, {"x": x})

@@ -12,10 +12,19 @@ new_ops=CORRECTED_OPS)``.
 from __future__ import annotations
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
+from onnx_qtypes.reference_ops.corrected.average_pool import AveragePool
 from onnx_qtypes.reference_ops.corrected.batch_normalization import BatchNormalization
+from onnx_qtypes.reference_ops.corrected.conv_transpose import ConvTranspose
 from onnx_qtypes.reference_ops.corrected.gather_elements import GatherElements
+from onnx_qtypes.reference_ops.corrected.global_max_pool import GlobalMaxPool
+from onnx_qtypes.reference_ops.corrected.max_pool import MaxPool
+from onnx_qtypes.reference_ops.corrected.pad import Pad
+from onnx_qtypes.reference_ops.corrected.shape import Shape
+from onnx_qtypes.reference_ops.corrected.slice import Slice
+from onnx_qtypes.reference_ops.corrected.softsign import Softsign
 from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
 
 __all__ = ["CORRECTED_OPS", "Refused"]
 
-CORRECTED_OPS = [BatchNormalization, DequantizeLinear, GatherElements]
+CORRECTED_OPS = [AveragePool, BatchNormalization, ConvTranspose, DequantizeLinear, GatherElements, GlobalMaxPool, MaxPool, Pad, Shape,
+                 Slice, Softsign]
