@@ -344,3 +344,28 @@ def test_conv_transpose_negative_total_padding_is_refused():
                    strides=[3], auto_pad="SAME_UPPER")
     with pytest.raises(EvaluationError, match=r"\(ConvTranspose\): .*negative total padding \[-1\]"):
         ours(model, {"x": x})
+
+
+# --- Loop -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("per_iteration", [(), (3,), (2, 3)])
+def test_loop_scan_outputs_stack_along_a_new_first_axis(per_iteration):
+    """onnx.reference concatenated them with numpy.vstack: [2, 3] per iteration over 4 iterations gave [8, 3]."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "one"], ["v_out"]),
+         helper.make_node("Identity", ["v_out"], ["scanned"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v_in", F, list(per_iteration))],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", F, list(per_iteration)),
+         helper.make_tensor_value_info("scanned", F, list(per_iteration))],
+        [numpy_helper.from_array(np.ones(per_iteration, np.float32), "one")])
+    v = np.zeros(per_iteration, np.float32)
+    model = single("Loop", {"v": v}, ["final", "stacked"], initializers={"n": np.array(4, np.int64),
+                                                                         "cond": np.array(True)}, body=body)
+    model.graph.node[0].ClearField("input")
+    model.graph.node[0].input.extend(["n", "cond", "v"])
+    final, stacked = agree(model, {"v": v})
+    assert stacked.shape == (4, *per_iteration) and stacked[2].ravel().tolist() == [3.0] * int(np.prod(per_iteration))

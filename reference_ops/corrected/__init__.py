@@ -14,17 +14,23 @@ from __future__ import annotations
 from onnx_qtypes.reference_ops.corrected._base import Refused
 from onnx_qtypes.reference_ops.corrected.average_pool import AveragePool
 from onnx_qtypes.reference_ops.corrected.batch_normalization import BatchNormalization
+from onnx_qtypes.reference_ops.corrected.constant_of_shape import ConstantOfShape
 from onnx_qtypes.reference_ops.corrected.conv_transpose import ConvTranspose
+from onnx_qtypes.reference_ops.corrected.expand import Expand
 from onnx_qtypes.reference_ops.corrected.gather_elements import GatherElements
 from onnx_qtypes.reference_ops.corrected.global_max_pool import GlobalMaxPool
+from onnx_qtypes.reference_ops.corrected.loop import Loop
 from onnx_qtypes.reference_ops.corrected.max_pool import MaxPool
 from onnx_qtypes.reference_ops.corrected.pad import Pad
+from onnx_qtypes.reference_ops.corrected.range import Range
+from onnx_qtypes.reference_ops.corrected.scan import Scan
 from onnx_qtypes.reference_ops.corrected.shape import Shape
 from onnx_qtypes.reference_ops.corrected.slice import Slice
 from onnx_qtypes.reference_ops.corrected.softsign import Softsign
+from onnx_qtypes.reference_ops.corrected.tile import Tile
 from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
 
 __all__ = ["CORRECTED_OPS", "Refused"]
 
-CORRECTED_OPS = [AveragePool, BatchNormalization, ConvTranspose, DequantizeLinear, GatherElements, GlobalMaxPool, MaxPool, Pad, Shape,
-                 Slice, Softsign]
+CORRECTED_OPS = [AveragePool, BatchNormalization, ConstantOfShape, ConvTranspose, DequantizeLinear, Expand,
+                 GatherElements, GlobalMaxPool, Loop, MaxPool, Pad, Range, Scan, Shape, Slice, Softsign, Tile]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_qtypes.reference_ops.corrected import _budget
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
 
 FIRST_PADS_INPUT = 11
@@ -43,6 +44,10 @@ class Pad(Corrected):
             if mode != "constant" and widest > 0 and (size == 0 or (mode == "reflect" and widest > size - 1)):
                 raise Refused(f"Pad mode {mode!r} adds {widest} elements to axis {axis} of {size} (after "
                               "negative pads); ONNX does not define that")
+        grown = list(cropped.shape)
+        for i, axis in enumerate(axes):
+            grown[axis] += max(pads[i], 0) + max(pads[len(axes) + i], 0)
+        _budget.require_fits("Pad", grown, data.dtype)
         if min(pads, default=0) >= 0:
             return self.stock_run(data, *inputs, **attributes)
         kept = np.maximum(pads, 0)
