@@ -132,7 +132,7 @@ def input_specs(model: onnx.ModelProto, qtypes: Mapping[str, QType]) -> list[Inp
     for vi in model.graph.input:
         is_tensor = vi.type.WhichOneof("value") in (None, "tensor_type")
         elem = vi.type.tensor_type.elem_type if is_tensor else 0
-        if elem not in known:
+        if elem not in known and vi.name not in qtypes:  # a quantized input's marker type is no ONNX type
             raise EvaluationError(f"graph input {vi.name!r} declares element type {elem}, which ONNX does not define")
         specs.append(InputSpec(vi.name, _dims(vi) if is_tensor else None, elem, qtypes.get(vi.name), is_tensor,
                                vi.name not in initializers))
