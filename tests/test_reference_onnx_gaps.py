@@ -369,3 +369,54 @@ def test_loop_scan_outputs_stack_along_a_new_first_axis(per_iteration):
     model.graph.node[0].input.extend(["n", "cond", "v"])
     final, stacked = agree(model, {"v": v})
     assert stacked.shape == (4, *per_iteration) and stacked[2].ravel().tolist() == [3.0] * int(np.prod(per_iteration))
+
+
+# --- Resize ---------------------------------------------------------------------------------------
+
+
+def resize(x: np.ndarray, scales=None, sizes=None, roi=None, **attrs) -> onnx.ModelProto:
+    constants = {"roi": np.asarray(roi if roi is not None else [], np.float32),
+                 "scales": np.asarray(scales if scales is not None else [], np.float32)}
+    if sizes is not None:
+        constants["sizes"] = np.asarray(sizes, np.int64)
+    return single("Resize", {"x": x}, ["y"], initializers=constants, **attrs)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_align_corners_with_scales_samples_the_corners(mode):
+    """ONNX: x_original = x_resized * (length_original - 1) / (length_resized - 1), length_resized the output's
+    integer length; onnx.reference used input * scale (4.5 for 3 x 1.5), missing the last row."""
+    x = RNG.normal(size=(1, 1, 3, 5)).astype(np.float32)
+    (y,) = agree(resize(x, scales=[1, 1, 1.5, 0.5], mode=mode, coordinate_transformation_mode="align_corners"),
+                 {"x": x})
+    assert y.shape == (1, 1, 4, 2)
+    np.testing.assert_allclose(y[0, 0, [0, -1]][:, [0, -1]], x[0, 0, [0, -1]][:, [0, -1]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel", "cubic_coeff_a": -0.5},
+    {"mode": "linear", "antialias": 1},
+    {"mode": "cubic", "antialias": 1, "coordinate_transformation_mode": "align_corners"},
+    {"mode": "cubic", "exclude_outside": 1},
+    {"mode": "nearest", "nearest_mode": "ceil", "coordinate_transformation_mode": "half_pixel_symmetric"},
+])
+def test_resize_matches_onnxruntime(attrs):
+    x = RNG.normal(size=(1, 2, 6, 5)).astype(np.float32)
+    agree(resize(x, sizes=[1, 2, 1, 4], **attrs), {"x": x})
+    agree(resize(x, scales=[1, 1, 0.5, 1.5], **attrs), {"x": x})
+
+
+def test_resize_tf_crop_and_resize_crops_an_axis_whose_length_stays():
+    """ONNX's formula crops [0.25, 0.75] of a 5-wide axis resized to 5: samples at 1, 1.5, ..., 3. (onnxruntime 1.32
+    returns that axis unchanged; recorded, not asserted.)"""
+    x = (np.arange(5, dtype=np.float32) * 10).reshape(1, 1, 1, 5)
+    model = resize(x, sizes=[1, 1, 1, 5], roi=[0, 0, 0, 0.25, 1, 1, 1, 0.75], mode="linear",
+                   coordinate_transformation_mode="tf_crop_and_resize")
+    assert ours(model, {"x": x})[0].ravel().tolist() == [10, 15, 20, 25, 30]
+
+
+def test_resize_output_length_is_the_floor_of_the_exact_product():
+    """5 x float32(1.4) = 6.99999988: ONNX's floor(input * scale) is 6, as onnx.reference gives; onnxruntime 1.32
+    multiplies in float32 (7.0) and gives 7 (recorded, not asserted)."""
+    x = RNG.normal(size=(1, 1, 1, 5)).astype(np.float32)
+    assert ours(resize(x, scales=[1, 1, 1, 1.4], mode="nearest"), {"x": x})[0].shape == (1, 1, 1, 6)

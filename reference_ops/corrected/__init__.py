@@ -23,6 +23,7 @@ from onnx_qtypes.reference_ops.corrected.loop import Loop
 from onnx_qtypes.reference_ops.corrected.max_pool import MaxPool
 from onnx_qtypes.reference_ops.corrected.pad import Pad
 from onnx_qtypes.reference_ops.corrected.range import Range
+from onnx_qtypes.reference_ops.corrected.resize import Resize
 from onnx_qtypes.reference_ops.corrected.scan import Scan
 from onnx_qtypes.reference_ops.corrected.shape import Shape
 from onnx_qtypes.reference_ops.corrected.slice import Slice
@@ -33,4 +34,4 @@ from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
 __all__ = ["CORRECTED_OPS", "Refused"]
 
 CORRECTED_OPS = [AveragePool, BatchNormalization, ConstantOfShape, ConvTranspose, DequantizeLinear, Expand,
-                 GatherElements, GlobalMaxPool, Loop, MaxPool, Pad, Range, Scan, Shape, Slice, Softsign, Tile]
+                 GatherElements, GlobalMaxPool, Loop, MaxPool, Pad, Range, Resize, Scan, Shape, Slice, Softsign, Tile]
