@@ -811,6 +811,14 @@ def _reverse_sequence(rng):
                  {"time_axis": time_axis, "batch_axis": 1 - time_axis})
 
 
+@generator("DynamicQuantizeLinear")
+def _dynamic_quantize(rng):
+    x = f32(rng, shape(rng, int(rng.integers(1, 4))), float(rng.choice([0.01, 1.0, 100.0])))
+    if rng.random() < 0.2:
+        x = np.abs(x)  # the range then starts at 0
+    return Trial("DynamicQuantizeLinear", [("x", x)], outputs=3)
+
+
 @generator("DequantizeLinear", "QuantizeLinear")
 def _qdq(rng, op):
     dims = shape(rng, int(rng.integers(1, 4)))
