@@ -25,20 +25,22 @@ Run: python benchmarks/bench_reference_real_models.py [--batch 2] [--size 64] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import pathlib
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import lift, quantized_tensors
-from onnx_qtypes.reference_ops import ReferenceEvaluator
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from bench_lift_lower import best_of  # noqa: E402
+from corpus import _quiet, _Reader  # noqa: E402, PLC2701 - the corpus's quantize_static helpers
+
+from onnx_qtypes import lift, quantized_tensors  # noqa: E402
+from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -159,25 +161,6 @@ def feeds_for(name: str, args: argparse.Namespace, seed: int) -> dict[str, np.nd
     return {"input_ids": rng.integers(0, 1000, (args.batch, args.sequence)).astype(np.int64)}
 
 
-@contextlib.contextmanager
-def quiet():
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
-
-
-class Reader:
-    def __init__(self, samples):
-        self.items = iter(samples)
-
-    def get_next(self):
-        return next(self.items, None)
-
-
 def quantized(name: str, model: onnx.ModelProto, folder: pathlib.Path, args) -> dict[str, onnx.ModelProto]:
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
 
@@ -191,10 +174,10 @@ def quantized(name: str, model: onnx.ModelProto, folder: pathlib.Path, args) -> 
                 "qop_u8": dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
                                weight_type=QuantType.QUInt8)}
     out = {}
-    with quiet():
+    with _quiet():
         for setting, kwargs in settings.items():
             path = folder / f"{name}-{setting}.onnx"
-            quantize_static(source, path, Reader(samples), **kwargs)
+            quantize_static(source, path, _Reader(samples), **kwargs)
             out[f"{name}-{setting}"] = onnx.load(path)
         path = folder / f"{name}-dynamic.onnx"
         quantize_dynamic(source, path, weight_type=QuantType.QUInt8)
@@ -252,15 +235,6 @@ def _per_operator(evaluator, ours: dict, theirs: dict, pairs: dict) -> int:
     return worst
 
 
-def median_time(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def measure(name: str, q: onnx.ModelProto, args) -> str:
     typed = lift(q)
     evaluator = ReferenceEvaluator(typed)
@@ -283,9 +257,9 @@ def measure(name: str, q: onnx.ModelProto, args) -> str:
         worst, off = max(worst, int(d.max(initial=0))), off + int(np.count_nonzero(d))
     float_diff = max(float(np.max(np.abs(np.asarray(ours[o.name], np.float64) - theirs[o.name]))) for o in q.graph.output)
     left = sorted({n.op_type for n in typed.graph.node if n.domain not in ("", "ai.onnx")})
-    t_ours = median_time(lambda: evaluator.run(None, feeds))
+    t_ours = best_of(3, lambda: evaluator.run(None, feeds))
     plain = session(q)
-    t_ort = median_time(lambda: plain.run(None, feeds))
+    t_ort = best_of(3, lambda: plain.run(None, feeds))
     return (f"| {name} | {len(typed.graph.node)} | {tensors} | {local} | {worst} | {off} of {elements} | {float_diff:.2e} | "
             f"{', '.join(left) or '-'} | {t_ours * 1e3:.0f} ms | {t_ort * 1e3:.1f} ms | {t_ours / t_ort:.0f}x |")
 
