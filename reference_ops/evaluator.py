@@ -50,6 +50,7 @@ from onnx_qtypes.reference_ops.definition import operator_input, runs_function_b
 from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
 from onnx_qtypes.reference_ops.feeds import kind as element_kind
+from onnx_qtypes.reference_ops.fixed_point import MultiplierError
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
 from onnx_qtypes.reference_ops.single_assignment import check_single_assignment
 
@@ -257,15 +258,16 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             or isinstance(proto, GraphProto)
             or (isinstance(proto, FunctionProto) and (proto.domain, proto.name) in session.functions)
         )
-        ops = list(new_ops or [])
-        if not any(op.__name__ == "DequantizeLinear" for op in ops):
-            from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear  # noqa: PLC0415
+        from onnx_qtypes.reference_ops.corrected import CORRECTED_OPS  # noqa: PLC0415
 
-            ops.append(DequantizeLinear)
+        ops = list(new_ops or [])  # a caller's own class wins over ours (onnx.reference keeps the first of a name)
+        ops += [op for op in CORRECTED_OPS if all((o.op_domain, o.__name__) != (op.op_domain, op.__name__) for o in ops)]
         try:
             super().__init__(proto, opsets, functions, verbose, ops, check_shape_annotations)
-        except QTypesError:
+        except EvaluationError:
             raise
+        except QTypesError as exc:  # a corrected operator refusing its node's attributes
+            raise EvaluationError(str(exc)) from exc
         except (NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
             raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
 
@@ -308,7 +310,14 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         assert session is not None
         session.kernel_log.clear()
         feeds = session.prepare_feeds(feed_inputs)
-        return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+        try:
+            return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+        except QTypesError:
+            raise
+        except MemoryError:
+            raise EvaluationError("not enough memory to run the model") from None
+        except Exception as exc:  # onnx.reference's own checks between nodes: one line, no model dump
+            raise EvaluationError(_one_line(exc)) from exc
 
     def dequantized(self, name: str, value: np.ndarray) -> np.ndarray:
         """The real values of an output ``value`` of tensor ``name`` (float64; unquantized values unchanged)."""
@@ -317,6 +326,13 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             return value
         resolved = getattr(value, "qtype", None) or qtype
         return quant.dequantize(np.asarray(value), resolved, tensor=name)
+
+
+def _one_line(exc: BaseException, width: int = 300) -> str:
+    """An exception from onnx.reference as one line: its first line (not the model it may append), shortened."""
+    text = str(exc).split(", proto is", 1)[0].split("\n", 1)[0].strip() or type(exc).__name__
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return f"onnx.reference: {type(exc).__name__}: {text}"
 
 
 class _TypedNode:
@@ -338,14 +354,13 @@ class _TypedNode:
         return getattr(self._inner, name)
 
     def run(self, *args: Any, **kwargs: Any) -> tuple:
-        if self._node.op_type == "Loop" and len(args) > 1 and args[1] is None:
-            # onnx.reference runs no iteration when the optional `cond` input is absent; ONNX says
-            # the loop then runs M times (onnxruntime does), so supply the implied `true`.
-            args = (args[0], np.array(True), *args[2:])
         try:
-            if not self._is_typed:
-                return self._inner.run(*args, **kwargs)
-            return self._run(list(args), kwargs)
+            outputs = self._inner.run(*args, **kwargs) if not self._is_typed else self._run(list(args), kwargs)
+            wanted = sum(1 for name in self._node.output if name)
+            if len(outputs) < len(self._node.output) and wanted > sum(1 for n in self._node.output[:len(outputs)] if n):
+                raise EvaluationError(f"{self._label}: onnx.reference computes {len(outputs)} of its "
+                                      f"{len(self._node.output)} outputs {list(self._node.output)}")
+            return outputs
         except EvaluationError:
             raise
         except QTypeError as exc:
@@ -414,8 +429,9 @@ class _TypedNode:
             return None
         ctx = KernelContext(self._node, self._inner, args, resolved, self._out, kwargs)
         try:
-            outputs = self._kernel.run(ctx)
-        except Unsupported as why:
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # refused below, not warned
+                outputs = self._kernel.run(ctx)
+        except (Unsupported, MultiplierError) as why:  # a ratio of scales with no 31-bit fixed-point form too
             self._session.kernel_log[key] = f"definitional: {why}"
             return None
         self._session.kernel_log[key] = "integer"

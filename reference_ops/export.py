@@ -120,9 +120,10 @@ def fixed_point_parameters(model: onnx.ModelProto | str | bytes) -> dict[str, di
             constants = [owner.rt_inits_.get(n) if n else None for n in proto.input]
             ctx = KernelContext(proto, node._inner, constants, node._in, node._out, shapes=[shapes.get(n) for n in proto.input])
             try:
-                entry.update(_describe(kernel.plan(ctx)))
+                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                    entry.update(_describe(kernel.plan(ctx)))
                 entry["kernel"] = "integer"
-            except Unsupported as why:
+            except (Unsupported, fixed_point.MultiplierError) as why:
                 entry["kernel"] = f"definitional: {why}"
         out[key] = entry
     return out

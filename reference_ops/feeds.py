@@ -9,8 +9,12 @@ What a feed must be, per declared input:
 - its name is a graph input (or ``<x>.scale`` / ``<x>.zero_point`` beside
   a dynamic quantized input ``x`` fed as storage integers); every graph
   input without an initializer is fed;
-- its shape matches the declared shape: the rank, every fixed dimension,
-  and every symbolic dimension (``dim_param``) is one size across the feeds;
+- its shape matches the declared shape: the rank and every fixed dimension;
+  a named symbolic dimension (``dim_param``) is one size wherever it occurs
+  in the feeds (ONNX's shape-annotation semantics: one binding per run;
+  onnxruntime 1.32 does not check it), while an unnamed one (no value, an
+  empty or ``?`` ``dim_param``, or the ``-1`` exporters such as paddle2onnx
+  write as ``dim_value``) takes any size, independently per axis and input;
 - its element kind matches: storage integers for a static quantized input,
   float values (or integers with the two companions) for a dynamic one, the
   declared kind (float, integer, bool, complex, string) otherwise;
@@ -32,7 +36,7 @@ import numpy as np
 import onnx
 
 from onnx_qtypes.proto.qtype import QType
-from onnx_qtypes.reference_ops.errors import FeedError
+from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 
 __all__ = ["InputSpec", "check_feeds", "check_headers", "check_values", "input_specs"]
 
@@ -102,20 +106,34 @@ class InputSpec:
         return f"{what}, {self.shape_text}"
 
 
+UNNAMED = ("", "?", "-1")  # dim_params that name nothing: each binds on its own
+
+
+def _dim(d: onnx.TensorShapeProto.Dimension) -> Dim:
+    """A fixed size, a symbol's name, or None (any size)."""
+    if d.HasField("dim_value"):
+        return d.dim_value if d.dim_value >= 0 else None  # -1: "unknown", as exporters write it
+    return None if d.dim_param.strip() in UNNAMED else d.dim_param
+
+
 def _dims(vi: onnx.ValueInfoProto) -> tuple[Dim, ...] | None:
     tensor = vi.type.tensor_type
     if not tensor.HasField("shape"):
         return None
-    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim)
+    return tuple(_dim(d) for d in tensor.shape.dim)
 
 
 def input_specs(model: onnx.ModelProto, qtypes: Mapping[str, QType]) -> list[InputSpec]:
-    """The graph inputs of ``model`` in declaration order, with their quantized types (``qtypes``)."""
+    """The graph inputs of ``model`` in declaration order, with their quantized types (``qtypes``).
+    EvaluationError for an input whose element type ONNX does not define."""
     initializers = {i.name for i in model.graph.initializer} | {s.values.name for s in model.graph.sparse_initializer}
+    known = set(onnx.TensorProto.DataType.values())
     specs = []
     for vi in model.graph.input:
         is_tensor = vi.type.WhichOneof("value") in (None, "tensor_type")
         elem = vi.type.tensor_type.elem_type if is_tensor else 0
+        if elem not in known and vi.name not in qtypes:  # a quantized input's marker type is no ONNX type
+            raise EvaluationError(f"graph input {vi.name!r} declares element type {elem}, which ONNX does not define")
         specs.append(InputSpec(vi.name, _dims(vi) if is_tensor else None, elem, qtypes.get(vi.name), is_tensor,
                                vi.name not in initializers))
     return specs

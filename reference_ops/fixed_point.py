@@ -33,9 +33,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from onnx_qtypes.proto.errors import QTypesError
+
 __all__ = [
     "MULTIPLIER_BITS",
     "ROUNDINGS",
+    "MultiplierError",
     "multiply_by_quantized_multiplier",
     "quantize_multiplier",
     "quantize_multipliers",
@@ -53,6 +56,11 @@ ROUNDINGS = ("half_even", "half_up", "gemmlowp")
 _INT64_SAFE = 1 << 62
 
 
+class MultiplierError(QTypesError, ValueError):
+    """A real multiplier or shift that has no fixed-point form (negative, infinite, NaN, out of a format's range).
+    A ValueError too, as it always was."""
+
+
 def quantize_multiplier(real: float, bits: int = MULTIPLIER_BITS) -> tuple[int, int]:
     """(multiplier, shift) with ``real ~= multiplier * 2**-shift``.
 
@@ -67,10 +75,11 @@ def quantize_multiplier(real: float, bits: int = MULTIPLIER_BITS) -> tuple[int, 
 
 def quantize_multipliers(reals: np.ndarray, bits: int = MULTIPLIER_BITS) -> tuple[np.ndarray, np.ndarray]:
     """Element-wise ``quantize_multiplier``: (int64 multipliers, int64 shifts)."""
-    reals = np.asarray(reals, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a real beyond float64 is infinite: refused below
+        reals = np.asarray(reals, dtype=np.float64)
     if not np.all(np.isfinite(reals)) or np.any(reals < 0):
         bad = reals[~np.isfinite(reals) | (reals < 0)].reshape(-1)[0]
-        raise ValueError(f"a fixed-point multiplier must be finite and >= 0, got {bad!r}")
+        raise MultiplierError(f"a fixed-point multiplier must be finite and >= 0, got {float(bad)!r}")
     mantissa, exponent = np.frexp(reals)  # reals = mantissa * 2**exponent, mantissa in [0.5, 1)
     multiplier = np.rint(np.ldexp(mantissa, bits)).astype(np.int64)  # exact scaling, then ties to even
     carry = multiplier == (1 << bits)
@@ -93,7 +102,7 @@ def to_tflite(multiplier: int, shift: int) -> tuple[int, int]:
 def to_tosa(multiplier: int, shift: int) -> tuple[int, int]:
     """TOSA RESCALE's (multiplier, shift) for ``scale32``; raises ValueError outside 2 <= shift <= 62."""
     if not 2 <= shift <= MAX_SHIFT:
-        raise ValueError(f"TOSA RESCALE needs 2 <= shift <= 62, got {shift}")
+        raise MultiplierError(f"TOSA RESCALE needs 2 <= shift <= 62, got {shift}")
     return multiplier, shift
 
 
@@ -123,6 +132,8 @@ def rounding_shift_right(x: np.ndarray, shift: np.ndarray | int, rounding: str =
         return _round_right(x, shift if x.dtype != object else shift.astype(object), rounding)
     right = np.maximum(shift, 0)
     left = np.maximum(-shift, 0)
+    if x.dtype != object and left.size and (_max_abs(x) << int(left.max())) >= _INT64_SAFE:
+        x = _exact(x)  # a left shift beyond int64 (a multiplier above 2**31): Python integers, exact
     if x.dtype == object:
         right, left = right.astype(object), left.astype(object)
     rounded = _round_right(x, np.maximum(right, 1), rounding)
@@ -165,7 +176,7 @@ def _gemmlowp(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.nd
     left = np.maximum(tflite_shift, 0)
     right = np.maximum(-tflite_shift, 0)
     if np.any(right > 31):
-        raise ValueError("gemmlowp rounding supports right shifts up to 31 (TFLite shift >= -31)")
+        raise MultiplierError("gemmlowp rounding supports right shifts up to 31 (TFLite shift >= -31)")
     a = _exact(x) * _pow2(left)
     product = a * _exact(multiplier)
     # SaturatingRoundingDoublingHighMul: add a nudge, then divide by 2**31 truncating toward zero.
@@ -202,7 +213,7 @@ def requantize(
         else:  # beyond int64: Python integers, still exact
             total = sum(_exact(x) * _exact(m) * _pow2(a) for (x, m, _), a in zip(arrays, aligns))
         out = rounding_shift_right(np.asarray(total), common, rounding)
-    out = out + (np.asarray(zero_point, dtype=object) if out.dtype == object else np.asarray(zero_point, np.int64))
+    out = out + (_exact(np.asarray(zero_point, np.int64)) if out.dtype == object else np.asarray(zero_point, np.int64))
     if lo is not None or hi is not None:
         out = np.clip(out, lo, hi)
     return np.asarray(out).astype(np.int64)

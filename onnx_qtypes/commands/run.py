@@ -11,8 +11,9 @@ dequantized values, and for a dynamic type "<name>.scale" and
 per value (dtype V1, the type's own encoding; ``.view(ml_dtypes.float8_e4m3fn)``
 reads it), in and out alike.
 
-Every input must have its declared shape (symbolic dimensions: one size
-across the inputs) and element kind. An array of another width of the same
+Every input must have its declared rank, fixed dimensions and element kind;
+a named symbolic dimension is one size wherever it occurs in the inputs, an
+unnamed one (no value, "?", or -1) takes any size on its own. An array of another width of the same
 kind (float64 or float16 for a float32 input, int16 / int32 / int64 holding
 int8 storage or int8 values) is converted only when every value is exactly
 representable in the declared type (storage integers: inside the storage
