@@ -124,4 +124,4 @@ def test_onnx_reference_gap_experiment_runs_every_part(capsys):
     gaps = load_script("proposal/experiments/onnx_reference_gaps.py")
     assert gaps.main() == 0
     out = capsys.readouterr().out
-    assert all(f"\n{part}. " in out for part in range(1, 6))
+    assert all(f"\n{part}. " in out for part in range(1, 8))
