@@ -30,6 +30,7 @@ from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, Statistics
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
+from onnx_qtypes.interop.integer_ops import lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
@@ -150,10 +151,16 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
+    integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
+    dynamic.types.update(integer.types)
+    dynamic.parameters |= integer.parameters
+    dynamic.lifted += integer.lifted
     ix = GraphIndex(graph, infer(model))
+    left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
     rec = recognise(ix, tolerant)
     result.problems = (contrib.problems if tolerant else []) + rec.problems
-    kept = tuple(f"{label}:" for label in owned(ix, dynamic))
+    kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
+    result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:

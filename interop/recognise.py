@@ -77,8 +77,12 @@ def _input(node: NodeProto, position: int) -> str | None:
 
 def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
     attrs = attributes(node)
+    if not node.input or not node.input[0]:
+        raise Unrecognized(f"{ix.label(i)}: no data input")
     if len(node.input) < 2 or not node.input[1]:
         raise Unrecognized(f"{ix.label(i)}: no scale input")
+    if not node.output or not node.output[0]:
+        raise Unrecognized(f"{ix.label(i)}: no output")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
     data = node.output[0] if is_quantize(node) else node.input[0]
@@ -121,6 +125,8 @@ def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
 def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
     if reason := refusal(spec, node):
         raise Unrecognized(f"{ix.label(i)}: {reason}")
+    if not node.output or not node.output[0]:
+        raise Unrecognized(f"{ix.label(i)}: no output")
     attrs = attributes(node)
     op = QuantOp(i, "qlinear", {}, spec=spec)
     read: list[QType] = []
