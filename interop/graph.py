@@ -89,9 +89,11 @@ class GraphIndex:
     """Producers, consumers and constants of one graph, by tensor name. ``pointer``: the graph's JSON pointer
     (a subgraph's, e.g. ``/graph/node/3/attribute/0/g``), as messages name its nodes."""
 
-    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph") -> None:
+    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph",
+                 opset: int | None = None) -> None:
         self.graph = graph
         self.pointer = pointer
+        self.opset = opset  # the model's default-domain opset, when the caller knows it
         self.nodes: list[NodeProto] = list(graph.node)
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         self.inputs = [vi.name for vi in graph.input]
@@ -184,6 +186,11 @@ class GraphIndex:
     def all_names(self) -> set[str]:
         """Every name in use, declarations included (what a new name must avoid)."""
         return self.tensor_names() | {vi.name for vi in self.graph.value_info}
+
+
+def default_opset(model: ModelProto) -> int | None:
+    """The version of the default domain the model imports (None when it imports none)."""
+    return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
 
 
 class Names:

@@ -29,13 +29,14 @@ from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
+from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, default_opset, infer
 from onnx_qtypes.interop.integer_ops import lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import to_wire_form
@@ -148,6 +149,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
     result.notes.extend(contrib.notes)
     result.warnings.extend(contrib.warnings)
+    result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
     dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
@@ -155,7 +157,7 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
-    ix = GraphIndex(graph, infer(model))
+    ix = GraphIndex(graph, infer(model), opset=default_opset(model))
     left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
     rec = recognise(ix, tolerant)
     result.problems = (contrib.problems if tolerant else []) + rec.problems

@@ -26,7 +26,7 @@ from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, attributes
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
-from onnx_qtypes.interop.qoperator import Spec, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.interop.qoperator import Context, Spec, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
@@ -123,7 +123,9 @@ def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
 
 
 def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
-    if reason := refusal(spec, node):
+    first = _input(node, operands(spec, node)[0].data) if operands(spec, node) else None
+    first_shape = ix.shape(first) if first else None
+    if reason := refusal(spec, node, Context(None if first_shape is None else len(first_shape), ix.opset)):
         raise Unrecognized(f"{ix.label(i)}: {reason}")
     if not node.output or not node.output[0]:
         raise Unrecognized(f"{ix.label(i)}: no output")
@@ -142,6 +144,8 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
         zp = _input(node, operand.zero_point)
         storage = ix.elem_type(data) if not zp else None
         qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage, data_type=ix.elem_type(data))
+        if spec.scales_operand is not None and spec.scales_operand[1] == len(read):
+            qtype = _scaled_by_attribute(ix, i, qtype, *spec.scales_operand)
         op.ports[("in", operand.data)] = data
         op.evidence.append(Evidence(data, qtype, i, "reads", node.op_type, bool(zp)))
         read.append(qtype)
@@ -159,6 +163,20 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
     elif not spec.output_optional:
         raise Unrecognized(f"{ix.label(i)}: output scale missing")
     return op
+
+
+def _scaled_by_attribute(ix: GraphIndex, i: int, qtype: QType, name: str, position: int) -> QType:
+    """``qtype`` with its scales multiplied by attribute ``name`` of node ``i`` (QGemm's alpha, which scales A*B and
+    the bias alike): the typed Gemm then reads the weight's reals times alpha and needs no alpha of its own. Only a
+    power of two keeps every scale exact (and QT405's bias = input scale x weight scale); another value is left."""
+    factor = attributes(ix.nodes[i]).get(name, 1.0)
+    if factor == 1.0:
+        return qtype
+    mantissa, _ = np.frexp(factor) if isinstance(factor, float) and np.isfinite(factor) else (0.0, 0)
+    if mantissa != 0.5 or qtype.scale_tensor is not None:
+        raise Unrecognized(f"{ix.label(i)}: {name}={factor!r} is not a power of two, so it cannot be carried exactly "
+                           f"by the scales of input {position} (QGemm's {name} also scales its int32 bias, Gemm's does not)")
+    return qtype.replace(scale=[s * factor for s in qtype.scale])
 
 
 def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType]) -> QType:
