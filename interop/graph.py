@@ -25,8 +25,14 @@ MS_DOMAIN = "com.microsoft"
 QONNX_DOMAINS = ("qonnx.custom_op.general", "onnx.brevitas")  # qonnx reads the second as an alias
 
 
+ORIGIN_KEY = "onnx_qtypes.lift.origin"  # on a main-graph node while the lift runs: its position in the file
+
+
 def node_label(node: NodeProto, index: int, graph: str = "/graph") -> str:
-    """How messages name a node: op type, name and JSON pointer (``graph``: its graph's pointer)."""
+    """How messages name a node: op type, name and JSON pointer (``graph``: its graph's pointer). A main-graph node
+    the lift marked with its position in the file is named at that position, wherever the lift moved it."""
+    if graph == "/graph":
+        index = next((int(p.value) for p in node.metadata_props if p.key == ORIGIN_KEY), index)
     domain = "" if node.domain in STANDARD_DOMAINS else f"{node.domain}."
     name = f" {node.name!r}" if node.name else ""
     return f"{domain}{node.op_type}{name} ({graph}/node/{index})"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any, Union
@@ -24,7 +25,7 @@ from typing import Any, Union
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from onnx_qtypes.interop import metadata, qonnx
+from onnx_qtypes.interop import left, metadata, qonnx
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
@@ -60,10 +61,11 @@ class LiftResult:
     qoperator_nodes: int = 0
     statistics: int = 0
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
+    left: list[left.LeftNode] = dataclasses.field(default_factory=list)  # quantization nodes of the file still there
 
     def summary(self) -> str:
         if not self.typed_tensors:
-            return "no quantization lifted"
+            return f"nothing lifted; {left.summary(self.left)}" if self.left else "no quantization lifted"
         parts = [
             f"{self.typed_tensors} quantized tensor(s) typed",
             f"{self.removed_quantize} QuantizeLinear and {self.removed_dequantize} DequantizeLinear folded",
@@ -140,6 +142,34 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result
+    left.stamp(model.graph)  # every node's place in the file, for the report of what stays
+    reasons: dict[int, str] = {}
+    try:
+        _lift_body(model, stats, tolerant, result, reasons)
+        result.left = left.collect(model.graph, set(quantized_tensors(model)), {**_named(result.warnings), **reasons})
+    finally:
+        left.strip(model.graph)
+    if result.left:
+        result.notes.append(left.summary(result.left))
+    elif not result.warnings and not result.typed_tensors and not result.statistics:
+        result.notes.append("the model has no quantization; it lifts to itself")
+    return result
+
+
+_NAMED = re.compile(r"^(?:[\w.]+ )?(?:'.*' )?\(/graph/node/(\d+)\): (.*?)(?:; left as it was)?$", re.S)
+
+
+def _named(messages: list[str]) -> dict[int, str]:
+    """Node position in the file -> the reason a warning gives for leaving it (warnings name nodes by label)."""
+    found: dict[int, str] = {}
+    for message in messages:
+        if (m := _NAMED.match(message)) is not None:
+            found.setdefault(int(m.group(1)), m.group(2))
+    return found
+
+
+def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
+               reasons: dict[int, str]) -> None:
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
     result.notes.extend(from_qonnx.notes)
@@ -159,17 +189,19 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     dynamic.lifted += integer.lifted
     ix = GraphIndex(graph, infer(model), opset=default_opset(model))
     left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
+    reasons.update((left.origin(ix.nodes[i]), why) for i, why in integer.left if left.origin(ix.nodes[i]) is not None)
     rec = recognise(ix, tolerant)
+    for i, why in rec.left.items():  # a step before recognise (integer_ops) may have said more precisely why
+        if (at := left.origin(ix.nodes[i])) is not None:
+            reasons.setdefault(at, why)
     result.problems = (contrib.problems if tolerant else []) + rec.problems
     kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
     result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
-        if not result.warnings:
-            result.notes.append("the model has no quantization; it lifts to itself")
         _attach_float_statistics(graph, stats, result)
-        return result
+        return
     expanded = expand(ix, rec)
     parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
     _replace_nodes(graph, expanded.nodes)
@@ -193,7 +225,6 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
-    return result
 
 
 def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:

@@ -61,6 +61,7 @@ class Recognition:
     types: dict[str, QType]  # every quantized tensor the lift types
     warnings: list[str]
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant mode: all of them
+    left: dict[int, str] = dataclasses.field(default_factory=dict)  # node index -> why it stays as it was
 
 
 def is_quantize(node: NodeProto) -> bool:
@@ -252,18 +253,21 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     """
     ops: dict[int, QuantOp] = {}
     opaque: dict[int, str] = {}
+    left: dict[int, str] = {}
     problems: list[MalformedQDQError] = []
     for i, node in enumerate(ix.nodes):
         try:
             op = recognise_node(ix, i, node)
         except Unrecognized as exc:
             opaque[i] = str(exc)
+            left[i] = _reason(ix, i, str(exc))
             continue
         except MalformedQDQError as exc:
             if not tolerant:
                 raise
             problems.extend(exc.every())  # the node's independent problems, each reported
             opaque[i] = ""  # reported as a problem, not as a warning
+            left[i] = f"malformed ({exc.rule or 'QT307'}): {_reason(ix, i, str(exc))}"
             continue
         if op is not None:
             ops[i] = op
@@ -294,11 +298,14 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     pinned: set[str] = set()
     queue: list[str] = []
 
-    def pin(root: str, why: str | None) -> None:
+    cause: dict[str, str] = {}  # pinned class -> why its tensors stay plain integers
+
+    def pin(root: str, why: str | None, because: str) -> None:
         if root in pinned:
             return
         pinned.add(root)
         queue.append(root)
+        cause[root] = because
         if why:
             warnings.append(why)
 
@@ -318,11 +325,12 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             if not tolerant:
                 raise
             problems.append(exc)
-            pin(root, None)  # its nodes stay as they were; the problem is the report
+            pin(root, None, f"its parameters are malformed ({exc.rule or 'QT307'})")  # the problem is the report
     for root in roots:
         for t in sorted(members[root] | {ev.tensor for ev in evidence[root]}):
             if t in ix.outer_refs:
-                pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were")
+                pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were",
+                    f"{t!r} is used inside a subgraph")
             for node_index, port in uses(t):
                 op = active.get(node_index)
                 if op is None or op.ports.get(port) != t:
@@ -330,27 +338,38 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
                         f"{ix.label(node_index)} uses quantized tensor {t!r} as plain integers; "
                         f"{t!r} and the quantization nodes around it are left as they were"
                     )
-                    pin(root, culprit)
+                    pin(root, culprit, f"{ix.label(node_index)} "
+                        + (f"is left ({left[node_index]})" if node_index in left else f"uses {t!r} as plain integers"))
         qtype = evidence[root][0].qtype
         passes = sorted(i for i in ops_of[root] if active[i].kind == "pass")
         if passes and qtype.axis is not None:
-            pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was")
+            pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was",
+                f"{ix.label(passes[0])} moves a {qtype.granularity} tensor")
 
     while queue:
         root = queue.pop()
         for i in sorted(ops_of[root]):
             op = active.pop(i, None)
+            if op is not None:
+                t = next((t for t in op.ports.values() if classes.find(t) == root), root)
+                left.setdefault(i, f"tensor {t!r} stays plain integers: {cause[root]}")
             if op is not None and op.kind in ("qlinear", "pass"):
                 for t in op.ports.values():
                     if classes.find(t) in quantized:
-                        pin(classes.find(t), None)
+                        pin(classes.find(t), None, cause[root])
 
     types: dict[str, QType] = {}
     for root in (r for r in roots if r not in pinned):
         for t in members[root] | {ev.tensor for ev in evidence[root]}:
             types[t] = evidence[root][0].qtype
     lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
-    return Recognition(lifted, types, warnings, problems)
+    return Recognition(lifted, types, warnings, problems, left)
+
+
+def _reason(ix: GraphIndex, i: int, message: str) -> str:
+    """A message about node ``i`` without its leading label."""
+    prefix = f"{ix.label(i)}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
 
 
 def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
