@@ -89,7 +89,7 @@ def collect(graph: GraphProto, typed: set[str], reasons: dict[int, str]) -> list
         at = origin(node)
         if at is None or not is_quantization_node(node, typed):
             continue
-        reason = reasons.get(at) or _default_reason(node)
+        reason = _default_reason(node) if custom_quantizer(node) else reasons.get(at) or _default_reason(node)
         found.append(LeftNode(at, node.name, node.op_type, node.domain, reason))
     return sorted(found, key=lambda n: n.index)
 

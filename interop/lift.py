@@ -26,6 +26,7 @@ import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import left, metadata, qonnx
+from onnx_qtypes.interop.contrib_qdq import to_standard_domain
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
@@ -170,6 +171,7 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
                reasons: dict[int, str]) -> None:
+    result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
     result.notes.extend(from_qonnx.notes)

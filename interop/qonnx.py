@@ -19,10 +19,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from onnx import ModelProto, NodeProto, helper, numpy_helper, version_converter
+from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label
+from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType, integer_range
@@ -57,17 +58,13 @@ def rewrite(model: ModelProto) -> Rewritten:
     ix, plan = _plan(model)
     needed = max((_opset_needed(q) for q in plan.values() if isinstance(q, QType)), default=0)
     have = _default_opset(model)
-    if needed > have:
-        try:  # raise the whole model: its other operators keep their meaning at the new version
-            converted = version_converter.convert_version(model, needed)
-        except Exception as exc:  # noqa: BLE001 - any failure of the converter: refuse what needs the new version
-            why = f"needs opset {needed} (per-axis QuantizeLinear: 13, 16-bit: 21), the model imports {have} and " \
-                  f"onnx.version_converter could not raise it ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-            plan = {i: _Refused(why) if isinstance(q, QType) and _opset_needed(q) > have else q for i, q in plan.items()}
-        else:
-            model.CopyFrom(converted)
-            out.notes.append(f"default-domain opset raised from {have} to {needed} by onnx.version_converter "
-                             "(per-axis QuantizeLinear needs 13, 16-bit needs 21)")
+    try:  # raise the whole model: its other operators keep their meaning at the new version
+        raised = raise_opset(model, needed)
+    except ValueError as exc:  # refuse what needs the new version
+        plan = {i: _Refused(str(exc)) if isinstance(q, QType) and _opset_needed(q) > have else q for i, q in plan.items()}
+    else:
+        if raised:
+            out.notes.append(raised)
             ix, plan = _plan(model)
     names = Names(ix.all_names())
     nodes: list[NodeProto] = []
@@ -114,7 +111,7 @@ def _default_opset(model: ModelProto) -> int:
 
 def _opset_needed(qtype: QType) -> int:
     """The first default-domain opset whose QuantizeLinear / DequantizeLinear write this type."""
-    return 21 if qtype.storage_type.bits > 8 else 13 if qtype.axis is not None else 10
+    return qdq_opset(qtype.storage_type.bits, qtype.axis is not None)
 
 
 class _Refused(Exception):
