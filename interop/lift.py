@@ -31,7 +31,8 @@ from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, default_opset, infer
+from onnx_qtypes.interop.graph import MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer
+from onnx_qtypes.interop.integer_clips import narrow_integer_clips
 from onnx_qtypes.interop.integer_ops import lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
@@ -42,7 +43,7 @@ from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import to_wire_form
-from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
@@ -184,6 +185,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
+    narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
+    result.notes.extend(narrowed.notes)
     dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
     integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
     dynamic.types.update(integer.types)
@@ -205,7 +208,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
         _attach_float_statistics(graph, stats, result)
         return
     expanded = expand(ix, rec)
-    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
+    parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
+                       | narrowed.unread)
     _replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
@@ -216,6 +220,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     final = GraphIndex(graph)
     types = {name: qtype for name, qtype in {**dynamic.types, **folded.types}.items() if name in final.tensor_names()}
     types = _restore_declared(types, folded, declared, result)
+    types = _narrow(types, folded, narrowed.ranges)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
     _declare(graph, final, work, types, folded, targets)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
@@ -227,6 +232,19 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
+
+
+def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
+    """The storage ranges the integer Clips said, on the types of their tensors (under their names after the fold)."""
+    out = dict(types)
+    for name, (lo, hi) in ranges.items():
+        target = folded.aliases.get(name, name)
+        if target in out:
+            try:
+                out[target] = out[target].replace(storage_min=lo, storage_max=hi)
+            except QTypeError:  # a zero point outside [lo, hi]: typed as written, the checker reports it
+                out[target] = out[target].replace(storage_min=lo, storage_max=hi, validate=False)
+    return out
 
 
 def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
@@ -519,17 +537,23 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
     """Remove scale / zero-point tensors and contrib-op imports that nothing uses any more."""
     graph = model.graph
     read = set(final.consumers) | final.outer_refs | final.output_set
+    parameters = set(parameters)
+
+    def dead(node: NodeProto) -> bool:  # a parameter's producer nothing reads any more (Identity / Cast chains too)
+        passes = node.op_type in PASSED_CONSTANT_OPS and len(node.output) == 1
+        return ((node.op_type == "Constant" or passes) and node.domain in ("", "ai.onnx") and bool(node.output)
+                and node.output[0] in parameters and node.output[0] not in read)
+
+    while any(dead(n) for n in graph.node):
+        gone = [n for n in graph.node if dead(n)]
+        _replace_nodes(graph, [n for n in graph.node if not dead(n)])
+        read = {name for n in graph.node for name in n.input} | final.outer_refs | final.output_set
+        parameters |= {name for n in gone for name in n.input if name}  # what fed them may be unread now
     unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
     if unused:  # delete in place: the kept initializers may be large, so they are not copied
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):
                 del field[i]
-
-    def dead(node: NodeProto) -> bool:
-        return node.op_type == "Constant" and bool(node.output) and node.output[0] in parameters and node.output[0] not in read
-
-    if any(dead(n) for n in graph.node):
-        _replace_nodes(graph, [n for n in graph.node if not dead(n)])
     if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
         for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
             del model.opset_import[i]

@@ -36,7 +36,7 @@ OTHER_OPS = {  # QONNX quantizers no quantized type expresses, and why
     "FloatQuant": "it quantizes to a minifloat format, not to integers",
 }
 ROUND_HALF_EVEN = ("ROUND", "HALF_EVEN")  # qonnx maps both to numpy's round, half to even
-MAX_BITS = 16
+MAX_BITS = 32  # int32 storage above 16 bits, signed only (Brevitas' Int32Bias quantizes biases at 32 bits)
 
 
 @dataclasses.dataclass
@@ -55,6 +55,10 @@ def rewrite(model: ModelProto) -> Rewritten:
     out = Rewritten()
     if not any(is_qonnx(n) for n in model.graph.node):
         return out
+    static = _static_graph_inputs(model)
+    if static:
+        out.notes.append(f"{static} QONNX parameter(s) that are also graph inputs read as the constants their "
+                         "initializers hold (as qonnx's cleanup does)")
     ix, plan = _plan(model)
     needed = max((_opset_needed(q) for q in plan.values() if isinstance(q, QType)), default=0)
     have = _default_opset(model)
@@ -86,6 +90,18 @@ def rewrite(model: ModelProto) -> Rewritten:
     model.graph.node.extend(copies)
     _tidy(model, ix, fed_quant)
     return out
+
+
+def _static_graph_inputs(model: ModelProto) -> int:
+    """Drop from the graph inputs, in place, the initializers that QONNX nodes read (torch.onnx's dynamo exporter
+    lists every parameter as a graph input too); the number dropped. Their values are the initializers'."""
+    graph = model.graph
+    initializers = {t.name for t in graph.initializer}
+    read = {name for n in graph.node if is_qonnx(n) for name in n.input}
+    drop = [k for k, vi in enumerate(graph.input) if vi.name in initializers and vi.name in read]
+    for k in reversed(drop):
+        del graph.input[k]
+    return len(drop)
 
 
 def _plan(model: ModelProto) -> tuple[GraphIndex, dict[int, QType | Exception]]:
@@ -161,7 +177,9 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     zero_point = _constant(ix, node, 2, "zero point")
     bits = _constant(ix, node, 3, "bit width")
     if bits.size != 1 or not float(bits.flat[0]).is_integer() or not 2 <= bits.flat[0] <= MAX_BITS:
-        raise _Refused(f"bit width {bits.tolist()} is not one integer from 2 to {MAX_BITS} (the widest storage is 16-bit)")
+        raise _Refused(f"bit width {bits.tolist()} is not one integer from 2 to {MAX_BITS} (the widest storage is 32-bit)")
+    if bits.flat[0] > 16 and not signed:
+        raise _Refused(f"an unsigned {int(bits.flat[0])}-bit range needs uint32 storage, which no quantized type has")
     if not np.all(np.isfinite(zero_point)) or not np.array_equal(zero_point, np.round(zero_point)):
         raise _Refused(f"zero point {zero_point.tolist()} is not integer (a quantized type's zero point is a storage integer)")
     if scale.dtype != expressed.np_dtype:
@@ -169,7 +187,7 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     k, signed, narrow = int(bits.flat[0]), bool(signed), bool(narrow)
     lo, hi = integer_range(k, signed)
     lo, hi = (lo + narrow, hi) if signed else (lo, hi - narrow)  # qonnx's min_int / max_int
-    storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16")
+    storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16" if k <= 16 else "32")
     axis = _axis(ix, x, scale, zero_point)
     count = max(scale.size, zero_point.size)  # one of the two may be a single value for every channel
     scales = np.broadcast_to(scale.astype(np.float64).reshape(-1), (count,)).tolist()

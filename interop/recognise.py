@@ -368,8 +368,11 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
 
 def _reason(ix: GraphIndex, i: int, message: str) -> str:
     """A message about node ``i`` without its leading label."""
-    prefix = f"{ix.label(i)}: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    label = ix.label(i)
+    for prefix in (f"{label}: ", f"{label}, "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
 
 
 def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
