@@ -79,6 +79,8 @@ def is_quantization_node(node: NodeProto, typed: set[str]) -> bool:
         return not (side and side[0] in typed)
     if node.domain in QONNX_DOMAINS:
         return True
+    if node.op_type == "DynamicQuantizeLinear" and node.domain in STANDARD_DOMAINS and node.output:
+        return node.output[0] not in typed  # typed dynamic: the typed model's own boundary
     return looks_quantized(node) or custom_quantizer(node) or (node.domain == MS_DOMAIN and node.op_type == "MatMulNBits")
 
 
