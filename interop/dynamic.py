@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, infer
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, infer, replace_nodes
 from onnx_qtypes.proto.qtype import QType
 
 INTEGER_OPS = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -192,7 +192,7 @@ def _lift_integer_ops(model: ModelProto, found: DynamicLift) -> None:
     for k, readers in products.items():  # the scale product goes when only lifted nodes read it
         if {c for c, _ in ix.consumers.get(ix.nodes[k].output[0], [])} <= readers:
             dropped.add(k)
-    _replace(graph, [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped])
+    replace_nodes(graph, [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped])
     _declare_float_results(graph, ix, [ix.nodes[m.scaled].output[0] for m in matches])
     found.lifted += len(matches)
 
@@ -229,7 +229,7 @@ def _lift_dequantized(model: ModelProto, found: DynamicLift) -> None:
         for j, name in enumerate(node.input):
             node.input[j] = renamed.get(name, name)
         nodes.append(node)
-    _replace(graph, nodes)
+    replace_nodes(graph, nodes)
     _declare_float_results(graph, ix, [o for r in sorted(readers) for o in ix.nodes[r].output
                                        if o and ix.elem_type(o) == TensorProto.FLOAT])
     found.dequantize_removed += len(dropped)
@@ -239,16 +239,6 @@ def _dequantizes(node: NodeProto, dql: NodeProto) -> bool:
     """``node`` is DequantizeLinear(y, y_scale, y_zero_point) of ``dql``'s outputs, per tensor."""
     return (node.op_type == "DequantizeLinear" and node.domain in STANDARD_DOMAINS and bool(_output(node))
             and list(node.input) == list(dql.output) and not any(a.name == "block_size" and a.i for a in node.attribute))
-
-
-def _replace(graph: GraphProto, nodes: list[NodeProto]) -> None:
-    copies = []
-    for n in nodes:  # copy first: the list holds the graph's own elements
-        copy = NodeProto()
-        copy.CopyFrom(n)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
 
 
 def _declare_float_results(graph: GraphProto, ix: GraphIndex, names: list[str]) -> None:

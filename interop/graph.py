@@ -229,6 +229,17 @@ class GraphIndex:
         return self.tensor_names() | {vi.name for vi in self.graph.value_info}
 
 
+def replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
+    """Make ``nodes`` the graph's nodes, in order (copied first: the list may hold the graph's own elements)."""
+    copies = []
+    for node in nodes:
+        copy = NodeProto()
+        copy.CopyFrom(node)
+        copies.append(copy)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
 def default_opset(model: ModelProto) -> int | None:
     """The version of the default domain the model imports (None when it imports none)."""
     return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)

@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, numpy_helper
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, attributes
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, attributes, replace_nodes
 from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
 
 INTEGERS = {TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16,
@@ -118,13 +118,7 @@ def narrow_integer_clips(model: ModelProto) -> Narrowed:
                 node.input.append("")
             node.input[2] = zero_points[i].name
         nodes.append(node)
-    copies = []
-    for node in nodes:
-        copy = NodeProto()
-        copy.CopyFrom(node)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
+    replace_nodes(graph, nodes)
     graph.initializer.extend([*constants, *made.values()])
     out.ranges = ranges
     out.unread = {name for i in drop for name in ix.nodes[i].input if name} | {

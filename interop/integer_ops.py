@@ -27,7 +27,7 @@ import dataclasses
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, attributes, infer
+from onnx_qtypes.interop.graph import FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, attributes, infer, replace_nodes
 from onnx_qtypes.proto.qtype import QType
 
 FLOAT_OP = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -141,13 +141,7 @@ def lift_integer_ops(model: ModelProto, skip: set[str] = frozenset()) -> Integer
         found.types.update({node.input[0]: a, node.input[1]: b, node.output[0]: ACCUMULATOR})
         found.parameters.update(n for n in node.input[2:4] if n)
         found.lifted += 1
-    copies = []
-    for node in nodes:  # copy first: the list holds the graph's own elements
-        copy = NodeProto()
-        copy.CopyFrom(node)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
+    replace_nodes(graph, nodes)
     return found
 
 

@@ -31,7 +31,8 @@ from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer
+from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
+                                      replace_nodes)
 from onnx_qtypes.interop.integer_clips import narrow_integer_clips
 from onnx_qtypes.interop.integer_ops import lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
@@ -210,12 +211,12 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     expanded = expand(ix, rec)
     parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
                        | narrowed.unread)
-    _replace_nodes(graph, expanded.nodes)
+    replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
     folded = fold(work, expanded.roles, expanded.keep_output_name, rec.types)
     folded.aliases.update(expanded.synthetic)
-    _replace_nodes(graph, folded.nodes)
+    replace_nodes(graph, folded.nodes)
 
     final = GraphIndex(graph)
     types = {name: qtype for name, qtype in {**dynamic.types, **folded.types}.items() if name in final.tensor_names()}
@@ -245,16 +246,6 @@ def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int
             except QTypeError:  # a zero point outside [lo, hi]: typed as written, the checker reports it
                 out[target] = out[target].replace(storage_min=lo, storage_max=hi, validate=False)
     return out
-
-
-def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
-    copies = []
-    for node in nodes:  # copy first: the list may hold the graph's own elements
-        copy = NodeProto()
-        copy.CopyFrom(node)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
 
 
 def _reuse(ix: GraphIndex) -> Inferred:
@@ -339,7 +330,7 @@ def _drop_range_clips(graph: GraphProto, declared: dict[str, dict[str, str]]) ->
         dropped.append(node)
         bounds.update(node.input[1:])
     if dropped:
-        _replace_nodes(graph, [n for n in graph.node if not any(n.name == d.name and n.output == d.output for d in dropped)])
+        replace_nodes(graph, [n for n in graph.node if not any(n.name == d.name and n.output == d.output for d in dropped)])
     return bounds
 
 
@@ -546,7 +537,7 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
 
     while any(dead(n) for n in graph.node):
         gone = [n for n in graph.node if dead(n)]
-        _replace_nodes(graph, [n for n in graph.node if not dead(n)])
+        replace_nodes(graph, [n for n in graph.node if not dead(n)])
         read = {name for n in graph.node for name in n.input} | final.outer_refs | final.output_set
         parameters |= {name for n in gone for name in n.input if name}  # what fed them may be unread now
     unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}

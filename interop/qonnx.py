@@ -22,7 +22,8 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label
+from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label,
+                                      replace_nodes)
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
@@ -83,11 +84,7 @@ def rewrite(model: ModelProto) -> Rewritten:
             out.warnings.append(f"{node_label(node, i)}: QONNX {node.op_type} left as it was: {qtype}")
             nodes.append(node)
     fed_quant = {name for i in plan for name in ix.nodes[i].input}
-    copies = [NodeProto() for _ in nodes]  # copy first: the list holds the graph's own elements
-    for copy, node in zip(copies, nodes):
-        copy.CopyFrom(node)
-    del model.graph.node[:]
-    model.graph.node.extend(copies)
+    replace_nodes(model.graph, nodes)
     _tidy(model, ix, fed_quant)
     return out
 
