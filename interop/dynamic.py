@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, infer
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, infer, replace_nodes
 from onnx_qtypes.proto.qtype import QType
 
 INTEGER_OPS = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -59,7 +59,14 @@ class _Match:
     parameters: tuple[str, ...]
 
 
+def _output(node: NodeProto, k: int = 0) -> str:
+    """Output ``k`` of ``node``, "" when the node has none there (a malformed node matches nothing)."""
+    return node.output[k] if len(node.output) > k else ""
+
+
 def _only_reader(ix: GraphIndex, name: str) -> int | None:
+    if not name:
+        return None
     readers = ix.consumers.get(name, [])
     if len(readers) != 1 or name in ix.output_set or name in ix.outer_refs:
         return None
@@ -99,19 +106,19 @@ def _match(ix: GraphIndex, i: int, node: NodeProto) -> _Match | None:
     dql = _dynamic_source(ix, a, a_zp)
     if dql is None:
         return None
-    c = _only_reader(ix, node.output[0])
+    c = _only_reader(ix, _output(node))
     if c is None:
         return None
     cast = ix.nodes[c]
     if cast.op_type != "Cast" or {x.name: helper.get_attribute_value(x) for x in cast.attribute}.get("to") != TensorProto.FLOAT:
         return None
-    m = _only_reader(ix, cast.output[0])
-    if m is None or ix.nodes[m].op_type != "Mul" or len(ix.nodes[m].input) != 2:
+    m = _only_reader(ix, _output(cast))
+    if m is None or ix.nodes[m].op_type != "Mul" or len(ix.nodes[m].input) != 2 or not _output(ix.nodes[m]):
         return None
     scaled = ix.nodes[m]
     product_name = scaled.input[1] if scaled.input[0] == cast.output[0] else scaled.input[0]
     k = ix.producer.get(product_name)
-    if k is None or ix.nodes[k].op_type != "Mul" or product_name in ix.output_set:
+    if k is None or ix.nodes[k].op_type != "Mul" or not product_name or product_name in ix.output_set:
         return None
     factors = list(ix.nodes[k].input)
     if len(factors) != 2 or dql.output[1] not in factors:
@@ -132,7 +139,8 @@ def _dynamic_source(ix: GraphIndex, name: str, zero_point: str | None) -> NodePr
     if d is None:
         return None
     dql = ix.nodes[d]
-    if dql.op_type != "DynamicQuantizeLinear" or dql.domain not in STANDARD_DOMAINS or len(dql.output) != 3:
+    if (dql.op_type != "DynamicQuantizeLinear" or dql.domain not in STANDARD_DOMAINS or len(dql.output) != 3
+            or not dql.input or not all(dql.output)):
         return None
     if dql.output[0] != name or zero_point != dql.output[2] or ix.elem_type(dql.input[0]) not in (TensorProto.FLOAT, None):
         return None
@@ -184,24 +192,27 @@ def _lift_integer_ops(model: ModelProto, found: DynamicLift) -> None:
     for k, readers in products.items():  # the scale product goes when only lifted nodes read it
         if {c for c, _ in ix.consumers.get(ix.nodes[k].output[0], [])} <= readers:
             dropped.add(k)
-    _replace(graph, [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped])
+    replace_nodes(graph, [replaced.get(i, n) for i, n in enumerate(ix.nodes) if i not in dropped])
     _declare_float_results(graph, ix, [ix.nodes[m.scaled].output[0] for m in matches])
     found.lifted += len(matches)
 
 
 def _lift_dequantized(model: ModelProto, found: DynamicLift) -> None:
     """``y, s, z = DynamicQuantizeLinear(x)`` read only by ``DequantizeLinear(y, s, z)`` (what ``lower`` writes):
-    ``y`` is typed dynamic and its readers read it directly; a DequantizeLinear writing a graph output stays."""
+    ``y`` is typed dynamic and its readers read it directly; a DequantizeLinear writing a graph output stays. A ``y``
+    that is a graph output is typed too (ONNX's own node tests: y, y_scale, y_zero_point all graph outputs): a dynamic
+    graph output returns its storage, and the node still writes y_scale and y_zero_point."""
     graph = model.graph
     ix = GraphIndex(graph, infer(model))
     dropped: dict[int, str] = {}  # DequantizeLinear index -> the typed tensor its readers read instead
     for node in ix.nodes:
-        if node.op_type != "DynamicQuantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.output) != 3:
+        if (node.op_type != "DynamicQuantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.output) != 3
+                or not node.input or not all(node.output)):
             continue
         y = node.output[0]
-        if y in found.types or y in ix.output_set or y in ix.outer_refs or not ix.consumers.get(y):
+        if y in found.types or y in ix.outer_refs or not (ix.consumers.get(y) or y in ix.output_set):
             continue
-        readers = [c for c, _ in ix.consumers[y]]
+        readers = [c for c, _ in ix.consumers.get(y, [])]
         if not all(_dequantizes(ix.nodes[c], node) for c in readers):
             continue
         found.types[y] = ACTIVATION
@@ -218,7 +229,7 @@ def _lift_dequantized(model: ModelProto, found: DynamicLift) -> None:
         for j, name in enumerate(node.input):
             node.input[j] = renamed.get(name, name)
         nodes.append(node)
-    _replace(graph, nodes)
+    replace_nodes(graph, nodes)
     _declare_float_results(graph, ix, [o for r in sorted(readers) for o in ix.nodes[r].output
                                        if o and ix.elem_type(o) == TensorProto.FLOAT])
     found.dequantize_removed += len(dropped)
@@ -226,18 +237,8 @@ def _lift_dequantized(model: ModelProto, found: DynamicLift) -> None:
 
 def _dequantizes(node: NodeProto, dql: NodeProto) -> bool:
     """``node`` is DequantizeLinear(y, y_scale, y_zero_point) of ``dql``'s outputs, per tensor."""
-    return (node.op_type == "DequantizeLinear" and node.domain in STANDARD_DOMAINS
+    return (node.op_type == "DequantizeLinear" and node.domain in STANDARD_DOMAINS and bool(_output(node))
             and list(node.input) == list(dql.output) and not any(a.name == "block_size" and a.i for a in node.attribute))
-
-
-def _replace(graph: GraphProto, nodes: list[NodeProto]) -> None:
-    copies = []
-    for n in nodes:  # copy first: the list holds the graph's own elements
-        copy = NodeProto()
-        copy.CopyFrom(n)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
 
 
 def _declare_float_results(graph: GraphProto, ix: GraphIndex, names: list[str]) -> None:

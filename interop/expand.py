@@ -84,7 +84,8 @@ class _Expander:
     def qlinear(self, node: NodeProto, op: QuantOp) -> None:
         spec = op.spec
         assert spec is not None
-        inputs = [self.dequantize(node.input[o.data]) for o in operands(spec, node)]
+        inputs = [node.input[p] for p in spec.plain]
+        inputs += [self.dequantize(node.input[o.data]) for o in operands(spec, node)]
         if spec.bias is not None and ("in", spec.bias.data) in op.ports:
             inputs.append(self.dequantize(op.ports[("in", spec.bias.data)]))
         attrs = {k: v for k, v in attributes(node).items() if k not in spec.drop}

@@ -25,8 +25,18 @@ MS_DOMAIN = "com.microsoft"
 QONNX_DOMAINS = ("qonnx.custom_op.general", "onnx.brevitas")  # qonnx reads the second as an alias
 
 
+PASSED_CONSTANT_OPS = ("Identity", "Cast")  # a constant through these is still a constant (parameters, weights)
+_CASTABLE = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8,
+                       TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32, TensorProto.INT64})
+_CAST_LIMIT = 1 << 16  # parameters, not weights: a Cast of a large constant is left to the runtime
+ORIGIN_KEY = "onnx_qtypes.lift.origin"  # on a main-graph node while the lift runs: its position in the file
+
+
 def node_label(node: NodeProto, index: int, graph: str = "/graph") -> str:
-    """How messages name a node: op type, name and JSON pointer (``graph``: its graph's pointer)."""
+    """How messages name a node: op type, name and JSON pointer (``graph``: its graph's pointer). A main-graph node
+    the lift marked with its position in the file is named at that position, wherever the lift moved it."""
+    if graph == "/graph":
+        index = next((int(p.value) for p in node.metadata_props if p.key == ORIGIN_KEY), index)
     domain = "" if node.domain in STANDARD_DOMAINS else f"{node.domain}."
     name = f" {node.name!r}" if node.name else ""
     return f"{domain}{node.op_type}{name} ({graph}/node/{index})"
@@ -89,9 +99,11 @@ class GraphIndex:
     """Producers, consumers and constants of one graph, by tensor name. ``pointer``: the graph's JSON pointer
     (a subgraph's, e.g. ``/graph/node/3/attribute/0/g``), as messages name its nodes."""
 
-    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph") -> None:
+    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph",
+                 opset: int | None = None) -> None:
         self.graph = graph
         self.pointer = pointer
+        self.opset = opset  # the model's default-domain opset, when the caller knows it
         self.nodes: list[NodeProto] = list(graph.node)
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         self.inputs = [vi.name for vi in graph.input]
@@ -119,11 +131,13 @@ class GraphIndex:
             self.elem_types[name] = plain_data_type(init.data_type)
             self.shapes[name] = tuple(init.dims)
         self._arrays: dict[str, np.ndarray | None] = {}
+        self._derived: dict[str, TensorProto | None] = {}
         self._tensor_names: set[str] | None = None
 
     # -- constants
     def constant_tensor(self, name: str) -> TensorProto | None:
-        """The TensorProto of a constant (an initializer that is not a graph input, or a Constant)."""
+        """The TensorProto of a constant: an initializer that is not a graph input, a Constant, or an Identity or an
+        exact Cast of a constant (exporters write zero points so: torch.onnx passes them through Identity)."""
         if name in self.initializers and name not in self.input_set:
             return self.initializers[name]
         node = self._constant_nodes.get(name)
@@ -131,7 +145,36 @@ class GraphIndex:
             for attr in node.attribute:
                 if attr.name == "value" and attr.type == AttributeProto.TENSOR:
                     return attr.t
-        return None
+            return None
+        if name in self._derived:
+            return self._derived[name]
+        self._derived[name] = None  # a cycle in a malformed graph ends here
+        self._derived[name] = self._passed_constant(name)
+        return self._derived[name]
+
+    def _passed_constant(self, name: str) -> TensorProto | None:
+        """The value an Identity or Cast of a constant writes, when the Cast changes no value."""
+        p = self.producer.get(name)
+        node = None if p is None else self.nodes[p]
+        if node is None or node.domain not in STANDARD_DOMAINS or node.op_type not in PASSED_CONSTANT_OPS:
+            return None
+        if not node.input or not node.input[0] or list(node.output) != [name] or name in self.outer_refs:
+            return None
+        source = self.constant_tensor(node.input[0])
+        if source is None or node.op_type == "Identity":
+            return source
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        try:
+            target = onnx.helper.tensor_dtype_to_np_dtype(to) if to in _CASTABLE else None
+            values = tensor_array(source) if plain_data_type(source.data_type) in _CASTABLE else None
+        except (ValueError, TypeError, KeyError, MemoryError):
+            return None
+        if target is None or values is None or values.size > _CAST_LIMIT:
+            return None
+        cast = values.astype(target)
+        with np.errstate(invalid="ignore", over="ignore"):
+            exact = np.array_equal(cast.astype(np.float64), values.astype(np.float64), equal_nan=values.dtype.kind == "f")
+        return onnx.numpy_helper.from_array(cast, name) if exact else None
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of a constant as a numpy array, or None when ``name`` is not constant."""
@@ -184,6 +227,22 @@ class GraphIndex:
     def all_names(self) -> set[str]:
         """Every name in use, declarations included (what a new name must avoid)."""
         return self.tensor_names() | {vi.name for vi in self.graph.value_info}
+
+
+def replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
+    """Make ``nodes`` the graph's nodes, in order (copied first: the list may hold the graph's own elements)."""
+    copies = []
+    for node in nodes:
+        copy = NodeProto()
+        copy.CopyFrom(node)
+        copies.append(copy)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def default_opset(model: ModelProto) -> int | None:
+    """The version of the default domain the model imports (None when it imports none)."""
+    return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
 
 
 class Names:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any, Union
@@ -24,21 +25,26 @@ from typing import Any, Union
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from onnx_qtypes.interop import metadata, qonnx
+from onnx_qtypes.interop import left, metadata, qonnx
+from onnx_qtypes.interop.contrib_qdq import to_standard_domain
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Inferred, infer
+from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
+                                      replace_nodes)
+from onnx_qtypes.interop.integer_clips import narrow_integer_clips
+from onnx_qtypes.interop.integer_ops import lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import to_wire_form
-from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 
@@ -58,10 +64,11 @@ class LiftResult:
     qoperator_nodes: int = 0
     statistics: int = 0
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
+    left: list[left.LeftNode] = dataclasses.field(default_factory=list)  # quantization nodes of the file still there
 
     def summary(self) -> str:
         if not self.typed_tensors:
-            return "no quantization lifted"
+            return f"nothing lifted; {left.summary(self.left)}" if self.left else "no quantization lifted"
         parts = [
             f"{self.typed_tensors} quantized tensor(s) typed",
             f"{self.removed_quantize} QuantizeLinear and {self.removed_dequantize} DequantizeLinear folded",
@@ -138,6 +145,35 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result
+    left.stamp(model.graph)  # every node's place in the file, for the report of what stays
+    reasons: dict[int, str] = {}
+    try:
+        _lift_body(model, stats, tolerant, result, reasons)
+        result.left = left.collect(model.graph, set(quantized_tensors(model)), {**_named(result.warnings), **reasons})
+    finally:
+        left.strip(model.graph)
+    if result.left:
+        result.notes.append(left.summary(result.left))
+    elif not result.warnings and not result.typed_tensors and not result.statistics:
+        result.notes.append("the model has no quantization; it lifts to itself")
+    return result
+
+
+_NAMED = re.compile(r"^(?:[\w.]+ )?(?:'.*' )?\(/graph/node/(\d+)\): (.*?)(?:; left as it was)?$", re.S)
+
+
+def _named(messages: list[str]) -> dict[int, str]:
+    """Node position in the file -> the reason a warning gives for leaving it (warnings name nodes by label)."""
+    found: dict[int, str] = {}
+    for message in messages:
+        if (m := _NAMED.match(message)) is not None:
+            found.setdefault(int(m.group(1)), m.group(2))
+    return found
+
+
+def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
+               reasons: dict[int, str]) -> None:
+    result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
     result.notes.extend(from_qonnx.notes)
@@ -147,32 +183,45 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
     result.notes.extend(contrib.notes)
     result.warnings.extend(contrib.warnings)
+    result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared)
+    narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
+    result.notes.extend(narrowed.notes)
     dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
-    ix = GraphIndex(graph, infer(model))
+    integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
+    dynamic.types.update(integer.types)
+    dynamic.parameters |= integer.parameters
+    dynamic.lifted += integer.lifted
+    ix = GraphIndex(graph, infer(model), opset=default_opset(model))
+    left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
+    reasons.update((left.origin(ix.nodes[i]), why) for i, why in integer.left if left.origin(ix.nodes[i]) is not None)
     rec = recognise(ix, tolerant)
+    for i, why in rec.left.items():  # a step before recognise (integer_ops) may have said more precisely why
+        if (at := left.origin(ix.nodes[i])) is not None:
+            reasons.setdefault(at, why)
     result.problems = (contrib.problems if tolerant else []) + rec.problems
-    kept = tuple(f"{label}:" for label in owned(ix, dynamic))
+    kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
+    result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
-        if not result.warnings:
-            result.notes.append("the model has no quantization; it lifts to itself")
         _attach_float_statistics(graph, stats, result)
-        return result
+        return
     expanded = expand(ix, rec)
-    parameter_names = _parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
-    _replace_nodes(graph, expanded.nodes)
+    parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
+                       | narrowed.unread)
+    replace_nodes(graph, expanded.nodes)
     graph.initializer.extend(expanded.initializers)
     work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
     folded = fold(work, expanded.roles, expanded.keep_output_name, rec.types)
     folded.aliases.update(expanded.synthetic)
-    _replace_nodes(graph, folded.nodes)
+    replace_nodes(graph, folded.nodes)
 
     final = GraphIndex(graph)
     types = {name: qtype for name, qtype in {**dynamic.types, **folded.types}.items() if name in final.tensor_names()}
     types = _restore_declared(types, folded, declared, result)
+    types = _narrow(types, folded, narrowed.ranges)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
     _declare(graph, final, work, types, folded, targets)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
@@ -184,17 +233,19 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
-    return result
 
 
-def _replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
-    copies = []
-    for node in nodes:  # copy first: the list may hold the graph's own elements
-        copy = NodeProto()
-        copy.CopyFrom(node)
-        copies.append(copy)
-    del graph.node[:]
-    graph.node.extend(copies)
+def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
+    """The storage ranges the integer Clips said, on the types of their tensors (under their names after the fold)."""
+    out = dict(types)
+    for name, (lo, hi) in ranges.items():
+        target = folded.aliases.get(name, name)
+        if target in out:
+            try:
+                out[target] = out[target].replace(storage_min=lo, storage_max=hi)
+            except QTypeError:  # a zero point outside [lo, hi]: typed as written, the checker reports it
+                out[target] = out[target].replace(storage_min=lo, storage_max=hi, validate=False)
+    return out
 
 
 def _reuse(ix: GraphIndex) -> Inferred:
@@ -279,7 +330,7 @@ def _drop_range_clips(graph: GraphProto, declared: dict[str, dict[str, str]]) ->
         dropped.append(node)
         bounds.update(node.input[1:])
     if dropped:
-        _replace_nodes(graph, [n for n in graph.node if not any(n.name == d.name and n.output == d.output for d in dropped)])
+        replace_nodes(graph, [n for n in graph.node if not any(n.name == d.name and n.output == d.output for d in dropped)])
     return bounds
 
 
@@ -477,17 +528,23 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
     """Remove scale / zero-point tensors and contrib-op imports that nothing uses any more."""
     graph = model.graph
     read = set(final.consumers) | final.outer_refs | final.output_set
+    parameters = set(parameters)
+
+    def dead(node: NodeProto) -> bool:  # a parameter's producer nothing reads any more (Identity / Cast chains too)
+        passes = node.op_type in PASSED_CONSTANT_OPS and len(node.output) == 1
+        return ((node.op_type == "Constant" or passes) and node.domain in ("", "ai.onnx") and bool(node.output)
+                and node.output[0] in parameters and node.output[0] not in read)
+
+    while any(dead(n) for n in graph.node):
+        gone = [n for n in graph.node if dead(n)]
+        replace_nodes(graph, [n for n in graph.node if not dead(n)])
+        read = {name for n in graph.node for name in n.input} | final.outer_refs | final.output_set
+        parameters |= {name for n in gone for name in n.input if name}  # what fed them may be unread now
     unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
     if unused:  # delete in place: the kept initializers may be large, so they are not copied
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):
                 del field[i]
-
-    def dead(node: NodeProto) -> bool:
-        return node.op_type == "Constant" and bool(node.output) and node.output[0] in parameters and node.output[0] not in read
-
-    if any(dead(n) for n in graph.node):
-        _replace_nodes(graph, [n for n in graph.node if not dead(n)])
     if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
         for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
             del model.opset_import[i]

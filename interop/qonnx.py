@@ -19,10 +19,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from onnx import ModelProto, NodeProto, helper, numpy_helper, version_converter
+from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label
+from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label,
+                                      replace_nodes)
+from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType, integer_range
@@ -35,7 +37,7 @@ OTHER_OPS = {  # QONNX quantizers no quantized type expresses, and why
     "FloatQuant": "it quantizes to a minifloat format, not to integers",
 }
 ROUND_HALF_EVEN = ("ROUND", "HALF_EVEN")  # qonnx maps both to numpy's round, half to even
-MAX_BITS = 16
+MAX_BITS = 32  # int32 storage above 16 bits, signed only (Brevitas' Int32Bias quantizes biases at 32 bits)
 
 
 @dataclasses.dataclass
@@ -54,20 +56,20 @@ def rewrite(model: ModelProto) -> Rewritten:
     out = Rewritten()
     if not any(is_qonnx(n) for n in model.graph.node):
         return out
+    static = _static_graph_inputs(model)
+    if static:
+        out.notes.append(f"{static} QONNX parameter(s) that are also graph inputs read as the constants their "
+                         "initializers hold (as qonnx's cleanup does)")
     ix, plan = _plan(model)
     needed = max((_opset_needed(q) for q in plan.values() if isinstance(q, QType)), default=0)
     have = _default_opset(model)
-    if needed > have:
-        try:  # raise the whole model: its other operators keep their meaning at the new version
-            converted = version_converter.convert_version(model, needed)
-        except Exception as exc:  # noqa: BLE001 - any failure of the converter: refuse what needs the new version
-            why = f"needs opset {needed} (per-axis QuantizeLinear: 13, 16-bit: 21), the model imports {have} and " \
-                  f"onnx.version_converter could not raise it ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-            plan = {i: _Refused(why) if isinstance(q, QType) and _opset_needed(q) > have else q for i, q in plan.items()}
-        else:
-            model.CopyFrom(converted)
-            out.notes.append(f"default-domain opset raised from {have} to {needed} by onnx.version_converter "
-                             "(per-axis QuantizeLinear needs 13, 16-bit needs 21)")
+    try:  # raise the whole model: its other operators keep their meaning at the new version
+        raised = raise_opset(model, needed)
+    except ValueError as exc:  # refuse what needs the new version
+        plan = {i: _Refused(str(exc)) if isinstance(q, QType) and _opset_needed(q) > have else q for i, q in plan.items()}
+    else:
+        if raised:
+            out.notes.append(raised)
             ix, plan = _plan(model)
     names = Names(ix.all_names())
     nodes: list[NodeProto] = []
@@ -82,13 +84,21 @@ def rewrite(model: ModelProto) -> Rewritten:
             out.warnings.append(f"{node_label(node, i)}: QONNX {node.op_type} left as it was: {qtype}")
             nodes.append(node)
     fed_quant = {name for i in plan for name in ix.nodes[i].input}
-    copies = [NodeProto() for _ in nodes]  # copy first: the list holds the graph's own elements
-    for copy, node in zip(copies, nodes):
-        copy.CopyFrom(node)
-    del model.graph.node[:]
-    model.graph.node.extend(copies)
+    replace_nodes(model.graph, nodes)
     _tidy(model, ix, fed_quant)
     return out
+
+
+def _static_graph_inputs(model: ModelProto) -> int:
+    """Drop from the graph inputs, in place, the initializers that QONNX nodes read (torch.onnx's dynamo exporter
+    lists every parameter as a graph input too); the number dropped. Their values are the initializers'."""
+    graph = model.graph
+    initializers = {t.name for t in graph.initializer}
+    read = {name for n in graph.node if is_qonnx(n) for name in n.input}
+    drop = [k for k, vi in enumerate(graph.input) if vi.name in initializers and vi.name in read]
+    for k in reversed(drop):
+        del graph.input[k]
+    return len(drop)
 
 
 def _plan(model: ModelProto) -> tuple[GraphIndex, dict[int, QType | Exception]]:
@@ -114,7 +124,7 @@ def _default_opset(model: ModelProto) -> int:
 
 def _opset_needed(qtype: QType) -> int:
     """The first default-domain opset whose QuantizeLinear / DequantizeLinear write this type."""
-    return 21 if qtype.storage_type.bits > 8 else 13 if qtype.axis is not None else 10
+    return qdq_opset(qtype.storage_type.bits, qtype.axis is not None)
 
 
 class _Refused(Exception):
@@ -164,7 +174,9 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     zero_point = _constant(ix, node, 2, "zero point")
     bits = _constant(ix, node, 3, "bit width")
     if bits.size != 1 or not float(bits.flat[0]).is_integer() or not 2 <= bits.flat[0] <= MAX_BITS:
-        raise _Refused(f"bit width {bits.tolist()} is not one integer from 2 to {MAX_BITS} (the widest storage is 16-bit)")
+        raise _Refused(f"bit width {bits.tolist()} is not one integer from 2 to {MAX_BITS} (the widest storage is 32-bit)")
+    if bits.flat[0] > 16 and not signed:
+        raise _Refused(f"an unsigned {int(bits.flat[0])}-bit range needs uint32 storage, which no quantized type has")
     if not np.all(np.isfinite(zero_point)) or not np.array_equal(zero_point, np.round(zero_point)):
         raise _Refused(f"zero point {zero_point.tolist()} is not integer (a quantized type's zero point is a storage integer)")
     if scale.dtype != expressed.np_dtype:
@@ -172,7 +184,7 @@ def _quant_type(ix: GraphIndex, node: NodeProto) -> QType:
     k, signed, narrow = int(bits.flat[0]), bool(signed), bool(narrow)
     lo, hi = integer_range(k, signed)
     lo, hi = (lo + narrow, hi) if signed else (lo, hi - narrow)  # qonnx's min_int / max_int
-    storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16")
+    storage = ("int" if signed else "uint") + ("8" if k <= 8 else "16" if k <= 16 else "32")
     axis = _axis(ix, x, scale, zero_point)
     count = max(scale.size, zero_point.size)  # one of the two may be a single value for every channel
     scales = np.broadcast_to(scale.astype(np.float64).reshape(-1), (count,)).tolist()

@@ -51,8 +51,19 @@ class Spec:
     bias: Bias | None = None
     output_optional: bool = False  # without output parameters the op writes float (QGemm)
     drop: frozenset[str] = frozenset()
-    refuse: Callable[[dict[str, object]], str | None] | None = None
+    refuse: Callable[[dict[str, object], Context], str | None] | None = None
     variadic: bool = False  # QLinearConcat: (tensor, scale, zero point) triples after the output pair
+    plain: tuple[int, ...] = ()  # inputs the float operator reads as they are, first (QLinearWhere's condition)
+    scales_operand: tuple[str, int] | None = None  # (attribute, operand): a factor folded into that operand's scales
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a refusal may need besides attributes: the first operand's rank and the model's default-domain opset
+    (the version of the float operator the lift writes); None when unknown."""
+
+    rank: int | None = None
+    opset: int | None = None
 
 
 def _fixed(axis: int) -> AxisRule:
@@ -75,20 +86,31 @@ def _binary(float_op: str) -> Spec:
     return Spec(float_op, (Operand(0, 1, 2), Operand(3, 4, 5)), (6, 7))
 
 
-def _channels_last(attrs: dict[str, object]) -> str | None:
+def _channels_last(attrs: dict[str, object], context: Context) -> str | None:
     return "channels_last=1 has no standard float operator" if attrs.get("channels_last", 0) else None
 
 
-def _softmax(attrs: dict[str, object]) -> str | None:
-    opset, axis = attrs.get("opset", 13), attrs.get("axis", -1)
-    if isinstance(opset, int) and opset < 13 and axis != -1:
-        return f"Softmax-{opset} semantics (flatten at axis {axis}) differ from the model's Softmax"
-    return None
+def _softmax(attrs: dict[str, object], context: Context) -> str | None:
+    """QLinearSoftmax computes Softmax of its ``opset`` attribute's version: before 13 it flattens at ``axis``
+    (default 1), from 13 on it normalizes along ``axis`` (default -1). The lifted Softmax has the model's version.
+    The two agree when both are before 13 or both from 13 on, and whenever ``axis`` is the last axis."""
+    opset = attrs.get("opset", 1)
+    if not isinstance(opset, int):
+        return f"attribute opset is {opset!r}, not an integer"
+    axis = attrs.get("axis", -1 if opset >= 13 else 1)
+    rank = context.rank
+    if isinstance(axis, int) and rank is not None and -rank <= axis < rank and axis % rank == rank - 1:
+        return None
+    if context.opset is not None and (opset >= 13) == (context.opset >= 13):
+        return None
+    return (f"it computes Softmax-{opset} at axis {axis}, whose meaning differs from the model's opset "
+            f"{context.opset if context.opset is not None else '(unknown)'} Softmax unless the axis is the last one "
+            f"(the input's rank {'is unknown' if rank is None else f'is {rank}'})")
 
 
-def _qgemm(attrs: dict[str, object]) -> str | None:
-    alpha = attrs.get("alpha", 1.0)
-    return None if alpha == 1.0 else f"alpha={alpha} also scales the int32 bias in QGemm, unlike Gemm"
+def _qgemm(attrs: dict[str, object], context: Context) -> str | None:
+    beta = attrs.get("beta", 1.0)
+    return None if beta == 1.0 else f"beta={beta}: QGemm's int32 bias is read at alpha * A scale * B scale only"
 
 
 STANDARD: dict[str, Spec] = {
@@ -118,7 +140,10 @@ MICROSOFT: dict[str, Spec] = {
         output_optional=True,
         drop=frozenset({"alpha"}),
         refuse=_qgemm,
+        scales_operand=("alpha", 1),
     ),
+    # condition (plain bool), X triple, Y triple, output pair (onnxruntime's quantizer, operators/where.py)
+    "QLinearWhere": Spec("Where", (Operand(1, 2, 3), Operand(4, 5, 6)), (7, 8), plain=(0,)),
 }
 
 # QOperator-family ops the lift knows it does not type (dynamic quantization, fused contrib kernels).
@@ -126,7 +151,7 @@ MICROSOFT: dict[str, Spec] = {
 KNOWN_UNSUPPORTED = frozenset(
     {
         "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
-        "QAttention", "QEmbedLayerNormalization", "QLinearWhere", "QLinearReduceMean", "QOrderedMatMul",
+        "QAttention", "QEmbedLayerNormalization", "QLinearReduceMean", "QOrderedMatMul",
         "QuickGelu", "DequantizeWithOrder", "QuantizeWithOrder", "QLinearAveragePoolNhwc",
     }
 )
@@ -158,10 +183,10 @@ def looks_quantized(node: NodeProto) -> bool:
     )
 
 
-def refusal(spec: Spec, node: NodeProto) -> str | None:
+def refusal(spec: Spec, node: NodeProto, context: Context = Context()) -> str | None:
     """Why a node of this spec cannot be lifted, or None."""
     attrs = attributes(node)
-    if spec.refuse is not None and (reason := spec.refuse(attrs)):
+    if spec.refuse is not None and (reason := spec.refuse(attrs, context)):
         return reason
     if spec.variadic and (len(node.input) - 2) % 3:
         return "inputs are not (tensor, scale, zero point) triples"

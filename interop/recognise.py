@@ -26,7 +26,7 @@ from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, attributes
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
-from onnx_qtypes.interop.qoperator import Spec, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.interop.qoperator import Context, Spec, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
@@ -61,6 +61,7 @@ class Recognition:
     types: dict[str, QType]  # every quantized tensor the lift types
     warnings: list[str]
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant mode: all of them
+    left: dict[int, str] = dataclasses.field(default_factory=dict)  # node index -> why it stays as it was
 
 
 def is_quantize(node: NodeProto) -> bool:
@@ -77,8 +78,12 @@ def _input(node: NodeProto, position: int) -> str | None:
 
 def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
     attrs = attributes(node)
+    if not node.input or not node.input[0]:
+        raise Unrecognized(f"{ix.label(i)}: no data input")
     if len(node.input) < 2 or not node.input[1]:
         raise Unrecognized(f"{ix.label(i)}: no scale input")
+    if not node.output or not node.output[0]:
+        raise Unrecognized(f"{ix.label(i)}: no output")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
     data = node.output[0] if is_quantize(node) else node.input[0]
@@ -119,8 +124,12 @@ def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
 
 
 def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
-    if reason := refusal(spec, node):
+    first = _input(node, operands(spec, node)[0].data) if operands(spec, node) else None
+    first_shape = ix.shape(first) if first else None
+    if reason := refusal(spec, node, Context(None if first_shape is None else len(first_shape), ix.opset)):
         raise Unrecognized(f"{ix.label(i)}: {reason}")
+    if not node.output or not node.output[0]:
+        raise Unrecognized(f"{ix.label(i)}: no output")
     attrs = attributes(node)
     op = QuantOp(i, "qlinear", {}, spec=spec)
     read: list[QType] = []
@@ -136,6 +145,8 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
         zp = _input(node, operand.zero_point)
         storage = ix.elem_type(data) if not zp else None
         qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage, data_type=ix.elem_type(data))
+        if spec.scales_operand is not None and spec.scales_operand[1] == len(read):
+            qtype = _scaled_by_attribute(ix, i, qtype, *spec.scales_operand)
         op.ports[("in", operand.data)] = data
         op.evidence.append(Evidence(data, qtype, i, "reads", node.op_type, bool(zp)))
         read.append(qtype)
@@ -153,6 +164,20 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
     elif not spec.output_optional:
         raise Unrecognized(f"{ix.label(i)}: output scale missing")
     return op
+
+
+def _scaled_by_attribute(ix: GraphIndex, i: int, qtype: QType, name: str, position: int) -> QType:
+    """``qtype`` with its scales multiplied by attribute ``name`` of node ``i`` (QGemm's alpha, which scales A*B and
+    the bias alike): the typed Gemm then reads the weight's reals times alpha and needs no alpha of its own. Only a
+    power of two keeps every scale exact (and QT405's bias = input scale x weight scale); another value is left."""
+    factor = attributes(ix.nodes[i]).get(name, 1.0)
+    if factor == 1.0:
+        return qtype
+    mantissa, _ = np.frexp(factor) if isinstance(factor, float) and np.isfinite(factor) else (0.0, 0)
+    if mantissa != 0.5 or qtype.scale_tensor is not None:
+        raise Unrecognized(f"{ix.label(i)}: {name}={factor!r} is not a power of two, so it cannot be carried exactly "
+                           f"by the scales of input {position} (QGemm's {name} also scales its int32 bias, Gemm's does not)")
+    return qtype.replace(scale=[s * factor for s in qtype.scale])
 
 
 def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType]) -> QType:
@@ -228,18 +253,21 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     """
     ops: dict[int, QuantOp] = {}
     opaque: dict[int, str] = {}
+    left: dict[int, str] = {}
     problems: list[MalformedQDQError] = []
     for i, node in enumerate(ix.nodes):
         try:
             op = recognise_node(ix, i, node)
         except Unrecognized as exc:
             opaque[i] = str(exc)
+            left[i] = _reason(ix, i, str(exc))
             continue
         except MalformedQDQError as exc:
             if not tolerant:
                 raise
             problems.extend(exc.every())  # the node's independent problems, each reported
             opaque[i] = ""  # reported as a problem, not as a warning
+            left[i] = f"malformed ({exc.rule or 'QT307'}): {_reason(ix, i, str(exc))}"
             continue
         if op is not None:
             ops[i] = op
@@ -270,11 +298,14 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     pinned: set[str] = set()
     queue: list[str] = []
 
-    def pin(root: str, why: str | None) -> None:
+    cause: dict[str, str] = {}  # pinned class -> why its tensors stay plain integers
+
+    def pin(root: str, why: str | None, because: str) -> None:
         if root in pinned:
             return
         pinned.add(root)
         queue.append(root)
+        cause[root] = because
         if why:
             warnings.append(why)
 
@@ -294,11 +325,12 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             if not tolerant:
                 raise
             problems.append(exc)
-            pin(root, None)  # its nodes stay as they were; the problem is the report
+            pin(root, None, f"its parameters are malformed ({exc.rule or 'QT307'})")  # the problem is the report
     for root in roots:
         for t in sorted(members[root] | {ev.tensor for ev in evidence[root]}):
             if t in ix.outer_refs:
-                pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were")
+                pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were",
+                    f"{t!r} is used inside a subgraph")
             for node_index, port in uses(t):
                 op = active.get(node_index)
                 if op is None or op.ports.get(port) != t:
@@ -306,27 +338,41 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
                         f"{ix.label(node_index)} uses quantized tensor {t!r} as plain integers; "
                         f"{t!r} and the quantization nodes around it are left as they were"
                     )
-                    pin(root, culprit)
+                    pin(root, culprit, f"{ix.label(node_index)} "
+                        + (f"is left ({left[node_index]})" if node_index in left else f"uses {t!r} as plain integers"))
         qtype = evidence[root][0].qtype
         passes = sorted(i for i in ops_of[root] if active[i].kind == "pass")
         if passes and qtype.axis is not None:
-            pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was")
+            pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was",
+                f"{ix.label(passes[0])} moves a {qtype.granularity} tensor")
 
     while queue:
         root = queue.pop()
         for i in sorted(ops_of[root]):
             op = active.pop(i, None)
+            if op is not None:
+                t = next((t for t in op.ports.values() if classes.find(t) == root), root)
+                left.setdefault(i, f"tensor {t!r} stays plain integers: {cause[root]}")
             if op is not None and op.kind in ("qlinear", "pass"):
                 for t in op.ports.values():
                     if classes.find(t) in quantized:
-                        pin(classes.find(t), None)
+                        pin(classes.find(t), None, cause[root])
 
     types: dict[str, QType] = {}
     for root in (r for r in roots if r not in pinned):
         for t in members[root] | {ev.tensor for ev in evidence[root]}:
             types[t] = evidence[root][0].qtype
     lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
-    return Recognition(lifted, types, warnings, problems)
+    return Recognition(lifted, types, warnings, problems, left)
+
+
+def _reason(ix: GraphIndex, i: int, message: str) -> str:
+    """A message about node ``i`` without its leading label."""
+    label = ix.label(i)
+    for prefix in (f"{label}: ", f"{label}, "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
 
 
 def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:

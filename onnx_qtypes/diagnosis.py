@@ -30,6 +30,7 @@ from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules,
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
+from onnx_qtypes.interop.left import summary as summary_of_left
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
@@ -91,10 +92,15 @@ class QuantizerView:
 
     def notes(self) -> list[str]:
         notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
-        if self.result.warnings:
-            notes.append(f"the lift left {len(self.result.warnings)} thing(s) as they were, so no rule on types looks "
-                         "at them (the parameters of quantization nodes inside subgraphs are still checked):")
-            notes.extend(f"  {w}" for w in self.result.warnings)
+        if self.result.left:  # each node named, counted exactly by op type
+            notes.append(f"the lift {summary_of_left(self.result.left)}, so no rule on types looks at them:")
+            notes.extend(f"  {n.line()}" for n in self.result.left)
+        named = {n.label for n in self.result.left}
+        others = [w for w in self.result.warnings if not w.startswith(tuple(named))] if named else self.result.warnings
+        if others:
+            notes.append(f"the lift also says ({len(others)}; the parameters of quantization nodes inside subgraphs "
+                         "are still checked):")
+            notes.extend(f"  {w}" for w in others)
         return notes
 
 
@@ -108,7 +114,7 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
     for i, node in enumerate(stamped.graph.node):
         node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
     result = lift_model(stamped, tolerant=True)
-    if not result.typed_tensors and not result.problems and not result.warnings:  # nothing quantized: a float model
+    if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
     return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))
 

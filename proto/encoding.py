@@ -189,7 +189,8 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
                    readers: dict[str, list[NodeProto]], apply: bool, taken: set[str]) -> int:
     if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
         return 0
-    quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+    ports = node.output if node.op_type == "QuantizeLinear" else node.input
+    quantized = ports[0] if ports else ""  # a node without one (malformed, left as it was) marks nothing
     st = storage.get(quantized)
     if st is None:
         return 0
@@ -245,8 +246,8 @@ def _typed_boundary_zero_point(reader: NodeProto, name: str, storage: dict[str, 
     quantized side is a quantized tensor (so that marking it changes no plain computation)."""
     if reader.op_type not in _BOUNDARY or [i for i, n in enumerate(reader.input) if n == name] != [2]:
         return False
-    side = reader.output[0] if reader.op_type == "QuantizeLinear" else reader.input[0]
-    return side in storage
+    ports = reader.output if reader.op_type == "QuantizeLinear" else reader.input
+    return bool(ports) and ports[0] in storage
 
 
 def has_markers(model: ModelProto) -> bool:

@@ -139,7 +139,7 @@ def refused_models() -> dict[str, tuple[onnx.ModelProto, str, str]]:
     return {
         "floor": (_one("floor", rounding_mode="FLOOR"), "floor", "rounding_mode"),
         "ceil": (_one("ceil", rounding_mode="CEIL"), "ceil", "rounding_mode"),
-        "bits24": (_one("bits24", bits=24), "bits24", "bit width"),
+        "bits40": (_one("bits40", bits=40), "bits40", "bit width"),
         "bits1": (_one("bits1", bits=1), "bits1", "bit width"),
         "fractional_zp": (_one("fractional_zp", zero_point=0.5), "fractional_zp", "zero point"),
         "zp_outside": (_one("zp_outside", zero_point=20, bits=4), "zp_outside", "zero point"),

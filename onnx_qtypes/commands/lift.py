@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 
+from onnx_qtypes.interop.left import summary as summary_of_left
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
@@ -45,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     result = lift_model(args.input, statistics=statistics)
     idle = None
     if not result.typed_tensors and not result.statistics:
-        idle = keep_when_idle(args.output, args.input, "; ".join(result.notes) or "no quantization to lift")
+        idle = keep_when_idle(args.output, args.input, "; ".join(result.notes) or (
+            summary_of_left(result.left) if result.left else "no quantization to lift"))
     save(result.model, args.output)
     if idle:
         print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
@@ -59,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
             "statistics": result.statistics,
             "notes": result.notes,
             "warnings": result.warnings,
+            "left": [{"node": n.index, "name": n.name, "op_type": n.op_type, "domain": n.domain, "reason": n.reason}
+                     for n in result.left],
         }
         with standard_output() as out:
             out.write(json.dumps(doc, indent=2) + "\n")
@@ -68,5 +72,7 @@ def run(args: argparse.Namespace) -> int:
     with standard_output() as out:
         for message in result.notes:
             print(f"note: {message}", file=out)
+        for node in result.left:
+            print(f"  {node.line()}", file=out)
         print(f"{args.output}: {result.summary()}", file=out)
     return 0

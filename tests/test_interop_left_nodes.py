@@ -1,0 +1,100 @@
+"""What the lift leaves is named node by node (op type, name, position in the file) with its reason and counted
+exactly, by lift, lift --format json and check; a quantizing custom op is "unknown quantization", never "no
+quantization"."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes.cli import main
+from onnx_qtypes.interop import lift_model
+
+MS = "com.microsoft"
+
+
+def _const(name: str, value, dtype) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value, dtype), name)
+
+
+def chain_after_reduce_mean(muls: int = 5, gemms: int = 3) -> onnx.ModelProto:
+    """x -> Q -> QLinearReduceMean (which the lift does not read) -> ``muls`` QLinearMul -> ``gemms`` QGemm -> DQ -> y:
+    everything after the unknown node reads its integers, as on PP-OCR rec quantized by onnxruntime."""
+    inits = [_const("s", 0.05, np.float32), _const("z", 128, np.uint8), _const("ws", 0.01, np.float32),
+             _const("wz", 128, np.uint8), _const("w", np.full((4, 4), 130), np.uint8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["t0"], name="q_in"),
+             helper.make_node("QLinearReduceMean", ["t0", "s", "z", "s", "z"], ["t1"], name="mean", domain=MS,
+                              axes=[1], keepdims=1)]
+    last = "t1"
+    for k in range(muls):
+        nodes.append(helper.make_node("QLinearMul", [last, "s", "z", last, "s", "z", "s", "z"], [f"m{k}"],
+                                      name=f"mul{k}", domain=MS))
+        last = f"m{k}"
+    for k in range(gemms):
+        nodes.append(helper.make_node("QGemm", [last, "s", "z", "w", "ws", "wz", "", "s", "z"], [f"g{k}"],
+                                      name=f"gemm{k}", domain=MS))
+        last = f"g{k}"
+    nodes.append(helper.make_node("DequantizeLinear", [last, "s", "z"], ["y"], name="dq_out"))
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)],
+                             ir_version=10)
+
+
+def test_every_node_left_is_named_and_counted_exactly():
+    result = lift_model(chain_after_reduce_mean(5, 3))
+    assert len(result.left) == 11  # Q, QLinearReduceMean, 5 QLinearMul, 3 QGemm, DQ
+    assert ("left 11 quantization node(s) as they were: 5 com.microsoft.QLinearMul, 3 com.microsoft.QGemm, "
+            "1 DequantizeLinear, 1 QuantizeLinear, 1 com.microsoft.QLinearReduceMean") in result.notes
+    by_name = {n.name: n for n in result.left}
+    assert by_name["mean"].index == 1 and by_name["mean"].reason.startswith("not a quantization pattern the lift knows")
+    assert by_name["gemm2"].index == 9 and by_name["gemm2"].op_type == "QGemm"
+    assert "stays plain integers" in by_name["mul0"].reason and "'mean' (/graph/node/1) is left" in by_name["mul0"].reason
+    assert [n.index for n in result.left] == list(range(11))
+
+
+def test_lift_and_check_print_each_left_node(tmp_path, capsys):
+    path, out = tmp_path / "chain.onnx", tmp_path / "typed.onnx"
+    onnx.save(chain_after_reduce_mean(2, 1), path)
+    assert main(["lift", str(path), str(out), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(n["node"], n["op_type"]) for n in doc["left"]] == [
+        (0, "QuantizeLinear"), (1, "QLinearReduceMean"), (2, "QLinearMul"), (3, "QLinearMul"), (4, "QGemm"),
+        (5, "DequantizeLinear")]
+    main(["check", str(path)])
+    printed = capsys.readouterr().out
+    assert "the lift left 6 quantization node(s) as they were: 2 com.microsoft.QLinearMul" in printed
+    assert "com.microsoft.QGemm 'gemm0' (/graph/node/4): tensor" in printed
+
+
+def _custom(op_type: str, domain: str) -> onnx.ModelProto:
+    """A Quark-style fake-quantizer (AMD Quark 0.13's BF16 / BFP / MX custom ops, domain com.amd.quark)."""
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["xq"], name="fq", domain=domain),
+                               helper.make_node("Relu", ["xq"], ["y"], name="relu")], "custom",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(domain, 1)],
+                             ir_version=10)
+
+
+def test_a_quantizing_custom_op_is_unknown_quantization_never_no_quantization(tmp_path, capsys):
+    for op_type in ("BFPQuantizeDequantize", "MXQuantizeDequantize", "ExtendedQuantizeLinear"):
+        result = lift_model(_custom(op_type, "com.amd.quark"))
+        assert [n.reason for n in result.left] == [f"unknown quantization: {op_type} (com.amd.quark) not lifted"]
+        assert not any("no quantization" in text for text in [*result.notes, result.summary()])
+    path = tmp_path / "bfp.onnx"
+    onnx.save(_custom("BFPQuantizeDequantize", "com.amd.quark"), path)
+    main(["check", str(path)])
+    main(["lift", str(path), str(tmp_path / "out.onnx")])
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    assert "unknown quantization: BFPQuantizeDequantize (com.amd.quark) not lifted" in printed
+    assert "no quantization" not in printed
+
+
+def test_a_float_model_still_says_it_has_no_quantization():
+    result = lift_model(_custom("Gelu", "com.example"))
+    assert not result.left and "the model has no quantization; it lifts to itself" in result.notes
