@@ -8,7 +8,6 @@ its helpers so that every report points the same way.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, TypeVar
 
@@ -278,8 +277,7 @@ class Context:
         nodes, constants = self.nodes, self.constants
         for pointer, scope, graph, opsets in graphs:
             for i, init in enumerate(getattr(graph, "initializer", ())):
-                const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
-                _check_size(const)
+                const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)  # sizes: proto.reader
                 constants[(scope, const.name)] = const
                 if pointer == "/graph":
                     self.initializers.append(const)
@@ -344,7 +342,6 @@ class Context:
         for a, attribute in enumerate(ref.node.attribute):
             if attribute.name == "value":
                 const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.outputs[0], attribute.t, ref)
-                _check_size(const)
                 self.constants[(ref.scope, ref.outputs[0])] = const
             elif attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
                 self.constants[(ref.scope, ref.outputs[0])] = ConstantRef(
@@ -627,34 +624,8 @@ def storage_range(qtype: QType) -> tuple[int, int] | None:
     return qtype.storage_min, qtype.storage_max
 
 
-def _check_size(const: ConstantRef) -> None:
-    """Refuse a tensor whose dims do not fit its raw data (hostile or truncated): an unreadable model."""
-    tensor = const.tensor
-    if tensor is None or const.external:
-        return
-    dims = const.dims
-    if dims and min(dims) < 0:
-        raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} contain a negative size")
-    bits = _BITS.get(const.data_type)
-    if bits is not None and tensor.HasField("raw_data"):
-        need = -(-math.prod(dims) * bits // 8)
-        if (found := len(tensor.raw_data)) != need:
-            raise ModelLoadError(
-                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} bytes of "
-                f"{TensorProto.DataType.Name(const.data_type)} raw_data, found {found}"
-            )
-    elif bits is not None and bits >= 8:  # one value per entry of the typed field (sub-byte types are packed)
-        found = max(len(tensor.int32_data), len(tensor.int64_data), len(tensor.float_data),
-                    len(tensor.double_data), len(tensor.uint64_data))
-        if found != (need := math.prod(dims)):
-            raise ModelLoadError(
-                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} "
-                f"{TensorProto.DataType.Name(const.data_type)} values, found {found or 'no data'}"
-            )
-
-
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:
-    tensor = const.tensor  # its size was checked when the context indexed it
+    tensor = const.tensor  # its size was checked by the shared reader (proto.reader)
     dtype = _RAW_DTYPES.get(const.data_type)
     if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
@@ -674,9 +645,3 @@ _RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
     TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
 }
 _SMALL_INT_DTYPES = {t: d for t, d in _RAW_DTYPES.items() if d.kind in "iu" and d.itemsize <= 4}
-_BITS = {
-    TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.INT4: 4, TensorProto.UINT4: 4,
-    TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
-    TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.FLOAT: 32, TensorProto.FLOAT16: 16,
-    TensorProto.BFLOAT16: 16, TensorProto.DOUBLE: 64,
-}

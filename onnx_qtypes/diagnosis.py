@@ -27,7 +27,7 @@ import onnx
 from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
-from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
 from onnx_qtypes.interop.lift import LiftResult, lift_model
@@ -36,6 +36,7 @@ from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.reader import ReadModel
 
 ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
 _NODE = re.compile(r"^/graph/node/(\d+)(/.*)?$")
@@ -61,23 +62,28 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    proto, source = as_model(model)
+    read = as_model(model)
     try:
-        return _diagnose(proto, load_profile(profile), None if rules is None else list(rules))
+        found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
     except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
-        raise in_file(exc, source) from None
+        raise in_file(exc, read.source) from None
+    if read.orders:  # a graph the reader sorted: every place back where the file has it
+        found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics))
+    return found
 
 
-def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
-    view = quantizer_view(proto)
-    if view is None:  # typed, or nothing quantized
-        return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
+def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
+    view = quantizer_view(read.model)
+    if view is None:  # typed, or nothing quantized: located in the model as read, relocated by the caller
+        as_read = ReadModel(read.model, read.source)
+        return Diagnosis(tuple(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
-        found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
+        lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
+        found.extend(where.relocate(d) for d in iter_diagnostics(lifted, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
 
 

@@ -31,7 +31,7 @@ from onnx_qtypes.proto.files import (
     cannot_write,
     is_special,
     is_stream,
-    require_regular_file,
+    read_file_bytes,
     writable_target,
 )
 from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
@@ -508,15 +508,8 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool =
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return _parse(bytes(path_or_bytes), "<bytes>")
     path = pathlib.Path(os.fspath(path_or_bytes))
-    if not path.exists():
-        raise ModelLoadError(f"{path}: no such file")
-    if path.is_dir():
-        raise ModelLoadError(f"{path}: is a directory, expected an .onnx file")
-    require_regular_file(path, "a model file", ModelLoadError)  # before reading: a FIFO blocks, /dev/zero never ends
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    # a symlink loop, a folder, a FIFO (opening blocks), a device (/dev/zero never ends), an unreadable file
+    data = read_file_bytes(path, "a model file", ModelLoadError)
     model = _parse(data, str(path))
     external = list(_external_tensors(model))
     if external and load_external_data:
