@@ -97,7 +97,12 @@ class NodeRef(NamedTuple):
     def attr(self, name: str, default: object = None) -> object:
         for attribute in self.node.attribute:
             if attribute.name == name:
-                return onnx.helper.get_attribute_value(attribute)
+                if attribute.ref_attr_name:  # a function body's reference: the value comes with the call
+                    return default
+                try:
+                    return onnx.helper.get_attribute_value(attribute)
+                except ValueError:  # an attribute type onnx does not define: as good as absent
+                    return default
         return default
 
     def location(self, kind: str | None = None, index: int | None = None) -> Location:
@@ -193,6 +198,12 @@ def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
     if problem:
         return msg, at or None, problem
     return listing(msg, scales, zero_points), at, None
+
+
+# Constant's attributes that hold its value, with the attribute type each must have.
+_CONSTANT_ATTRIBUTES = {"value": onnx.AttributeProto.TENSOR, "value_float": onnx.AttributeProto.FLOAT,
+                        "value_floats": onnx.AttributeProto.FLOATS, "value_int": onnx.AttributeProto.INT,
+                        "value_ints": onnx.AttributeProto.INTS}
 
 
 class Context:
@@ -340,6 +351,8 @@ class Context:
 
     def _index_constant(self, ref: NodeRef) -> None:
         for a, attribute in enumerate(ref.node.attribute):
+            if attribute.ref_attr_name or attribute.type != _CONSTANT_ATTRIBUTES.get(attribute.name):
+                continue  # its value comes with a function call, or is not of the type its name says
             if attribute.name == "value":
                 const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.outputs[0], attribute.t, ref)
                 self.constants[(ref.scope, ref.outputs[0])] = const

@@ -57,34 +57,39 @@ def _has_subgraph(node: onnx.NodeProto) -> bool:
         if node.attribute else False
 
 
-def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str) -> list[int] | None:
+def node_names(graph: GraphProto | onnx.FunctionProto) -> tuple[list, list]:
+    """(inputs, outputs) of every node of ``graph``, each a list of names (read once: callers share them)."""
+    nodes = graph.node
+    return [n.input[:] for n in nodes], [n.output[:] for n in nodes]
+
+
+def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
+                      names: tuple[list, list] | None = None) -> list[int] | None:
     """None when ``graph``'s nodes are in topological order already; else the stable order (file indices).
 
     ModelLoadError naming a node on a cycle when there is none. A name the graph also has as an input or
     initializer is there from the start (two definitions of one name are onnx.checker's to report).
+    ``names``: ``node_names(graph)`` when the caller has read them already.
     """
-    nodes = list(graph.node)
+    inputs, outputs = names or node_names(graph)
     given = {name if isinstance(name, str) else name.name for name in graph.input}
     given.update(t.name for t in getattr(graph, "initializer", ()))
     producer: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        for name in node.output:
-            if name and name not in given:
-                producer.setdefault(name, i)
-    reads = [(_subgraph_reads(node) | set(node.input)) if _has_subgraph(node) else node.input for node in nodes]
-    in_order = True
-    for i, names in enumerate(reads):
-        for name in names:
-            p = producer.get(name)
-            if p is not None and p >= i:
-                in_order = False
-                break
-        if not in_order:
-            break
-    if in_order:
+    for i, produced in enumerate(outputs):
+        for name in produced:
+            if name not in producer:
+                producer[name] = i
+    for name in given:
+        producer.pop(name, None)
+    producer.pop("", None)
+    nodes = graph.node
+    reads = [(_subgraph_reads(nodes[i]) | set(names)) if nodes[i].attribute and _has_subgraph(nodes[i]) else names
+             for i, names in enumerate(inputs)]
+    get = producer.get
+    if all(get(name, -1) < i for i, names in enumerate(reads) for name in names):
         return None
-    waiting = [0] * len(nodes)
-    readers: list[list[int]] = [[] for _ in nodes]
+    waiting = [0] * len(reads)
+    readers: list[list[int]] = [[] for _ in reads]
     for i, names in enumerate(reads):
         for p in {producer[n] for n in names if n in producer}:
             waiting[i] += 1
@@ -99,8 +104,8 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str) -> l
             waiting[r] -= 1
             if waiting[r] == 0:
                 heapq.heappush(ready, r)
-    if len(order) < len(nodes):
-        raise _cycle(nodes, reads, producer, set(range(len(nodes))) - set(order), pointer)
+    if len(order) < len(reads):
+        raise _cycle(list(nodes), reads, producer, set(range(len(reads))) - set(order), pointer)
     return order
 
 
@@ -168,4 +173,4 @@ def file_pointer(pointer: str, orders: Order) -> str:
     return "".join(out) + pointer[at:]
 
 
-__all__ = ["Order", "file_pointer", "sort_graphs", "topological_order"]
+__all__ = ["Order", "file_pointer", "node_names", "sort_graphs", "topological_order"]

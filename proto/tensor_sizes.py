@@ -2,8 +2,8 @@
 
 A hostile or truncated file can declare dims its data does not fill (an
 initializer shorter than its dims) or dims claiming 2^40 elements over a
-few bytes: every reader would then fail late, allocate without bound, or
-silently read garbage. ``size_problem`` says what is wrong in one line, from
+few bytes, or a data_type no ONNX type has: every reader would then fail
+late, allocate without bound, or silently read garbage. ``size_problem`` says what is wrong in one line, from
 the lengths alone (no value is read or copied), so that the shared reader
 refuses such a tensor before any command looks at it.
 """
@@ -33,9 +33,20 @@ if hasattr(TensorProto, "FLOAT8E8M0"):
 _COMPLEX = (TensorProto.COMPLEX64, TensorProto.COMPLEX128)  # two typed-field entries per element
 
 
+_BYTES = {t: bits // 8 for t, bits in BITS.items() if bits % 8 == 0}  # whole bytes per element
+
+
+def fits(tensor: TensorProto) -> bool:
+    """A quick yes for the common case: raw_data of exactly the right length (``size_problem`` decides the rest)."""
+    raw = tensor.raw_data
+    width = _BYTES.get(tensor.data_type)
+    return bool(raw) and width is not None and len(raw) == width * math.prod(tensor.dims)
+
+
 def size_problem(tensor: TensorProto) -> str | None:
     """Why ``tensor``'s stored values do not fit its dims (negative dims, raw_data of the wrong length, a typed
-    field with the wrong count), or None. External data that was not loaded is not judged."""
+    field with the wrong count) or cannot be read at all (a data_type ONNX does not define), or None. External
+    data that was not loaded is not judged."""
     dims = tuple(tensor.dims)
     if dims and min(dims) < 0:
         return f"dims {list(dims)} contain a negative size"
@@ -48,8 +59,8 @@ def size_problem(tensor: TensorProto) -> str | None:
         found = len(tensor.string_data)
         return None if found == count else f"dims {list(dims)} need {count} strings, found {found}"
     bits = BITS.get(data_type)
-    if bits is None:
-        return None  # an undefined or unknown data type: the readers that need its values say so
+    if bits is None:  # no reader can make values of it (onnx.checker refuses UNDEFINED too)
+        return f"data_type {tensor.data_type} is not an ONNX data type of stored values"
     if tensor.HasField("raw_data"):
         need = -(-count * bits // 8)
         found = len(tensor.raw_data)
@@ -63,4 +74,4 @@ def size_problem(tensor: TensorProto) -> str | None:
     return f"dims {list(dims)} need {need} {name} values, found {found or 'no data'}"
 
 
-__all__ = ["BITS", "size_problem"]
+__all__ = ["BITS", "fits", "size_problem"]
