@@ -95,14 +95,18 @@ class NodeRef(NamedTuple):
         return self.opsets.get(self.domain or "", 0)
 
     def attr(self, name: str, default: object = None) -> object:
+        """The attribute's value; ``default`` when absent, a reference, or not of ``default``'s kind."""
         for attribute in self.node.attribute:
             if attribute.name == name:
                 if attribute.ref_attr_name:  # a function body's reference: the value comes with the call
                     return default
                 try:
-                    return onnx.helper.get_attribute_value(attribute)
+                    value = onnx.helper.get_attribute_value(attribute)
                 except ValueError:  # an attribute type onnx does not define: as good as absent
                     return default
+                if default is not None and not isinstance(value, type(default)):
+                    return default  # the wrong kind (a string axis, a float group): the schema's problem, not ours
+                return value
         return default
 
     def location(self, kind: str | None = None, index: int | None = None) -> Location:

@@ -33,7 +33,10 @@ UNKNOWN = Expectation()
 
 
 def is_data_movement(ref: NodeRef) -> bool:
-    return ref.is_onnx and moves_data(ref.op_type, ref.attr("mode", b"nearest"))
+    """A default-domain data-movement node with its data input and an output (a node missing them is the
+    schema's error, QT310's to report)."""
+    return (ref.is_onnx and bool(ref.inputs) and bool(ref.outputs) and bool(ref.outputs[0])
+            and moves_data(ref.op_type, ref.attr("mode", b"nearest")))
 
 
 def data_indices(ref: NodeRef, kind: str) -> list[int]:
@@ -111,7 +114,7 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         return _same(qt) if before is not None and before == after and None not in before else UNKNOWN
     if op == "Transpose":
         rank = len(before) if before is not None else None
-        perm = ref.attr("perm") or (list(reversed(range(rank))) if rank is not None else None)
+        perm = ref.attr("perm", []) or (list(reversed(range(rank))) if rank is not None else None)
         if perm is None or axis not in perm:
             return UNKNOWN
         return _same(qt, axis=list(perm).index(axis))

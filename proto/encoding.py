@@ -189,7 +189,8 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
                    readers: dict[str, list[NodeProto]], apply: bool, taken: set[str]) -> int:
     if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
         return 0
-    quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+    names = node.output if node.op_type == "QuantizeLinear" else node.input
+    quantized = names[0] if names else ""  # a node missing it is the schema's error, not ours
     st = storage.get(quantized)
     if st is None:
         return 0

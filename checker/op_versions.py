@@ -1,0 +1,142 @@
+"""What ONNX itself allows in its quantization operators at each opset, read from onnx.defs.
+
+QuantizeLinear / DequantizeLinear grew version by version: per-axis
+parameters (the ``axis`` attribute, a 1-D scale) from opset 13, float8
+storage and float16 / bfloat16 scales from 19, int16 / uint16 / int4 / uint4
+storage and blocked parameters from 21, float4e2m1 from 23, a float8e8m0
+scale from 24, int2 / uint2 from 25. A file that uses any of them at an
+older opset is not valid ONNX (onnx.checker and onnxruntime refuse it),
+whatever its numbers mean. ``problems`` judges one node against the
+schema of the opset in force, taking nothing from a hand-written table; the
+checker (QT318) calls it on the nodes of a typed model and ``diagnose`` on
+the nodes of a QDQ file as written.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+from onnx import NodeProto, TensorProto, defs
+
+from onnx_qtypes.checker.schemas import type_string
+
+OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
+STANDARD_DOMAINS = ("", "ai.onnx")
+# The integer (stored) side of each operator: (input positions, output positions)
+_STORED = {"QuantizeLinear": ((2,), (0,)), "DequantizeLinear": ((0, 2), ()), "DynamicQuantizeLinear": ((), (0, 2))}
+_SCALES = {"QuantizeLinear": ("input", 1), "DequantizeLinear": ("input", 1), "DynamicQuantizeLinear": ("output", 1)}
+
+
+class Problem(NamedTuple):
+    where: str  # the rest of the node's JSON pointer ("/attribute/0", "/input/1"), "" for the node itself
+    tensor: str | None
+    message: str
+
+
+@functools.cache
+def _schema(op: str, opset: int) -> defs.OpSchema | None:
+    try:
+        return defs.get_schema(op, opset, "")
+    except defs.SchemaError:
+        return None
+
+
+@functools.cache
+def _first(op: str, opset: int, test: Callable[[defs.OpSchema], bool]) -> int | None:
+    """The first opset after ``opset`` whose schema of ``op`` passes ``test`` (None: none onnx knows yet)."""
+    for version in range(opset + 1, defs.onnx_opset_version() + 1):
+        schema = _schema(op, version)
+        if schema is not None and schema.since_version == version and test(schema):
+            return version
+    return None
+
+
+def _allowed(schema: defs.OpSchema, kind: str, index: int) -> frozenset[str] | None:
+    params = schema.inputs if kind == "input" else schema.outputs
+    if index >= len(params):
+        return None
+    type_str = params[index].type_str
+    for c in schema.type_constraints:
+        if c.type_param_str == type_str:
+            return frozenset(c.allowed_type_strs)
+    return frozenset({type_str})
+
+
+@functools.cache
+def _accepts(op: str, kind: str, index: int, type_str: str) -> Callable[[defs.OpSchema], bool]:
+    return lambda schema: type_str in (_allowed(schema, kind, index) or ())
+
+
+@functools.cache
+def _has_attribute(name: str) -> Callable[[defs.OpSchema], bool]:
+    return lambda schema: name in schema.attributes
+
+
+def _since(op: str, version: int | None) -> str:
+    return f"{op}-{version} (opset {version})" if version is not None else "no opset onnx knows yet"
+
+
+def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | None],
+             element_count: Callable[[str], int | None]) -> list[Problem]:
+    """What ONNX forbids in quantization node ``node`` at ``opset`` (of the default domain).
+
+    ``elem_type(kind, index)`` is the element type of the node's input or output ``index`` as ONNX sees it
+    (a quantized tensor: its storage type),
+    ``element_count(name)`` the number of elements of a constant or declared tensor; None when unknown.
+    """
+    op = node.op_type
+    schema = _schema(op, opset)
+    if schema is None:
+        first = _first(op, 0, lambda s: True)
+        return [Problem("", None, f"{op} does not exist at opset {opset}; it needs {_since(op, first)}")]
+    label = f"{op}-{schema.since_version} (the version at opset {opset})"
+    found = []
+    for k, attribute in enumerate(node.attribute):
+        if attribute.name not in schema.attributes:
+            first = _first(op, opset, _has_attribute(attribute.name))
+            what = {"axis": "per-axis parameters", "block_size": "blocked parameters"}.get(attribute.name, "it")
+            found.append(Problem(f"/attribute/{k}", None, f"{label} has no attribute {attribute.name!r}; "
+                                 f"{what} need{'s' if what == 'it' else ''} {_since(op, first)}"))
+    side = _SCALES[op]
+    names = node.input if side[0] == "input" else node.output
+    if "axis" not in schema.attributes and len(names) > side[1] and names[side[1]]:
+        scale = names[side[1]]
+        count = element_count(scale)
+        if count is not None and count > 1:
+            first = _first(op, opset, _has_attribute("axis"))
+            found.append(Problem(f"/{side[0]}/{side[1]}", scale,
+                                 f"scale {scale!r} holds {count} values (per-axis parameters), but the scale of "
+                                 f"{label} is a scalar; per-axis parameters need {_since(op, first)}"))
+    for kind, positions in (("input", range(len(node.input))), ("output", range(len(node.output)))):
+        names = node.input if kind == "input" else node.output
+        for index in positions:
+            name = names[index]
+            allowed = _allowed(schema, kind, index) if name else None
+            data_type = elem_type(kind, index) if allowed is not None else None
+            if data_type is None or data_type == TensorProto.UNDEFINED:
+                continue
+            type_str = type_string(data_type)
+            if type_str in allowed:
+                continue
+            if index in _STORED[op][0 if kind == "input" else 1]:
+                role = "stored type"
+            elif (kind, index) == side:
+                role = "scale type"
+            else:
+                continue  # the float side: the operator's type constraint (QT305) judges it
+            first = _first(op, opset, _accepts(op, kind, index, type_str))
+            shown = ", ".join(sorted(t[7:-1] for t in allowed))
+            found.append(Problem(f"/{kind}/{index}", name,
+                                 f"the {role} {TensorProto.DataType.Name(data_type)} of {name!r} is not allowed "
+                                 f"by {label}, which takes {shown}; it needs {_since(op, first)}"))
+    return found
+
+
+def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:
+    """The default domain's opset in force for ``node`` (its domain "" or "ai.onnx"), 0 when none is imported."""
+    return opsets.get("", opsets.get("ai.onnx", 0)) if node.domain in STANDARD_DOMAINS else 0
+
+
+__all__ = ["OPS", "Problem", "opset_of", "problems"]
