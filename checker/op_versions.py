@@ -15,12 +15,15 @@ the nodes of a QDQ file as written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from onnx import NodeProto, TensorProto, defs
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, defs
 
 from onnx_qtypes.checker.schemas import type_string
+from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto.encoding import plain_data_type
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -101,7 +104,8 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
                                  f"{what} need{'s' if what == 'it' else ''} {_since(op, first)}"))
     side = _SCALES[op]
     names = node.input if side[0] == "input" else node.output
-    if "axis" not in schema.attributes and len(names) > side[1] and names[side[1]]:
+    axis_reported = any(a.name == "axis" for a in node.attribute)  # one finding for one cause
+    if "axis" not in schema.attributes and not axis_reported and len(names) > side[1] and names[side[1]]:
         scale = names[side[1]]
         count = element_count(scale)
         if count is not None and count > 1:
@@ -134,9 +138,58 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
     return found
 
 
+def file_problems(model: ModelProto) -> Iterator[tuple[str, NodeProto, Problem]]:
+    """(node pointer, node, problem) for every quantization node of ``model`` as a QDQ / QOperator file holds it
+    (every graph, subgraphs too), element types read from the file itself: initializers, Constants,
+    declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8)."""
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    for pointer, graph in iter_graphs(model):
+        nodes = [(n, node) for n, node in enumerate(graph.node) if node.op_type in OPS and node.domain in STANDARD_DOMAINS]
+        if not nodes:
+            continue
+        types, counts = _file_types(graph)
+        for n, node in nodes:
+            def elem_type(kind: str, index: int, node=node) -> int | None:  # noqa: ANN001 - bound per node
+                return types.get((node.input if kind == "input" else node.output)[index])
+
+            for p in problems(node, opset_of(node, opsets), elem_type, counts.get):
+                yield f"{pointer}/node/{n}", node, p
+
+
+def _file_types(graph: GraphProto) -> tuple[dict[str, int], dict[str, int]]:
+    """Element type and element count of every tensor of ``graph`` the file states or a QuantizeLinear implies."""
+    types: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        tensor_type = vi.type.tensor_type
+        if tensor_type.elem_type:
+            types[vi.name] = tensor_type.elem_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+        if tensor_type.HasField("shape") and None not in dims:
+            counts[vi.name] = math.prod(dims)
+    for tensor in graph.initializer:
+        types[tensor.name], counts[tensor.name] = plain_data_type(tensor.data_type), math.prod(tensor.dims)
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attribute in node.attribute:
+                if attribute.name == "value" and attribute.type == AttributeProto.TENSOR:
+                    types[node.output[0]] = plain_data_type(attribute.t.data_type)
+                    counts[node.output[0]] = math.prod(attribute.t.dims)
+    for node in graph.node:
+        if node.op_type == "QuantizeLinear" and node.domain in STANDARD_DOMAINS and node.output \
+                and node.output[0] not in types:
+            zero_point = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            written = {a.name: a.i for a in node.attribute if a.type == AttributeProto.INT}.get("output_dtype")
+            found = types.get(zero_point) if zero_point else None
+            types[node.output[0]] = found or written or TensorProto.UINT8
+    return types, counts
+
+
 def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:
     """The default domain's opset in force for ``node`` (its domain "" or "ai.onnx"), 0 when none is imported."""
     return opsets.get("", opsets.get("ai.onnx", 0)) if node.domain in STANDARD_DOMAINS else 0
 
 
-__all__ = ["OPS", "Problem", "opset_of", "problems"]
+__all__ = ["OPS", "Problem", "file_problems", "opset_of", "problems"]

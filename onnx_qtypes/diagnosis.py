@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
+from onnx_qtypes.checker.op_versions import file_problems
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
@@ -81,10 +82,25 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
+    if any(r.id == OPSET_RULE for r in active):  # the quantization nodes as the file writes them, not as lifted
+        found.extend(_opset_diagnostics(read.model, profile))
+        active = [r for r in active if r.id != OPSET_RULE]
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
         lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
         found.extend(where.relocate(d) for d in iter_diagnostics(lifted, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
+
+
+OPSET_RULE = "QT412"
+
+
+def _opset_diagnostics(model: ModelProto, profile: Any) -> Iterator[Diagnostic]:
+    """QT412 on every quantization node of the file as written (the lift folds most of them away)."""
+    rule = get_rule(OPSET_RULE)
+    severity = profile.severity_of(rule.id, rule.severity)
+    for pointer, node, p in file_problems(model):
+        location = Location(pointer + p.where, node=node.name or None, tensor=p.tensor, op_type=node.op_type)
+        yield Diagnostic(rule.id, rule.name, severity, p.message, location, rule.help)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -705,6 +705,26 @@ USER_OPS_PROFILE = {
 }
 
 
+def _per_axis_dequantize(opset: int) -> onnx.ModelProto:
+    """A plain QDQ weight, as onnxruntime's quantizer writes it: DequantizeLinear(w, s, z, axis=0), s and z
+    holding 4 values, then MatMul; at ``opset``."""
+    g = (Graph("qdq").input("x", (1, 4)).init("w", np.arange(-8, 8, dtype=np.int8).reshape(4, 4))
+         .init("w_scale", np.array([0.5, 0.25, 0.125, 0.0625], np.float32)).init("w_zero_point", np.zeros(4, np.int8))
+         .node("DequantizeLinear", ["w", "w_scale", "w_zero_point"], ["w_f"], name="dq", axis=0)
+         .node("MatMul", ["x", "w_f"], ["y"], name="mm").output("y", (1, 4)))
+    return g.build(opset=opset)
+
+
+def _int4_quantize(opset: int) -> onnx.ModelProto:
+    """x -> QuantizeLinear(x, s, z) with an int4 zero point -> DequantizeLinear -> y, plain QDQ, at ``opset``."""
+    z = helper.make_tensor("z", TensorProto.INT4, [], [0])
+    g = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32))
+         .node("QuantizeLinear", ["x", "s", "z"], ["x_q"], name="q")
+         .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4)))
+    g.inits.append(z)
+    return g.build(opset=opset)
+
+
 def _sigmoid() -> onnx.ModelProto:
     return unary_model("Sigmoid", int8(1 / 256, -128))
 
@@ -1156,6 +1176,13 @@ def cases() -> list[Case]:
         _fire("QT411", "quantized-output", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), "/graph/node/0/input/1",
               "w", "matmul", message="requantization multiplier"),
         _miss("QT411", "float-output", lambda: _negative_weight("MatMul")),
+        # QT412
+        _fire("QT412", "per-axis-dequantize-at-opset-11", lambda: _per_axis_dequantize(11), "/graph/node/0/attribute/0",
+              node="dq", message="per-axis parameters need DequantizeLinear-13 (opset 13)"),
+        _fire("QT412", "int4-quantize-at-opset-19", lambda: _int4_quantize(19), "/graph/node/0/input/2", "z", "q",
+              message="needs QuantizeLinear-21 (opset 21)"),
+        _miss("QT412", "per-axis-dequantize-at-opset-13", lambda: _per_axis_dequantize(13)),
+        _miss("QT412", "int4-quantize-at-opset-21", lambda: _int4_quantize(21)),
         # QT501
         _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
               profile="tflite-int8"),
