@@ -32,6 +32,9 @@ _STORED = {"QuantizeLinear": ((2,), (0,)), "DequantizeLinear": ((0, 2), ()), "Dy
 _SCALES = {"QuantizeLinear": ("input", 1), "DequantizeLinear": ("input", 1), "DynamicQuantizeLinear": ("output", 1)}
 
 
+_DATA_TYPES = frozenset(TensorProto.DataType.values())
+
+
 class Problem(NamedTuple):
     where: str  # the rest of the node's JSON pointer ("/attribute/0", "/input/1"), "" for the node itself
     tensor: str | None
@@ -119,8 +122,8 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
             name = names[index]
             allowed = _allowed(schema, kind, index) if name else None
             data_type = elem_type(kind, index) if allowed is not None else None
-            if data_type is None or data_type == TensorProto.UNDEFINED:
-                continue
+            if data_type is None or data_type == TensorProto.UNDEFINED or data_type not in _DATA_TYPES:
+                continue  # unknown, or no ONNX type at all (the operator's type constraint, QT305, says so)
             type_str = type_string(data_type)
             if type_str in allowed:
                 continue

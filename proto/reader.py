@@ -11,7 +11,8 @@ a FIFO or an unreadable file is one line naming it), every name UTF-8 text
 (``tensor_sizes``: an initializer shorter than its dims, or one claiming
 2^40 elements over a few bytes, is refused before anything allocates), and
 every graph in topological order (``graph_order``: a file written out of
-order is sorted, a cycle refused, naming the node), and a negative declared
+order is sorted, a cycle refused, naming the node), an attribute refers to a
+function's attribute only inside a function body, and a negative declared
 dimension (-1: "any size") is read as unknown. The caller's
 ModelProto is never changed: a model that needs sorting is copied first.
 """
@@ -128,7 +129,15 @@ def _scan(model: ModelProto) -> bool:
         kinds.update(map(type, [n.op_type for n in nodes]))
         kinds.update(map(type, [n.name for n in nodes]))
         kinds.update(map(type, [n.domain for n in nodes]))
-        kinds.update(type(a.name) for n in nodes if n.attribute for a in n.attribute)
+        for n, node in enumerate(nodes):
+            if node.attribute:
+                for a, attribute in enumerate(node.attribute):
+                    kinds.add(type(attribute.name))
+                    if attribute.ref_attr_name and pointer.startswith("/graph"):
+                        raise ModelLoadError(
+                            f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
+                            f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
+                            "graph, not in a function body; give the attribute its value")
         unsorted = topological_order(graph, pointer, names) is not None or unsorted
     if bytes in kinds or _other_names_not_text(model):
         require_utf8_names(model, "")  # the walk that locates it

@@ -21,6 +21,7 @@ seed file, the mutant's index and its mutations, enough to rebuild it with ``mut
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -403,17 +404,24 @@ def _site(tb: traceback.StackSummary) -> str:
     return f"{where}:{frame.lineno}"
 
 
-def exercise(m: Mutant, folder: pathlib.Path, seconds: float = 20.0) -> list[Crash]:
-    """Every call on ``m``; the crashes (anything but QTypesError, or a hang)."""
+def exercise(m: Mutant, folder: pathlib.Path, seconds: float = 20.0,
+             outcomes: collections.Counter | None = None) -> list[Crash]:
+    """Every call on ``m``; the crashes (anything but QTypesError, or a hang). ``outcomes`` counts
+    (command, "ok" | "refused" | "crash") when given."""
     crashes = []
+    outcomes = collections.Counter() if outcomes is None else outcomes
     for name, call in calls(m, folder):
+        command = name.split()[0]
         try:
             with time_guard(seconds):
                 call()
+            outcomes[command, "ok"] += 1
         except QTypesError:
+            outcomes[command, "refused"] += 1
             continue
         except (Hang, Exception) as exc:  # noqa: BLE001 - what we look for
             text = " ".join(str(exc).split())[:300]
+            outcomes[command, "crash"] += 1
             crashes.append(Crash(m, name, f"{type(exc).__name__}: {text}",
                                  _site(traceback.extract_tb(exc.__traceback__))))
     return crashes
