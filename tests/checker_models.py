@@ -490,6 +490,19 @@ def _undeclared_output(declared: bool) -> onnx.ModelProto:
         g.node("Identity", ["r"], ["y"], name="identity").output("y", (1, 4)).build()
 
 
+def _weight_only(op: str) -> onnx.ModelProto:
+    """Weight-only quantization as lift writes MatMulNBits: MatMul(x float, w int8) or Gather(w int8, ids), the
+    float result undeclared and read by Relu."""
+    w = np.arange(-8, 8, dtype=np.int8).reshape(4, 4)
+    g = Graph("weights").init("w", w, int8(0.05, 0))
+    if op == "MatMul":
+        g.input("x", (1, 4)).node("MatMul", ["x", "w"], ["m"], name="mm")
+    else:
+        g.init("ids", np.array([0, 2], np.int64)).node("Gather", ["w", "ids"], ["m"], name="gather")
+    shape = (1, 4) if op == "MatMul" else (2, 4)
+    return g.node("Relu", ["m"], ["y"], name="relu").output("y", shape).build()
+
+
 def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None, scale_input: bool = False,
          axis_attr: int | None = None) -> onnx.ModelProto:
     """x -> QuantizeLinear(x, s, z) -> x_q (declared type_q) -> DQ (type's params) -> y."""
@@ -1044,6 +1057,8 @@ def cases() -> list[Case]:
         # QT309
         _fire("QT309", "relu-undeclared", lambda: _undeclared_output(False), "/graph/node/0/output/0", "r", "relu"),
         _miss("QT309", "relu-declared", lambda: _undeclared_output(True)),
+        _miss("QT309", "weight-only-matmul", lambda: _weight_only("MatMul")),
+        _miss("QT309", "weight-only-gather", lambda: _weight_only("Gather")),
         # QT310
         _fire("QT310", "bogus-attribute", _bogus_attribute, "/graph/node/0", node="identity", message="bogus"),
         _miss("QT310", "plain", lambda: one_tensor(int8())),
