@@ -92,6 +92,7 @@ class Profile:
     fixed_output: dict[str, tuple[FixedOutput, ...]] = dataclasses.field(default_factory=dict)
     supported_ops: frozenset[str] | None = None
     accumulator_bits: int = 32
+    wide_accumulator_bits: int = 64  # an input or weight stored in more than 8 bits (16-bit activations)
     severity: dict[str, Severity] = dataclasses.field(default_factory=dict)
     origin: str = ""
 
@@ -115,6 +116,7 @@ class Profile:
             },
             supported_ops=frozenset(doc["supported_ops"]) if "supported_ops" in doc else None,
             accumulator_bits=doc.get("accumulator_bits", 32),
+            wide_accumulator_bits=doc.get("wide_accumulator_bits", 64),
             severity={k: Severity.parse(v) for k, v in doc.get("severity", {}).items()},
             origin=origin,
         )

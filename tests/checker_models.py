@@ -257,6 +257,26 @@ def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
 
+def matmul16_model(k: int) -> onnx.ModelProto:
+    """matmul_model with uint16 activations (zero point 0: |x - zx| reaches 65535) and int8 weights of 127."""
+    x_q, w_q, y_q = QType("uint16", F32, 0), int8(F32, 0), QType("uint16", 0.5, 0)
+    g = Graph("matmul16").input("x_q", (1, k), x_q)
+    g.init("w", np.full((k, 2), 127, np.int8), w_q)
+    g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
+    return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
+
+
+def one_large_weight_model(k: int) -> onnx.ModelProto:
+    """matmul_model whose weight columns hold one 127 and K - 1 ones: the type's bound K * 255 * 127 passes
+    2^31 at K = 70000, what the weights can sum to (255 * (127 + K - 1)) does not."""
+    model = matmul_model(k, accumulate_weight=1)
+    w = next(t for t in model.graph.initializer if t.name == "w")
+    values = np.ones((k, 2), np.int8)
+    values[0] = 127
+    w.raw_data = values.tobytes()
+    return model
+
+
 def float8_matmul_model(k: int, weight: float = 57344, first: float | None = None) -> onnx.ModelProto:
     """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers.
     ``first``: another value for the weight's first element."""
@@ -1163,6 +1183,12 @@ def cases() -> list[Case]:
         _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
               profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
         _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        _miss("QT407", "one-large-weight-per-column-k-70000", lambda: one_large_weight_model(70000)),
+        _miss("QT407", "uint16-activations-k-4096", lambda: matmul16_model(4096)),
+        _fire("QT407", "uint16-activations-32-bit-wide-kernels", lambda: matmul16_model(4096), "/graph/node/0",
+              node="matmul", profile={"name": "acc32", "description": "16-bit kernels accumulating in 32 bits",
+                                      "sources": [], "wide_accumulator_bits": 32},
+              message=f"= {65535 * 4096 * 127} reaches 2^31"),
         _miss("QT407", "float8e5m2-k-4096", lambda: float8_matmul_model(4096)),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
