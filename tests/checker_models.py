@@ -402,6 +402,28 @@ def scan_model(state_body: QType, state: QType, slice_q: QType, stacked: QType) 
     return g.output("f", (2,)).output("y", (3, 2)).build()
 
 
+def _absurd_scan(num_scan_inputs: int) -> onnx.ModelProto:
+    """scan_model with ``num_scan_inputs`` as given (1 is what it scans)."""
+    model = scan_model(int8(0.5, 0), int8(0.5, 0), int8(0.5, 0), int8(0.5, 0))
+    scan = next(n for n in model.graph.node if n.op_type == "Scan")
+    next(a for a in scan.attribute if a.name == "num_scan_inputs").i = num_scan_inputs
+    return model
+
+
+def _long_loop(trips: int, condition: bool = False) -> onnx.ModelProto:
+    """loop_model with a scan output of [2] int8 per iteration, ``trips`` constant iterations, and a condition
+    input when ``condition``."""
+    q = int8(0.5, 0)
+    model = loop_model(q, q, scan_out=q)
+    next(t for t in model.graph.initializer if t.name == "n").CopyFrom(numpy_helper.from_array(
+        np.array(trips, np.int64), "n"))
+    if condition:
+        loop = next(n for n in model.graph.node if n.op_type == "Loop")
+        loop.input[1] = "go"
+        model.graph.initializer.append(numpy_helper.from_array(np.array(True), "go"))
+    return model
+
+
 def matmul_nbits_model(import_domain: bool) -> onnx.ModelProto:
     """A com.microsoft.MatMulNBits (K 16, N 2, 4 bits, one block), as NNCF writes it without the domain import."""
     packed = numpy_helper.from_array(np.full((2, 1, 8), 0x98, np.uint8), "w_q4")  # codes 8, 9: 0 and 1 step
@@ -1224,6 +1246,13 @@ def cases() -> list[Case]:
               message="needs QuantizeLinear-21 (opset 21)"),
         _miss("QT412", "per-axis-dequantize-at-opset-13", lambda: _per_axis_dequantize(13)),
         _miss("QT412", "int4-quantize-at-opset-21", lambda: _int4_quantize(21)),
+        # QT413
+        _fire("QT413", "scan-2^62-inputs", lambda: _absurd_scan(2**62), "/graph/node/0/attribute/1", node="scan",
+              message="num_scan_inputs = 4611686018427387904, but the node has 2 input(s)"),
+        _fire("QT413", "loop-2^40-iterations-no-condition", lambda: _long_loop(2**40), "/graph/node/0/input/0", "n",
+              "repeat", message="beyond 2^40"),
+        _miss("QT413", "scan-one-input", lambda: _absurd_scan(1)),
+        _miss("QT413", "loop-2^40-iterations-with-condition", lambda: _long_loop(2**40, condition=True)),
         # QT501
         _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
               profile="tflite-int8"),
