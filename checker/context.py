@@ -23,7 +23,6 @@ from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
-from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, listing, reference_values
 
 T = TypeVar("T")
@@ -231,7 +230,6 @@ class Context:
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
-        self._require_text_names()
 
     # -- indexing -------------------------------------------------------------
     def _parameter_initializer(self, name: str) -> tuple[str, TensorProto] | None:
@@ -301,37 +299,6 @@ class Context:
                 nodes.append(ref)
                 if ref.op_type == "Constant" and ref.is_onnx and ref.outputs:
                     self._index_constant(ref)
-
-    def _require_text_names(self) -> None:
-        """ModelLoadError naming the field when a name is not UTF-8 (protobuf hands such a name over as bytes).
-
-        Checked on the values the index already holds (a tenth of the cost of reading them from the model
-        again); only when one is bytes does proto.names walk the model to say where.
-        """
-        kinds: set[type] = set()
-        add, update = kinds.add, kinds.update
-        for ref in self.nodes:
-            update(map(type, ref.inputs))
-            update(map(type, ref.outputs))
-            add(type(ref.op_type))
-            add(type(ref.name))
-            add(type(ref.domain))
-            update(type(a.name) for a in ref.node.attribute)
-        update(type(d.name) for d in self.declarations)
-        update(type(c.name) for c in self.constants.values())
-        update(type(o.domain) for o in self.model.opset_import)
-        for _, graph in self.graphs:  # the float view copies these as text
-            add(type(graph.name))
-            add(type(graph.doc_string))
-        for function in self.model.functions:
-            update(map(type, (function.name, function.domain, *function.input, *function.output)))
-            update(type(v.name) for v in function.value_info)
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                   for node in function.node for a in node.attribute):
-                add(bytes)  # subgraphs inside a function are not indexed: let the full walk decide (rare)
-        update(type(getattr(self.model, f)) for f in MODEL_TEXT_FIELDS)
-        if bytes in kinds:
-            require_utf8_names(self.model, "")  # the full walk: locates the name, or finds none
 
     @functools.cached_property
     def producers(self) -> dict[tuple[str, str], tuple[NodeRef, int]]:

@@ -151,11 +151,24 @@ def file_problems(model: ModelProto) -> Iterator[tuple[str, NodeProto, Problem]]
         if not nodes:
             continue
         types, counts = _file_types(graph)
+        clean: set[tuple] = set()  # signatures already judged clean: a QDQ file repeats a few thousand times
         for n, node in nodes:
-            def elem_type(kind: str, index: int, node=node) -> int | None:  # noqa: ANN001 - bound per node
-                return types.get((node.input if kind == "input" else node.output)[index])
+            inputs, outputs = node.input[:], node.output[:]
+            opset = opset_of(node, opsets)
+            scale = (inputs if node.op_type != "DynamicQuantizeLinear" else outputs)[1:2]
+            signature = (node.op_type, opset, tuple(a.name for a in node.attribute),
+                         tuple(types.get(i) for i in inputs), tuple(types.get(o) for o in outputs),
+                         bool(scale) and (counts.get(scale[0]) or 0) > 1)
+            if signature in clean:
+                continue
 
-            for p in problems(node, opset_of(node, opsets), elem_type, counts.get):
+            def elem_type(kind: str, index: int, names=(inputs, outputs)) -> int | None:  # noqa: ANN001
+                return types.get(names[0 if kind == "input" else 1][index])
+
+            found = problems(node, opset, elem_type, counts.get)
+            if not found:
+                clean.add(signature)
+            for p in found:
                 yield f"{pointer}/node/{n}", node, p
 
 

@@ -129,7 +129,7 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
     stamped.CopyFrom(model)
     for i, node in enumerate(stamped.graph.node):
         node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
-    result = lift_model(stamped, tolerant=True)
+    result = lift_model(ReadModel(stamped, "<model>"), tolerant=True)  # read already: not again
     if not result.typed_tensors and not result.problems and not result.warnings:  # nothing quantized: a float model
         return None
     return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))

@@ -217,11 +217,23 @@ def iter_graphs(model: ModelProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     yield from _walk("/graph", model.graph)
 
 
+_GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
 def _walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     # A module-level function, not a closure that calls itself: that closure is a reference cycle per call.
     yield pointer, graph
     for n, node in enumerate(graph.node):
-        yield from iter_node_graphs(f"{pointer}/node/{n}", node)
+        attributes = node.attribute
+        if not attributes:  # most nodes: no pointer to build, no generator to start
+            continue
+        for a, attr in enumerate(attributes):
+            kind = attr.type
+            if kind == _GRAPH:
+                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
+            elif kind == _GRAPHS:
+                for k, sub in enumerate(attr.graphs):
+                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
 
 
 def iter_node_graphs(pointer: str, node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:

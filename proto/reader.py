@@ -28,7 +28,7 @@ from onnx import AttributeProto, ModelProto
 
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
 from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_graphs, topological_order
-from onnx_qtypes.proto.model import iter_graphs, load
+from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
 
@@ -120,7 +120,10 @@ def _scan(model: ModelProto) -> bool:
     kinds: set[type] = set()
     unsorted = False
     graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model))
-    graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
+    for f, function in enumerate(model.functions):  # a function body, and the If / Loop / Scan bodies inside it
+        graphs.append((f"/functions/{f}", function))
+        graphs += [g for n, node in enumerate(function.node) if node.attribute
+                   for g in iter_node_graphs(f"/functions/{f}/node/{n}", node)]
     for pointer, graph in graphs:
         names = node_names(graph)
         for lists in names:
@@ -133,7 +136,7 @@ def _scan(model: ModelProto) -> bool:
             if node.attribute:
                 for a, attribute in enumerate(node.attribute):
                     kinds.add(type(attribute.name))
-                    if attribute.ref_attr_name and pointer.startswith("/graph"):
+                    if attribute.ref_attr_name and not pointer.startswith("/functions/"):
                         raise ModelLoadError(
                             f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
                             f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "

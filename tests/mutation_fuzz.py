@@ -258,9 +258,10 @@ def _decodes(data: bytes) -> bool:
     return True
 
 
-def mutant(seed: pathlib.Path, fuzz_seed: int, index: int) -> Mutant:
-    """Mutant ``index`` of ``seed`` under ``fuzz_seed``: the same arguments give the same bytes."""
-    data = seed.read_bytes()
+def mutant(seed: pathlib.Path, fuzz_seed: int, index: int, data: bytes | None = None) -> Mutant:
+    """Mutant ``index`` of ``seed`` (whose bytes are ``data`` when given) under ``fuzz_seed``: the same
+    arguments give the same bytes."""
+    data = seed.read_bytes() if data is None else data
     digest = hashlib.sha256(f"{seed.relative_to(ROOT)}#{fuzz_seed}:{index}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "little"))
     done = []
@@ -288,9 +289,11 @@ def mutant(seed: pathlib.Path, fuzz_seed: int, index: int) -> Mutant:
 
 
 def mutants(seeds: list[pathlib.Path], count: int, fuzz_seed: int) -> Iterator[Mutant]:
-    """``count`` mutants spread over ``seeds`` in turn."""
+    """``count`` mutants spread over ``seeds`` in turn (every seed read first: a regenerated case folder may
+    vanish for a moment while a long run goes on)."""
+    data = [seed.read_bytes() for seed in seeds]
     for i in range(count):
-        yield mutant(seeds[i % len(seeds)], fuzz_seed, i // len(seeds))
+        yield mutant(seeds[i % len(seeds)], fuzz_seed, i // len(seeds), data[i % len(seeds)])
 
 
 # --- running the commands ----------------------------------------------------------------------------------
