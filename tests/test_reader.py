@@ -173,3 +173,20 @@ def test_qt412_judges_the_quantization_nodes_as_the_file_writes_them():
     found = [d for d in diagnose(_per_axis_dequantize(11)).diagnostics if d.rule == "QT412"]
     assert [(d.location.pointer, d.location.node) for d in found] == [("/graph/node/0/attribute/0", "dq")]
     assert not [d for d in diagnose(_per_axis_dequantize(13)).diagnostics if d.rule == "QT412"]
+
+
+def test_show_locates_a_sorted_quantizer_file_where_the_file_has_it(tmp_path, capsys):
+    import json
+
+    plain = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    count = len(plain.graph.node)
+    onnx.save(plain, tmp_path / "sorted.onnx")
+    onnx.save(_reversed(plain), tmp_path / "reversed.onnx")
+
+    def places(name):
+        assert main(["show", str(tmp_path / name), "--format", "json"]) == 0
+        return {t["tensor"]: t["declared_at"] for t in json.loads(capsys.readouterr().out)["tensors"]}
+
+    flip = {f"/graph/node/{i}": f"/graph/node/{count - 1 - i}" for i in range(count)}
+    expected = {name: [flip.get(p, p) for p in at] for name, at in places("sorted.onnx").items()}
+    assert places("reversed.onnx") == expected and any(p in flip for at in expected.values() for p in at)

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     rows, notes = collect(model, args.model), []
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
         rows, notes = _quantizer_rows(model, args.model)
+    for row in rows:  # a graph the reader sorted: the places the file has
+        row["declared_at"] = [read.file_pointer(p) for p in row["declared_at"]]
     if args.format == "json":
         text = render_json(rows, args.model, notes)
     elif args.format == "html":
