@@ -1,13 +1,19 @@
 """Checker speed against onnx.checker.check_model(full_check=True), side by side in one process.
 
-Builds synthetic CNNs of about 1,000 / 4,000 / 16,000 nodes (Conv with
-per-channel int8 weights and int32 bias, then Relu, repeated), in two forms
-from the same generator: the typed model the onnx-qtypes checker validates,
-and its float twin (same graph, float weights) that stock onnx.checker
-validates — stock onnx.checker refuses the typed model itself by design (the
-fail-closed marker). Prints, per size, the median time of each and their
-ratio; target: at most 3x at 4,000 nodes, and time growing linearly with
-nodes (the last column, time per node, stays flat).
+Two forms of the same synthetic CNN (Conv with per-channel int8 weights and int32 bias, then Relu, repeated),
+about 1,000 / 4,000 / 16,000 nodes each:
+
+- the QDQ file as onnxruntime's quantize_static (QDQ, per_channel, QInt8) writes it: every weight and bias an
+  integer initializer read through a DequantizeLinear placed first, every activation a QuantizeLinear /
+  DequantizeLinear pair, the Relu fused away, the value_info quantize_static keeps (the layout and names of
+  its output on this model, reproduced here because quantize_static itself needs minutes at 4,000 nodes);
+  `onnx-qtypes check` reads it through its lifted form (onnx_qtypes.diagnose). Its peer: onnx.checker on
+  that same file.
+- the typed model the onnx-qtypes checker validates (iter_diagnostics); its peer, onnx.checker on its float
+  twin (same graph, float weights: stock onnx.checker refuses the typed model itself by design).
+
+Prints, per size, the median time of each and their ratios; targets: the QDQ form at most 3x onnx.checker
+at 16,000 nodes, the time per node flat from 1,000 to 16,000 (the us/node columns).
 
 Run: python benchmarks/bench_checker.py [--sizes 1000 4000 16000] [--repeat 5]
 """
@@ -22,10 +28,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, Schema
-from onnx_qtypes.proto.encoding import to_wire_form
-from onnx_qtypes.proto import write_qtype
+from onnx_qtypes import QType, Schema, diagnose
 from onnx_qtypes.checker import iter_diagnostics
+from onnx_qtypes.proto import write_qtype
+from onnx_qtypes.proto.encoding import to_wire_form
 
 IR_VERSION, OPSET = 10, 21
 CHANNELS, SIDE = 16, 8
@@ -81,28 +87,80 @@ def build(nodes: int, seed: int = 0) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     return typed, twin
 
 
-def _time(fn, repeat: int) -> float:  # noqa: ANN001
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def build_qdq(nodes: int, seed: int = 0) -> onnx.ModelProto:
+    """The QDQ file quantize_static(QDQ, per_channel=True, QInt8) writes for the float chain, ``nodes`` nodes."""
+    rng = np.random.default_rng(seed)
+    blocks = max((nodes - 5) // 5, 1)
+    shape = [1, CHANNELS, SIDE, SIDE]
+    inits: list[onnx.TensorProto] = []
+    weights: list[onnx.NodeProto] = []
+    scales: dict[str, np.float32] = {}
+
+    def qdq(name: str) -> list[onnx.NodeProto]:
+        scales[name] = np.float32(rng.uniform(0.01, 0.05))
+        inits.extend([numpy_helper.from_array(np.array(0, np.int8), f"{name}_zero_point"),
+                      numpy_helper.from_array(np.array(scales[name], np.float32), f"{name}_scale")])
+        q, d = f"{name}_QuantizeLinear", f"{name}_DequantizeLinear"
+        return [helper.make_node("QuantizeLinear", [name, f"{name}_scale", f"{name}_zero_point"], [f"{q}_Output"],
+                                 name=q),
+                helper.make_node("DequantizeLinear", [f"{q}_Output", f"{name}_scale", f"{name}_zero_point"],
+                                 [f"{d}_Output"], name=d)]
+
+    chain = [helper.make_node("Identity", ["x"], ["a0"], name="quantize"), *qdq("a0")]
+    value_info = []
+    for i in range(blocks):
+        w = rng.normal(0, 0.1, size=(CHANNELS, CHANNELS, 3, 3)).astype(np.float32)
+        w_scale = (np.abs(w).reshape(CHANNELS, -1).max(axis=1) / 127).astype(np.float32)
+        w_q = np.clip(np.rint(w / w_scale[:, None, None, None]), -127, 127).astype(np.int8)
+        inits += [numpy_helper.from_array(np.zeros(CHANNELS, np.int8), f"w{i}_zero_point"),
+                  numpy_helper.from_array(w_scale, f"w{i}_scale"), numpy_helper.from_array(w_q, f"w{i}_quantized"),
+                  numpy_helper.from_array(rng.integers(-1000, 1000, size=CHANNELS).astype(np.int32), f"b{i}_quantized"),
+                  numpy_helper.from_array((scales[f"a{i}"] * w_scale).astype(np.float32), f"b{i}_quantized_scale"),
+                  numpy_helper.from_array(np.zeros(CHANNELS, np.int32), f"b{i}_quantized_zero_point")]
+        weights += [helper.make_node("DequantizeLinear", [f"b{i}_quantized", f"b{i}_quantized_scale",
+                                                          f"b{i}_quantized_zero_point"], [f"b{i}"],
+                                     name=f"b{i}_DequantizeLinear", axis=0),
+                    helper.make_node("DequantizeLinear", [f"w{i}_quantized", f"w{i}_scale", f"w{i}_zero_point"],
+                                     [f"w{i}_DequantizeLinear_Output"], name=f"w{i}_DequantizeLinear", axis=0)]
+        chain.append(helper.make_node("Conv", [f"a{i}_DequantizeLinear_Output", f"w{i}_DequantizeLinear_Output",
+                                               f"b{i}"], [f"a{i + 1}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        chain += qdq(f"a{i + 1}")
+        value_info.append(helper.make_tensor_value_info(f"a{i + 1}", TensorProto.FLOAT, shape))
+    chain.append(helper.make_node("Identity", [f"a{blocks}_DequantizeLinear_Output"], ["y"], name="dequantize"))
+    graph = helper.make_graph(weights + chain, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits,
+                              value_info=value_info)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+                             producer_name="onnx.quantize")
+
+
+def _time(fn) -> float:  # noqa: ANN001
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def measure(nodes: int, repeat: int) -> dict[str, float]:
     typed, twin = build(nodes)
-    found = list(iter_diagnostics(typed))
-    errors = [str(d) for d in found if d.is_error]
-    assert not errors, errors[:3]  # the benchmark model is valid: the checker runs every rule to the end
+    qdq = build_qdq(nodes)
+    errors = [str(d) for d in iter_diagnostics(typed) if d.is_error]
+    errors += [str(d) for d in diagnose(qdq).diagnostics if d.is_error]
+    assert not errors, errors[:3]  # the benchmark models are valid: every rule runs to the end
     onnx.checker.check_model(twin, full_check=True)
-    ours, theirs = [], []
-    for _ in range(repeat):  # interleaved, so that load from other processes hits both alike
-        ours.append(_time(lambda: list(iter_diagnostics(typed)), 1))
-        theirs.append(_time(lambda: onnx.checker.check_model(twin, full_check=True), 1))
-    checker, stock = statistics.median(ours), statistics.median(theirs)
-    return {"nodes": len(typed.graph.node), "checker_s": checker, "onnx_checker_s": stock,
-            "ratio": checker / stock, "checker_us_per_node": checker / len(typed.graph.node) * 1e6}
+    onnx.checker.check_model(qdq, full_check=True)
+    runs: dict[str, list[float]] = {"typed": [], "twin": [], "qdq": [], "qdq_onnx": []}
+    for _ in range(repeat):  # interleaved, so that load from other processes hits all alike
+        runs["typed"].append(_time(lambda: list(iter_diagnostics(typed))))
+        runs["twin"].append(_time(lambda: onnx.checker.check_model(twin, full_check=True)))
+        runs["qdq"].append(_time(lambda: diagnose(qdq)))
+        runs["qdq_onnx"].append(_time(lambda: onnx.checker.check_model(qdq, full_check=True)))
+    t = {k: statistics.median(v) for k, v in runs.items()}
+    # ratios per round, then their median: a slow moment of the machine hits both sides of one round
+    ratio = {k: statistics.median(a / b for a, b in zip(runs[k], runs[peer]))
+             for k, peer in (("typed", "twin"), ("qdq", "qdq_onnx"))}
+    return {"qdq_nodes": len(qdq.graph.node), "typed_nodes": len(typed.graph.node), **t,
+            "qdq_ratio": ratio["qdq"], "typed_ratio": ratio["typed"],
+            "qdq_us": t["qdq"] / len(qdq.graph.node) * 1e6, "typed_us": t["typed"] / len(typed.graph.node) * 1e6}
 
 
 def main() -> None:
@@ -110,11 +168,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 16000])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    print(f"{'nodes':>7}  {'onnx-qtypes check':>17}  {'onnx.checker full':>17}  {'ratio':>6}  {'us/node':>8}")
+    print("| QDQ nodes | check (QDQ) | onnx.checker (QDQ) | ratio | us/node | typed nodes | check (typed) "
+          "| onnx.checker (float twin) | ratio | us/node |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for size in args.sizes:
         r = measure(size, args.repeat)
-        print(f"{r['nodes']:>7}  {r['checker_s']:>16.3f}s  {r['onnx_checker_s']:>16.3f}s  {r['ratio']:>5.2f}x  "
-              f"{r['checker_us_per_node']:>8.1f}")
+        print(f"| {r['qdq_nodes']:,} | {r['qdq']:.3f} s | {r['qdq_onnx']:.3f} s | {r['qdq_ratio']:.2f}x | "
+              f"{r['qdq_us']:.0f} | {r['typed_nodes']:,} | {r['typed']:.3f} s | {r['twin']:.3f} s | "
+              f"{r['typed_ratio']:.2f}x | {r['typed_us']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

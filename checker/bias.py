@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import numpy as np
+
 from onnx_qtypes.checker.context import WEIGHTED_OPS, Context, NodeRef
 from onnx_qtypes.checker.weights import weighted
 from onnx_qtypes.proto.qtype import QType
@@ -33,3 +35,21 @@ def _bias_uses(ctx: Context) -> Iterator[BiasUse]:
         if qt is None:
             continue
         yield BiasUse(ref, name, qt, x if ref.inputs[0] else None, w if ref.inputs[1] else None)
+
+
+def added_by_shift(ctx: Context, use: BiasUse) -> bool:
+    """Under a profile with ``bias_shift`` (AMD's DPU): every bias scale is the accumulator scale of its channel
+    (input scale x weight scale) times an exact power of two, so the target shifts the stored bias into the
+    accumulator's units, whatever its storage."""
+    b, x, w = use.qtype, use.x, use.w
+    if not ctx.profile.bias_shift or x is None or w is None or b.is_dynamic or x.is_dynamic or w.is_dynamic:
+        return False
+    if x.axis is not None or w.block_size is not None or len(b.scale) not in (1, len(w.scale)):
+        return False
+    weight = np.asarray(w.scale, np.float64)
+    bias = np.asarray(b.scale, np.float64)
+    if len(bias) == 1 and len(weight) > 1:
+        return False  # one bias scale for channels of different units: no single shift
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        ratio = bias / (x.scale[0] * weight)
+    return bool(np.all(np.isfinite(ratio) & (ratio > 0) & (np.frexp(ratio)[0] == 0.5)))

@@ -8,7 +8,6 @@ its helpers so that every report points the same way.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, TypeVar
 
@@ -24,7 +23,6 @@ from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
-from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, listing, reference_values
 
 T = TypeVar("T")
@@ -96,9 +94,18 @@ class NodeRef(NamedTuple):
         return self.opsets.get(self.domain or "", 0)
 
     def attr(self, name: str, default: object = None) -> object:
+        """The attribute's value; ``default`` when absent, a reference, or not of ``default``'s kind."""
         for attribute in self.node.attribute:
             if attribute.name == name:
-                return onnx.helper.get_attribute_value(attribute)
+                if attribute.ref_attr_name:  # a function body's reference: the value comes with the call
+                    return default
+                try:
+                    value = onnx.helper.get_attribute_value(attribute)
+                except ValueError:  # an attribute type onnx does not define: as good as absent
+                    return default
+                if default is not None and not isinstance(value, type(default)):
+                    return default  # the wrong kind (a string axis, a float group): the schema's problem, not ours
+                return value
         return default
 
     def location(self, kind: str | None = None, index: int | None = None) -> Location:
@@ -202,6 +209,12 @@ def _no_initializers(name: str) -> None:
     return None
 
 
+# Constant's attributes that hold its value, with the attribute type each must have.
+_CONSTANT_ATTRIBUTES = {"value": onnx.AttributeProto.TENSOR, "value_float": onnx.AttributeProto.FLOAT,
+                        "value_floats": onnx.AttributeProto.FLOATS, "value_int": onnx.AttributeProto.INT,
+                        "value_ints": onnx.AttributeProto.INTS}
+
+
 class Context:
     """Everything the rules need to know about one model."""
 
@@ -223,7 +236,6 @@ class Context:
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
-        self._require_text_names()
 
     # -- indexing -------------------------------------------------------------
     def _parameter_initializer(self, name: str) -> tuple[str, TensorProto] | None:
@@ -287,8 +299,7 @@ class Context:
         nodes, constants = self.nodes, self.constants
         for pointer, scope, graph, opsets in graphs:
             for i, init in enumerate(getattr(graph, "initializer", ())):
-                const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)
-                _check_size(const)
+                const = ConstantRef(f"{pointer}/initializer/{i}", init.name, init)  # sizes: proto.reader
                 constants[(scope, const.name)] = const
                 if pointer == "/graph":
                     self.initializers.append(const)
@@ -297,37 +308,6 @@ class Context:
                 nodes.append(ref)
                 if ref.op_type == "Constant" and ref.is_onnx and ref.outputs:
                     self._index_constant(ref)
-
-    def _require_text_names(self) -> None:
-        """ModelLoadError naming the field when a name is not UTF-8 (protobuf hands such a name over as bytes).
-
-        Checked on the values the index already holds (a tenth of the cost of reading them from the model
-        again); only when one is bytes does proto.names walk the model to say where.
-        """
-        kinds: set[type] = set()
-        add, update = kinds.add, kinds.update
-        for ref in self.nodes:
-            update(map(type, ref.inputs))
-            update(map(type, ref.outputs))
-            add(type(ref.op_type))
-            add(type(ref.name))
-            add(type(ref.domain))
-            update(type(a.name) for a in ref.node.attribute)
-        update(type(d.name) for d in self.declarations)
-        update(type(c.name) for c in self.constants.values())
-        update(type(o.domain) for o in self.model.opset_import)
-        for _, graph in self.graphs:  # the float view copies these as text
-            add(type(graph.name))
-            add(type(graph.doc_string))
-        for function in self.model.functions:
-            update(map(type, (function.name, function.domain, *function.input, *function.output)))
-            update(type(v.name) for v in function.value_info)
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                   for node in function.node for a in node.attribute):
-                add(bytes)  # subgraphs inside a function are not indexed: let the full walk decide (rare)
-        update(type(getattr(self.model, f)) for f in MODEL_TEXT_FIELDS)
-        if bytes in kinds:
-            require_utf8_names(self.model, "")  # the full walk: locates the name, or finds none
 
     @functools.cached_property
     def producers(self) -> dict[tuple[str, str], tuple[NodeRef, int]]:
@@ -351,9 +331,10 @@ class Context:
 
     def _index_constant(self, ref: NodeRef) -> None:
         for a, attribute in enumerate(ref.node.attribute):
+            if attribute.ref_attr_name or attribute.type != _CONSTANT_ATTRIBUTES.get(attribute.name):
+                continue  # its value comes with a function call, or is not of the type its name says
             if attribute.name == "value":
                 const = ConstantRef(f"{ref.pointer}/attribute/{a}/t", ref.outputs[0], attribute.t, ref)
-                _check_size(const)
                 self.constants[(ref.scope, ref.outputs[0])] = const
             elif attribute.name in ("value_float", "value_floats", "value_int", "value_ints"):
                 self.constants[(ref.scope, ref.outputs[0])] = ConstantRef(
@@ -636,34 +617,8 @@ def storage_range(qtype: QType) -> tuple[int, int] | None:
     return qtype.storage_min, qtype.storage_max
 
 
-def _check_size(const: ConstantRef) -> None:
-    """Refuse a tensor whose dims do not fit its raw data (hostile or truncated): an unreadable model."""
-    tensor = const.tensor
-    if tensor is None or const.external:
-        return
-    dims = const.dims
-    if dims and min(dims) < 0:
-        raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} contain a negative size")
-    bits = _BITS.get(const.data_type)
-    if bits is not None and tensor.HasField("raw_data"):
-        need = -(-math.prod(dims) * bits // 8)
-        if (found := len(tensor.raw_data)) != need:
-            raise ModelLoadError(
-                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} bytes of "
-                f"{TensorProto.DataType.Name(const.data_type)} raw_data, found {found}"
-            )
-    elif bits is not None and bits >= 8:  # one value per entry of the typed field (sub-byte types are packed)
-        found = max(len(tensor.int32_data), len(tensor.int64_data), len(tensor.float_data),
-                    len(tensor.double_data), len(tensor.uint64_data))
-        if found != (need := math.prod(dims)):
-            raise ModelLoadError(
-                f"{const.pointer}: tensor {const.name!r}: dims {list(dims)} need {need} "
-                f"{TensorProto.DataType.Name(const.data_type)} values, found {found or 'no data'}"
-            )
-
-
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:
-    tensor = const.tensor  # its size was checked when the context indexed it
+    tensor = const.tensor  # its size was checked by the shared reader (proto.reader)
     dtype = _RAW_DTYPES.get(const.data_type)
     if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
@@ -683,9 +638,3 @@ _RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
     TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
 }
 _SMALL_INT_DTYPES = {t: d for t, d in _RAW_DTYPES.items() if d.kind in "iu" and d.itemsize <= 4}
-_BITS = {
-    TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.INT4: 4, TensorProto.UINT4: 4,
-    TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
-    TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.FLOAT: 32, TensorProto.FLOAT16: 16,
-    TensorProto.BFLOAT16: 16, TensorProto.DOUBLE: 64,
-}

@@ -33,7 +33,10 @@ UNKNOWN = Expectation()
 
 
 def is_data_movement(ref: NodeRef) -> bool:
-    return ref.is_onnx and moves_data(ref.op_type, ref.attr("mode", b"nearest"))
+    """A default-domain data-movement node with its data input and an output (a node missing them is the
+    schema's error, QT310's to report)."""
+    return (ref.is_onnx and bool(ref.inputs) and bool(ref.outputs) and bool(ref.outputs[0])
+            and moves_data(ref.op_type, ref.attr("mode", b"nearest")))
 
 
 def data_indices(ref: NodeRef, kind: str) -> list[int]:
@@ -85,11 +88,15 @@ def _slice_indices(ctx: Context, ref: NodeRef, axis: int, dim: int) -> range | N
     starts, ends, axes, steps = values
     if starts is None or ends is None or (inputs[3] and axes is None) or (inputs[4] and steps is None):
         return None
+    if any(v is not None and (v.ndim != 1 or v.dtype.kind not in "iu") for v in values):
+        return None  # not 1-D integer lists: the node's own error (QT310), no slice to follow
     rank = len(ctx.shape(ref.scope, ref.inputs[0]) or ())
     axes_list = [int(a) + rank if a < 0 else int(a) for a in (axes if axes is not None else range(len(starts)))]
     if axis not in axes_list:
         return range(dim)
     k = axes_list.index(axis)
+    if not k < min(len(starts), len(ends), len(steps) if steps is not None else k + 1):
+        return None  # lists of different lengths: the node's own error
     step = int(steps[k]) if steps is not None else 1
     return range(dim)[slice(int(starts[k]), int(ends[k]), step)] if step else None
 
@@ -111,7 +118,7 @@ def expect(ctx: Context, ref: NodeRef, qt: QType, out_index: int) -> Expectation
         return _same(qt) if before is not None and before == after and None not in before else UNKNOWN
     if op == "Transpose":
         rank = len(before) if before is not None else None
-        perm = ref.attr("perm") or (list(reversed(range(rank))) if rank is not None else None)
+        perm = ref.attr("perm", []) or (list(reversed(range(rank))) if rank is not None else None)
         if perm is None or axis not in perm:
             return UNKNOWN
         return _same(qt, axis=list(perm).index(axis))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from collections.abc import Iterable, Iterator
@@ -10,24 +11,32 @@ from typing import Any
 from onnx import ModelProto
 
 from onnx_qtypes.checker.context import Context
-from onnx_qtypes.checker.diagnostics import Diagnostic, Severity, ValidationError
+from onnx_qtypes.checker.diagnostics import Diagnostic, Location, Severity, ValidationError
 from onnx_qtypes.checker.profile import Profile, load_profile
 from onnx_qtypes.checker.registry import Rule, all_rules
-from onnx_qtypes.proto import load
+from onnx_qtypes.proto.reader import ReadModel, read_model
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypesError
 
-ModelLike = str | os.PathLike | bytes | bytearray | memoryview | ModelProto
+ModelLike = str | os.PathLike | bytes | bytearray | memoryview | ModelProto | ReadModel
 ProfileLike = Profile | dict | str | os.PathLike | None
 
 
-def as_model(model: Any) -> tuple[ModelProto, str]:
-    if isinstance(model, ModelProto):
-        return model, "<model>"
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return load(bytes(model)), "<bytes>"
-    if isinstance(model, (str, os.PathLike)):
-        return load(model), os.fspath(model)
-    raise QTypesError(f"checker: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+def as_model(model: Any) -> ReadModel:
+    """``model`` read the one shared way (``proto.reader``): sorted, names and tensor sizes checked."""
+    if not isinstance(model, (ReadModel, ModelProto, bytes, bytearray, memoryview, str, os.PathLike)):
+        raise QTypesError(f"checker: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+    return read_model(model, "checker")
+
+
+def in_read_file(d: Diagnostic, read: ReadModel) -> Diagnostic:
+    """``d`` located in the file as it was read (a sorted graph's nodes back at their places in the file)."""
+    if not read.orders:
+        return d
+    return dataclasses.replace(d, location=_at(d.location, read), related=tuple(_at(r, read) for r in d.related))
+
+
+def _at(location: Location, read: ReadModel) -> Location:
+    return dataclasses.replace(location, pointer=read.file_pointer(location.pointer))
 
 
 class _CollectorPause:
@@ -71,7 +80,8 @@ def iter_diagnostics(
     (other threads included); it is as the caller set it whenever a finding
     is handed over and when the run ends.
     """
-    proto, source = as_model(model)
+    read = as_model(model)
+    proto, source = read.model, read.source
     collector = _CollectorPause()
     collector.pause()
     try:
@@ -83,7 +93,7 @@ def iter_diagnostics(
                     rule.id, rule.name, severity, finding.message, finding.location, rule.help, finding.related
                 )
                 collector.resume()
-                yield diagnostic
+                yield in_read_file(diagnostic, read)
                 collector.pause()
     except (ModelLoadError, MalformedExtensionError) as exc:  # found while indexing or reading a constant
         raise in_file(exc, source) from None

@@ -103,7 +103,8 @@ def build(ctx: Context) -> ModelProto:
     dropped: list[int] = []
     after: dict[int, onnx.NodeProto] = {}  # main-graph node index -> a node the view inserts after it
     for ref in ctx.memo("float_view:nodes", lambda: [r for r in ctx.nodes if r.op_type in _EDITED]):
-        node = resolve(view, ref.pointer) if ctx.is_boundary(ref) else None
+        # a boundary node without its data input stays as it is: onnx.checker names it (QT310)
+        node = resolve(view, ref.pointer) if ctx.is_boundary(ref) and ref.inputs and ref.inputs[0] else None
         if node is not None and _keeps_parameter_outputs(node, ref.pointer):
             # a DynamicQuantizeLinear whose y_scale / y_zero_point are read: it still computes them (from the
             # reals), and the real value of y is x itself

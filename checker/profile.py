@@ -36,6 +36,7 @@ class StorageAllowance:
     type: str
     min: int | None = None
     max: int | None = None
+    zero_points: tuple[int, ...] | None = None  # in place of the role's, for this storage type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +52,21 @@ class RoleConstraints:
     zero_points: tuple[int, ...] | None = None
     pow2_scale: bool = False
 
+    def zero_points_of(self, storage: str) -> tuple[int, ...] | None:
+        """The zero points the target takes with ``storage``: the storage entry's own list, else the role's."""
+        for allowance in self.storage or ():
+            if allowance.type == storage and allowance.zero_points is not None:
+                return allowance.zero_points
+        return self.zero_points
+
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> RoleConstraints:
         storage = None
         if "storage" in doc:
             storage = tuple(
-                StorageAllowance(s) if isinstance(s, str) else StorageAllowance(s["type"], s.get("min"), s.get("max"))
+                StorageAllowance(s) if isinstance(s, str) else StorageAllowance(
+                    s["type"], s.get("min"), s.get("max"),
+                    tuple(s["zero_points"]) if "zero_points" in s else None)
                 for s in doc["storage"]
             )
         gran = doc.get("granularity", {})
@@ -92,10 +102,13 @@ class Profile:
     fixed_output: dict[str, tuple[FixedOutput, ...]] = dataclasses.field(default_factory=dict)
     supported_ops: frozenset[str] | None = None
     accumulator_bits: int = 32
+    wide_accumulator_bits: int = 64  # an input or weight stored in more than 8 bits (16-bit activations)
+    bias_shift: bool = False  # a bias in the accumulator's units times 2^k is added by a shift (QT403, QT405)
     severity: dict[str, Severity] = dataclasses.field(default_factory=dict)
     origin: str = ""
 
     def role(self, role: str) -> RoleConstraints | None:
+        """The constraints of ``role`` (activation / weight / bias), or None when the profile sets none."""
         return self.roles.get(role)
 
     def severity_of(self, rule_id: str, default: Severity) -> Severity:
@@ -115,6 +128,8 @@ class Profile:
             },
             supported_ops=frozenset(doc["supported_ops"]) if "supported_ops" in doc else None,
             accumulator_bits=doc.get("accumulator_bits", 32),
+            wide_accumulator_bits=doc.get("wide_accumulator_bits", 64),
+            bias_shift=doc.get("bias_shift", False),
             severity={k: Severity.parse(v) for k, v in doc.get("severity", {}).items()},
             origin=origin,
         )
@@ -216,6 +231,9 @@ def _check_role(body: dict[str, Any], path: str, origin: str) -> None:
         if isinstance(entry, str):
             continue
         lo, hi = entry.get("min", st.min), entry.get("max", st.max)
+        for k, zero_point in enumerate(entry.get("zero_points", [])):
+            if problem := zero_point_problem(zero_point, lo, hi):  # this storage type could not hold it
+                raise ProfileError(f"{origin}: invalid profile at {path}.storage[{i}].zero_points[{k}]: {problem}")
         if problem := range_problem(st, lo, hi):
             # a bound outside the storage type is named; otherwise the pair is out of order
             key = next((k for k, v in (("min", lo), ("max", hi)) if k in entry and not st.min <= v <= st.max), "")

@@ -163,8 +163,11 @@ def _consistent(ix: GraphIndex, matches: list[_Match]) -> list[_Match]:
 def lift_dynamic(model: ModelProto) -> DynamicLift:
     """Rewrite every dynamic-quantization pattern of the main graph in place; the types to declare."""
     found = DynamicLift()
-    _lift_integer_ops(model, found)
-    _lift_dequantized(model, found)
+    ops = {n.op_type for n in model.graph.node}
+    if ops & set(INTEGER_OPS):  # each pass indexes and infers the whole graph: only when it has its ops
+        _lift_integer_ops(model, found)
+    if "DynamicQuantizeLinear" in ops:
+        _lift_dequantized(model, found)
     return found
 
 

@@ -47,7 +47,8 @@ def attributes(node: NodeProto) -> dict[str, object]:
 
 
 def has_subgraph(node: NodeProto) -> bool:
-    return any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
+    attributes = node.attribute
+    return bool(attributes) and any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in attributes)
 
 
 def _subgraph_names(node: NodeProto) -> Iterator[str]:

@@ -301,6 +301,8 @@ def _drop_range_clips(graph: GraphProto, declared: dict[str, dict[str, str]]) ->
     Clip's bounds are exactly its real bounds; the narrowed type then
     saturates there itself. Returns the names of the bound tensors.
     """
+    if not any(node.op_type == "Clip" for node in graph.node):
+        return set()  # nothing lower could have added: no index to build
     readers: dict[str, list[NodeProto]] = {}
     for node in graph.node:
         for name in node.input:

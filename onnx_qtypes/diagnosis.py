@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
-from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file
+from onnx_qtypes.checker.op_versions import file_problems
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
 from onnx_qtypes.interop.left import summary as summary_of_left
@@ -37,6 +38,7 @@ from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.reader import ReadModel
 
 ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
 _NODE = re.compile(r"^/graph/node/(\d+)(/.*)?$")
@@ -62,24 +64,44 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    proto, source = as_model(model)
+    read = as_model(model)
     try:
-        return _diagnose(proto, load_profile(profile), None if rules is None else list(rules))
+        found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
     except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
-        raise in_file(exc, source) from None
+        raise in_file(exc, read.source) from None
+    if read.orders:  # a graph the reader sorted: every place back where the file has it
+        found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics))
+    return found
 
 
-def _diagnose(proto: ModelProto, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
-    view = quantizer_view(proto)
-    if view is None:  # typed, or nothing quantized
-        return Diagnosis(tuple(iter_diagnostics(proto, profile, rules=chosen)) if chosen != [] else ())
+def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
+    view = quantizer_view(read.model)
+    if view is None:  # typed, or nothing quantized: located in the model as read, relocated by the caller
+        as_read = ReadModel(read.model, read.source)
+        return Diagnosis(tuple(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
+    if any(r.id == OPSET_RULE for r in active):  # the quantization nodes as the file writes them, not as lifted
+        found.extend(_opset_diagnostics(read.model, profile))
+        active = [r for r in active if r.id != OPSET_RULE]
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
-        found.extend(where.relocate(d) for d in iter_diagnostics(result.model, profile, rules=active))
+        lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
+        found.extend(where.relocate(d) for d in iter_diagnostics(lifted, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
+
+
+OPSET_RULE = "QT412"
+
+
+def _opset_diagnostics(model: ModelProto, profile: Any) -> Iterator[Diagnostic]:
+    """QT412 on every quantization node of the file as written (the lift folds most of them away)."""
+    rule = get_rule(OPSET_RULE)
+    severity = profile.severity_of(rule.id, rule.severity)
+    for pointer, node, p in file_problems(model):
+        location = Location(pointer + p.where, node=node.name or None, tensor=p.tensor, op_type=node.op_type)
+        yield Diagnostic(rule.id, rule.name, severity, p.message, location, rule.help)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +135,7 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
     stamped.CopyFrom(model)
     for i, node in enumerate(stamped.graph.node):
         node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
-    result = lift_model(stamped, tolerant=True)
+    result = lift_model(ReadModel(stamped, "<model>"), tolerant=True)  # read already: not again
     if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
     return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))

@@ -14,6 +14,7 @@ QTypesError naming the file: "FILE: cannot write: REASON".
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pathlib
 import re
@@ -26,6 +27,7 @@ from typing import IO
 from onnx_qtypes.proto.errors import QTypesError
 
 NOT_REGULAR = "not a regular file (a device, FIFO or socket)"
+_LOOP = "symlink loop (too many levels of symbolic links)"
 _DESCRIPTOR = re.compile(r"/(proc/(self|[0-9]+)|dev)/fd/[0-9]+")
 
 
@@ -38,10 +40,54 @@ def is_special(path: str | os.PathLike) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def file_problem(path: str | os.PathLike, *, must_exist: bool = True) -> str | None:
+    """Why ``path`` cannot be read as a regular file, in a few words; None when it can.
+
+    A symlink loop, a dangling link, a missing file, a folder, a device, FIFO or socket, a name the system
+    refuses (a NUL byte, too long), and a file this process may not read each get their own words.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except ValueError:
+        return "the name contains a NUL byte"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _LOOP
+        if exc.errno == errno.ENOENT:
+            if os.path.islink(path):
+                return f"is a symlink to {os.readlink(path)}, which does not exist"
+            return "no such file" if must_exist else None
+        return f"cannot read ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        return NOT_REGULAR
+    if not os.access(path, os.R_OK):
+        return "cannot read (permission denied)"
+    return None
+
+
 def require_regular_file(path: str | os.PathLike, give: str, error: type[QTypesError] = QTypesError) -> None:
-    """Raise ``error`` when ``path`` is a device, FIFO or socket; checked before opening, which blocks on a FIFO."""
-    if is_special(path):
-        raise error(f"{os.fspath(path)}: {NOT_REGULAR}; give {give}")
+    """Raise ``error`` ("PATH: WHY; give GIVE") unless ``path`` is a regular file this process may read.
+
+    Checked before opening: opening a FIFO blocks, reading a device may never end, and a symlink loop or a
+    folder would otherwise surface as an OSError in the middle of a command.
+    """
+    problem = file_problem(path)
+    if problem:
+        raise error(f"{os.fspath(path)}: {problem}; give {give}")
+
+
+def read_file_bytes(path: str | os.PathLike, give: str, error: type[QTypesError] = QTypesError) -> bytes:
+    """The bytes of regular file ``path`` (``require_regular_file``), or ``error`` naming it when reading fails."""
+    require_regular_file(path, give, error)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:  # an I/O error, or the file changed under us
+        raise error(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from None
+    except MemoryError:
+        raise error(f"{os.fspath(path)}: cannot read (not enough memory)") from None
 
 
 def is_stream(path: pathlib.Path) -> bool:
@@ -62,6 +108,8 @@ def writable_target(path: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path
     """(target, folder) for ``path``, a symlink resolved to the file it points to; QTypesError when it cannot
     be a file we write."""
     target = pathlib.Path(os.fspath(path))
+    if os.path.islink(target) and file_problem(target, must_exist=False) == _LOOP:
+        raise QTypesError(f"{target}: {_LOOP}; write to another file")
     if target.is_symlink() and not is_stream(target):
         target = pathlib.Path(os.path.realpath(target))  # replace the file the link points to, keep the link
     folder = target.parent if str(target.parent) else pathlib.Path(".")
@@ -162,11 +210,11 @@ def keep_when_idle(output: str | os.PathLike, source: str | os.PathLike, why: st
 
 def refuse_overwrite(output: str | os.PathLike, **inputs: str | os.PathLike | None) -> None:
     """QTypesError when ``output`` is the same file as one of the named inputs (e.g. model=..., inputs=...)."""
-    out = pathlib.Path(os.fspath(output)).resolve()
+    out = pathlib.Path(os.path.realpath(os.fspath(output)))  # realpath: a symlink loop is the reader's to name
     for role, path in inputs.items():
         if path is None:
             continue
-        source = pathlib.Path(os.fspath(path)).resolve()
+        source = pathlib.Path(os.path.realpath(os.fspath(path)))
         same = source == out or (out.exists() and source.exists() and os.path.samefile(source, out))  # hard links
         if same:
             raise QTypesError(f"{output}: is the {role.replace('_', ' ')} being read; write the output to another file")

@@ -31,7 +31,7 @@ from onnx_qtypes.proto.files import (
     cannot_write,
     is_special,
     is_stream,
-    require_regular_file,
+    read_file_bytes,
     writable_target,
 )
 from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
@@ -217,11 +217,23 @@ def iter_graphs(model: ModelProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     yield from _walk("/graph", model.graph)
 
 
+_GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
 def _walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     # A module-level function, not a closure that calls itself: that closure is a reference cycle per call.
     yield pointer, graph
     for n, node in enumerate(graph.node):
-        yield from iter_node_graphs(f"{pointer}/node/{n}", node)
+        attributes = node.attribute
+        if not attributes:  # most nodes: no pointer to build, no generator to start
+            continue
+        for a, attr in enumerate(attributes):
+            kind = attr.type
+            if kind == _GRAPH:
+                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
+            elif kind == _GRAPHS:
+                for k, sub in enumerate(attr.graphs):
+                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
 
 
 def iter_node_graphs(pointer: str, node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
@@ -508,15 +520,8 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool =
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return _parse(bytes(path_or_bytes), "<bytes>")
     path = pathlib.Path(os.fspath(path_or_bytes))
-    if not path.exists():
-        raise ModelLoadError(f"{path}: no such file")
-    if path.is_dir():
-        raise ModelLoadError(f"{path}: is a directory, expected an .onnx file")
-    require_regular_file(path, "a model file", ModelLoadError)  # before reading: a FIFO blocks, /dev/zero never ends
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    # a symlink loop, a folder, a FIFO (opening blocks), a device (/dev/zero never ends), an unreadable file
+    data = read_file_bytes(path, "a model file", ModelLoadError)
     model = _parse(data, str(path))
     external = list(_external_tensors(model))
     if external and load_external_data:

@@ -257,6 +257,26 @@ def matmul_model(k: int, x_zero_point: int = -128, accumulate_weight: int = 127)
     return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
 
 
+def matmul16_model(k: int) -> onnx.ModelProto:
+    """matmul_model with uint16 activations (zero point 0: |x - zx| reaches 65535) and int8 weights of 127."""
+    x_q, w_q, y_q = QType("uint16", F32, 0), int8(F32, 0), QType("uint16", 0.5, 0)
+    g = Graph("matmul16").input("x_q", (1, k), x_q)
+    g.init("w", np.full((k, 2), 127, np.int8), w_q)
+    g.node("MatMul", ["x_q", "w"], ["y_q"], name="matmul").value("y_q", (1, 2), y_q)
+    return g.dequantize("y_q", "y", y_q).output("y", (1, 2)).build()
+
+
+def one_large_weight_model(k: int) -> onnx.ModelProto:
+    """matmul_model whose weight columns hold one 127 and K - 1 ones: the type's bound K * 255 * 127 passes
+    2^31 at K = 70000, what the weights can sum to (255 * (127 + K - 1)) does not."""
+    model = matmul_model(k, accumulate_weight=1)
+    w = next(t for t in model.graph.initializer if t.name == "w")
+    values = np.ones((k, 2), np.int8)
+    values[0] = 127
+    w.raw_data = values.tobytes()
+    return model
+
+
 def float8_matmul_model(k: int, weight: float = 57344, first: float | None = None) -> onnx.ModelProto:
     """matmul_model in float8e5m2 (largest finite 57344): its products are not accumulated in integers.
     ``first``: another value for the weight's first element."""
@@ -382,6 +402,28 @@ def scan_model(state_body: QType, state: QType, slice_q: QType, stacked: QType) 
     return g.output("f", (2,)).output("y", (3, 2)).build()
 
 
+def _absurd_scan(num_scan_inputs: int) -> onnx.ModelProto:
+    """scan_model with ``num_scan_inputs`` as given (1 is what it scans)."""
+    model = scan_model(int8(0.5, 0), int8(0.5, 0), int8(0.5, 0), int8(0.5, 0))
+    scan = next(n for n in model.graph.node if n.op_type == "Scan")
+    next(a for a in scan.attribute if a.name == "num_scan_inputs").i = num_scan_inputs
+    return model
+
+
+def _long_loop(trips: int, condition: bool = False) -> onnx.ModelProto:
+    """loop_model with a scan output of [2] int8 per iteration, ``trips`` constant iterations, and a condition
+    input when ``condition``."""
+    q = int8(0.5, 0)
+    model = loop_model(q, q, scan_out=q)
+    next(t for t in model.graph.initializer if t.name == "n").CopyFrom(numpy_helper.from_array(
+        np.array(trips, np.int64), "n"))
+    if condition:
+        loop = next(n for n in model.graph.node if n.op_type == "Loop")
+        loop.input[1] = "go"
+        model.graph.initializer.append(numpy_helper.from_array(np.array(True), "go"))
+    return model
+
+
 def matmul_nbits_model(import_domain: bool) -> onnx.ModelProto:
     """A com.microsoft.MatMulNBits (K 16, N 2, 4 bits, one block), as NNCF writes it without the domain import."""
     packed = numpy_helper.from_array(np.full((2, 1, 8), 0x98, np.uint8), "w_q4")  # codes 8, 9: 0 and 1 step
@@ -488,6 +530,19 @@ def _undeclared_output(declared: bool) -> onnx.ModelProto:
         g.value("r", (1, 4), q)
     return g.dequantize("r", "y", q).output("y", (1, 4)).build() if declared else \
         g.node("Identity", ["r"], ["y"], name="identity").output("y", (1, 4)).build()
+
+
+def _weight_only(op: str) -> onnx.ModelProto:
+    """Weight-only quantization as lift writes MatMulNBits: MatMul(x float, w int8) or Gather(w int8, ids), the
+    float result undeclared and read by Relu."""
+    w = np.arange(-8, 8, dtype=np.int8).reshape(4, 4)
+    g = Graph("weights").init("w", w, int8(0.05, 0))
+    if op == "MatMul":
+        g.input("x", (1, 4)).node("MatMul", ["x", "w"], ["m"], name="mm")
+    else:
+        g.init("ids", np.array([0, 2], np.int64)).node("Gather", ["w", "ids"], ["m"], name="gather")
+    shape = (1, 4) if op == "MatMul" else (2, 4)
+    return g.node("Relu", ["m"], ["y"], name="relu").output("y", shape).build()
 
 
 def _qdq(node_scale: float = F32, node_zp: int = 0, type_q: QType | None = None, scale_input: bool = False,
@@ -738,6 +793,26 @@ USER_OPS_PROFILE = {
     "sources": [],
     "supported_ops": ["Conv", "Relu", "QuantizeLinear", "DequantizeLinear"],
 }
+
+
+def _per_axis_dequantize(opset: int) -> onnx.ModelProto:
+    """A plain QDQ weight, as onnxruntime's quantizer writes it: DequantizeLinear(w, s, z, axis=0), s and z
+    holding 4 values, then MatMul; at ``opset``."""
+    g = (Graph("qdq").input("x", (1, 4)).init("w", np.arange(-8, 8, dtype=np.int8).reshape(4, 4))
+         .init("w_scale", np.array([0.5, 0.25, 0.125, 0.0625], np.float32)).init("w_zero_point", np.zeros(4, np.int8))
+         .node("DequantizeLinear", ["w", "w_scale", "w_zero_point"], ["w_f"], name="dq", axis=0)
+         .node("MatMul", ["x", "w_f"], ["y"], name="mm").output("y", (1, 4)))
+    return g.build(opset=opset)
+
+
+def _int4_quantize(opset: int) -> onnx.ModelProto:
+    """x -> QuantizeLinear(x, s, z) with an int4 zero point -> DequantizeLinear -> y, plain QDQ, at ``opset``."""
+    z = helper.make_tensor("z", TensorProto.INT4, [], [0])
+    g = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32))
+         .node("QuantizeLinear", ["x", "s", "z"], ["x_q"], name="q")
+         .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4)))
+    g.inits.append(z)
+    return g.build(opset=opset)
 
 
 def _sigmoid() -> onnx.ModelProto:
@@ -1067,6 +1142,8 @@ def cases() -> list[Case]:
         # QT309
         _fire("QT309", "relu-undeclared", lambda: _undeclared_output(False), "/graph/node/0/output/0", "r", "relu"),
         _miss("QT309", "relu-declared", lambda: _undeclared_output(True)),
+        _miss("QT309", "weight-only-matmul", lambda: _weight_only("MatMul")),
+        _miss("QT309", "weight-only-gather", lambda: _weight_only("Gather")),
         # QT310
         _fire("QT310", "bogus-attribute", _bogus_attribute, "/graph/node/0", node="identity", message="bogus"),
         _miss("QT310", "plain", lambda: one_tensor(int8())),
@@ -1171,6 +1248,12 @@ def cases() -> list[Case]:
         _fire("QT407", "narrow-accumulator", lambda: matmul_model(4096), "/graph/node/0", node="matmul",
               profile={"name": "acc24", "description": "24-bit accumulator", "sources": [], "accumulator_bits": 24}),
         _miss("QT407", "k-4096", lambda: matmul_model(4096)),
+        _miss("QT407", "one-large-weight-per-column-k-70000", lambda: one_large_weight_model(70000)),
+        _miss("QT407", "uint16-activations-k-4096", lambda: matmul16_model(4096)),
+        _fire("QT407", "uint16-activations-32-bit-wide-kernels", lambda: matmul16_model(4096), "/graph/node/0",
+              node="matmul", profile={"name": "acc32", "description": "16-bit kernels accumulating in 32 bits",
+                                      "sources": [], "wide_accumulator_bits": 32},
+              message=f"= {65535 * 4096 * 127} reaches 2^31"),
         _miss("QT407", "float8e5m2-k-4096", lambda: float8_matmul_model(4096)),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
@@ -1199,6 +1282,20 @@ def cases() -> list[Case]:
         _fire("QT411", "quantized-output", lambda: _negative_weight("MatMul", y_q=int8(0.05, 0)), "/graph/node/0/input/1",
               "w", "matmul", message="requantization multiplier"),
         _miss("QT411", "float-output", lambda: _negative_weight("MatMul")),
+        # QT412
+        _fire("QT412", "per-axis-dequantize-at-opset-11", lambda: _per_axis_dequantize(11), "/graph/node/0/attribute/0",
+              node="dq", message="per-axis parameters need DequantizeLinear-13 (opset 13)"),
+        _fire("QT412", "int4-quantize-at-opset-19", lambda: _int4_quantize(19), "/graph/node/0/input/2", "z", "q",
+              message="needs QuantizeLinear-21 (opset 21)"),
+        _miss("QT412", "per-axis-dequantize-at-opset-13", lambda: _per_axis_dequantize(13)),
+        _miss("QT412", "int4-quantize-at-opset-21", lambda: _int4_quantize(21)),
+        # QT413
+        _fire("QT413", "scan-2^62-inputs", lambda: _absurd_scan(2**62), "/graph/node/0/attribute/1", node="scan",
+              message="num_scan_inputs = 4611686018427387904, but the node has 2 input(s)"),
+        _fire("QT413", "loop-2^40-iterations-no-condition", lambda: _long_loop(2**40), "/graph/node/0/input/0", "n",
+              "repeat", message="beyond 2^40"),
+        _miss("QT413", "scan-one-input", lambda: _absurd_scan(1)),
+        _miss("QT413", "loop-2^40-iterations-with-condition", lambda: _long_loop(2**40, condition=True)),
         # QT501
         _fire("QT501", "uint8-activation", lambda: one_tensor(QType("uint8", 0.1, 128)), f"{QF}/storage_type", "q",
               profile="tflite-int8"),

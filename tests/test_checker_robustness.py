@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import cProfile
 import math
+import pathlib
 import pstats
 
 import numpy as np
@@ -28,6 +29,7 @@ from onnx_qtypes.proto import QType, Statistics, TensorStatistics
 from onnx_qtypes.proto.errors import QTypeError
 
 PROFILES = builtin_names()
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 STORAGE = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 21, 22, 25, 26, 99])
 REALS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.sampled_from([0.0, -0.0, 1e-45, 2.0**-3]))
@@ -423,3 +425,18 @@ def test_qt208_judges_a_function_tensor_by_its_functions_outputs():
 
     assert [d.location.pointer.split("/")[1:3] for d in build(returned=True)] == [["functions", "0"]]
     assert build(returned=False) == []  # only the Relu reads c: below-range values become 0 either way
+
+
+@pytest.mark.parametrize("variant", ["quantize-linear", "dynamic-quantize-linear"])
+def test_a_boundary_node_without_its_data_input_is_a_finding(variant):
+    """The float view turned such a node into Identity of its (missing) input 0: an IndexError."""
+    from onnx_qtypes import load
+
+    model = load(ROOT / "examples" / "typed_cnn.onnx")
+    node = model.graph.node[0]
+    del node.input[:]
+    if variant == "dynamic-quantize-linear":
+        node.op_type = "DynamicQuantizeLinear"
+        node.output.extend(["s", "z"])
+    found = list(iter_diagnostics(model))
+    assert any(d.rule == "QT310" and "input size 0" in d.message for d in found), [str(d) for d in found]

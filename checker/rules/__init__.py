@@ -64,6 +64,8 @@ from onnx_qtypes.checker.rules import (  # noqa: F401
     qt409_negative_scale_order_dependent,
     qt410_negative_scale_not_constant,
     qt411_negative_scale_requantized,
+    qt412_quantization_op_not_in_opset,
+    qt413_control_flow_size_absurd,
     qt501_storage_not_supported,
     qt502_schema_not_supported,
     qt503_granularity_not_supported,

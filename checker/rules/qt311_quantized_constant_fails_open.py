@@ -51,8 +51,10 @@ def check(ctx: Context) -> Iterator[Finding]:
     for ref in ctx.nodes_of("QuantizeLinear", "DequantizeLinear"):
         if not ctx.is_boundary(ref):
             continue
-        quantized = ref.outputs[0] if ref.op_type == "QuantizeLinear" else ref.inputs[0]
-        st = STORAGE_TYPES.get(ctx.qtype(ref.scope, quantized).storage)
+        names = ref.outputs if ref.op_type == "QuantizeLinear" else ref.inputs
+        quantized = names[0] if names else ""
+        qtype = ctx.qtype(ref.scope, quantized) if quantized else None
+        st = STORAGE_TYPES.get(qtype.storage) if qtype is not None else None
         if st is None:
             continue
         zero_point = ref.inputs[2] if len(ref.inputs) > 2 and ref.inputs[2] else None

@@ -4,12 +4,18 @@
 The bias (input 2) of Conv, ConvTranspose and Gemm, when quantized, has
 storage type INT32.
 
+Under a profile with `bias_shift` (`vitis-ai-dpu`), a bias of any integer
+storage passes when each of its scales is the accumulator scale of its
+channel times an exact power of two: that target shifts the stored bias into
+the accumulator's units.
+
 ## Why
 The bias is added to the int32 accumulator of `sum (x - zx) * (w - zw)`, in
 the accumulator's units (scale = input scale x weight scale). A narrower
 bias either cannot hold those values or must be rescaled by the kernel,
-which no integer kernel does (TFLite, ONNX QLinearConv, TOSA all take an
-int32 bias).
+which TFLite, ONNX QLinearConv and TOSA kernels do not do (they all take an
+int32 bias). AMD's DPU does, by a shift: its native bias is 8-bit with a
+power-of-two scale, as AMD Quark's XINT8 preset writes it.
 
 ## Invalid example
 Conv bias `b: int8:float32<0.0001:0>`.
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.bias import bias_uses
+from onnx_qtypes.checker.bias import added_by_shift, bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -35,7 +41,7 @@ from onnx_qtypes.checker.registry import rule
 @rule("QT403", "bias-storage-not-int32", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for use in bias_uses(ctx):
-        if use.qtype.storage != "int32":
+        if use.qtype.storage != "int32" and not added_by_shift(ctx, use):
             yield Finding(
                 use.ref.location("input", 2),
                 f"bias {use.bias!r} is {use.qtype}; a quantized bias of {use.ref.op_type} must be stored as int32 "

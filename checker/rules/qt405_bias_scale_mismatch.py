@@ -6,7 +6,9 @@ types with matching granularity (QT406), every bias scale equals the input
 scale times the weight scale of the same output channel, within a relative
 tolerance of 1e-6: `|b - x*w| <= 1e-6 * min(|b|, |x*w|)`, the product taken
 in double precision (so a negative weight scale needs a negative bias scale).
-Only per-tensor inputs are compared.
+Only per-tensor inputs are compared. Under a profile with `bias_shift`
+(`vitis-ai-dpu`), a bias scale that is that product times an exact power of
+two passes: the target shifts the bias into the accumulator's units.
 
 ## Why
 The bias is added to the accumulator, whose unit is `x_scale * w_scale[c]`.
@@ -33,7 +35,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.bias import BiasUse, bias_uses
+from onnx_qtypes.checker.bias import BiasUse, added_by_shift, bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -72,7 +74,7 @@ def _same_sign(bias: np.ndarray, product: np.ndarray) -> np.ndarray:
 
 @rule("QT405", "bias-scale-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for use in _screen([u for u in bias_uses(ctx) if _compared(u)]):
+    for use in _screen([u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u)]):
         b, x, w = use.qtype, use.x, use.w
         bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one

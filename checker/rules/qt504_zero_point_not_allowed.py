@@ -2,8 +2,11 @@
 
 ## What it checks
 Under a profile that lists the zero points a role accepts, every zero point
-of the type (0 for a static type without zero points) is in the list.
-Dynamic types are checked by QT503, not here.
+of the type (0 for a static type without zero points) is in the list: the
+list of the type's storage entry when the profile gives one there (a target
+taking int8 with zero point 0 and uint8 with zero point 128, the same
+symmetric values offset by 128), else the role's. Dynamic types are checked
+by QT503, not here.
 
 ## Why
 Symmetric-only targets skip the zero-point correction in their kernels:
@@ -38,9 +41,10 @@ from onnx_qtypes.checker.walk import constrained, profile_label, summarize_flagg
 @rule("QT504", "zero-point-not-allowed", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for decl, role, rc in constrained(ctx):
-        if rc.zero_points is None or decl.qtype.is_dynamic:
+        zero_points = rc.zero_points_of(decl.qtype.storage)
+        if zero_points is None or decl.qtype.is_dynamic:
             continue
-        allowed = set(rc.zero_points)
+        allowed = set(zero_points)
         storable = [z for z in allowed if -(2**63) <= z < 2**63]  # zero points are int64: no other one matches
         flagged = ~np.isin(np.asarray(decl.qtype.zero_point, np.int64), np.asarray(storable, np.int64))
         problem = functools.partial(_problem, allowed=allowed)

@@ -40,10 +40,9 @@ from typing import Any
 import numpy as np
 from numpy.lib import format as npy_format
 
-from onnx_qtypes.proto import load
+from onnx_qtypes.proto.reader import read_model
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file, standard_output
-from onnx_qtypes.proto.names import require_utf8_names
 
 _WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
 _NPY_MAGIC = b"\x93NUMPY"
@@ -197,8 +196,7 @@ def run(args: argparse.Namespace) -> int:
     from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError  # noqa: PLC0415
 
     refuse_overwrite(args.outputs, model=args.model, inputs_file=args.inputs)
-    model = load(args.model)
-    require_utf8_names(model, args.model)
+    model = read_model(args.model).model  # as every command reads a model (sizes, names, order)
     try:
         evaluator = ReferenceEvaluator(model, kernels=args.kernels)
     except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front

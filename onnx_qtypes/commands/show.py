@@ -18,11 +18,11 @@ from typing import Any
 
 import onnx
 
-from onnx_qtypes.proto import iter_declarations, iter_graphs, load, static_shape
+from onnx_qtypes.proto import iter_declarations, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
-from onnx_qtypes.proto.names import require_utf8_names
+from onnx_qtypes.proto.reader import ReadModel, read_model
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
 from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
 
@@ -95,15 +95,17 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    model = load(args.model)
-    require_utf8_names(model, args.model)
+    read = read_model(args.model)  # as every command reads a model (sizes, names, order)
+    model = read.model
     rows, notes = collect(model, args.model), []
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
         rows, notes = _quantizer_rows(model, args.model)
+    for row in rows:  # a graph the reader sorted: the places the file has
+        row["declared_at"] = [read.file_pointer(p) for p in row["declared_at"]]
     if args.format == "json":
         text = render_json(rows, args.model, notes)
     elif args.format == "html":
-        text = _render_html(model, rows, args.model, notes)
+        text = _render_html(read, rows, args.model, notes)
     else:
         text = render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes)
     if args.output:
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_html(model: onnx.ModelProto, rows: list[dict[str, Any]], source: str, notes: list[str]) -> str:
+def _render_html(model: ReadModel, rows: list[dict[str, Any]], source: str, notes: list[str]) -> str:
     from onnx_qtypes.diagnosis import diagnose  # the checker: only for the page, which lists its findings
     from onnx_qtypes.report import render_html
 

@@ -1,0 +1,211 @@
+"""What ONNX itself allows in its quantization operators at each opset, read from onnx.defs.
+
+QuantizeLinear / DequantizeLinear grew version by version: per-axis
+parameters (the ``axis`` attribute, a 1-D scale) from opset 13, float8
+storage and float16 / bfloat16 scales from 19, int16 / uint16 / int4 / uint4
+storage and blocked parameters from 21, float4e2m1 from 23, a float8e8m0
+scale from 24, int2 / uint2 from 25. A file that uses any of them at an
+older opset is not valid ONNX (onnx.checker and onnxruntime refuse it),
+whatever its numbers mean. ``problems`` judges one node against the
+schema of the opset in force, taking nothing from a hand-written table; the
+checker (QT318) calls it on the nodes of a typed model and ``diagnose`` on
+the nodes of a QDQ file as written.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, defs
+
+from onnx_qtypes.checker.schemas import type_string
+from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto.encoding import plain_data_type
+
+OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
+STANDARD_DOMAINS = ("", "ai.onnx")
+# The integer (stored) side of each operator: (input positions, output positions)
+_STORED = {"QuantizeLinear": ((2,), (0,)), "DequantizeLinear": ((0, 2), ()), "DynamicQuantizeLinear": ((), (0, 2))}
+_SCALES = {"QuantizeLinear": ("input", 1), "DequantizeLinear": ("input", 1), "DynamicQuantizeLinear": ("output", 1)}
+
+
+_DATA_TYPES = frozenset(TensorProto.DataType.values())
+
+
+class Problem(NamedTuple):
+    where: str  # the rest of the node's JSON pointer ("/attribute/0", "/input/1"), "" for the node itself
+    tensor: str | None
+    message: str
+
+
+@functools.cache
+def _schema(op: str, opset: int) -> defs.OpSchema | None:
+    try:
+        return defs.get_schema(op, opset, "")
+    except defs.SchemaError:
+        return None
+
+
+@functools.cache
+def _first(op: str, opset: int, test: Callable[[defs.OpSchema], bool]) -> int | None:
+    """The first opset after ``opset`` whose schema of ``op`` passes ``test`` (None: none onnx knows yet)."""
+    for version in range(opset + 1, defs.onnx_opset_version() + 1):
+        schema = _schema(op, version)
+        if schema is not None and schema.since_version == version and test(schema):
+            return version
+    return None
+
+
+def _allowed(schema: defs.OpSchema, kind: str, index: int) -> frozenset[str] | None:
+    params = schema.inputs if kind == "input" else schema.outputs
+    if index >= len(params):
+        return None
+    type_str = params[index].type_str
+    for c in schema.type_constraints:
+        if c.type_param_str == type_str:
+            return frozenset(c.allowed_type_strs)
+    return frozenset({type_str})
+
+
+@functools.cache
+def _accepts(op: str, kind: str, index: int, type_str: str) -> Callable[[defs.OpSchema], bool]:
+    return lambda schema: type_str in (_allowed(schema, kind, index) or ())
+
+
+@functools.cache
+def _has_attribute(name: str) -> Callable[[defs.OpSchema], bool]:
+    return lambda schema: name in schema.attributes
+
+
+def _since(op: str, version: int | None) -> str:
+    return f"{op}-{version} (opset {version})" if version is not None else "no opset onnx knows yet"
+
+
+def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | None],
+             element_count: Callable[[str], int | None]) -> list[Problem]:
+    """What ONNX forbids in quantization node ``node`` at ``opset`` (of the default domain).
+
+    ``elem_type(kind, index)`` is the element type of the node's input or output ``index`` as ONNX sees it
+    (a quantized tensor: its storage type),
+    ``element_count(name)`` the number of elements of a constant or declared tensor; None when unknown.
+    """
+    op = node.op_type
+    schema = _schema(op, opset)
+    if schema is None:
+        first = _first(op, 0, lambda s: True)
+        return [Problem("", None, f"{op} does not exist at opset {opset}; it needs {_since(op, first)}")]
+    label = f"{op}-{schema.since_version} (the version at opset {opset})"
+    found = []
+    for k, attribute in enumerate(node.attribute):
+        if attribute.name not in schema.attributes:
+            first = _first(op, opset, _has_attribute(attribute.name))
+            what = {"axis": "per-axis parameters", "block_size": "blocked parameters"}.get(attribute.name, "it")
+            found.append(Problem(f"/attribute/{k}", None, f"{label} has no attribute {attribute.name!r}; "
+                                 f"{what} need{'s' if what == 'it' else ''} {_since(op, first)}"))
+    side = _SCALES[op]
+    names = node.input if side[0] == "input" else node.output
+    axis_reported = any(a.name == "axis" for a in node.attribute)  # one finding for one cause
+    if "axis" not in schema.attributes and not axis_reported and len(names) > side[1] and names[side[1]]:
+        scale = names[side[1]]
+        count = element_count(scale)
+        if count is not None and count > 1:
+            first = _first(op, opset, _has_attribute("axis"))
+            found.append(Problem(f"/{side[0]}/{side[1]}", scale,
+                                 f"scale {scale!r} holds {count} values (per-axis parameters), but the scale of "
+                                 f"{label} is a scalar; per-axis parameters need {_since(op, first)}"))
+    for kind, positions in (("input", range(len(node.input))), ("output", range(len(node.output)))):
+        names = node.input if kind == "input" else node.output
+        for index in positions:
+            name = names[index]
+            allowed = _allowed(schema, kind, index) if name else None
+            data_type = elem_type(kind, index) if allowed is not None else None
+            if data_type is None or data_type == TensorProto.UNDEFINED or data_type not in _DATA_TYPES:
+                continue  # unknown, or no ONNX type at all (the operator's type constraint, QT305, says so)
+            type_str = type_string(data_type)
+            if type_str in allowed:
+                continue
+            if index in _STORED[op][0 if kind == "input" else 1]:
+                role = "stored type"
+            elif (kind, index) == side:
+                role = "scale type"
+            else:
+                continue  # the float side: the operator's type constraint (QT305) judges it
+            first = _first(op, opset, _accepts(op, kind, index, type_str))
+            shown = ", ".join(sorted(t[7:-1] for t in allowed))
+            found.append(Problem(f"/{kind}/{index}", name,
+                                 f"the {role} {TensorProto.DataType.Name(data_type)} of {name!r} is not allowed "
+                                 f"by {label}, which takes {shown}; it needs {_since(op, first)}"))
+    return found
+
+
+def file_problems(model: ModelProto) -> Iterator[tuple[str, NodeProto, Problem]]:
+    """(node pointer, node, problem) for every quantization node of ``model`` as a QDQ / QOperator file holds it
+    (every graph, subgraphs too), element types read from the file itself: initializers, Constants,
+    declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8)."""
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    for pointer, graph in iter_graphs(model):
+        nodes = [(n, node) for n, node in enumerate(graph.node) if node.op_type in OPS and node.domain in STANDARD_DOMAINS]
+        if not nodes:
+            continue
+        types, counts = _file_types(graph)
+        clean: set[tuple] = set()  # signatures already judged clean: a QDQ file repeats a few thousand times
+        for n, node in nodes:
+            inputs, outputs = node.input[:], node.output[:]
+            opset = opset_of(node, opsets)
+            scale = (inputs if node.op_type != "DynamicQuantizeLinear" else outputs)[1:2]
+            signature = (node.op_type, opset, tuple(a.name for a in node.attribute),
+                         tuple(types.get(i) for i in inputs), tuple(types.get(o) for o in outputs),
+                         bool(scale) and (counts.get(scale[0]) or 0) > 1)
+            if signature in clean:
+                continue
+
+            def elem_type(kind: str, index: int, names=(inputs, outputs)) -> int | None:  # noqa: ANN001
+                return types.get(names[0 if kind == "input" else 1][index])
+
+            found = problems(node, opset, elem_type, counts.get)
+            if not found:
+                clean.add(signature)
+            for p in found:
+                yield f"{pointer}/node/{n}", node, p
+
+
+def _file_types(graph: GraphProto) -> tuple[dict[str, int], dict[str, int]]:
+    """Element type and element count of every tensor of ``graph`` the file states or a QuantizeLinear implies."""
+    types: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        tensor_type = vi.type.tensor_type
+        if tensor_type.elem_type:
+            types[vi.name] = tensor_type.elem_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+        if tensor_type.HasField("shape") and None not in dims:
+            counts[vi.name] = math.prod(dims)
+    for tensor in graph.initializer:
+        types[tensor.name], counts[tensor.name] = plain_data_type(tensor.data_type), math.prod(tensor.dims)
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attribute in node.attribute:
+                if attribute.name == "value" and attribute.type == AttributeProto.TENSOR:
+                    types[node.output[0]] = plain_data_type(attribute.t.data_type)
+                    counts[node.output[0]] = math.prod(attribute.t.dims)
+    for node in graph.node:
+        if node.op_type == "QuantizeLinear" and node.domain in STANDARD_DOMAINS and node.output \
+                and node.output[0] not in types:
+            zero_point = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            written = {a.name: a.i for a in node.attribute if a.type == AttributeProto.INT}.get("output_dtype")
+            found = types.get(zero_point) if zero_point else None
+            types[node.output[0]] = found or written or TensorProto.UINT8
+    return types, counts
+
+
+def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:
+    """The default domain's opset in force for ``node`` (its domain "" or "ai.onnx"), 0 when none is imported."""
+    return opsets.get("", opsets.get("ai.onnx", 0)) if node.domain in STANDARD_DOMAINS else 0
+
+
+__all__ = ["OPS", "Problem", "file_problems", "opset_of", "problems"]

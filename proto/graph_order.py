@@ -1,0 +1,176 @@
+"""Put every graph's nodes in topological order, or say where it cannot be.
+
+ONNX requires each graph's nodes in topological order, yet some producers
+write them out of order (AMD Quark's XINT8 models): onnx.checker then
+refuses the file, onnx.reference cannot run it and shape inference types
+nothing after the first misplaced node. The shared reader calls
+``sort_graphs`` once, so that every command treats such a file the same
+way: the nodes are reordered (stable: a node moves only when it must), and
+a cycle, which no order resolves, is a ModelLoadError naming the node.
+
+A node depends on the node of its own graph that writes each of its inputs,
+and on those that write a name one of its subgraphs reads (If, Loop and Scan
+bodies see the enclosing scopes). A name no node of the graph writes (a
+graph input, an initializer, an outer-scope name, or nothing at all) adds no
+dependency. ``order`` maps each place back to the file: the checker reports
+findings where the file has them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterator
+
+import onnx
+from onnx import AttributeProto, GraphProto, ModelProto
+
+from onnx_qtypes.proto.errors import ModelLoadError
+
+Order = dict[str, list[int]]  # graph pointer in the sorted model -> the file's index of each of its nodes
+
+
+def _subgraphs(node: onnx.NodeProto) -> Iterator[GraphProto]:
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _subgraph_reads(node: onnx.NodeProto) -> set[str]:
+    """Names a node's subgraphs read (inputs of their nodes and their outputs, at any depth)."""
+    names: set[str] = set()
+    stack = list(_subgraphs(node))
+    while stack:
+        graph = stack.pop()
+        names.update(o.name for o in graph.output)
+        for inner in graph.node:
+            names.update(inner.input)
+            if inner.attribute:
+                stack.extend(_subgraphs(inner))
+    return names
+
+
+def _has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute) \
+        if node.attribute else False
+
+
+def node_names(graph: GraphProto | onnx.FunctionProto) -> tuple[list, list]:
+    """(inputs, outputs) of every node of ``graph``, each a list of names (read once: callers share them)."""
+    nodes = graph.node
+    return [n.input[:] for n in nodes], [n.output[:] for n in nodes]
+
+
+def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
+                      names: tuple[list, list] | None = None) -> list[int] | None:
+    """None when ``graph``'s nodes are in topological order already; else the stable order (file indices).
+
+    ModelLoadError naming a node on a cycle when there is none. A name the graph also has as an input or
+    initializer is there from the start (two definitions of one name are onnx.checker's to report).
+    ``names``: ``node_names(graph)`` when the caller has read them already.
+    """
+    inputs, outputs = names or node_names(graph)
+    given = {name if isinstance(name, str) else name.name for name in graph.input}
+    given.update(t.name for t in getattr(graph, "initializer", ()))
+    producer: dict[str, int] = {}
+    for i, produced in enumerate(outputs):
+        for name in produced:
+            if name not in producer:
+                producer[name] = i
+    for name in given:
+        producer.pop(name, None)
+    producer.pop("", None)
+    nodes = graph.node
+    reads = [(_subgraph_reads(nodes[i]) | set(names)) if nodes[i].attribute and _has_subgraph(nodes[i]) else names
+             for i, names in enumerate(inputs)]
+    get = producer.get
+    if all(get(name, -1) < i for i, names in enumerate(reads) for name in names):
+        return None
+    waiting = [0] * len(reads)
+    readers: list[list[int]] = [[] for _ in reads]
+    for i, names in enumerate(reads):
+        for p in {producer[n] for n in names if n in producer}:
+            waiting[i] += 1
+            readers[p].append(i)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for r in readers[i]:
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                heapq.heappush(ready, r)
+    if len(order) < len(reads):
+        raise _cycle(list(nodes), reads, producer, set(range(len(reads))) - set(order), pointer)
+    return order
+
+
+def _cycle(nodes: list[onnx.NodeProto], reads: list, producer: dict[str, int], left: set[int],
+           pointer: str) -> ModelLoadError:
+    """The error naming a node on a cycle among the nodes ``left`` unordered (not merely one downstream)."""
+    at, path, seen = min(left), [], {}
+    while at not in seen:
+        seen[at] = len(path)
+        via = min(n for n in reads[at] if producer.get(n) in left)  # some input is written by an unordered node
+        path.append((at, via))
+        at = producer[via]
+    loop = path[seen[at]:]
+    node = nodes[at]
+    label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+    through = " -> ".join(repr(via) for _, via in loop)
+    return ModelLoadError(f"{pointer}/node/{at} ({label}): reads what it computes itself, through the cycle "
+                          f"{through}; no order of the nodes computes it")
+
+
+def sort_graphs(model: ModelProto) -> Order:
+    """Reorder, in place, every graph of ``model`` (main graph, subgraphs, function bodies) that is out of
+    topological order; the orders applied (empty when every graph was in order). ModelLoadError on a cycle."""
+    orders: Order = {}
+    pending: list[tuple[str, GraphProto | onnx.FunctionProto]] = [("/graph", model.graph)]
+    pending += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
+    while pending:
+        pointer, graph = pending.pop()
+        order = topological_order(graph, pointer)
+        if order is not None:
+            nodes = [graph.node[i] for i in order]
+            copies = []
+            for node in nodes:  # copy first: the list holds the graph's own elements
+                copy = onnx.NodeProto()
+                copy.CopyFrom(node)
+                copies.append(copy)
+            del graph.node[:]
+            graph.node.extend(copies)
+            orders[pointer] = order
+        for n, node in enumerate(graph.node):
+            if node.attribute and _has_subgraph(node):
+                for a, attr in enumerate(node.attribute):
+                    if attr.type == AttributeProto.GRAPH:
+                        pending.append((f"{pointer}/node/{n}/attribute/{a}/g", attr.g))
+                    elif attr.type == AttributeProto.GRAPHS:
+                        pending.extend((f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", g)
+                                       for k, g in enumerate(attr.graphs))
+    return orders
+
+
+_NODE = re.compile(r"/node/(\d+)")
+
+
+def file_pointer(pointer: str, orders: Order) -> str:
+    """A JSON pointer into the sorted model -> the same place in the file as it was read."""
+    if not orders or "/node/" not in pointer:
+        return pointer
+    out, at = [], 0
+    for m in _NODE.finditer(pointer):
+        order = orders.get(pointer[:m.start()])  # keys are the sorted model's pointers
+        k = int(m.group(1))
+        index = order[k] if order is not None and k < len(order) else k
+        out.append(pointer[at:m.start()] + f"/node/{index}")
+        at = m.end()
+    return "".join(out) + pointer[at:]
+
+
+__all__ = ["Order", "file_pointer", "node_names", "sort_graphs", "topological_order"]

@@ -1,0 +1,190 @@
+"""The one way every command reads a model: check, show, lift, lower, run, calibrate, compare.
+
+    read = read_model("model.onnx")      # or bytes, or an onnx.ModelProto (never changed)
+    read.model                           # what the command works on
+    read.file_pointer("/graph/node/3")   # the same place in the file as it was read
+
+A model that one command refuses, every command refuses, in the same words:
+the file must be a readable regular file (``load``: a symlink loop, a folder,
+a FIFO or an unreadable file is one line naming it), every name UTF-8 text
+(``names``), every stored tensor exactly as large as its dims say
+(``tensor_sizes``: an initializer shorter than its dims, or one claiming
+2^40 elements over a few bytes, is refused before anything allocates), and
+every graph in topological order (``graph_order``: a file written out of
+order is sorted, a cycle refused, naming the node), an attribute refers to a
+function's attribute only inside a function body, and a negative declared
+dimension (-1: "any size") is read as unknown. The caller's
+ModelProto is never changed: a model that needs sorting is copied first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from itertools import chain
+
+import onnx
+from onnx import AttributeProto, ModelProto
+
+from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
+from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_graphs, topological_order
+from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
+from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
+from onnx_qtypes.proto.tensor_sizes import fits, size_problem
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadModel:
+    """A model as the shared reader hands it to a command, and the way back to the file's places."""
+
+    model: ModelProto
+    source: str  # the path as given, "<bytes>" or "<model>"
+    orders: Order = dataclasses.field(default_factory=dict)  # graphs put in topological order (sorted -> file)
+
+    @property
+    def path(self) -> str:
+        """The file's path, or "" for bytes and objects."""
+        return "" if self.source.startswith("<") else self.source
+
+    def file_pointer(self, pointer: str) -> str:
+        return file_pointer(pointer, self.orders)
+
+
+def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,
+               who: str = "") -> ReadModel:
+    """Read ``model`` (a path, bytes, a ModelProto, or a ReadModel as returned before) the one shared way.
+
+    Raises ModelLoadError naming the file (or ``who`` for objects and bytes) and the field at fault.
+    """
+    if isinstance(model, ReadModel):
+        return model
+    if isinstance(model, ModelProto):
+        proto, source = model, "<model>"
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        proto, source = load(bytes(model)), "<bytes>"
+    elif isinstance(model, (str, os.PathLike)):
+        proto, source = load(model), os.fspath(model)
+    else:
+        raise QTypesError(f"{who or 'read'}: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+    where = source if not source.startswith("<") else who
+    try:
+        require_versions(proto)
+        require_sizes(proto)
+        unsorted, negative = _scan(proto), _negative_dims(proto)
+        if unsorted or negative:
+            if proto is model:  # the caller's object stays as it was
+                copy = ModelProto()
+                copy.CopyFrom(proto)
+                proto = copy
+            for dim in _negative_dims(proto):
+                dim.ClearField("dim_value")
+            return ReadModel(proto, source, sort_graphs(proto) if unsorted else {})
+    except ModelLoadError as exc:
+        raise ModelLoadError(f"{where}: {exc}" if where else str(exc)) from None
+    return ReadModel(proto, source)
+
+
+def require_versions(model: ModelProto) -> None:
+    """ModelLoadError naming the field when the IR version or an opset version is not a 32-bit integer of the
+    right sign: onnx's own C++ (schemas, checker, inference) takes an int and would fail with a TypeError."""
+    entries = [(f"/opset_import/{k}", o) for k, o in enumerate(model.opset_import)]
+    entries += [(f"/functions/{f}/opset_import/{k}", o) for f, function in enumerate(model.functions)
+                for k, o in enumerate(function.opset_import)]
+    if not 0 < model.ir_version < 2**31:
+        raise ModelLoadError(f"/ir_version: {model.ir_version} is not an IR version (a positive 32-bit integer)")
+    for pointer, entry in entries:
+        if not 0 <= entry.version < 2**31:
+            domain = entry.domain if isinstance(entry.domain, str) else repr(entry.domain)
+            raise ModelLoadError(f"{pointer}: domain {domain or 'ai.onnx'!r} version {entry.version} is not an "
+                                 "opset version (a non-negative 32-bit integer)")
+
+
+def require_sizes(model: ModelProto) -> None:
+    """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``)."""
+    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model))
+    graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
+    for pointer, graph in graphs:
+        for i, tensor in enumerate(getattr(graph, "initializer", ())):
+            if not fits(tensor) and (problem := size_problem(tensor)):
+                raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
+        for n, node in enumerate(graph.node):
+            if node.op_type == "Constant":
+                for a, attr in enumerate(node.attribute):
+                    if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
+                        raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
+
+
+def _scan(model: ModelProto) -> bool:
+    """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
+    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes)."""
+    kinds: set[type] = set()
+    unsorted = False
+    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model))
+    for f, function in enumerate(model.functions):  # a function body, and the If / Loop / Scan bodies inside it
+        graphs.append((f"/functions/{f}", function))
+        graphs += [g for n, node in enumerate(function.node) if node.attribute
+                   for g in iter_node_graphs(f"/functions/{f}/node/{n}", node)]
+    for pointer, graph in graphs:
+        names = node_names(graph)
+        for lists in names:
+            kinds.update(map(type, chain.from_iterable(lists)))
+        nodes = graph.node
+        kinds.update(map(type, [n.op_type for n in nodes]))
+        kinds.update(map(type, [n.name for n in nodes]))
+        kinds.update(map(type, [n.domain for n in nodes]))
+        for n, node in enumerate(nodes):
+            if node.attribute:
+                for a, attribute in enumerate(node.attribute):
+                    kinds.add(type(attribute.name))
+                    if attribute.ref_attr_name and not pointer.startswith("/functions/"):
+                        raise ModelLoadError(
+                            f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
+                            f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
+                            "graph, not in a function body; give the attribute its value")
+        unsorted = topological_order(graph, pointer, names) is not None or unsorted
+    if bytes in kinds or _other_names_not_text(model):
+        require_utf8_names(model, "")  # the walk that locates it
+    return unsorted
+
+
+def _negative_dims(model: ModelProto) -> list[onnx.TensorShapeProto.Dimension]:
+    """Declared dimensions with a negative dim_value (PaddleOCR writes -1 for "any size").
+
+    ONNX has no negative sizes: such a dimension is read as unknown, as onnxruntime reads it. Left as it is,
+    onnx.shape_inference aborts the process on some of them (a Slice over a -1 dimension fails a C++ assertion).
+    """
+    found = []
+    declarations = [vi for _, graph in iter_graphs(model) for kind in ("input", "output", "value_info")
+                    for vi in getattr(graph, kind)]
+    declarations += [vi for function in model.functions for vi in function.value_info]
+    for vi in declarations:
+        types = [vi.type]
+        while types:
+            t = types.pop()
+            which = t.WhichOneof("value")
+            if which in ("tensor_type", "sparse_tensor_type"):
+                shaped = getattr(t, which)
+                if shaped.HasField("shape"):
+                    found.extend(d for d in shaped.shape.dim if d.dim_value < 0)
+            elif which in ("sequence_type", "optional_type"):
+                types.append(getattr(t, which).elem_type)
+            elif which == "map_type":
+                types.append(t.map_type.value_type)
+    return found
+
+
+def _other_names_not_text(model: ModelProto) -> bool:
+    """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes."""
+    kinds = {type(getattr(model, f)) for f in MODEL_TEXT_FIELDS} | {type(o.domain) for o in model.opset_import}
+    for _, graph in iter_graphs(model):
+        kinds.update((type(graph.name), type(graph.doc_string)))
+        for kind in ("input", "output", "value_info", "initializer"):
+            kinds.update(type(v.name) for v in getattr(graph, kind))
+        kinds.update(type(v.values.name) for v in graph.sparse_initializer)
+    for function in model.functions:
+        kinds.update(map(type, (function.name, function.domain, *function.input, *function.output)))
+        kinds.update(type(v.name) for v in function.value_info)
+    return bytes in kinds
+
+
+__all__ = ["ReadModel", "read_model", "require_sizes", "require_versions"]

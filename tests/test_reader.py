@@ -1,0 +1,192 @@
+"""Every command reads a model the one shared way (proto/reader.py), so they all refuse, sort and locate alike."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnx_qtypes import diagnose, load, lower, save
+from onnx_qtypes.cli import main
+from onnx_qtypes.proto.errors import ModelLoadError
+from onnx_qtypes.proto.reader import read_model
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+COMMANDS = {  # each command's arguments around the model path
+    "check": lambda m, tmp: ["check", m],
+    "show": lambda m, tmp: ["show", m],
+    "show-html": lambda m, tmp: ["show", m, "--format", "html", "-o", str(tmp / "page.html")],
+    "lift": lambda m, tmp: ["lift", m, str(tmp / "lifted.onnx")],
+    "lower": lambda m, tmp: ["lower", m, str(tmp / "lowered.onnx")],
+    "run": lambda m, tmp: ["run", m, "--inputs", str(tmp / "in.npz"), "--outputs", str(tmp / "out.npz")],
+    "calibrate": lambda m, tmp: ["calibrate", m, "--data", str(tmp / "in.npz"), "-o", str(tmp / "cal.onnx")],
+}
+
+
+def _error_line(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in lines[0], lines
+    return lines[0]
+
+
+def _inputs(tmp_path) -> None:
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 3, 8, 8), np.float32))
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("kind", ["symlink-loop", "dangling-symlink", "directory", "fifo", "unreadable"])
+def test_a_file_that_is_no_model_file_is_one_line_naming_it(tmp_path, capsys, command, kind):
+    _inputs(tmp_path)
+    path = tmp_path / "model.onnx"
+    if kind == "symlink-loop":
+        os.symlink(tmp_path / "other.onnx", path)
+        os.symlink(path, tmp_path / "other.onnx")
+        why = "symlink loop (too many levels of symbolic links)"
+    elif kind == "dangling-symlink":
+        os.symlink(tmp_path / "gone.onnx", path)
+        why = f"is a symlink to {tmp_path / 'gone.onnx'}, which does not exist"
+    elif kind == "directory":
+        path.mkdir()
+        why = "is a directory"
+    elif kind == "fifo":
+        os.mkfifo(path)
+        why = "not a regular file (a device, FIFO or socket)"
+    else:  # a regular file whose reading fails: the kernel's own memory file, size 0, read -> EIO
+        path = "/proc/self/mem"
+        why = "cannot read (Input/output error)"
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.startswith(f"onnx-qtypes: error: {path}: {why}"), line
+
+
+def _typed_cnn(**change) -> onnx.ModelProto:
+    model = load(os.path.join(EXAMPLES, "typed_cnn.onnx"))
+    for name, edit in change.items():
+        edit(next(t for t in model.graph.initializer if t.name == name))
+    return model
+
+
+def _short(tensor: onnx.TensorProto) -> None:
+    tensor.raw_data = tensor.raw_data[:-1]
+
+
+def _huge(tensor: onnx.TensorProto) -> None:
+    del tensor.dims[:]
+    tensor.dims.extend([2**20, 2**20])  # 2^40 elements over the same few bytes
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(("edit", "why"), [(_short, "dims [4, 3, 3, 3] need 108 bytes of INT8 raw_data, found 107"),
+                                           (_huge, "dims [1048576, 1048576] need 1099511627776 bytes of INT8 raw_data")])
+def test_every_command_refuses_a_stored_tensor_its_dims_do_not_fit(tmp_path, capsys, command, edit, why):
+    _inputs(tmp_path)
+    path = tmp_path / "model.onnx"
+    save(_typed_cnn(w=edit), path)
+    k = [t.name for t in load(path, load_external_data=False).graph.initializer].index("w")
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.startswith(f"onnx-qtypes: error: {path}: /graph/initializer/{k}: tensor 'w': {why}"), line
+
+
+def _reversed(model: onnx.ModelProto) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    nodes = list(out.graph.node)[::-1]
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out
+
+
+def test_an_unsorted_graph_is_checked_run_and_lowered_as_its_sorted_form():
+    typed = load(os.path.join(EXAMPLES, "broken_cnn.onnx"))
+    unsorted = _reversed(typed)
+    read = read_model(unsorted)
+    assert [n.op_type for n in read.model.graph.node] == [n.op_type for n in typed.graph.node]
+    assert list(unsorted.graph.node) == list(_reversed(typed).graph.node)  # the caller's model is not changed
+    count = len(typed.graph.node)
+
+    def places(model):
+        return sorted((d.rule, d.location.pointer, d.message) for d in diagnose(model).diagnostics)
+
+    # the same findings, each at the place the file has the node: index i of the sorted graph is count-1-i
+    flip = {f"/graph/node/{i}": f"/graph/node/{count - 1 - i}" for i in range(count)}
+    expected = sorted((rule, next((flip[p] + pointer[len(p):] for p in flip if pointer.startswith(p + "/")
+                                   or pointer == p), pointer), message) for rule, pointer, message in places(typed))
+    assert places(unsorted) == expected and expected
+    good = load(os.path.join(EXAMPLES, "typed_cnn.onnx"))
+    x = np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    want = ReferenceEvaluator(good).run(None, {"x": x})
+    got = ReferenceEvaluator(read_model(_reversed(good)).model).run(None, {"x": x})
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    assert lower(_reversed(good)).graph.node == lower(good).graph.node
+
+
+def test_a_cycle_is_refused_alike_by_every_command(tmp_path, capsys):
+    plain = lower(load(os.path.join(EXAMPLES, "typed_cnn.onnx")))
+    relu = next(i for i, n in enumerate(plain.graph.node) if n.op_type == "Relu")
+    after = next(n for n in plain.graph.node if n.op_type == "DequantizeLinear"
+                 and n.input[0].startswith(plain.graph.node[relu].output[0]))
+    plain.graph.node[relu].input[0] = after.output[0]  # Relu reads the dequantized form of its own output
+    path = tmp_path / "cycle.onnx"
+    onnx.save(plain, path)
+    _inputs(tmp_path)
+    lines = {_error_line(capsys, COMMANDS[c](str(path), tmp_path)) for c in ("check", "show", "lift", "lower", "run")}
+    assert len(lines) == 1, lines
+    assert f"/graph/node/{relu} (Relu 'relu'): reads what it computes itself, through the cycle" in lines.pop()
+
+
+def test_a_negative_dimension_is_read_as_unknown():
+    """-1 (PaddleOCR's "any size") on a Slice input used to abort onnx.shape_inference inside check and lift."""
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends"], ["y"], name="slice")]
+    inits = [onnx.numpy_helper.from_array(np.array([0], np.int64), "starts"),
+             onnx.numpy_helper.from_array(np.array([2], np.int64), "ends")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, -1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    read = read_model(model)
+    dim = read.model.graph.input[0].type.tensor_type.shape.dim[1]
+    assert not dim.HasField("dim_value") and model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == -1
+    assert diagnose(model).diagnostics == ()
+
+
+@pytest.mark.parametrize(("field", "value", "why"), [
+    ("opset", 2**32, "/opset_import/0: domain 'ai.onnx' version 4294967296 is not an opset version"),
+    ("ir", 2**62, f"/ir_version: {2**62} is not an IR version"),
+])
+def test_versions_beyond_int32_are_refused(field, value, why):
+    model = load(os.path.join(EXAMPLES, "typed_cnn.onnx"))
+    if field == "opset":
+        model.opset_import[0].version = value
+    else:
+        model.ir_version = value
+    with pytest.raises(ModelLoadError, match=why):
+        read_model(model.SerializeToString())
+
+
+def test_qt412_judges_the_quantization_nodes_as_the_file_writes_them():
+    """A QDQ file: the lift folds the DequantizeLinear away, yet QT412 names it where the file has it."""
+    from checker_models import _per_axis_dequantize
+
+    found = [d for d in diagnose(_per_axis_dequantize(11)).diagnostics if d.rule == "QT412"]
+    assert [(d.location.pointer, d.location.node) for d in found] == [("/graph/node/0/attribute/0", "dq")]
+    assert not [d for d in diagnose(_per_axis_dequantize(13)).diagnostics if d.rule == "QT412"]
+
+
+def test_show_locates_a_sorted_quantizer_file_where_the_file_has_it(tmp_path, capsys):
+    import json
+
+    plain = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    count = len(plain.graph.node)
+    onnx.save(plain, tmp_path / "sorted.onnx")
+    onnx.save(_reversed(plain), tmp_path / "reversed.onnx")
+
+    def places(name):
+        assert main(["show", str(tmp_path / name), "--format", "json"]) == 0
+        return {t["tensor"]: t["declared_at"] for t in json.loads(capsys.readouterr().out)["tensors"]}
+
+    flip = {f"/graph/node/{i}": f"/graph/node/{count - 1 - i}" for i in range(count)}
+    expected = {name: [flip.get(p, p) for p in at] for name, at in places("sorted.onnx").items()}
+    assert places("reversed.onnx") == expected and any(p in flip for at in expected.values() for p in at)
