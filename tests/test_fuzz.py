@@ -17,12 +17,7 @@ MUTANTS = 300
 
 # Mutants whose crash lies in another area's code, kept out of this test until that area's fix is merged.
 # The lead empties this list after merging those fixes; each entry names the crash site and the owner.
-KNOWN_CRASHES_IN_OTHER_AREAS: dict[str, str] = {
-    "conformance_tests/cases/execution/dq-zp-min-uint8-float16/model.qdq.onnx#20:0":
-        "run: KeyError at reference_ops/feeds.py:82, a graph input whose elem_type is no ONNX type (h20-ref)",
-    "conformance_tests/cases/execution/scan-uint8-float32/model.qdq.onnx#20:1":
-        "run: KeyError at reference_ops/feeds.py:82, a graph input whose elem_type is no ONNX type (h20-ref)",
-}
+KNOWN_CRASHES_IN_OTHER_AREAS: dict[str, str] = {}
 
 
 def test_every_command_raises_only_our_own_errors_on_damaged_models(tmp_path):
