@@ -46,7 +46,7 @@ from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
-from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
+from onnx_qtypes.reference_ops.definition import body_dtype, operator_input, runs_function_body
 from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
 from onnx_qtypes.reference_ops.feeds import kind as element_kind
@@ -368,11 +368,12 @@ class _TypedNode:
     def _widened(self, value: Any) -> Any:
         """A plain float input next to dequantized ones, in float64 too: onnx.reference requires equal
         float types (MatMul(float32 activations, int4 weights) would not run), and the node computes
-        in float64 either way. CastLike keeps its target's type; operators run through a function
-        body get the expressed type instead (see _real)."""
-        if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.float64
-                and self._node.op_type != "CastLike" and not runs_function_body(self._inner)):
-            return value.astype(np.float64)
+        in float64 either way. CastLike keeps its target's type; an operator run through a function
+        body gets the type its body takes (``definition.body_dtype``, as _real)."""
+        wide = body_dtype(self._inner) or np.dtype(np.float64)
+        if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != wide
+                and self._node.op_type != "CastLike"):
+            return value.astype(wide)
         return value
 
     def _real(self, storage: np.ndarray, qtype: QType, name: str) -> np.ndarray:
@@ -425,8 +426,9 @@ class _TypedNode:
         for value, qtype, name in zip(outputs, self._out, self._node.output):
             if qtype is not None and value is not None:
                 out.append(self._quantized(value, qtype, name))
-            elif cast_to is not None and isinstance(value, np.ndarray) and value.dtype == np.float64:
-                out.append(value.astype(cast_to))  # the op ran on float64 reals; the result has the expressed type
+            elif (cast_to is not None and isinstance(value, np.ndarray) and value.dtype.kind == "f"
+                  and value.dtype in (np.float64, body_dtype(self._inner))):
+                out.append(value.astype(cast_to))  # the op ran on reals; the result has the expressed type
             else:
                 out.append(value)
         return tuple(out)
