@@ -35,6 +35,7 @@ import re
 import warnings
 from collections.abc import Iterator
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
@@ -228,6 +229,13 @@ class _Lowering:
             if problem := node_problem(node, opsets, model.ir_version):
                 raise LowerError(f"{node_label(node, i)}: {problem}")
         self.types, shapes = _types(model)
+        # a type whose values its expressed type cannot hold (QT120) computes in float32 inside: DequantizeLinear
+        # to float32, every float value in float32, float16 / bfloat16 only at the graph's float inputs and outputs
+        self.inside = _narrow_model(self.types)
+        if self.inside:
+            self.types = {n: q.replace(expressed="float32") for n, q in self.types.items()}
+            _widen_floats(self.graph, Names({n for _, g in iter_graphs(model) for n in _names(g)}),
+                          Names({n.name for n in self.graph.node if n.name}))
         self.ix = GraphIndex(self.graph, Inferred({}, shapes))
         self.names = Names(self.ix.all_names())
         self.node_names = Names({n.name for _, g in iter_graphs(model) for n in g.node if n.name})
@@ -301,7 +309,7 @@ class _Lowering:
             )
         if qtype.is_dynamic:  # parameters chosen from the result (semantics.md #dynamic-binding)
             found = dynamic_quantize(float_name, self.integer_name[name], qtype, self.names.fresh, self.node_names.fresh,
-                                     name)
+                                     name, rounding=self.inside.get(name))
             self.nodes.extend(found.nodes)
             self.initializers.extend(found.initializers)
             self.params[name] = (found.scale, found.zero_point)
@@ -669,6 +677,70 @@ def _bfloat16_scaled(graph: onnx.GraphProto) -> list[str]:
         if scaled and scale_types.get(node.input[1]) == TensorProto.BFLOAT16:
             found.append(node.output[0] if is_quantize(node) else node.input[0])
     return list(dict.fromkeys(found))
+
+
+NARROW_FLOATS = {TensorProto.FLOAT16: np.float16, TensorProto.BFLOAT16: ml_dtypes.bfloat16}
+
+
+def _narrow_model(types: dict[str, QType]) -> dict[str, np.dtype]:
+    """When some type's values round or overflow in its expressed type (QT120): every float16 / bfloat16 typed
+    tensor -> the dtype its values round to (dynamic parameters are computed in it); empty otherwise, and the
+    model lowers with its expressed types unchanged (a faithful float16 model lowers bit for bit as before)."""
+    from onnx_qtypes.checker.rules.qt120_expressed_type_too_narrow import too_narrow  # noqa: PLC0415
+
+    if not any(too_narrow(q) for q in types.values()):
+        return {}
+    return {n: q.expressed_type.np_dtype for n, q in types.items() if q.expressed != "float32"}
+
+
+def _names(graph: onnx.GraphProto) -> Iterator[str]:
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        yield vi.name
+    for t in graph.initializer:
+        yield t.name
+    for node in graph.node:
+        yield from node.input
+        yield from node.output
+
+
+def _widen_floats(graph: onnx.GraphProto, names: Names, node_names: Names) -> None:
+    """The main graph computing in float32 where it held float16 / bfloat16: initializers, Constants, Casts and
+    declarations widened (exactly), a Cast to float32 after each such graph input and a Cast back before each
+    such graph output, so that values leave in their declared type, rounded once."""
+    for i, t in enumerate(graph.initializer):
+        if t.data_type in NARROW_FLOATS:
+            graph.initializer[i].CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(t).astype(np.float32), t.name))
+    for node in graph.node:
+        for a in node.attribute:
+            if node.op_type == "Constant" and a.name == "value" and a.t.data_type in NARROW_FLOATS:
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+            elif node.op_type in ("Cast", "EyeLike", "RandomNormal", "RandomUniform") and a.name in ("to", "dtype") \
+                    and a.i in NARROW_FLOATS:
+                a.i = TensorProto.FLOAT
+    for vi in graph.value_info:
+        if vi.type.tensor_type.elem_type in NARROW_FLOATS:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT
+    entry, exit_ = [], []
+    for vi in graph.input:
+        if vi.type.tensor_type.elem_type in NARROW_FLOATS:
+            wide = names.fresh(f"{vi.name}_float32")
+            for node in graph.node:
+                node.input[:] = [wide if n == vi.name else n for n in node.input]
+            entry.append(helper.make_node("Cast", [vi.name], [wide], name=node_names.fresh(f"{vi.name}_to_float32"),
+                                          to=TensorProto.FLOAT))
+    for vi in graph.output:
+        elem = vi.type.tensor_type.elem_type
+        if elem in NARROW_FLOATS and any(vi.name in n.output for n in graph.node):
+            wide = names.fresh(f"{vi.name}_float32")
+            for node in graph.node:
+                node.output[:] = [wide if n == vi.name else n for n in node.output]
+                node.input[:] = [wide if n == vi.name else n for n in node.input]
+            exit_.append(helper.make_node("Cast", [wide], [vi.name], name=node_names.fresh(f"{vi.name}_to_{'float16' if elem == TensorProto.FLOAT16 else 'bfloat16'}"),
+                                          to=elem))
+    nodes = [*entry, *graph.node, *exit_]
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:

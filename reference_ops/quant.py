@@ -211,7 +211,8 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
     """The static type a dynamic ``qtype`` takes for data ``x``.
 
     Per group (whole tensor, slice or block), in the expressed type's
-    arithmetic, with ``rmin = min(0, min x)``, ``rmax = max(0, max x)`` and
+    arithmetic (each operation's exact result rounded once to it; the
+    integer constants exact), with ``rmin = min(0, min x)``, ``rmax = max(0, max x)`` and
     an empty range counted as a range of 1:
 
     - asymmetric: ``scale = (rmax - rmin) / (qmax - qmin)``,
@@ -241,31 +242,37 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
     ftype = qtype.expressed_type.np_dtype
     lo, hi = storage_range(qtype)
     gmin, gmax = _group_extrema(x, qtype)
-    rmin = np.minimum(gmin, 0.0).astype(ftype)
-    rmax = np.maximum(gmax, 0.0).astype(ftype)
+
+    def rounded(value: np.ndarray) -> np.ndarray:
+        """One operation's exact (float64) result rounded once to the expressed type; the integer constants
+        (qmax - qmin, qsym, mid) enter exact, never rounded to the expressed type first (float16(65535) = inf)."""
+        return np.asarray(value, np.float64).astype(ftype)
+
+    wide = lambda a: np.asarray(a, np.float64)  # noqa: E731 (expressed-type values, exactly)
+    rmin = rounded(np.minimum(gmin, 0.0))
+    rmax = rounded(np.maximum(gmax, 0.0))
     schema = qtype.schema
     if qtype.storage_type.is_float:  # zero point 0 whatever the schema: the symmetric form
         schema = Schema.SYMMETRIC_POW2_SCALE if schema.pow2 else Schema.SYMMETRIC
-    one = ftype.type(1.0)
 
     def nonempty(r: np.ndarray) -> np.ndarray:
-        return np.where(r == 0, one, r).astype(ftype)
+        return np.where(wide(r) == 0, 1.0, wide(r))
 
     zero_points = np.zeros(rmin.shape, np.int64)
     if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
-        scales = (nonempty(rmax - rmin) / ftype.type(hi - lo)).astype(ftype)
+        scales = rounded(nonempty(rounded(wide(rmax) - wide(rmin))) / (hi - lo))
     else:
-        amax = np.maximum(-rmin, rmax).astype(ftype)
+        amax = np.maximum(-wide(rmin), wide(rmax))  # exact
         qsym = min(-lo, hi) if lo < 0 else hi
-        scales = (nonempty(amax) / ftype.type(qsym)).astype(ftype)
+        scales = rounded(nonempty(amax) / qsym)
         if schema is Schema.SYMMETRIC_WITH_UNSIGNED:
             st = qtype.storage_type
             mid, bottom = symmetric_with_unsigned_zero_points(st.min, st.max, lo)
-            unsigned = nonempty(rmax) / ftype.type(hi - lo)
+            unsigned = rounded(nonempty(rmax) / (hi - lo))
             if lo <= mid < hi:
-                half = ftype.type(min(mid - lo, hi - mid) if lo < mid else hi - mid)
+                half = min(mid - lo, hi - mid) if lo < mid else hi - mid
                 negative = gmin < 0
-                scales = np.where(negative, nonempty(amax) / half, unsigned).astype(ftype)
+                scales = np.where(negative, rounded(nonempty(amax) / half), unsigned).astype(ftype)
                 zero_points = np.where(negative, mid, bottom).astype(np.int64)
             else:
                 scales = np.broadcast_to(unsigned, rmax.shape).astype(ftype)
@@ -274,7 +281,7 @@ def dynamic_parameters(x: np.ndarray, qtype: QType, *, tensor: str | None = None
         scales = _pow2_ceiling(scales.astype(np.float64)).astype(ftype)
     scales = _positive(scales, ftype)
     if schema in (Schema.ASYMMETRIC, Schema.ASYMMETRIC_POW2_SCALE):
-        initial = ftype.type(lo) - (rmin / scales).astype(ftype)
+        initial = rounded(lo - wide(rounded(wide(rmin) / wide(scales))))
         clamped = np.clip(initial.astype(np.float64), lo, hi)
         zero_points = round_half_to_even(clamped).astype(np.int64)
     return qtype.replace(scale=tuple(float(s) for s in scales), zero_point=tuple(int(z) for z in zero_points))

@@ -1,0 +1,1 @@
+"""The execution-case generator's modules (see ../execution_cases.py)."""
