@@ -116,7 +116,6 @@ def _graphs(rm):
         return Spec("If", inputs, [T("y", (2, 3, 4), x)], {}, nodes=nodes, anchor="data-movement",
                     feeds={"c": np.array(v == "then")}, inner=[T("t", (2, 3, 4), x), T("u", (2, 4, 3), x),
                                                                 T("e", (2, 3, 4), x)],
-                    qdq="plain",
                     note=f"the {v} branch (Max / Transpose twice) on the outer type")
 
     def loop(g, v):
@@ -137,7 +136,7 @@ def _graphs(rm):
         inputs = [T("n", (), dtype=TensorProto.INT64, value=np.array(3, np.int64)), None, T("x", (2, 3, 4), x), *consts]
         nodes = [("Loop", ["n", "", "x"], ["y"], {"body": graph})]
         return Spec("Loop", inputs, [T("y", (2, 3, 4), x)], {}, nodes=nodes, anchor="data-movement", inner=inner,
-                    qdq="plain", note="rotate and elementwise maximum in the body, 3 iterations")
+                    note="rotate and elementwise maximum in the body, 3 iterations")
 
     def scan(g, v):
         """A running minimum over the scanned slices (state) and each slice's reverse (scan output)."""
@@ -150,12 +149,12 @@ def _graphs(rm):
         inputs = [T("s", (4,), x), T("xs", (3, 4), x), *consts]
         nodes = [("Scan", ["s", "xs"], ["y", "ys"], {"body": graph, "num_scan_inputs": 1})]
         return Spec("Scan", inputs, [T("y", (4,), x), T("ys", (3, 4), x)], {}, nodes=nodes,
-                    anchor="data-movement", inner=inner, qdq="plain",
+                    anchor="data-movement", inner=inner,
                     note="running minimum (state) and reversed slices")
 
     return {
-        # standard ONNX has no subgraph form from lower: the QDQ form is the graph on storage integers, which moves
-        # and compares them exactly (equal parameters throughout); onnxruntime's Max / Min take 8-bit storage only
+        # lower keeps a subgraph that only moves and compares stored values of one type as it is, on the storage
+        # integers (exact with equal parameters throughout); onnxruntime's Max / Min take 8-bit storage only
         "if": (if_, ("int8", "uint8"), ("then", "else")),
         "loop": (loop, ("int8", "uint8"), ("chain",)),
         "scan": (scan, ("int8", "uint8"), ("chain",)),
