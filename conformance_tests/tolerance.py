@@ -165,7 +165,10 @@ def _own(op: str, inputs: list[QType | None], outputs: list[QType | None], attrs
     quantized_out = [q for q in outputs if q is not None]
     if not quantized_out and not any(q is not None for q in inputs):
         return 0  # no quantized tensor: the node is plain ONNX (a Loop's condition, a shape computation)
-    if op in EXACT_WHEN_EQUAL or moves_data(op, attrs.get("mode", b"nearest")):
+    moves = moves_data(op, attrs.get("mode", b"nearest"))
+    if moves and not quantized_out:
+        return 0  # quantized values moved to a float output: each is one input real (a dequantize)
+    if op in EXACT_WHEN_EQUAL or moves:
         typed_in = [q for q in inputs if q is not None]
         if typed_in and quantized_out and all(_same(q, typed_in[0]) for q in (*typed_in, *quantized_out)):
             return 0
@@ -278,7 +281,8 @@ def _walk(g: _Graph, bounds: dict[str, _Bound], feeds: dict, steps: dict) -> Non
                 put(n, t, Fraction(0), ONE_STEP_REASON.format(op=f"the body of {op}", spec=SPEC)
                     if t > max((b.steps for b in carried), default=0) else "")
             continue
-        if op == "QuantizeLinear" and outs and outs[0] is not None and ins[0] is None:
+        quantizes = op == "QuantizeLinear" or moves_data(op, _attrs(node).get("mode", b"nearest"))
+        if quantizes and outs and outs[0] is not None and ins and ins[0] is None:  # a float input quantized
             ties = _near_tie_count(g, node, outs[0], feeds)
             t, real = (1 if ties else 0), (carried[0].real if carried else Fraction(0))
             if real:  # a float input carrying error
@@ -351,10 +355,18 @@ def _body_tolerance(g: _Graph, node: NodeProto) -> int:
 def _near_tie_count(g: _Graph, node: NodeProto, qtype: QType, feeds: dict) -> int:
     """How many elements of the QuantizeLinear's float input (a feed) are near-ties under ``qtype``."""
     x = feeds.get(node.input[0])
-    if x is None or qtype.is_dynamic:
+    if x is None:
         return 0
-    from onnx_qtypes.reference_ops.quant import broadcast_parameters  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.quant import broadcast_parameters, dynamic_parameters  # noqa: PLC0415
 
+    if qtype.is_dynamic and node.op_type == "QuantizeLinear":  # bound to its scale / zero-point operands
+        scale = feeds.get(node.input[1]) if len(node.input) > 1 else None
+        zero = feeds.get(node.input[2]) if len(node.input) > 2 else None
+        if scale is None or np.size(scale) != 1:
+            return 0  # constant operands of a static type are read below; a per-axis binding is not judged here
+        qtype = qtype.replace(scale=float(np.asarray(scale)), zero_point=0 if zero is None else int(np.asarray(zero)))
+    elif qtype.is_dynamic:  # the parameters the data chooses
+        qtype = dynamic_parameters(np.asarray(x), qtype)
     if qtype.storage_type.is_float:
         return 0  # float storage rounds to a non-uniform grid: no half-integer quotient to miss
     scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor=node.output[0])

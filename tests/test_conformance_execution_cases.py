@@ -98,12 +98,17 @@ def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
     # after the graph inputs: the <x>.scale / <x>.zero_point feeds of dynamic graph inputs (the calling convention)
     assert case["inputs"][:len(graph_inputs)] == graph_inputs
     assert all(n.rsplit(".", 1)[0] in graph_inputs for n in case["inputs"][len(graph_inputs):])
-    assert [o.name for o in model.graph.output] == case["outputs"]
+    graph_outputs = [o.name for o in model.graph.output]
+    # after the graph outputs: <y>.scale / <y>.zero_point of dynamic graph outputs (the calling convention)
+    assert case["outputs"][:len(graph_outputs)] == graph_outputs
+    convention = case["outputs"][len(graph_outputs):]
+    assert all(n.rsplit(".", 1)[0] in graph_outputs for n in convention)
     qdq = onnx.load(str(folder / case["qdq_model"]))
     onnx.checker.check_model(qdq, full_check=True)
     storages = {q.storage for q in onnx_qtypes.quantized_tensors(model).values()}
+    e8m0 = any(t.data_type == onnx.TensorProto.FLOAT8E8M0 for t in qdq.graph.initializer)  # microscaling scales
     assert (qdq.ir_version, [(o.domain, o.version) for o in qdq.opset_import if o.domain in ("", "ai.onnx")]) == (
-        (13, [("", 25)]) if storages & {"int2", "uint2"} else (11, [("", 23)]) if "float4e2m1" in storages
+        (13, [("", 25)]) if storages & {"int2", "uint2"} or e8m0 else (11, [("", 23)]) if "float4e2m1" in storages
         else (10, [("", 21)]))
     assert [i.name for i in qdq.graph.input] == case["inputs"]
     assert [o.name for o in qdq.graph.output] == case["outputs"]
@@ -111,6 +116,14 @@ def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
     expected = _read(folder, "output", case["outputs"])
     definitional = ReferenceEvaluator(model, kernels="definitional").run(None, feeds)
     integer = ReferenceEvaluator(model, kernels="integer").run(None, feeds)
+    for name in convention:  # the parameters the reference chose for a dynamic graph output
+        tensor, field = name.rsplit(".", 1)
+        index = graph_outputs.index(tensor)
+        chosen = getattr(definitional[index], "qtype")
+        want = expected[len(graph_outputs) + convention.index(name)]
+        value = chosen.scale if field == "scale" else chosen.zero_point
+        np.testing.assert_array_equal(np.asarray(value, np.float64).reshape(want.shape), want.astype(np.float64))
+    expected = expected[:len(graph_outputs)]
     quantized = onnx_qtypes.quantized_tensors(model)
     for name, want, exact, approx in zip(case["outputs"], expected, definitional, integer):
         exact, approx = np.asarray(exact), np.asarray(approx)
@@ -122,9 +135,10 @@ def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
             assert steps <= case["tolerance"][name], f"{name}: integer kernels {steps} steps from the expected output"
         else:  # float outputs and float8 / float4 storage (no integer kernel: the definition runs)
             assert exact.dtype == want.dtype, name
-            np.testing.assert_array_equal(exact, want, err_msg=name)
+            wide = want.astype(np.float64)  # NaN equals NaN there (not in float8 arrays)
+            np.testing.assert_array_equal(exact.astype(np.float64), wide, err_msg=name)
             if case["tolerance"][name] == 0 or name in quantized:
-                np.testing.assert_array_equal(approx, want, err_msg=name)
+                np.testing.assert_array_equal(approx.astype(np.float64), wide, err_msg=name)
             else:  # judged in the output's step (case.json "steps", or the DequantizeLinear input's scale)
                 step = float_steps(load_case(folder))[name]
                 diff = np.abs(approx.astype(np.float64) - want.astype(np.float64)) / step

@@ -33,6 +33,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from execution_gen.build import SKIPPED, build_case  # noqa: E402
 from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake  # noqa: E402
+from execution_gen.decided import _decided  # noqa: E402
+from execution_gen.features import _bfloat16, _features  # noqa: E402
 from execution_gen.graphs import MIXED, _graphs  # noqa: E402
 from execution_gen.operators import BLOCKED, WEIGHTED, _ops  # noqa: E402
 from execution_gen.specials import _specials  # noqa: E402
@@ -65,6 +67,14 @@ def _plan(rm):
                 for variant in variants:
                     case_id = f"{name}-{storage}-{expressed}" + (f"-{variant}" if len(variants) > 1 else "")
                     yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build
+    for op, storage, variants in _bfloat16(rm):
+        for variant in variants:
+            case_id = f"{_snake(op)}-{storage}-bfloat16-{variant}"
+            yield case_id, zlib.crc32(case_id.encode()), storage, "bfloat16", variant, ops[op]
+    for case_id, storage, expressed, variant, build, weights in _features(rm):
+        yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build, *([weights] if weights else [])
+    for case_id, storage, expressed, variant, build in _decided(rm):
+        yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build
 
 
 def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:

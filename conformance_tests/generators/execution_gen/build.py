@@ -46,13 +46,14 @@ def _fit_outputs(rm, spec: Spec, g: _Gen, feeds: dict) -> bool:
         with warnings.catch_warnings(), np.errstate(all="ignore"):  # float16 overflow: left out just below
             warnings.simplefilter("ignore")
             reals = ReferenceEvaluator(_model(rm, spec, plain)).run(None, feeds)
-    except Exception:  # noqa: BLE001 (the reference cannot run it)
+    except Exception as exc:  # noqa: BLE001 (the reference cannot run it)
+        SKIPPED.append(f"the float form of {spec.op} does not run ({type(exc).__name__}: {str(exc)[:300]})")
         return False
     if not all(np.isfinite(np.asarray(r, np.float64)).all() for r in reals):
         return False
     for t, value in zip(spec.outputs, reals):
         if any(t is f for f in fitted):
-            t.qtype = g.fit(value)
+            t.qtype = g.fit(value, storage=t.qtype.storage)
     return True
 
 
@@ -118,7 +119,7 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
             SKIPPED.append(f"{case_id}: integer kernels beyond {tolerance[t.name].steps} step(s)")
             return None
     expected = [_storage_array(v, t.qtype) if t.qtype is not None else np.asarray(v)
-                for t, v in zip(spec.outputs, expected)]
+                for t, v in zip(spec.outputs, expected)] + _convention_outputs(spec, expected, names)
     doc = {
         "id": case_id,
         "kind": "execution",
@@ -131,9 +132,11 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
         "qdq_model": "model.qdq.onnx",
         "inputs": list(feeds),
         "outputs": names,
-        "tolerance": {n: tolerance[n].steps for n in names},
+        "tolerance": {n: tolerance[n].steps for n in names if n in tolerance},
     }
-    reasons = list(dict.fromkeys(tolerance[n].reason for n in names if tolerance[n].steps))
+    for name in names[len(spec.outputs):]:  # <y>.scale / <y>.zero_point: the parameters the data chose, exactly
+        doc["tolerance"][name] = 0
+    reasons = list(dict.fromkeys(tolerance[n].reason for n in names if n in tolerance and tolerance[n].steps))
     if reasons:
         doc["tolerance_reason"] = "; ".join(reasons)
     if spec.steps:
@@ -149,6 +152,21 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     for i, (n, v) in enumerate(zip(names, expected)):
         files[f"test_data_set_0/output_{i}.pb"] = _tensor(n, v)
     return doc, files
+
+
+def _convention_outputs(spec: Spec, values: list, names: list) -> list:
+    """The <y>.scale / <y>.zero_point values of every dynamic graph output (the calling convention,
+    semantics.md#dynamic-binding), appended to ``names``; their values in the expressed and storage types."""
+    extra = []
+    for t, value in zip(spec.outputs, values):
+        if t.qtype is None or not t.qtype.is_dynamic or spec.qdq == "plain":
+            continue
+        resolved = value.qtype
+        shape = () if resolved.axis is None else (len(resolved.scale),)
+        names += [f"{t.name}.scale", f"{t.name}.zero_point"]
+        extra += [np.asarray(resolved.scale, resolved.expressed_type.np_dtype).reshape(shape),
+                  np.asarray(resolved.zero_point).astype(resolved.storage_type.np_dtype).reshape(shape)]
+    return extra
 
 
 def _model(rm, spec: Spec, outputs: list):
@@ -193,7 +211,7 @@ def _graph(rm, spec: Spec, outputs: list, typed: bool):
         value_info=[helper.make_tensor_value_info(t.name, t.elem_type, t.shape) for t in spec.hidden])
     ir, opset = _opset(spec, outputs)
     imports = [helper.make_opsetid("", opset)]
-    imports += [helper.make_opsetid(d, 1) for d in sorted({f.domain for f in spec.functions})]
+    imports += [helper.make_opsetid(d, 1) for d in sorted({f.domain for f, _ in spec.functions})]
     model = helper.make_model(graph, opset_imports=imports, ir_version=ir, functions=[f for f, _ in spec.functions]
                               if spec.functions else None)
     if typed:
@@ -218,7 +236,8 @@ def _qdq_form(rm, spec: Spec, typed) -> tuple[bytes | None, str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return onnx_qtypes.lower(typed).SerializeToString(), ""
+            fed = "reals" if spec.qdq == "lower-reals" else "storage"  # how a dynamic graph input arrives
+            return onnx_qtypes.lower(typed, dynamic_inputs=fed).SerializeToString(), ""
     except Exception as exc:  # noqa: BLE001
         if spec.qdq == "typed-only":
             return None, str(exc)

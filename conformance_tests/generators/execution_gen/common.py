@@ -41,6 +41,12 @@ class Spec:
     model_hook: object = None  # model -> None: a last edit of the typed model (version fields, references ...)
 
 
+def _storage_info(storage: str):
+    from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+
+    return STORAGE_TYPES[storage]
+
+
 def _helpers():
     sys.path.insert(0, str(ROOT / "tests"))
     try:
@@ -73,11 +79,18 @@ class _Gen:
         top = {2: 1, 4: 2, 8: 5, 16: 13}[bits]
         return float(int(self.rng.integers(1, 32)) * 2.0 ** -int(self.rng.integers(top, top + 4)))
 
-    def out(self, width: float, fitted: bool = True):
+    def out(self, width: float, fitted: bool = True, storage: str | None = None):
         """An output type whose range is about ``width`` reals wide (some values saturate, most do not); fitted
-        to what the operator computes when ``fitted`` (graph outputs only)."""
+        to what the operator computes when ``fitted`` (graph outputs only); ``storage``: another than the case's."""
         from onnx_qtypes import QType  # noqa: PLC0415
 
+        if storage is not None and storage != self.storage:
+            other = _Gen.__new__(_Gen)
+            other.__dict__.update(self.__dict__, storage=storage, info=_storage_info(storage))
+            qtype = other.out(width, fitted=False)
+            if fitted:
+                self.auto.append(qtype)
+            return qtype
         target = width / (self.info.max - self.info.min)
         exponent = int(np.floor(np.log2(target)))
         if self.expressed == "float16":
@@ -88,10 +101,14 @@ class _Gen:
             self.auto.append(qtype)  # replaced by one fitted to the reals the operator computes (``fit``)
         return qtype
 
-    def fit(self, reals: np.ndarray):
+    def fit(self, reals: np.ndarray, storage: str | None = None):
         """An output type covering the middle of ``reals`` (a few percent saturate at each end)."""
         from onnx_qtypes import QType  # noqa: PLC0415
 
+        if storage is not None and storage != self.storage:
+            other = _Gen.__new__(_Gen)
+            other.__dict__.update(self.__dict__, storage=storage, info=_storage_info(storage))
+            return other.fit(reals)
         reals = np.asarray(reals, np.float64).ravel()
         lo, hi = float(np.percentile(reals, 4)), float(np.percentile(reals, 96))
         lo, hi = min(lo, 0.0), max(hi, 0.0)

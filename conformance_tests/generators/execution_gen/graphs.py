@@ -77,7 +77,8 @@ def _graphs(rm):
                  "s": np.asarray(bound.scale[0], g.fdtype), "z": np.asarray(bound.zero_point[0]).astype(g.info.np_dtype)}
         outputs = [T("y", (2, 3, 4), QType(g.storage, None, None, expressed=g.expressed)), T("r", (2, 3, 4), dtype=fdt)]
         return Spec("QuantizeLinear", inputs, outputs, {}, nodes=nodes, qdq="plain", anchor="dynamic-binding",
-                    feeds=feeds, note="the dynamic output type binds the run-time scale and zero point")
+                    feeds=feeds, steps={"r": bound.scale[0]},  # r in the steps of the scale y is bound to
+                    note="the dynamic output type binds the run-time scale and zero point")
 
     def dynamic_matmul(g, v):
         from onnx_qtypes.reference_ops import dynamic_parameters  # noqa: PLC0415
