@@ -254,9 +254,15 @@ def tolerances(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = None,
         b = bounds.get(vi.name, _Bound())
         reason = ""
         if b.steps:
-            causes = "; ".join(dict.fromkeys(b.causes))
-            reason = causes if len(b.path) <= 1 else (
-                CHAIN_REASON.format(spec=SPEC, path=" -> ".join(b.path)) + (f"; {causes}" if causes else ""))
+            causes = list(dict.fromkeys(b.causes))
+            if len(b.path) <= 1:
+                reason = "; ".join(causes)
+            else:  # the rule and the path, then the other causes than one step per operator in one line
+                computing = sorted({c.split(" computes")[0] for c in causes if " computes a new real value" in c})
+                others = [c for c in causes if " computes a new real value" not in c]
+                reason = CHAIN_REASON.format(spec=SPEC, path=" -> ".join(b.path)) + (
+                    f"; {', '.join(computing)} compute new values (one step each)" if computing else "") + (
+                    f"; {'; '.join(others)}" if others else "")
         out[vi.name] = Tolerance(b.steps, reason)
     return out
 

@@ -32,6 +32,7 @@ import zlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from execution_gen.build import SKIPPED, build_case  # noqa: E402
+from execution_gen.chains import _chains  # noqa: E402
 from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake  # noqa: E402
 from execution_gen.decided import _decided  # noqa: E402
 from execution_gen.features import _bfloat16, _features  # noqa: E402
@@ -73,7 +74,7 @@ def _plan(rm):
             yield case_id, zlib.crc32(case_id.encode()), storage, "bfloat16", variant, ops[op]
     for case_id, storage, expressed, variant, build, weights in _features(rm):
         yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build, *([weights] if weights else [])
-    for case_id, storage, expressed, variant, build in _decided(rm):
+    for case_id, storage, expressed, variant, build in (*_decided(rm), *_chains(rm)):
         yield case_id, zlib.crc32(case_id.encode()), storage, expressed, variant, build
 
 

@@ -101,19 +101,20 @@ class _Gen:
             self.auto.append(qtype)  # replaced by one fitted to the reals the operator computes (``fit``)
         return qtype
 
-    def fit(self, reals: np.ndarray, storage: str | None = None):
-        """An output type covering the middle of ``reals`` (a few percent saturate at each end)."""
+    def fit(self, reals: np.ndarray, storage: str | None = None, min_scale: float = 0.0):
+        """An output type covering the middle of ``reals`` (a few percent saturate at each end); its scale at
+        least ``min_scale``."""
         from onnx_qtypes import QType  # noqa: PLC0415
 
         if storage is not None and storage != self.storage:
             other = _Gen.__new__(_Gen)
             other.__dict__.update(self.__dict__, storage=storage, info=_storage_info(storage))
-            return other.fit(reals)
+            return other.fit(reals, min_scale=min_scale)
         reals = np.asarray(reals, np.float64).ravel()
         lo, hi = float(np.percentile(reals, 4)), float(np.percentile(reals, 96))
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         span = max(hi - lo, 2.0 ** -8)
-        target = span / (self.info.max - self.info.min)
+        target = max(span / (self.info.max - self.info.min), min_scale)
         exponent = int(np.floor(np.log2(target)))
         if self.expressed == "float16":
             exponent = max(exponent, -14 + 4)
