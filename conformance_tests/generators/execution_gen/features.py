@@ -329,6 +329,34 @@ def _features(rm):
         return Spec("Poly", [T("x", (2, 3, 4), x)], [T("y", (2, 3, 4), y)], {}, nodes=nodes, functions=[(body, [])],
                     note="a model-local function with an untyped body: evaluated on the reals")
 
+    # -- QuantizeLinear near-ties (decisions A.3) -----------------------------------------------------------------
+    def near_tie_quantize(g, v):
+        """Elements where dividing in the expressed type (onnx.reference: x / s, then rint; or x * (1 / s)) rounds
+        to another integer than the exact quotient, found by search next to every half-integer: each is a
+        near-tie, so the case allows one step (and says why); an exact division gets every element right."""
+        from fractions import Fraction  # noqa: PLC0415
+
+        f = g.fdtype.type
+        s = float(f(0.3)) if g.info.bits <= 8 else float(f(0.3)) * 2.0 ** -6
+        zero = 0 if g.info.min < 0 else (g.info.min + g.info.max + 1) // 2
+        y = QType(g.storage, s, zero, expressed=g.expressed)
+        scale, inverse = f(s), f(1) / f(s)
+        found = []
+        for k in g.rng.permutation(np.arange(g.info.min - zero, g.info.max - zero)):
+            nearest = f((int(k) + 0.5) * s)
+            for x in (nearest, np.nextafter(nearest, f(np.inf)), np.nextafter(nearest, f(-np.inf))):
+                exact = round(Fraction(float(x)) / Fraction(s))  # half to even, exactly
+                if int(np.rint(x / scale)) != exact or int(np.rint(x * inverse)) != exact:
+                    found.append(x)
+                    break
+            if len(found) == 24:
+                break
+        inputs = [T("x", (24,), dtype=g.fdt), T("s", (), dtype=g.fdt, value=np.asarray(s, f)),
+                  T("z", (), value=np.asarray(zero).astype(g.info.np_dtype))]
+        return Spec("QuantizeLinear", inputs, [T("y", (24,), y)], {}, anchor="quantize", features=("near-ties",),
+                    feeds={"x": np.array(found, f)},
+                    note="near-ties where a division in the expressed type misses the exact quotient")
+
     # -- NaN and infinities ------------------------------------------------------------------------------------
     SPECIALS = [np.nan, np.inf, -np.inf, 0.0, 1.25, -7.5, 1e30, -1e30]
 
@@ -405,6 +433,8 @@ def _features(rm):
     for storage, expressed in (("int8", "float32"), ("int16", "float16"), ("uint8", "bfloat16")):
         add(f"function-typed-body-{storage}-{expressed}", storage, expressed, "per-tensor", function_typed)
         add(f"function-untyped-body-{storage}-{expressed}", storage, expressed, "per-tensor", function_untyped)
+    for storage, expressed in (("int8", "float16"), ("uint8", "float16"), ("int16", "float32"), ("uint16", "float32")):
+        add(f"quantize_linear-near-ties-{storage}-{expressed}", storage, expressed, "per-tensor", near_tie_quantize)
     for storage, expressed in (("int8", "float32"), ("uint8", "float16"), ("int16", "float32")):
         add(f"add-nan-inf-{storage}-{expressed}", storage, expressed, "per-tensor", nan_add)
     return out
