@@ -291,7 +291,7 @@ class _Lowering:
             mentioned = set(_subgraph_names(node))
             if not mentioned & set(types):
                 continue
-            problem = _moves_only(node, types)
+            problem = _moves_only(node, types, f"/graph/node/{i}")
             if problem:
                 raise LowerError(f"{node_label(node, i)}: {problem}; lower writes standard ONNX for a subgraph only "
                                  "when it moves stored values between tensors of one type")
@@ -853,17 +853,20 @@ def _bfloat16_scaled(graph: onnx.GraphProto) -> list[str]:
 MOVES_ON_STORAGE = frozenset({"Identity", "Max", "Min"})  # with data movement: exact on stored values of one type
 
 
-def _moves_only(node: NodeProto, types: dict[str, QType]) -> str | None:
-    """Why a node of ``node``'s subgraphs does more than move stored values of one type, or None."""
-    for attr in node.attribute:
-        for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+def _moves_only(node: NodeProto, types: dict[str, QType], pointer: str) -> str | None:
+    """Why a node of ``node``'s subgraphs (``node`` at JSON pointer ``pointer``) does more than move stored values
+    of one type, or None."""
+    for a, attr in enumerate(node.attribute):
+        subs = [(f"{pointer}/attribute/{a}/g", attr.g)] if attr.type == onnx.AttributeProto.GRAPH else [
+            (f"{pointer}/attribute/{a}/graphs/{j}", g) for j, g in enumerate(attr.graphs)]
+        for where, sub in subs:
             for k, inner in enumerate(sub.node):
                 typed = [types[n] for n in (*inner.input, *inner.output) if n in types]
                 if not typed:
                     continue
-                label = f"{node_label(inner, k)} in its {attr.name}"
+                label = f"{node_label(inner, k, where)} in its {attr.name}"
                 if has_subgraph(inner):
-                    problem = _moves_only(inner, types)
+                    problem = _moves_only(inner, types, f"{where}/node/{k}")
                     if problem:
                         return problem
                     continue
