@@ -23,8 +23,30 @@ load (float4e2m1 loads, but has no CPU kernel); a model with no quantized type k
 versions (proposal/spec/interop.md#lower-versions); they have no kernels for bfloat16 scales, so a
 bfloat16 type lowers with a warning (proposal/spec/interop.md#runtimes).
 
-A type that is not valid is refused (LowerError naming the tensor), never
-lowered: see ``_types``.
+What lower writes, exactly (everything else is refused with a LowerError naming the tensor or node, never
+lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``inline_functions``):
+
+- valid types only (QType validation, parameter counts that fit, no undefined fields, agreeing declarations,
+  constants holding the storage type); scales exactly representable where they are stored;
+- quantized tensors of the main graph; of an If / Loop / Scan subgraph only when every node there that touches
+  one moves stored values between tensors of one static type (data movement, Identity, Max, Min; no order
+  selection on a negative scale): the node then runs unchanged on the stored integers; of a model-local
+  function with a typed body, which is inlined (no attributes, subgraphs or typed calls in the body); a function
+  with an untyped body is called on reals, as written;
+- every storage type and granularity of a static type; int32 computed by an operator is quantized in float64
+  (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
+  only per tensor (a Clip before its QuantizeLinear);
+- dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
+  inputs, or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
+  int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
+  DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
+  tensor an operator computes;
+- expressed types as declared when every type's values survive them; when some type's do not (QT120: int16 /
+  uint16 in float16, wide 8-bit types in bfloat16), the whole graph computes in float32 (float32 scales,
+  float16 / bfloat16 initializers widened exactly) and Casts take float values in and out at the graph's float
+  inputs and outputs, so that rounding to the expressed type happens only where a value leaves the quantized
+  domain.
 """
 
 from __future__ import annotations
