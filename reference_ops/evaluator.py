@@ -287,7 +287,36 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         assert session is not None
         session.kernel_log.clear()
         feeds = session.prepare_feeds(feed_inputs)
-        return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+        parameters = self._convention_outputs(output_names) if output_names and not intermediate else {}
+        if not parameters:
+            return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+        asked = list(dict.fromkeys(parameters.get(n, (n, ""))[0] for n in output_names))
+        got = dict(zip(asked, super().run(asked, feeds, attributes, intermediate, check_shape_annotations, _bindings)))
+        return [got[n] if n not in parameters else self._parameter_of(got[parameters[n][0]], *parameters[n])
+                for n in output_names]
+
+    def _convention_outputs(self, names: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``<y>.scale`` / ``<y>.zero_point`` asked for a dynamic graph output ``y`` -> (y, field): the calling
+        convention (semantics.md#dynamic-binding), in which a dynamic output returns its parameters beside it."""
+        outputs = {o.name for o in self._session.model.graph.output}  # type: ignore[union-attr]
+        found = {}
+        for name in names:
+            base, _, field = name.rpartition(".")
+            qtype = self._session.qtypes.get(base)  # type: ignore[union-attr]
+            if name not in outputs and base in outputs and field in ("scale", "zero_point") and qtype is not None \
+                    and qtype.is_dynamic:
+                found[name] = (base, field)
+        return found
+
+    @staticmethod
+    def _parameter_of(value: Any, tensor: str, field: str) -> np.ndarray:
+        resolved = getattr(value, "qtype", None)
+        if resolved is None:
+            raise EvaluationError(f"output {tensor!r} has a dynamic type but carries no run-time parameters")
+        shape = () if resolved.axis is None else (len(resolved.scale),)
+        if field == "scale":
+            return np.asarray(resolved.scale, resolved.expressed_type.np_dtype).reshape(shape)
+        return np.asarray(resolved.zero_point).astype(resolved.storage_type.np_dtype).reshape(shape)
 
     def dequantized(self, name: str, value: np.ndarray) -> np.ndarray:
         """The real values of an output ``value`` of tensor ``name`` (float64; unquantized values unchanged)."""

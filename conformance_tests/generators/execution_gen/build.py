@@ -104,10 +104,13 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     if qdq_bytes is None and not qdq_unavailable:
         return None  # lower refuses a type that has a standard form elsewhere: not a case
     names = [t.name for t in spec.outputs]
+    if spec.qdq != "plain":  # a dynamic graph output returns its parameters beside it (the calling convention)
+        names += [f"{t.name}.{field}" for t in spec.outputs if t.qtype is not None and t.qtype.is_dynamic
+                  for field in ("scale", "zero_point")]
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            expected = ReferenceEvaluator(onnx_qtypes.load(model_bytes), kernels="definitional").run(None, feeds)
+            expected = ReferenceEvaluator(onnx_qtypes.load(model_bytes), kernels="definitional").run(names, feeds)
             integer = ReferenceEvaluator(onnx_qtypes.load(model_bytes), kernels="integer").run(None, feeds)
     except Exception as exc:  # noqa: BLE001 (the reference cannot run it)
         SKIPPED.append(f"{case_id}: the reference cannot run it ({exc})")
@@ -119,7 +122,7 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
             SKIPPED.append(f"{case_id}: integer kernels beyond {tolerance[t.name].steps} step(s)")
             return None
     expected = [_storage_array(v, t.qtype) if t.qtype is not None else np.asarray(v)
-                for t, v in zip(spec.outputs, expected)] + _convention_outputs(spec, expected, names)
+                for t, v in zip(spec.outputs, expected)] + [np.asarray(v) for v in expected[len(spec.outputs):]]
     doc = {
         "id": case_id,
         "kind": "execution",
@@ -152,21 +155,6 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     for i, (n, v) in enumerate(zip(names, expected)):
         files[f"test_data_set_0/output_{i}.pb"] = _tensor(n, v)
     return doc, files
-
-
-def _convention_outputs(spec: Spec, values: list, names: list) -> list:
-    """The <y>.scale / <y>.zero_point values of every dynamic graph output (the calling convention,
-    semantics.md#dynamic-binding), appended to ``names``; their values in the expressed and storage types."""
-    extra = []
-    for t, value in zip(spec.outputs, values):
-        if t.qtype is None or not t.qtype.is_dynamic or spec.qdq == "plain":
-            continue
-        resolved = value.qtype
-        shape = () if resolved.axis is None else (len(resolved.scale),)
-        names += [f"{t.name}.scale", f"{t.name}.zero_point"]
-        extra += [np.asarray(resolved.scale, resolved.expressed_type.np_dtype).reshape(shape),
-                  np.asarray(resolved.zero_point).astype(resolved.storage_type.np_dtype).reshape(shape)]
-    return extra
 
 
 def _model(rm, spec: Spec, outputs: list):
