@@ -449,4 +449,4 @@ def _bfloat16(rm):
             ("QuantizeLinear", "int8", ("per-tensor", "blocked")), ("QuantizeLinear", "uint16", ("per-axis",)),
             ("Sigmoid", "int8", ("per-tensor",)), ("Softmax", "uint8", ("per-tensor",)),
             ("ReduceMean", "int16", ("per-tensor",)), ("Transpose", "uint8", ("per-tensor",)),
-            ("Relu", "int4", ("per-tensor",)), ("Concat", "int16", ("per-tensor",))]
+            ("Relu", "int8", ("per-tensor",)), ("Concat", "int16", ("per-tensor",))]

@@ -1,1 +1,0 @@
-"""The execution-case generator's modules (see ../execution_cases.py)."""
