@@ -133,8 +133,10 @@ def _ids(ids: Sequence[str], limit: int = 12) -> str:
 
 
 def _reason_key(message: str) -> str:
-    """An unsupported reason with names and numbers taken out, so that alike reasons group."""
-    return re.sub(r"-?\d+(\.\d+)?", "N", re.sub(r"'[^']*'", "'…'", message))[:200]
+    """An unsupported reason with names and numbers taken out, so that alike reasons group; digits inside words
+    (QT120, int16, float16) are part of the reason and stay."""
+    names_out = re.sub(r"'[^']*'", "'…'", message)
+    return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w.])", "N", names_out)[:200]
 
 
 def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], deviations: Sequence[Deviation],
@@ -152,9 +154,10 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         f"The suite: {len(cases)} execution cases in `conformance_tests/cases/execution/` ({typed_only} of them "
         "typed-only: standard ONNX cannot express them, see the `qdq_unavailable` reasons below), run on each "
         "backend by `onnx-qtypes conformance --backend NAME`. A case passes when every output is within its "
-        "tolerance in storage steps (0 for exact operations, 1 where the output is requantized; "
-        "`tolerance_reason` in each `case.json` says why). Vendor runtimes run `model.qdq.onnx`, the standard-ONNX "
-        "form; the reference backends run the typed `model.onnx`.",
+        "tolerance in storage steps: 0 where the operator's class is exact, 1 where it computes a new value, and "
+        "along a chain what the chain rule carries (`conformance_tests/tolerance.py`; `tolerance_reason` in each "
+        "`case.json` says why). Vendor runtimes run `model.qdq.onnx`, the standard-ONNX form; the reference "
+        "backends run the typed `model.onnx`.",
         "",
         "## Summary",
         "",
@@ -206,6 +209,7 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         if unexplained:
             out += [f"- **not yet explained** — {len(unexplained)} case(s): {_ids(sorted(unexplained))}"]
         out.append("")
+    out += coverage_section(cases)
     out += ["## Why cases are unsupported", ""]
     reasons: dict[tuple[str, str], list[str]] = defaultdict(list)
     for rec in records:
@@ -238,6 +242,29 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
     if missing:
         out += [f"Records name {len(missing)} case(s) the suite no longer has; rerun `{COMMAND}`.", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def coverage_section(cases: Sequence[ExecutionCase]) -> list[str]:
+    """The coverage matrix: every value of every field of QuantizedType (coverage.REQUIRED) with the number of
+    cases that hold it; a value no case holds is marked."""
+    from onnx_qtypes.proto import load
+
+    from .coverage import case_features, matrix, missing
+
+    counts = matrix((c.id, case_features(load(str(c.model_path)), c.feeds())) for c in cases)
+    out = ["## What the cases cover", "",
+           "Every value of every field of `QuantizedType`, with the number of execution cases whose typed model "
+           "(or inputs) holds it (`conformance_tests/coverage.py`; a test fails when a value has none). "
+           "`tests/test_conformance_mutations.py` runs the definition with each feature broken and requires a "
+           "case to fail.", "",
+           "| field | values (cases) |", "|---|---|"]
+    for field, values in counts.items():
+        cells = " · ".join(f"{v} {n}" if n else f"{v} **0**" for v, n in values.items())
+        out.append(f"| {field} | {cells} |")
+    absent = missing(counts)
+    out += ["", f"Values without a case: {', '.join(f'{f} = {v}' for f, v in absent)}." if absent
+            else "Every value has a case.", ""]
+    return out
 
 
 def _max_steps(entry: dict[str, Any]) -> str:

@@ -63,8 +63,13 @@ def unsupported(qtype: QType) -> str | None:
 
 
 def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], node_name: Callable[[str], str],
-                     tensor: str) -> DynamicNodes:
-    """Nodes quantizing float ``x`` into ``y`` with the parameters ``dynamic_parameters`` chooses for ``qtype``."""
+                     tensor: str, rounding: np.dtype | None = None) -> DynamicNodes:
+    """Nodes quantizing float ``x`` into ``y`` with the parameters ``dynamic_parameters`` chooses for ``qtype``.
+
+    ``rounding``: the type the definition rounds each operation to when it is narrower than the one the nodes
+    compute in (a float16 type lowered to float32 inside): each Sub and Div is then followed by a Cast to it and
+    back, so that every operation is rounded once to it while the integer constants stay exact (65535 is no
+    float16 value)."""
     if is_dynamic_quantize_linear_type(qtype):
         scale, zp = fresh(f"{tensor}_scale"), fresh(f"{tensor}_zero_point")
         node = helper.make_node("DynamicQuantizeLinear", [x], [y, scale, zp], name=node_name(f"{tensor}_DynamicQuantizeLinear"))
@@ -92,6 +97,9 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
     def op(op_type: str, inputs: list[str], what: str, **attrs) -> str:
         out = fresh(f"{tensor}_{what}")
         nodes.append(helper.make_node(op_type, inputs, [out], name=node_name(f"{tensor}_{what}"), **attrs))
+        if rounding is not None and op_type in ("Sub", "Div"):  # rounded once to the definition's type
+            narrow = op("Cast", [out], f"{what}_rounded", to=helper.np_dtype_to_tensor_dtype(np.dtype(rounding)))
+            return op("Cast", [narrow], f"{what}_widened", to=helper.np_dtype_to_tensor_dtype(np.dtype(ftype)))
         return out
 
     zero, one = const(0, ftype, "zero"), const(1, ftype, "one")
@@ -120,7 +128,7 @@ def dynamic_quantize(x: str, y: str, qtype: QType, fresh: Callable[[str], str], 
             zp = op("Where", [negative, const(mid, storage.np_dtype, "zero_point_signed"), zp], "zero_point")
     if qtype.schema.pow2:
         raw = _pow2_ceiling(raw, const, op, ftype)
-    tiny = const(ml_dtypes.finfo(ftype).smallest_subnormal, ftype, "smallest")
+    tiny = const(ml_dtypes.finfo(rounding if rounding is not None else ftype).smallest_subnormal, ftype, "smallest")
     scale = op("Max", [raw, tiny], "scale")
     if asymmetric:
         qmin, qmax = const(lo, ftype, "qmin"), const(hi, ftype, "qmax")

@@ -23,8 +23,30 @@ load (float4e2m1 loads, but has no CPU kernel); a model with no quantized type k
 versions (proposal/spec/interop.md#lower-versions); they have no kernels for bfloat16 scales, so a
 bfloat16 type lowers with a warning (proposal/spec/interop.md#runtimes).
 
-A type that is not valid is refused (LowerError naming the tensor), never
-lowered: see ``_types``.
+What lower writes, exactly (everything else is refused with a LowerError naming the tensor or node, never
+lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``inline_functions``):
+
+- valid types only (QType validation, parameter counts that fit, no undefined fields, agreeing declarations,
+  constants holding the storage type); scales exactly representable where they are stored;
+- quantized tensors of the main graph; of an If / Loop / Scan subgraph only when every node there that touches
+  one moves stored values between tensors of one static type (data movement, Identity, Max, Min; no order
+  selection on a negative scale): the node then runs unchanged on the stored integers; of a model-local
+  function with a typed body, which is inlined (no attributes, subgraphs or typed calls in the body); a function
+  with an untyped body is called on reals, as written;
+- every storage type and granularity of a static type; int32 computed by an operator is quantized in float64
+  (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
+  only per tensor (a Clip before its QuantizeLinear);
+- dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
+  inputs, or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
+  int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
+  DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
+  tensor an operator computes;
+- expressed types as declared when every type's values survive them; when some type's do not (QT120: int16 /
+  uint16 in float16, wide 8-bit types in bfloat16), the whole graph computes in float32 (float32 scales,
+  float16 / bfloat16 initializers widened exactly) and Casts take float values in and out at the graph's float
+  inputs and outputs, so that rounding to the expressed type happens only where a value leaves the quantized
+  domain.
 """
 
 from __future__ import annotations
@@ -35,6 +57,7 @@ import re
 import warnings
 from collections.abc import Iterator
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
@@ -42,7 +65,8 @@ from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, num
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, node_label
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
+from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
@@ -53,6 +77,7 @@ from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.encoding import to_plain_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
+from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import (
     STORAGE_TYPES,
@@ -60,11 +85,13 @@ from onnx_qtypes.proto.qtype import (
     TensorStatistics,
     count_problem,
     data_type_name,
+    parameter_shape,
     unknown_field_problem,
 )
 from onnx_qtypes.reference_ops.quant import dequantize
 
 FORMS = ("qdq", "qoperator", "matmulnbits")
+DYNAMIC_INPUTS = ("storage", "reals")  # how a dynamic graph input arrives (the calling convention)
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
 TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist from opset 25 (IR 13)
 TARGET_FLOAT4 = (11, 23)  # float4e2m1 ones from opset 23 (IR 11); onnxruntime 1.32 has no CPU kernel for them
@@ -86,31 +113,40 @@ class LowerWarning(UserWarning):
     """The lowered model is valid ONNX that a known runtime cannot run (the message says which and why)."""
 
 
-def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> ModelProto:
+def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq", dynamic_inputs: str = "storage") -> ModelProto:
     """Standard ONNX (no extension fields) computing what the typed ``model`` means.
+
+    A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
+    ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
+    ``<name>.zero_point``; ``"reals"`` makes it a float input quantized by its schema. A graph output of a
+    dynamic type gets graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside its storage.
 
     Warnings (valid output that onnxruntime cannot run) are issued as
     LowerWarning; ``lower_model`` returns them instead.
     """
-    result = lower_model(model, form)
+    result = lower_model(model, form, dynamic_inputs)
     for message in result.warnings:
         warnings.warn(message, LowerWarning, stacklevel=2)
     return result.model
 
 
-def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq") -> LowerResult:
+def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq",
+                dynamic_inputs: str = "storage") -> LowerResult:
     """``lower`` with its report."""
     if form not in FORMS:
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
+    if dynamic_inputs not in DYNAMIC_INPUTS:
+        raise LowerError(f"lower: unknown dynamic_inputs {dynamic_inputs!r}; use one of {', '.join(DYNAMIC_INPUTS)}")
     source, where = read_model(model, "lower")
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
+        inline_typed_functions(source)  # a typed body computes on stored values: its nodes join the main graph
         if form == "matmulnbits":  # QDQ, then blocked weights of MatMuls fused into com.microsoft.MatMulNBits
-            result = _Lowering(source, "qdq").run()
+            result = _Lowering(source, "qdq", dynamic_inputs).run()
             fused = fuse(result.model)
             result.notes.append(f"{fused} MatMulNBits node(s)")
             return result
-        return _Lowering(source, form).run()
+        return _Lowering(source, form, dynamic_inputs).run()
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:
             raise LowerError(f"{where}: {exc}") from None
@@ -120,8 +156,11 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
 CHECK_HINT = "run `onnx-qtypes check` for every problem in the model"
 
 
-def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | None, ...]]]:
-    """Every quantized tensor of the main graph (valid, or LowerError) and every declared shape.
+def _types(model: ModelProto, inner: dict[str, tuple[str, QType]] | None = None,
+           ) -> tuple[dict[str, QType], dict[str, tuple[int | None, ...]]]:
+    """Every quantized tensor of the main graph (valid, or LowerError) and every declared shape; ``inner``
+    collects the quantized tensors declared in subgraphs (name -> (pointer, type)), which only a control-flow
+    node that moves stored values may hold (``_storage_only``); a function's are refused.
 
     A type lower cannot vouch for is refused, never lowered: invalid values
     (``QType`` validation), parameters that do not fit a declared shape or
@@ -138,8 +177,13 @@ def _types(model: ModelProto) -> tuple[dict[str, QType], dict[str, tuple[int | N
         qtype = _declared(decl, parameters)
         in_main = decl.pointer.startswith("/graph/") and decl.pointer.count("/") == 3
         if qtype is not None and not in_main:
-            raise LowerError(f"{decl.pointer}: quantized tensor {decl.name!r} inside a subgraph or function; "
-                             "lower handles the main graph only")
+            if inner is None or decl.pointer.startswith("/functions/"):
+                raise LowerError(f"{decl.pointer}: quantized tensor {decl.name!r} inside a function that is not "
+                                 "called from the main graph, or inside a subgraph of a function; lower writes the "
+                                 "main graph, the subgraphs of If / Loop / Scan that only move stored values, and "
+                                 "inlines functions with typed bodies")
+            inner.setdefault(decl.name, (decl.pointer, qtype))
+            continue
         shape = static_shape(decl.value_info)
         if in_main and shape is not None:
             shapes.setdefault(decl.name, shape)
@@ -220,14 +264,24 @@ def _problem(exc: QTypeError) -> str:
 
 
 class _Lowering:
-    def __init__(self, model: ModelProto, form: str) -> None:
-        self.model, self.form = model, form
+    def __init__(self, model: ModelProto, form: str, dynamic_inputs: str = "storage") -> None:
+        self.model, self.form, self.dynamic_inputs = model, form, dynamic_inputs
         self.graph = model.graph
         opsets = {o.domain or "": o.version for o in model.opset_import}
         for i, node in enumerate(self.graph.node):  # the walk below indexes inputs: refuse short nodes first
             if problem := node_problem(node, opsets, model.ir_version):
                 raise LowerError(f"{node_label(node, i)}: {problem}")
-        self.types, shapes = _types(model)
+        inner: dict[str, tuple[str, QType]] = {}
+        self.types, shapes = _types(model, inner)
+        self.inner_types = {n: q for n, (_, q) in inner.items()}
+        self.declared_expressed = {n: q.expressed_type for n, q in self.types.items()}
+        # a type whose values its expressed type cannot hold (QT120) computes in float32 inside: DequantizeLinear
+        # to float32, every float value in float32, float16 / bfloat16 only at the graph's float inputs and outputs
+        self.inside = _narrow_model(self.types)
+        if self.inside:
+            self.types = {n: q.replace(expressed="float32") for n, q in self.types.items()}
+            _widen_floats(self.graph, Names({n for _, g in iter_graphs(model) for n in _names(g)}),
+                          Names({n.name for n in self.graph.node if n.name}))
         self.ix = GraphIndex(self.graph, Inferred({}, shapes))
         self.names = Names(self.ix.all_names())
         self.node_names = Names({n.name for _, g in iter_graphs(model) for n in g.node if n.name})
@@ -237,16 +291,50 @@ class _Lowering:
         self.params: dict[str, tuple[str, str | None]] = {}
         self.dequantized: dict[str, str] = {}
         self.result = LowerResult(model)
-        for name in self.types:
-            if name in self.ix.outer_refs:
-                raise LowerError(f"tensor {name!r} is quantized and read inside a subgraph; lower handles the main graph only")
         self.integer_ops = {i for i, node in enumerate(self.ix.nodes) if self._runs_on_integers(i, node)}
+        self.integer_ops |= self._storage_only(inner)
+        inputs = {vi.name for vi in self.graph.input} - {t.name for t in self.graph.initializer}
+        self.dynamic_inputs_here = [n for n in self.types if n in inputs and self.types[n].is_dynamic]
+        self.extra_inputs: list[ValueInfoProto] = []
+        self.extra_outputs: list[ValueInfoProto] = []
         self.integer_name = {name: self._integer_name(name) for name in self.types}
+
+    # -- control flow ---------------------------------------------------------------------------
+    def _storage_only(self, inner: dict[str, tuple[str, QType]]) -> set[int]:
+        """The If / Loop / Scan nodes whose subgraphs hold or read quantized tensors: each must only move stored
+        values (data movement, Identity, Max / Min) between tensors of one type, so that it runs unchanged on the
+        stored integers; LowerError naming the node otherwise. Their outer-scope reads are renamed to the stored
+        integers."""
+        types = {**{n: q for n, (_, q) in inner.items()}, **self.types}
+        found = set()
+        for i, node in enumerate(self.ix.nodes):
+            if not has_subgraph(node):
+                continue
+            mentioned = set(_subgraph_names(node))
+            if not mentioned & set(types):
+                continue
+            problem = _moves_only(node, types, f"/graph/node/{i}")
+            if problem:
+                raise LowerError(f"{node_label(node, i)}: {problem}; lower writes standard ONNX for a subgraph only "
+                                 "when it moves stored values between tensors of one type")
+            found.add(i)
+        return found
+
+    def _rename_outer_reads(self, node: NodeProto) -> None:
+        """Inside ``node``'s subgraphs, an outer quantized tensor is read as its stored integers."""
+        renamed = {n: self.integer_name[n] for n in self.types if self.integer_name[n] != n}
+        if not renamed:
+            return
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                _rename_reads(sub, renamed)
 
     # -- naming ---------------------------------------------------------------------------------
     def _integer_name(self, name: str) -> str:
         """The name of the stored integers of quantized tensor ``name`` in the lowered graph."""
         p = self.ix.producer.get(name)
+        if name in self.dynamic_inputs_here and self.dynamic_inputs == "reals":
+            return self.names.fresh(f"{name}_QuantizeLinear_Output")  # the float input keeps the name
         if p is None or name in self.ix.output_set or p in self.integer_ops or self._boundary(p) or self._constant(p):
             return name
         return self.names.fresh(f"{name}_QuantizeLinear_Output")  # the float value keeps the name
@@ -258,8 +346,11 @@ class _Lowering:
     def _parameters(self, name: str) -> tuple[str, str | None]:
         if name not in self.params:
             qtype = self.types[name]
-            if qtype.is_dynamic:  # the producer chooses them at run time; a graph input or constant has none
-                raise LowerError(f"tensor {name!r}: a dynamic type (no scale) on a graph input or constant has no "
+            if qtype.is_dynamic and name in self.dynamic_inputs_here:
+                self.params[name] = self._convention_inputs(name)
+                return self.params[name]
+            if qtype.is_dynamic:  # the producer chooses them at run time; a constant has none
+                raise LowerError(f"tensor {name!r}: a dynamic type (no scale) on a constant has no "
                                  "standard form: nothing in the model computes its parameters")
             scale, zp = parameter_tensors(
                 qtype, self.ix.shape(name), name,
@@ -280,6 +371,69 @@ class _Lowering:
             )
         return self.params[name]
 
+    def _convention_name(self, name: str, field: str) -> str:
+        wanted = f"{name}.{field}"
+        if wanted in self.names.taken:
+            raise LowerError(f"tensor {name!r} has a dynamic type, whose {field} travels as {wanted!r} "
+                             "(semantics.md#dynamic-binding), but the model already names a tensor so")
+        self.names.taken.add(wanted)
+        return wanted
+
+    def _convention_inputs(self, name: str) -> tuple[str, str]:
+        """Graph inputs ``<name>.scale`` (the declared expressed type) and ``<name>.zero_point`` (the storage type)
+        for a dynamic graph input fed as storage: the calling convention."""
+        qtype = self.types[name]
+        shape = self.ix.shape(name)
+        dims = [] if qtype.axis is None else list(parameter_shape(qtype, shape) or [None])
+        expressed = self.declared_expressed[name]
+        scale = self._convention_name(name, "scale")
+        zero_point = self._convention_name(name, "zero_point")
+        self.extra_inputs += [helper.make_tensor_value_info(scale, expressed.data_type, dims),
+                              helper.make_tensor_value_info(zero_point, qtype.storage_type.data_type, dims)]
+        if expressed.name != qtype.expressed:  # computed in float32 inside
+            wide = self.names.fresh(f"{name}_scale_float32")
+            self.nodes.append(helper.make_node("Cast", [scale], [wide], name=self.node_names.fresh(f"{name}_scale_to_float32"),
+                                               to=qtype.expressed_type.data_type))
+            scale = wide
+        return scale, zero_point
+
+    def _quantize_dynamic_inputs(self) -> None:
+        """A dynamic graph input fed as reals: quantized by its schema (dynamic_parameters) on the way in."""
+        if self.dynamic_inputs != "reals":
+            return
+        for name in self.dynamic_inputs_here:
+            qtype = self.types[name]
+            source = name
+            if self.declared_expressed[name].name != qtype.expressed:  # computed in float32 inside
+                source = self.names.fresh(f"{name}_float32")
+                self.nodes.append(helper.make_node("Cast", [name], [source], name=self.node_names.fresh(f"{name}_to_float32"),
+                                                   to=qtype.expressed_type.data_type))
+            found = dynamic_quantize(source, self.integer_name[name], qtype, self.names.fresh, self.node_names.fresh,
+                                     name, rounding=self.inside.get(name))
+            self.nodes.extend(found.nodes)
+            self.initializers.extend(found.initializers)
+            self.params[name] = (found.scale, found.zero_point)
+
+    def _convention_outputs(self) -> None:
+        """Graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside each dynamic graph output's storage."""
+        for vi in list(self.graph.output):
+            qtype = self.types.get(vi.name)
+            if qtype is None or not qtype.is_dynamic:
+                continue
+            scale, zero_point = self._parameters(vi.name)
+            expressed = self.declared_expressed[vi.name]
+            dims = [] if qtype.axis is None else None
+            for source, field, elem in ((scale, "scale", expressed.data_type),
+                                        (zero_point, "zero_point", qtype.storage_type.data_type)):
+                target = self._convention_name(vi.name, field)
+                if source is None:
+                    raise LowerError(f"tensor {vi.name!r}: its dynamic zero point is not computed in the graph")
+                cast = field == "scale" and expressed.name != qtype.expressed
+                self.nodes.append(helper.make_node("Cast" if cast else "Identity", [source], [target],
+                                                   name=self.node_names.fresh(f"{vi.name}_{field}_output"),
+                                                   **({"to": elem} if cast else {})))
+                self.extra_outputs.append(helper.make_tensor_value_info(target, elem, dims))
+
     def _dequantize(self, name: str) -> str:
         if name not in self.dequantized:
             qtype = self.types[name]
@@ -295,13 +449,11 @@ class _Lowering:
     def _quantize(self, float_name: str, name: str, producer: int) -> None:
         qtype = self.types[name]
         if qtype.storage == "int32":
-            raise LowerError(
-                f"{node_label(self.ix.nodes[producer], producer)} computes int32 tensor {name!r}; QuantizeLinear "
-                "cannot write int32, so only int32 constants (biases) have a standard form"
-            )
+            self._quantize_int32(float_name, name, producer)
+            return
         if qtype.is_dynamic:  # parameters chosen from the result (semantics.md #dynamic-binding)
             found = dynamic_quantize(float_name, self.integer_name[name], qtype, self.names.fresh, self.node_names.fresh,
-                                     name)
+                                     name, rounding=self.inside.get(name))
             self.nodes.extend(found.nodes)
             self.initializers.extend(found.initializers)
             self.params[name] = (found.scale, found.zero_point)
@@ -311,6 +463,46 @@ class _Lowering:
             float_name = self._clip_to_range(float_name, name, qtype)
         node_name = self.node_names.fresh(f"{name}_QuantizeLinear")
         self.nodes.append(quantize_node(float_name, self.integer_name[name], scale, zp, qtype, node_name))
+
+    def _quantize_int32(self, float_name: str, name: str, producer: int) -> None:
+        """QuantizeLinear cannot write int32: the quantize formula in float64 instead, where every int32 value and
+        bound is exact: Cast, Div by the scale, Round (half to even), Add the zero point, Clip to the storage range,
+        Cast to int32 (proposal/spec/interop.md#lower-qdq)."""
+        qtype = self.types[name]
+        label = node_label(self.ix.nodes[producer], producer)
+        if qtype.is_dynamic:
+            raise LowerError(f"{label} computes int32 tensor {name!r} of a dynamic type, which has no standard form")
+        shape = self.ix.shape(name)
+        if qtype.axis is not None and (shape is None or any(d is None for d in shape)):
+            raise LowerError(f"{label} computes {qtype.granularity} int32 tensor {name!r} without a static shape: "
+                             "its scales cannot be laid out")
+        scales = np.asarray(qtype.scale, np.float64)
+        zero_points = np.asarray(qtype.zero_point, np.float64)
+        if qtype.axis is not None:
+            from onnx_qtypes.reference_ops.quant import parameter_index  # noqa: PLC0415
+
+            index = parameter_index(qtype, shape, name)
+            scales, zero_points = scales[index], zero_points[index]
+        else:
+            scales, zero_points = scales.reshape(()), zero_points.reshape(())
+
+        def const(value: np.ndarray, what: str) -> str:
+            tensor = numpy_helper.from_array(np.asarray(value, np.float64), self.names.fresh(f"{name}_{what}"))
+            self.initializers.append(tensor)
+            return tensor.name
+
+        def op(op_type: str, inputs: list[str], what: str, output: str | None = None, **attrs: object) -> str:
+            out = output or self.names.fresh(f"{name}_{what}")
+            self.nodes.append(helper.make_node(op_type, inputs, [out], name=self.node_names.fresh(f"{name}_{what}"),
+                                               **attrs))
+            return out
+
+        wide = op("Cast", [float_name], "float64", to=TensorProto.DOUBLE)
+        steps = op("Round", [op("Div", [wide, const(scales, "scale")], "steps")], "rounded")
+        shifted = op("Add", [steps, const(zero_points, "zero_point")], "shifted")
+        clipped = op("Clip", [shifted, const(qtype.storage_min, "storage_min"), const(qtype.storage_max, "storage_max")],
+                     "saturated")
+        op("Cast", [clipped], "int32", output=self.integer_name[name], to=TensorProto.INT32)
 
     def _narrowed(self, name: str) -> bool:
         qtype = self.types[name]
@@ -506,16 +698,22 @@ class _Lowering:
                 for j, name in enumerate(copy.input):
                     if name in self.types:
                         copy.input[j] = self.integer_name[name]
+                if has_subgraph(copy):
+                    self._rename_outer_reads(copy)
                 self.nodes.append(copy)
             else:
                 self._regular(i, node)
 
     def run(self) -> LowerResult:
+        self._quantize_dynamic_inputs()
         self._walk()
+        self._convention_outputs()
         graph = self.graph
-        kept_meta = self._declarations()
         del graph.node[:]
-        graph.node.extend(self.nodes)
+        graph.node.extend(self.nodes)  # first: the declarations inside kept subgraphs are made plain there
+        kept_meta = self._declarations()
+        graph.input.extend(self.extra_inputs)
+        graph.output.extend(self.extra_outputs)
         graph.initializer.extend(self.initializers)
         self._set_versions(kept_meta)
         if self.result.qlinear_nodes:
@@ -564,7 +762,8 @@ class _Lowering:
                 entries = _metadata_for(qtype)
                 if entries:
                     meta[vi.name] = entries
-                vi.CopyFrom(_plain(vi, qtype.storage_type.data_type))
+                reals = vi.name in self.dynamic_inputs_here and self.dynamic_inputs == "reals"
+                vi.CopyFrom(_plain(vi, self.declared_expressed[vi.name].data_type if reals else qtype.storage_type.data_type))
         for vi in graph.value_info:
             if vi.name not in self.types:
                 copy = ValueInfoProto()
@@ -577,7 +776,9 @@ class _Lowering:
             stats = read_statistics(decl, decl.name)
             if stats is not None and decl.name not in self.types:
                 meta.setdefault(decl.name, {})[metadata.STATISTICS_KEY] = metadata.encode_statistics(stats)
-            decl.CopyFrom(_plain(decl, decl.type.tensor_type.elem_type))
+            inner = self.inner_types.get(decl.name)  # a subgraph's typed tensor holds its stored integers
+            decl.CopyFrom(_plain(decl, inner.storage_type.data_type if inner is not None and decl.name not in self.types
+                                 else decl.type.tensor_type.elem_type))
         for vi in _all_declarations(self.model):
             for key, value in meta.get(vi.name, {}).items():
                 metadata.write(vi, key, value)
@@ -669,6 +870,114 @@ def _bfloat16_scaled(graph: onnx.GraphProto) -> list[str]:
         if scaled and scale_types.get(node.input[1]) == TensorProto.BFLOAT16:
             found.append(node.output[0] if is_quantize(node) else node.input[0])
     return list(dict.fromkeys(found))
+
+
+MOVES_ON_STORAGE = frozenset({"Identity", "Max", "Min"})  # with data movement: exact on stored values of one type
+
+
+def _moves_only(node: NodeProto, types: dict[str, QType], pointer: str) -> str | None:
+    """Why a node of ``node``'s subgraphs (``node`` at JSON pointer ``pointer``) does more than move stored values
+    of one type, or None."""
+    for a, attr in enumerate(node.attribute):
+        subs = [(f"{pointer}/attribute/{a}/g", attr.g)] if attr.type == onnx.AttributeProto.GRAPH else [
+            (f"{pointer}/attribute/{a}/graphs/{j}", g) for j, g in enumerate(attr.graphs)]
+        for where, sub in subs:
+            for k, inner in enumerate(sub.node):
+                typed = [types[n] for n in (*inner.input, *inner.output) if n in types]
+                if not typed:
+                    continue
+                label = f"{node_label(inner, k, where)} in its {attr.name}"
+                if has_subgraph(inner):
+                    problem = _moves_only(inner, types, f"{where}/node/{k}")
+                    if problem:
+                        return problem
+                    continue
+                mode = next((helper.get_attribute_value(a) for a in inner.attribute if a.name == "mode"), b"nearest")
+                if not (moves_data(inner.op_type, mode) or inner.op_type in MOVES_ON_STORAGE):
+                    return f"{label} computes on quantized values"
+                if any(q.is_dynamic for q in typed) or len({q.with_statistics(None) for q in typed}) > 1:
+                    return f"{label} reads and writes quantized tensors of different types (it requantizes)"
+                if typed[0].has_negative_scale and inner.op_type not in ("Identity",) and (
+                        inner.op_type in ORDER_SELECTING or inner.op_type in ("Max", "Min")):
+                    return f"{label} selects by order on a negative scale, which reverses it"
+    return None
+
+
+def _rename_reads(graph: onnx.GraphProto, renamed: dict[str, str]) -> None:
+    local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | {
+        o for n in graph.node for o in n.output}
+    for node in graph.node:
+        node.input[:] = [renamed[n] if n in renamed and n not in local else n for n in node.input]
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                _rename_reads(sub, {k: v for k, v in renamed.items() if k not in local})
+    for vi in graph.output:  # a body output that is an outer tensor, passed through
+        if vi.name in renamed and vi.name not in local:
+            vi.name = renamed[vi.name]
+
+
+NARROW_FLOATS = {TensorProto.FLOAT16: np.float16, TensorProto.BFLOAT16: ml_dtypes.bfloat16}
+
+
+def _narrow_model(types: dict[str, QType]) -> dict[str, np.dtype]:
+    """When some type's values round or overflow in its expressed type (QT120): every float16 / bfloat16 typed
+    tensor -> the dtype its values round to (dynamic parameters are computed in it); empty otherwise, and the
+    model lowers with its expressed types unchanged (a faithful float16 model lowers bit for bit as before)."""
+    from onnx_qtypes.checker.rules.qt120_expressed_type_too_narrow import too_narrow  # noqa: PLC0415
+
+    if not any(too_narrow(q) for q in types.values()):
+        return {}
+    return {n: q.expressed_type.np_dtype for n, q in types.items() if q.expressed != "float32"}
+
+
+def _names(graph: onnx.GraphProto) -> Iterator[str]:
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        yield vi.name
+    for t in graph.initializer:
+        yield t.name
+    for node in graph.node:
+        yield from node.input
+        yield from node.output
+
+
+def _widen_floats(graph: onnx.GraphProto, names: Names, node_names: Names) -> None:
+    """The main graph computing in float32 where it held float16 / bfloat16: initializers, Constants, Casts and
+    declarations widened (exactly), a Cast to float32 after each such graph input and a Cast back before each
+    such graph output, so that values leave in their declared type, rounded once."""
+    for i, t in enumerate(graph.initializer):
+        if t.data_type in NARROW_FLOATS:
+            graph.initializer[i].CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(t).astype(np.float32), t.name))
+    for node in graph.node:
+        for a in node.attribute:
+            if node.op_type == "Constant" and a.name == "value" and a.t.data_type in NARROW_FLOATS:
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+            elif node.op_type in ("Cast", "EyeLike", "RandomNormal", "RandomUniform") and a.name in ("to", "dtype") \
+                    and a.i in NARROW_FLOATS:
+                a.i = TensorProto.FLOAT
+    for vi in graph.value_info:
+        if vi.type.tensor_type.elem_type in NARROW_FLOATS:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT
+    entry, exit_ = [], []
+    for vi in graph.input:
+        if vi.type.tensor_type.elem_type in NARROW_FLOATS:
+            wide = names.fresh(f"{vi.name}_float32")
+            for node in graph.node:
+                node.input[:] = [wide if n == vi.name else n for n in node.input]
+            entry.append(helper.make_node("Cast", [vi.name], [wide], name=node_names.fresh(f"{vi.name}_to_float32"),
+                                          to=TensorProto.FLOAT))
+    for vi in graph.output:
+        elem = vi.type.tensor_type.elem_type
+        if elem in NARROW_FLOATS and any(vi.name in n.output for n in graph.node):
+            wide = names.fresh(f"{vi.name}_float32")
+            for node in graph.node:
+                node.output[:] = [wide if n == vi.name else n for n in node.output]
+                node.input[:] = [wide if n == vi.name else n for n in node.input]
+            exit_.append(helper.make_node("Cast", [wide], [vi.name], name=node_names.fresh(f"{vi.name}_to_{'float16' if elem == TensorProto.FLOAT16 else 'bfloat16'}"),
+                                          to=elem))
+    nodes = [*entry, *graph.node, *exit_]
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:

@@ -46,7 +46,7 @@ from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
-from onnx_qtypes.reference_ops.definition import operator_input, runs_function_body
+from onnx_qtypes.reference_ops.definition import body_dtype, operator_input, runs_function_body
 from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
 from onnx_qtypes.reference_ops.feeds import kind as element_kind
@@ -310,14 +310,47 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         assert session is not None
         session.kernel_log.clear()
         feeds = session.prepare_feeds(feed_inputs)
+        parameters = self._convention_outputs(output_names) if output_names and not intermediate else {}
+        if not parameters:
+            return self._run_checked(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+        asked = list(dict.fromkeys(parameters.get(n, (n, ""))[0] for n in output_names))
+        got = dict(zip(asked, self._run_checked(asked, feeds, attributes, intermediate, check_shape_annotations,
+                                                _bindings)))
+        return [got[n] if n not in parameters else self._parameter_of(got[parameters[n][0]], *parameters[n])
+                for n in output_names]
+
+    def _run_checked(self, *args: Any) -> Any:
         try:
-            return super().run(output_names, feeds, attributes, intermediate, check_shape_annotations, _bindings)
+            return super().run(*args)
         except QTypesError:
             raise
         except MemoryError:
             raise EvaluationError("not enough memory to run the model") from None
         except Exception as exc:  # onnx.reference's own checks between nodes: one line, no model dump
             raise EvaluationError(_one_line(exc)) from exc
+
+    def _convention_outputs(self, names: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``<y>.scale`` / ``<y>.zero_point`` asked for a dynamic graph output ``y`` -> (y, field): the calling
+        convention (semantics.md#dynamic-binding), in which a dynamic output returns its parameters beside it."""
+        outputs = {o.name for o in self._session.model.graph.output}  # type: ignore[union-attr]
+        found = {}
+        for name in names:
+            base, _, field = name.rpartition(".")
+            qtype = self._session.qtypes.get(base)  # type: ignore[union-attr]
+            if name not in outputs and base in outputs and field in ("scale", "zero_point") and qtype is not None \
+                    and qtype.is_dynamic:
+                found[name] = (base, field)
+        return found
+
+    @staticmethod
+    def _parameter_of(value: Any, tensor: str, field: str) -> np.ndarray:
+        resolved = getattr(value, "qtype", None)
+        if resolved is None:
+            raise EvaluationError(f"output {tensor!r} has a dynamic type but carries no run-time parameters")
+        shape = () if resolved.axis is None else (len(resolved.scale),)
+        if field == "scale":
+            return np.asarray(resolved.scale, resolved.expressed_type.np_dtype).reshape(shape)
+        return np.asarray(resolved.zero_point).astype(resolved.storage_type.np_dtype).reshape(shape)
 
     def dequantized(self, name: str, value: np.ndarray) -> np.ndarray:
         """The real values of an output ``value`` of tensor ``name`` (float64; unquantized values unchanged)."""
@@ -404,11 +437,12 @@ class _TypedNode:
     def _widened(self, value: Any) -> Any:
         """A plain float input next to dequantized ones, in float64 too: onnx.reference requires equal
         float types (MatMul(float32 activations, int4 weights) would not run), and the node computes
-        in float64 either way. CastLike keeps its target's type; operators run through a function
-        body get the expressed type instead (see _real)."""
-        if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.float64
-                and self._node.op_type != "CastLike" and not runs_function_body(self._inner)):
-            return value.astype(np.float64)
+        in float64 either way. CastLike keeps its target's type; an operator run through a function
+        body gets the type its body takes (``definition.body_dtype``, as _real)."""
+        wide = body_dtype(self._inner) or np.dtype(np.float64)
+        if (isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != wide
+                and self._node.op_type != "CastLike"):
+            return value.astype(wide)
         return value
 
     def _real(self, storage: np.ndarray, qtype: QType, name: str) -> np.ndarray:
@@ -462,8 +496,9 @@ class _TypedNode:
         for value, qtype, name in zip(outputs, self._out, self._node.output):
             if qtype is not None and value is not None:
                 out.append(self._quantized(value, qtype, name))
-            elif cast_to is not None and isinstance(value, np.ndarray) and value.dtype == np.float64:
-                out.append(value.astype(cast_to))  # the op ran on float64 reals; the result has the expressed type
+            elif (cast_to is not None and isinstance(value, np.ndarray) and value.dtype.kind == "f"
+                  and value.dtype in (np.float64, body_dtype(self._inner))):
+                out.append(value.astype(cast_to))  # the op ran on reals; the result has the expressed type
             else:
                 out.append(value)
         return tuple(out)

@@ -96,8 +96,8 @@ def _dynamic_typed(tmp_path):
                           [helper.make_tensor_value_info("b", TensorProto.UINT8, [2])]),
         opset_imports=[helper.make_opsetid("", 21)], ir_version=10,
     )
-    set_qtype(model, "a", QType("uint8"))
-    set_qtype(model, "b", QType("uint8", 0.5, 0))
+    set_qtype(model, "a", QType("uint8", 0.5, 0))
+    set_qtype(model, "b", QType("uint8", axis=0))  # a per-axis dynamic type: no standard form
     save(model, tmp_path / "dynamic.onnx")
     return tmp_path / "dynamic.onnx"
 
@@ -105,7 +105,7 @@ def _dynamic_typed(tmp_path):
 @pytest.mark.parametrize(
     "argv, fragments",
     [
-        (["lower", "{dynamic}", "{out}"], ["{dynamic}: tensor 'a': a dynamic type"]),
+        (["lower", "{dynamic}", "{out}"], ["{dynamic}: tensor 'b': a per-axis dynamic type"]),
         (["lower", "{missing}", "{out}"], ["{missing}: no such file"]),
         (["lift", "{missing}", "{out}"], ["{missing}: no such file"]),
         (["lower", "{dynamic}", "{out}", "--form", "qlinear"], ["invalid choice: 'qlinear'"]),

@@ -318,7 +318,8 @@ def _one_kernel(kernel: str, storage: str, granularity: str, expressed: str) -> 
 
 
 @pytest.mark.parametrize("granularity", sorted(GRANULARITY))
-@pytest.mark.parametrize("storage", ["int8", "uint8", "int16", "uint16", "int4", "uint4"])
+# 16-bit storage is too wide for float16 and bfloat16 (QT120): lower computes it in float32 inside, no float16 kernel
+@pytest.mark.parametrize("storage", ["int8", "uint8", "int4", "uint4"])
 @pytest.mark.parametrize("kernel", ["QuantizeLinear", "DequantizeLinear"])
 def test_lowered_float16_and_bfloat16_kernels_run_as_defined_where_onnxruntime_has_them(kernel, storage, granularity):
     """The measurement behind the bfloat16 warning (proposal/spec/interop.md#runtimes): float16 scales run on

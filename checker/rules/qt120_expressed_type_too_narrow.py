@@ -126,24 +126,18 @@ def _screen(cols: Columns) -> np.ndarray:
         return narrow & ((span > 2.0 ** (precision - 1)) | (span * widest >= threshold / 2))
 
 
-def _static(decl: Declared) -> Finding | None:
-    qt = decl.qtype
+def _groups(qt: QType) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(m, zero points, rounds, overflows) per scale / zero-point group of a static type."""
     p, threshold = _precision(qt.expressed)
     scales = np.asarray(qt.scale, np.float64)
     zero_points = np.asarray(qt.zero_point, np.int64)
     m = np.maximum(qt.storage_max - zero_points, zero_points - qt.storage_min)
     rounds = (m > 2 ** (p - 1)) & (not_pow2(scales) | (m > 2**p)) & (not qt.storage_type.is_float)
-    overflows = _overflows(m, scales, threshold)
-    decide = functools.partial(_group_message, qt=qt, m=m, zero_points=zero_points, rounds=rounds,
-                               overflows=overflows)
-    if found := summarize_flagged(rounds | overflows, qt.scale, decide, "scale / zero-point groups"):
-        index, message = found
-        return Finding(decl_location(decl, "quantization", "scale", index), message)
-    return None
+    return m, zero_points, rounds, _overflows(m, scales, threshold)
 
 
-def _dynamic(decl: Declared) -> Finding | None:
-    qt = decl.qtype
+def _dynamic_reach(qt: QType) -> tuple[int, str, int] | None:
+    """(m, where the zero point lies, the exponent of the limit m passes) of a dynamic type that breaks the rule."""
     p, _ = _precision(qt.expressed)
     lo, hi = qt.storage_min, qt.storage_max
     if qt.storage_type.is_float:
@@ -154,7 +148,38 @@ def _dynamic(decl: Declared) -> Finding | None:
         m, where = hi - lo, f"a zero point anywhere in [{lo}, {hi}]"
     if m <= 2 ** (p - 1) or (qt.schema.pow2 and m <= 2**p):
         return None
-    limit = p if qt.schema.pow2 else p - 1
+    return m, where, p if qt.schema.pow2 else p - 1
+
+
+def too_narrow(qt: QType) -> bool:
+    """The rule's test on one valid type: its values round or overflow in the expressed type (``lower`` then
+    computes in float32 inside, proposal/spec/interop.md#lower-qdq)."""
+    if qt.storage_type.bits > MAX_STORAGE_BITS:
+        return False
+    if qt.is_dynamic:
+        return _dynamic_reach(qt) is not None
+    _, _, rounds, overflows = _groups(qt)
+    return bool((rounds | overflows).any())
+
+
+def _static(decl: Declared) -> Finding | None:
+    qt = decl.qtype
+    m, zero_points, rounds, overflows = _groups(qt)
+    decide = functools.partial(_group_message, qt=qt, m=m, zero_points=zero_points, rounds=rounds,
+                               overflows=overflows)
+    if found := summarize_flagged(rounds | overflows, qt.scale, decide, "scale / zero-point groups"):
+        index, message = found
+        return Finding(decl_location(decl, "quantization", "scale", index), message)
+    return None
+
+
+def _dynamic(decl: Declared) -> Finding | None:
+    qt = decl.qtype
+    reach = _dynamic_reach(qt)
+    if reach is None:
+        return None
+    m, where, limit = reach
+    p, _ = _precision(qt.expressed)
     return Finding(decl_location(decl, "quantization", "expressed_type"),
                    f"{_name(qt)} (dynamic, {where}): |q - zero_point| can reach {m} > 2^{limit}, "
                    f"{_consequence(qt.expressed, m, p)}; use a float32 expressed type or a narrower storage type")

@@ -1,2 +1,2 @@
 
-BxJ0.EŒO^BùI“QÀ·H È–ÌBÌP¢ÉDPsÔRwB&BµÆÅ77Ê“OÈ0À\P
+BxJ0.EŒO^BùI“QÀ·H È–ÌBÌP¢ÉDPsÔRwB&BµÆÃ77Ê“OÈ0À\P

@@ -1,2 +1,2 @@
 
-BxJ0·оf╘)EЕP)пуPло╠Q7KЬC▀Q=K╚PИляO╔MУлЁQYн}MBIuJтEМ3
+BxJ0·оf╘)EЕP)поPло╠Q7KЬC▀Q=K╚PИляO╔MУлЁQYн}MBIuJтEМ3

@@ -1,2 +1,2 @@
 
-BxJ0…PæC#IÁË›Ë³GD'ÑœLPÝFLÉôÌt@*MIvFÐÎPÇÇGÇ~ËËMQ
+BxJ0…PæC#IÇË›Ë³GD'ÑœLPÝFMÉôÌt@*MIvFÐÎPÇÇGÇ~ËËMQ

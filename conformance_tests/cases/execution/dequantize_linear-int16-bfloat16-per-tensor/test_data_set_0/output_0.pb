@@ -1,0 +1,1 @@
+ByJ0˜BÂÖB­B’BQÂûBÂ¦B„BúB§BOÀ˜BVBÚAÚBbÂ´BB.ÂÕBwAB

@@ -1,0 +1,1 @@
+Bx.zero_pointJõ

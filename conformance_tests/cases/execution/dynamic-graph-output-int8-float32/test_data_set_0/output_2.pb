@@ -1,0 +1,1 @@
+By.zero_pointJÝ

@@ -1,0 +1,1 @@
+ByJRRRRiRcR[]^oRZRRdR^RRfRR
