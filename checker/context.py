@@ -25,7 +25,10 @@ from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, listing, reference_values
+from onnx_qtypes.proto.parameter_references import listing, reference_values
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
 
 T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)

@@ -54,14 +54,11 @@ from onnx_qtypes.proto.encoding import to_plain_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
 from onnx_qtypes.proto.node_schema import node_problem
-from onnx_qtypes.proto.qtype import (
-    STORAGE_TYPES,
-    QType,
-    TensorStatistics,
-    count_problem,
-    data_type_name,
-    unknown_field_problem,
-)
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, data_type_name
+from onnx_qtypes.proto.validity import count_problem
+from onnx_qtypes.proto.versions import unknown_field_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
 FORMS = ("qdq", "qoperator", "matmulnbits")

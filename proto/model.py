@@ -36,7 +36,10 @@ from onnx_qtypes.proto.files import (
 )
 from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
 from onnx_qtypes.proto.parameter_tensors import Placement, drop_unreferenced, plan_parameters, wants_reference
-from onnx_qtypes.proto.qtype import QType, TensorStatistics, listing, reference_values, unknown_field_problem
+from onnx_qtypes.proto.parameter_references import listing, reference_values
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.versions import unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
 STATISTICS_FIELD = 1001

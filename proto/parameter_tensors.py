@@ -16,7 +16,8 @@ import numpy as np
 from onnx import GraphProto, TensorProto, numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.qtype import QType, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.qtype import QType
 
 # Above this many parameters set_qtype and lift keep them in initializers (8 KiB of scales listed at most).
 REFERENCE_THRESHOLD = 1024

@@ -29,13 +29,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import (
-    QType,
-    Schema,
-    block_count,
-    parameter_shape,
-    symmetric_with_unsigned_zero_points,
-)
+from onnx_qtypes.proto.parameter_layout import block_count, parameter_shape
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.validity import symmetric_with_unsigned_zero_points
 
 __all__ = [
     "broadcast_parameters",

@@ -140,7 +140,7 @@ def test_inside_pytest_a_refusal_passes_and_running_fails(cases):
 
 
 def test_the_case_schema_names_every_storage_type_and_no_other():
-    from onnx_qtypes.proto.qtype import STORAGE_TYPES
+    from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 
     assert SCHEMA["$defs"]["storage"]["enum"] == list(STORAGE_TYPES)
     tags = SCHEMA["$defs"]["execution"]["properties"]["tags"]["properties"]

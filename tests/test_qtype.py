@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from onnx_qtypes import QType, QTypeError, Schema, Statistics, TensorStatistics
 from onnx_qtypes.proto import STORAGE_TYPES, onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.qtype import count_problem, is_pow2
+from onnx_qtypes.proto.validity import count_problem, is_pow2
 
 
 def test_defaults_fill_range_and_zero_points():
@@ -300,7 +300,7 @@ def _outcome(scale, zero_point, schema) -> object:
 
 def _per_value(scale, zero_point, schema) -> str | None:
     """The first failing check as the spec states it, one value at a time (no numpy)."""
-    from onnx_qtypes.proto.qtype import scale_problem, zero_point_problem  # noqa: PLC0415
+    from onnx_qtypes.proto.validity import scale_problem, zero_point_problem  # noqa: PLC0415
 
     problems = [p for p in map(scale_problem, map(float, scale)) if p]
     if problems:
@@ -423,7 +423,7 @@ def test_unknown_schema_values_and_fields_are_named_and_read_strictly_by_read_qt
 
     from onnx_qtypes import MalformedExtensionError  # noqa: PLC0415
     from onnx_qtypes.proto.model import read_qtype, write_qtype  # noqa: PLC0415
-    from onnx_qtypes.proto.qtype import unknown_field_problem  # noqa: PLC0415
+    from onnx_qtypes.proto.versions import unknown_field_problem  # noqa: PLC0415
 
     base = QType("int8", 0.5).to_proto()
     schema_9 = _with_unknown(base, b"\x38\x09")  # field 7 (schema), varint 9: protobuf reads ASYMMETRIC

@@ -37,7 +37,7 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize_flagged
-from onnx_qtypes.proto.qtype import scale_problem
+from onnx_qtypes.proto.validity import scale_problem
 
 
 @rule("QT101", "scale-not-positive", "error")

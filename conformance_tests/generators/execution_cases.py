@@ -78,7 +78,7 @@ class _Gen:
     """Draws types and data for one case from its own seed."""
 
     def __init__(self, seed: int, storage: str, expressed: str) -> None:
-        from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+        from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
         self.rng = np.random.default_rng(seed)
         self.storage = storage
@@ -336,7 +336,7 @@ def _ops(rm):
 
     def boundary_parameters(g, qtype, shape=None) -> list:
         """The scale and zero-point inputs of a QuantizeLinear / DequantizeLinear applying ``qtype``."""
-        from onnx_qtypes.proto.qtype import parameter_shape  # noqa: PLC0415
+        from onnx_qtypes.proto.parameter_layout import parameter_shape  # noqa: PLC0415
 
         scale = np.asarray(qtype.scale, g.fdtype)
         zp = np.asarray(qtype.zero_point).astype(g.info.np_dtype)
