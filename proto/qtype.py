@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,13 +39,16 @@ from onnx_qtypes.proto.validity import (
     first_bad_scale,
     first_outside,
     float_storage_problem,
+    codebook_problem,
     negative_scale_problem,
+    offset_problem,
     range_problem,
     scale_problem,
     schema_problem,
     zero_point_problem,
+    zero_scale_allowed,
 )
-from onnx_qtypes.proto.versions import REFERENCES_VERSION
+from onnx_qtypes.proto.versions import fields_version
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +75,13 @@ class QType:
     # points (parameters by reference), None when listed in the type. Never part of type identity.
     scale_tensor: str | None = dataclasses.field(default=None, compare=False)
     zero_point_tensor: str | None = dataclasses.field(default=None, compare=False)
+    # Version 3 (proposal/spec/llm-formats.md): real-domain offsets, real = scale * (q - zero_point) + offset
+    # (empty: all 0), and a codebook, real = scale * codebook[q - storage_min] + offset (empty: none).
+    offset: tuple[float, ...] = ()
+    codebook: tuple[float, ...] = ()
+    offset_tensor: str | None = dataclasses.field(default=None, compare=False)
+    # The extension version the type needs or was declared with (the higher); how it is written, not what it is.
+    version: int = dataclasses.field(default=1, compare=False)
 
     def __init__(
         self,
@@ -87,6 +98,10 @@ class QType:
         scale_tensor: str | None = None,
         zero_point_tensor: str | None = None,
         *,
+        offset: float | Sequence[float] | np.ndarray | None = (),
+        codebook: Sequence[float] | np.ndarray | None = (),
+        offset_tensor: str | None = None,
+        version: int | None = None,
         validate: bool = True,
     ) -> None:
         # Unvalidated construction keeps unknown storage / expressed types for reporting.
@@ -109,10 +124,16 @@ class QType:
         if statistics is not None and not isinstance(statistics, TensorStatistics):
             raise QTypeError("statistics", f"expected a TensorStatistics or None, got {statistics!r}")
         sets(self, "statistics", statistics)
-        for field, name in (("scale_tensor", scale_tensor), ("zero_point_tensor", zero_point_tensor)):
+        for field, name in (("scale_tensor", scale_tensor), ("zero_point_tensor", zero_point_tensor),
+                            ("offset_tensor", offset_tensor)):
             if name is not None and (not isinstance(name, str) or not name):
                 raise QTypeError(field, f"expected an initializer name (a non-empty str), got {name!r}")
             sets(self, field, name)
+        offsets = as_tuple(offset, float, "offset")
+        sets(self, "offset", offsets if any(offsets) or not all(map(math.isfinite, offsets)) else ())  # 0s: none
+        sets(self, "codebook", as_tuple(codebook, float, "codebook"))
+        declared = as_int(version, "version") if version is not None else 1
+        sets(self, "version", max(declared, fields_version(self)))
         if validate:
             self._validate()
 
@@ -134,6 +155,11 @@ class QType:
         """Some scale is negative: real values run against the stored integers' order in those slices
         (cached: a blocked weight has millions of scales, and evaluators ask per node and run)."""
         return bool(self.scale) and min(self.scale) < 0
+
+    @property
+    def is_affine(self) -> bool:
+        """``real = scale * (q - zero_point)`` exactly: no offset, no codebook (what versions 1 and 2 say)."""
+        return not self.codebook and not any(self.offset)
 
     @property
     def granularity(self) -> str:
@@ -170,6 +196,8 @@ class QType:
         if self.is_dynamic:
             if self.zero_point:
                 raise QTypeError("zero_point", "a dynamic type (no scale) carries no zero points")
+            if problem := offset_problem(self.offset, 0) or (self.codebook and "a dynamic type has no codebook"):
+                raise QTypeError("offset" if self.offset else "codebook", problem)
             return
         if len(self.zero_point) != len(self.scale):
             raise QTypeError(
@@ -177,8 +205,12 @@ class QType:
             )
         if self.axis is None and len(self.scale) != 1:
             raise QTypeError("scale", f"a per-tensor type needs exactly 1 scale, found {len(self.scale)}; set axis")
-        if (bad := first_bad_scale(self.scale)) is not None:
+        if (bad := first_bad_scale(self.scale, zero_scale_allowed(self.version))) is not None:
             raise QTypeError("scale", scale_problem(bad))
+        if problem := offset_problem(self.offset, len(self.scale)):
+            raise QTypeError("offset", problem)
+        if problem := codebook_problem(self.codebook, st, lo, hi, self.zero_point):
+            raise QTypeError("codebook", problem)
         if problem := float_storage_problem(st, self.zero_point, lo, hi):
             raise QTypeError("zero_point", problem)
         if (bad_zp := first_outside(self.zero_point, lo, hi)) is not None:
@@ -207,8 +239,14 @@ class QType:
             "storage_min": self.storage_min,
             "storage_max": self.storage_max,
         }
-        if self.scale_tensor is not None or self.zero_point_tensor is not None:
+        if self.offset:
+            out["offset"] = list(self.offset)
+        if self.codebook:
+            out["codebook"] = list(self.codebook)
+        if self.scale_tensor is not None or self.zero_point_tensor is not None or self.offset_tensor is not None:
             out["parameters_in"] = {"scale": self.scale_tensor, "zero_point": self.zero_point_tensor}
+            if self.offset_tensor is not None:
+                out["parameters_in"]["offset"] = self.offset_tensor
         if self.statistics is not None:
             out["statistics"] = self.statistics.to_dict()
         return out
@@ -228,8 +266,13 @@ class QType:
             msg.zero_point_tensor = self.zero_point_tensor
         elif any(self.zero_point) or self.scale_tensor is None:
             msg.zero_point.extend(self.zero_point)
-        if self.scale_tensor is not None or self.zero_point_tensor is not None:
-            msg.version = REFERENCES_VERSION
+        if self.offset_tensor is not None:
+            msg.offset_tensor = self.offset_tensor
+        elif any(self.offset):
+            msg.offset.extend(self.offset)
+        msg.codebook.extend(self.codebook)
+        if self.version > 1:
+            msg.version = self.version
         if self.axis is not None:
             msg.axis = self.axis
         if self.block_size is not None:
@@ -267,6 +310,10 @@ class QType:
                 statistics=statistics,
                 scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
                 zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
+                offset=tuple(msg.offset),
+                codebook=tuple(msg.codebook),
+                offset_tensor=msg.offset_tensor if has("offset_tensor") else None,
+                version=msg.version if has("version") else None,
                 validate=validate,
             )
         # Protobuf already typed every field: skip the generic coercion (checker reads thousands of these).
@@ -285,7 +332,11 @@ class QType:
             statistics=statistics,
             scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
             zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
+            offset=tuple(msg.offset[:]) if any(msg.offset) or not all(map(math.isfinite, msg.offset)) else (),
+            codebook=tuple(msg.codebook[:]),
+            offset_tensor=msg.offset_tensor if has("offset_tensor") else None,
         )
+        object.__setattr__(qtype, "version", max(msg.version if has("version") else 1, fields_version(qtype)))
         if validate:
             qtype._validate()
         return qtype
@@ -302,6 +353,10 @@ class QType:
             extra.append(f"range=[{self.storage_min},{self.storage_max}]")
         if self.schema is not Schema.ASYMMETRIC:
             extra.append(self.schema.name.lower())
+        if any(self.offset):
+            extra.append("offset")
+        if self.codebook:
+            extra.append(f"codebook[{len(self.codebook)}]")
         tail = (", " + ", ".join(extra)) if extra else ""
         return f"{self.storage}:{self.expressed}<{params}{tail}>"
 

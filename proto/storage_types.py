@@ -90,6 +90,13 @@ EXPRESSED_TYPES: dict[str, ExpressedType] = {
 }
 EXPRESSED_BY_DATA_TYPE = {e.data_type: e for e in EXPRESSED_TYPES.values()}
 
+# Version 3: narrower float types a referenced scale / offset initializer may hold for an expressed type, because
+# the expressed type holds each of their values exactly (a GGUF float16 d, an MX E8M0 scale in one byte).
+EXACT_PARAMETER_TYPES: dict[int, tuple[int, ...]] = {
+    TensorProto.FLOAT: (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E8M0),
+    TensorProto.BFLOAT16: (TensorProto.FLOAT8E8M0,),
+}
+
 
 def storage_type(value: str | int | StorageType) -> StorageType:
     """Look up a storage type by name ("int8") or onnx data type (3)."""

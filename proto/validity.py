@@ -77,11 +77,55 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
     return None
 
 
-def first_bad_scale(scales: Sequence[float]) -> float | None:
-    """The first scale that is not finite and non-zero, or None (one vector step for any count)."""
+def first_bad_scale(scales: Sequence[float], zero_allowed: bool = False) -> float | None:
+    """The first scale that is not finite and non-zero (finite, with ``zero_allowed``: a version-3 type, see
+    ``zero_scale_allowed``), or None (one vector step for any count)."""
     values = np.fromiter(scales, dtype=np.float64, count=len(scales))
-    bad = ~(np.isfinite(values) & (values != 0))
+    bad = ~(np.isfinite(values) & ((values != 0) | zero_allowed))
     return scales[int(np.argmax(bad))] if bad.any() else None
+
+
+def zero_scale_allowed(version: int) -> bool:
+    """Whether a type of this extension version may have a scale of 0. Version 3 may: its types declare constants
+    only (nothing is quantized into them), and GGUF writes d = 0 for a block of zeros and sub-block scale codes of
+    0 (proposal/spec/llm-formats.md#zero-scales)."""
+    return version >= 3
+
+
+def offset_problem(offsets: Sequence[float], scale_count: int) -> str | None:
+    """Why real-domain offsets do not fit their type (count unlike the scales', not finite), or None."""
+    if not offsets:
+        return None
+    if not scale_count:
+        return "a dynamic type (no scale) carries no offsets"
+    if len(offsets) != scale_count:
+        return f"{scale_count} scales need {scale_count} offsets, found {len(offsets)}"
+    values = np.fromiter(offsets, dtype=np.float64, count=len(offsets))
+    if not np.isfinite(values).all():
+        index = int(np.argmin(np.isfinite(values)))
+        return f"offset[{index}] {offsets[index]!r} must be finite"
+    return None
+
+
+def codebook_problem(codebook: Sequence[float], storage: StorageType, lo: int, hi: int,
+                     zero_points: Sequence[int]) -> str | None:
+    """Why a codebook does not fit its type, or None: one finite entry per storage code in [lo, hi], integer
+    storage, every zero point 0 (real = scale * codebook[q - storage_min] + offset)."""
+    if not codebook:
+        return None
+    if storage.is_float:
+        return f"a codebook needs integer storage; {storage.name} codes are values already"
+    if len(codebook) != hi - lo + 1:
+        return (f"a codebook over storage range [{lo}, {hi}] has {hi - lo + 1} entries (one per code), "
+                f"found {len(codebook)}")
+    values = np.fromiter(codebook, dtype=np.float64, count=len(codebook))
+    if not np.isfinite(values).all():
+        index = int(np.argmin(np.isfinite(values)))
+        return f"codebook[{index}] {codebook[index]!r} must be finite"
+    if any(zero_points):
+        bad = next(z for z in zero_points if z)
+        return f"zero point {bad} with a codebook: the codebook's values are the reals' units, every zero point is 0"
+    return None
 
 
 def first_outside(values: Sequence[int], lo: int, hi: int) -> int | None:

@@ -137,13 +137,13 @@ def _disagreeing_declarations():
 
 def cases() -> list[Reject]:
     _, TensorProto, _, _, pb, marker, _, _ = _imports()
-    version_3 = b"\x60\x03"  # field 12 (version), varint 3
+    version_4 = b"\x60\x04"  # field 12 (version), varint 4
     schema_9 = b"\x38\x09"  # field 7 (schema), varint 9
     field_30 = b"\xf0\x01\x01"  # field 30, varint 1
     return [
         Reject("reject-unknown-version", "QT115",
-               "the type says extension version 3, which this version of the extension does not define: a reader "
-               "cannot know what its fields mean", lambda: _relu(_message(extra=version_3))),
+               "the type says extension version 4, which this version of the extension does not define: a reader "
+               "cannot know what its fields mean", lambda: _relu(_message(extra=version_4))),
         Reject("reject-unknown-schema-value", "QT115",
                "schema holds 9, no defined value: protobuf reads it as the default (asymmetric), so a reader that "
                "does not check would silently choose a meaning", lambda: _relu(_message(extra=schema_9))),
