@@ -65,6 +65,7 @@ class Format:
     scale: str | Level
     offset: str | Level | None
     unpack: Callable[[np.ndarray], Planes]
+    halves: tuple[int, ...] = ()  # byte offsets of the block's float16 fields (d, dmin / m)
     codebook: tuple[float, ...] = ()
     note: str = ""
 
@@ -212,22 +213,22 @@ def _mxfp4(blocks: np.ndarray) -> Planes:
 
 SIX_BIT = Level("uint8", 0, 63, 8)
 FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("Q4_0", 32, 18, "int4", -8, 7, 32, "float16", None, _q4_0,
+    Format("Q4_0", 32, 18, "int4", -8, 7, 32, "float16", None, _q4_0, (0,),
            note="codes stored as q - 8 (int4) so that no zero point is stored"),
-    Format("Q4_1", 32, 20, "uint4", 0, 15, 32, "float16", "float16", _q4_1),
-    Format("Q5_0", 32, 22, "int8", -16, 15, 32, "float16", None, _q5_0, note="5-bit codes - 16 in int8 [-16, 15]"),
-    Format("Q5_1", 32, 24, "uint8", 0, 31, 32, "float16", "float16", _q5_1, note="5-bit codes in uint8 [0, 31]"),
-    Format("Q8_0", 32, 34, "int8", -128, 127, 32, "float16", None, _q8_0),
+    Format("Q4_1", 32, 20, "uint4", 0, 15, 32, "float16", "float16", _q4_1, (0, 2)),
+    Format("Q5_0", 32, 22, "int8", -16, 15, 32, "float16", None, _q5_0, (0,), note="5-bit codes - 16 in int8 [-16, 15]"),
+    Format("Q5_1", 32, 24, "uint8", 0, 31, 32, "float16", "float16", _q5_1, (0, 2), note="5-bit codes in uint8 [0, 31]"),
+    Format("Q8_0", 32, 34, "int8", -128, 127, 32, "float16", None, _q8_0, (0,)),
     Format("Q2_K", QK_K, 84, "uint2", 0, 3, 16, Level("uint4", 0, 15, 16), Level("uint4", 0, 15, 16, negate=True),
-           _q2_k),
-    Format("Q3_K", QK_K, 110, "int4", -4, 3, 16, Level("int8", -32, 31, 16), None, _q3_k,
+           _q2_k, (80, 82)),
+    Format("Q3_K", QK_K, 110, "int4", -4, 3, 16, Level("int8", -32, 31, 16), None, _q3_k, (108,),
            note="3-bit codes in int4 [-4, 3]; 6-bit scale codes - 32 in int8 [-32, 31]"),
-    Format("Q4_K", QK_K, 144, "uint4", 0, 15, 32, SIX_BIT, dataclasses.replace(SIX_BIT, negate=True), _q4_k),
-    Format("Q5_K", QK_K, 176, "uint8", 0, 31, 32, SIX_BIT, dataclasses.replace(SIX_BIT, negate=True), _q5_k,
+    Format("Q4_K", QK_K, 144, "uint4", 0, 15, 32, SIX_BIT, dataclasses.replace(SIX_BIT, negate=True), _q4_k, (0, 2)),
+    Format("Q5_K", QK_K, 176, "uint8", 0, 31, 32, SIX_BIT, dataclasses.replace(SIX_BIT, negate=True), _q5_k, (0, 2),
            note="5-bit codes in uint8 [0, 31]"),
-    Format("Q6_K", QK_K, 210, "int8", -32, 31, 16, Level("int8", -128, 127, 16), None, _q6_k,
+    Format("Q6_K", QK_K, 210, "int8", -32, 31, 16, Level("int8", -128, 127, 16), None, _q6_k, (208,),
            note="6-bit codes - 32 in int8 [-32, 31]"),
-    Format("IQ4_NL", 32, 18, "uint4", 0, 15, 32, "float16", None, _iq4_nl, codebook=tuple(map(float, IQ4_NL_LEVELS))),
+    Format("IQ4_NL", 32, 18, "uint4", 0, 15, 32, "float16", None, _iq4_nl, (0,), codebook=tuple(map(float, IQ4_NL_LEVELS))),
     Format("MXFP4", 32, 17, "float4e2m1", -6, 6, 32, "e8m0", None, _mxfp4,
            note="FLOAT4E2M1 codes, E8M0 block scales kept in one byte"),
 )}

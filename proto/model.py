@@ -144,7 +144,7 @@ def quantized_declarations(model: ModelProto) -> Callable[[str], pb.QuantizedTyp
             for _, graph in iter_graphs(model):
                 for vi in (*graph.value_info, *graph.input, *graph.output):
                     if vi.name in found or vi.type.WhichOneof("value") != "tensor_type" or \
-                            vi.type.tensor_type.elem_type < MARKER_BASE:
+                            0 < vi.type.tensor_type.elem_type < MARKER_BASE:  # marked, or UNDEFINED (a plain copy)
                         continue
                     view = read_view(vi.type.tensor_type, f"value {vi.name!r}")
                     if view.HasField("quantization"):

@@ -83,9 +83,10 @@ def read_references(msg: pb.QuantizedType, lookup: Callable[[str], Any], shape: 
                               "initializers)")
         if problem := _dims_problem(where, tuple(init.dims), wanted, msg):
             return References(problem)
-        quantized = marked_storage(init.data_type) is not None and field != "zero_point"
-        if quantized:
-            values, problem = _quantized_values(msg, where, init, lookup, declared, nested, version)
+        inner = declared(name) if declared is not None and field != "zero_point" else None
+        quantized = field != "zero_point" and (inner is not None or marked_storage(init.data_type) is not None)
+        if quantized:  # a marked initializer, or (in a plain copy, markers replaced) one declared quantized
+            values, problem = _quantized_values(msg, where, init, lookup, inner, nested, version)
         else:
             values, problem = _plain_values(msg, field, where, init, version)
         if problem:
@@ -139,7 +140,7 @@ def _plain_values(msg: pb.QuantizedType, field: str, where: str, init: Any, vers
 
 
 def _quantized_values(msg: pb.QuantizedType, where: str, init: Any, lookup: Callable[[str], Any],
-                      declared: Declared | None, nested: bool, version: int) -> tuple[np.ndarray | None, str | None]:
+                      inner: pb.QuantizedType | None, nested: bool, version: int) -> tuple[np.ndarray | None, str | None]:
     """The exact reals of a quantized parameter tensor (its type's own references read too, plain only)."""
     if nested:
         return None, (f"{where} is a quantized tensor, but it names the parameters of a quantized parameter "
@@ -147,7 +148,6 @@ def _quantized_values(msg: pb.QuantizedType, where: str, init: Any, lookup: Call
     if version < LLM_FORMATS_VERSION:
         return None, (f"{where} is a quantized tensor (extension version {LLM_FORMATS_VERSION}), but the type "
                       f"declares version {version}")
-    inner = declared(init.name) if declared is not None else None
     if inner is None:
         return None, f"{where} holds {data_type_name(init.data_type)} but no declaration gives it a quantized type"
     if inner.expressed_type != msg.expressed_type:
