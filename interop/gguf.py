@@ -193,20 +193,34 @@ def plane_layout(fmt: Format, shape: tuple[int, ...]) -> list[tuple[str, str, in
     return out
 
 
-def plane_bytes(fmt: Format, planes: Planes, plane: str) -> bytes:
-    """One plane of a chunk as the raw bytes of its ONNX tensor (4- and 2-bit codes packed low bits first)."""
+def plane_array(fmt: Format, planes: Planes, plane: str) -> np.ndarray:
+    """One plane of some whole rows' blocks, flat in row-major order: storage integers (float4 bit patterns),
+    float16 values (a ``Level``'s super-block scale negated where it stands for -dmin) or E8M0 bytes."""
     if plane == "codes":
-        return pack(planes.codes, STORAGE_TYPES[fmt.storage].bits)
+        return planes.codes.reshape(-1)
     field, _, part = plane.partition("_")
     if part == "d":
-        d = getattr(planes, f"{field}_d").astype(np.float16)
-        level = getattr(fmt, field)
-        return (d.view(np.uint16) ^ np.uint16(0x8000 if level.negate else 0)).tobytes()  # -dmin: the sign bit
+        d = getattr(planes, f"{field}_d").astype(np.float16).reshape(-1)
+        return -d if getattr(fmt, field).negate else d  # -dmin: the sign bit, exact
+    values = getattr(planes, field).reshape(-1)
     if part == "codes":
-        level = getattr(fmt, field)
-        return pack(getattr(planes, field), STORAGE_TYPES[level.storage].bits)
-    values = getattr(planes, field)
-    return values.astype(np.uint8 if getattr(fmt, field) == "e8m0" else np.float16).tobytes()
+        return values
+    return values.astype(np.uint8 if getattr(fmt, field) == "e8m0" else np.float16)
+
+
+def plane_bytes(fmt: Format, planes: Planes, plane: str) -> bytes:
+    """One plane of a chunk as the raw bytes of its ONNX tensor (4- and 2-bit codes packed low bits first)."""
+    return plane_raw(fmt, plane, plane_array(fmt, planes, plane))
+
+
+def plane_raw(fmt: Format, plane: str, values: np.ndarray) -> bytes:
+    """A plane's values (row-major) as raw_data bytes."""
+    if plane == "codes":
+        return pack(values, STORAGE_TYPES[fmt.storage].bits)
+    field, _, part = plane.partition("_")
+    if part == "codes":
+        return pack(values, STORAGE_TYPES[getattr(fmt, field).storage].bits)
+    return np.ascontiguousarray(values).tobytes()
 
 
 def pack(codes: np.ndarray, bits: int) -> bytes:
@@ -234,9 +248,11 @@ def check_chunk(path: str | os.PathLike, name: str, fmt: Format, planes: Planes)
 # --- the typed model ---------------------------------------------------------------------------------------------
 
 
-def type_messages(fmt: Format, name: str, shape: tuple[int, ...]) -> dict[str, pb.QuantizedType]:
-    """The QuantizedType of the codes initializer and of each quantized parameter tensor, by initializer name."""
-    axis = len(shape) - 1
+def type_messages(fmt: Format, name: str, shape: tuple[int, ...], axis: int | None = None
+                  ) -> dict[str, pb.QuantizedType]:
+    """The QuantizedType of the codes initializer and of each quantized parameter tensor, by initializer name
+    (blocks along ``axis``, by default the last: GGUF's rows)."""
+    axis = len(shape) - 1 if axis is None else axis
     codes = pb.QuantizedType(storage_type=STORAGE_TYPES[fmt.storage].data_type, expressed_type=TensorProto.FLOAT,
                              axis=axis, block_size=fmt.sub_block, version=LLM_FORMATS_VERSION)
     _range(codes, fmt.storage, fmt.lo, fmt.hi)
@@ -258,7 +274,30 @@ def type_messages(fmt: Format, name: str, shape: tuple[int, ...]) -> dict[str, p
             setattr(codes, f"{field}_tensor", name + SUFFIXES[field])
     if fmt.scale == "e8m0":
         codes.schema = pb.SYMMETRIC_POW2_SCALE  # every E8M0 value is 2^k
+    elif fmt.offset is None:
+        codes.schema = pb.SYMMETRIC  # every zero point is 0 and nothing is added
     return out
+
+
+def typed_tensors(fmt: Format, name: str, data: np.ndarray, shape: tuple[int, ...], *, transpose: bool = False
+                  ) -> tuple[list[TensorProto], list[onnx.ValueInfoProto]]:
+    """The initializers and declarations of one GGUF tensor (its bytes ``data``, numpy ``shape``) in memory:
+    blocks along the last axis, or with ``transpose`` (2-D) along axis 0, the layout of MatMul's B[K, N] for a
+    GGUF weight [N, K]."""
+    planes = fmt.unpack(np.asarray(data).reshape(-1, fmt.block_bytes))
+    layout = plane_layout(fmt, shape)
+    types = type_messages(fmt, name, shape[::-1] if transpose else shape, 0 if transpose else None)
+    inits, infos = [], []
+    for plane, suffix, data_type, dims in layout:
+        values = plane_array(fmt, planes, plane).reshape(dims)
+        if transpose:
+            values, dims = values.T, dims[::-1]
+        init = _initializer(name + suffix, data_type, dims)
+        init.raw_data = plane_raw(fmt, plane, np.ascontiguousarray(values))
+        inits.append(init)
+        if (msg := types.get(name + suffix)) is not None:
+            infos.append(declare(name + suffix, data_type, dims, msg))
+    return inits, infos
 
 
 def _range(msg: pb.QuantizedType, storage: str, lo: int, hi: int) -> None:

@@ -43,6 +43,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, node_label
+from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
@@ -102,16 +103,26 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
     source, where = read_model(model, "lower")
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
+        llm = lower_llm_formats(source, form)  # version-3 weights (GGUF formats ...) as exact float chains
         if form == "matmulnbits":  # QDQ, then blocked weights of MatMuls fused into com.microsoft.MatMulNBits
-            result = _Lowering(source, "qdq").run()
+            result = _with_llm(_Lowering(source, "qdq").run(), llm)
             fused = fuse(result.model)
             result.notes.append(f"{fused} MatMulNBits node(s)")
             return result
-        return _Lowering(source, form).run()
+        return _with_llm(_Lowering(source, form).run(), llm)
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:
             raise LowerError(f"{where}: {exc}") from None
         raise
+
+
+def _with_llm(result: LowerResult, llm: int) -> LowerResult:
+    """``result`` counting the version-3 weights ``lower_llm_formats`` wrote before (interop/lower_llm_formats.py)."""
+    if llm:
+        result.typed_tensors += llm
+        result.notes = [n for n in result.notes if not n.startswith("the model has no quantized types")]
+        result.notes.append(f"{llm} version-3 weight(s) (LLM formats) as exact float chains")
+    return result
 
 
 CHECK_HINT = "run `onnx-qtypes check` for every problem in the model"

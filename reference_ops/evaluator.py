@@ -404,7 +404,9 @@ class _TypedNode:
         if floats:  # integer kernels compute on integers: float8 / float4 values run the definition
             self._session.kernel_log[key] = f"definitional: {', '.join(floats)} storage has no integer kernel"
             return None
-        if any(t is not None and t.has_negative_scale for t in (*resolved, *self._out)):
+        negative_ok = getattr(self._kernel, "reads_negative_scales", None)  # a kernel negating its integer terms
+        if any(t is not None and t.has_negative_scale for t in (*resolved, *self._out)) and not (
+                negative_ok is not None and negative_ok(resolved, self._out)):
             # the kernels, like the integer kernels of hardware, take the stored order for the real order and
             # multipliers >= 0; a negative scale (a weight, proposal/spec/types.md#negative-scales) breaks both
             self._session.kernel_log[key] = "definitional: a negative scale"

@@ -42,6 +42,7 @@ __all__ = [
     "broadcast_offsets",
     "broadcast_parameters",
     "dequantize",
+    "dequantize_at",
     "dynamic_parameters",
     "quantize_float",
     "parameter_index",
@@ -128,22 +129,30 @@ def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.
     format (proposal/spec/llm-formats.md#exactness).
     """
     q = np.asarray(q)
+    _require_static(qtype, tensor)
+    return dequantize_at(q, qtype, parameter_index(qtype, q.shape, tensor), tensor=tensor)
+
+
+def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str | None = None) -> np.ndarray:
+    """``dequantize`` with each element's parameter index given (broadcastable to ``q``): what a kernel that has
+    moved codes and their indices together (Gather of rows of a blocked weight) reads them as."""
+    q = np.asarray(q)
+    scale = np.asarray(qtype.scale, dtype=np.float64)[index]
+    offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else 0.0
     if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
-        scale, _ = broadcast_parameters(qtype, q.shape, tensor)
-        return scale * q.astype(np.float64) + broadcast_offsets(qtype, q.shape, tensor)  # zero point 0; NaN, inf stay
+        return scale * q.astype(np.float64) + offset  # zero point 0; NaN and inf (where the type has them) stay
     if q.dtype.kind not in "iub" and not _is_ml_integer(q.dtype):
         raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
-    scale, zero_point = broadcast_parameters(qtype, q.shape, tensor)
+    codes = q.astype(np.int64)
     if qtype.codebook:
         lo, hi = storage_range(qtype)
-        codes = q.astype(np.int64)
         if codes.size and (codes.min() < lo or codes.max() > hi):
             bad = codes.min() if codes.min() < lo else codes.max()
             raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)
         values = np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
     else:
-        values = (q.astype(np.int64) - zero_point).astype(np.float64)
-    return scale * values + broadcast_offsets(qtype, q.shape, tensor)
+        values = (codes - np.asarray(qtype.zero_point, dtype=np.int64)[index]).astype(np.float64)
+    return scale * values + offset
 
 
 def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate: bool = True) -> np.ndarray:
