@@ -1192,4 +1192,8 @@ def cases() -> list[Case]:
         _fire("QT508", "sigmoid", _sigmoid, "/graph/node/0", node="sigmoid", profile=USER_OPS_PROFILE),
         _miss("QT508", "sigmoid-listed", _sigmoid, profile={**USER_OPS_PROFILE, "supported_ops": [
             *USER_OPS_PROFILE["supported_ops"], "Sigmoid"]}),
+        *checker_models_llm.cases(),  # QT140-QT142, the LLM weight formats
     ]
+
+
+import checker_models_llm  # noqa: E402 (QT140-QT142's cases build on this module's Graph and Case)
