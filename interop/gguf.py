@@ -5,7 +5,7 @@ A weights container, not an architecture converter: every GGUF tensor becomes a 
 initializer computes, so that any runtime reads the weights (after ``lower``) and ``run`` gives gguf's own
 dequantized values. Unquantized tensors (F32, F16, BF16, integers) are initializers that are graph outputs
 themselves. The GGUF metadata goes to ``metadata_props`` (key as in the file, value as JSON). A tensor of a format
-no quantized type expresses is refused by name before anything is written (proposal/spec/llm-formats.md#lift).
+no quantized type expresses is refused by name before anything is written (proposal/spec/llm_formats.md#lift).
 
 The file is read memory-mapped (gguf's ``GGUFReader``) and written tensor by tensor, each in chunks of rows, to
 the external data file ``OUT.data`` when the planes exceed ``INLINE_LIMIT`` bytes (``external`` forces either):

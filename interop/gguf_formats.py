@@ -1,5 +1,5 @@
 """The GGUF block formats a quantized type expresses, one table row each: how a block's bytes unpack into planes
-(codes, scales, offsets) and which type reads the planes back (proposal/spec/llm-formats.md#mapping).
+(codes, scales, offsets) and which type reads the planes back (proposal/spec/llm_formats.md#mapping).
 
 A GGUF tensor stores self-contained blocks, the float16 ``d`` (and ``dmin`` / ``m``), the 6-bit sub-block codes
 and the packed codes interleaved. A typed model keeps each kind in its own tensor (a plane), because ONNX external
@@ -207,6 +207,16 @@ def _iq4_nl(blocks: np.ndarray) -> Planes:
     return Planes(_nibbles_split(blocks[:, 2:18]), _f16(blocks, 0))
 
 
+def _iq4_xs(blocks: np.ndarray) -> Planes:
+    n = len(blocks)
+    high = (np.ascontiguousarray(blocks[:, 2:4]).view(np.uint16) >> (2 * np.arange(8, dtype=np.uint16))) & 3
+    low = (blocks[:, 4:8].reshape(n, 4, 1) >> np.array([0, 4], np.uint8).reshape(1, 1, 2)).reshape(n, 8) & 0x0F
+    scales = (low | (high.astype(np.uint8) << 4)).astype(np.int8) - 32  # 6-bit codes - 32: signed [-32, 31]
+    qs = blocks[:, 8:136].reshape(n, 8, 16)
+    codes = np.concatenate([qs & 0x0F, qs >> 4], axis=2).reshape(n, QK_K)  # per 32: low nibbles, then high
+    return Planes(codes, scales, _f16(blocks, 0))
+
+
 def _mxfp4(blocks: np.ndarray) -> Planes:
     return Planes(_nibbles_split(blocks[:, 1:17]), blocks[:, 0:1].copy())  # nibble = FLOAT4E2M1 bit pattern
 
@@ -229,6 +239,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("Q6_K", QK_K, 210, "int8", -32, 31, 16, Level("int8", -128, 127, 16), None, _q6_k, (208,),
            note="6-bit codes - 32 in int8 [-32, 31]"),
     Format("IQ4_NL", 32, 18, "uint4", 0, 15, 32, "float16", None, _iq4_nl, (0,), codebook=tuple(map(float, IQ4_NL_LEVELS))),
+    Format("IQ4_XS", QK_K, 136, "uint4", 0, 15, 32, Level("int8", -32, 31, 8), None, _iq4_xs, (0,),
+           codebook=tuple(map(float, IQ4_NL_LEVELS)), note="IQ4_NL's codebook; 6-bit scale codes - 32 in int8"),
     Format("MXFP4", 32, 17, "float4e2m1", -6, 6, 32, "e8m0", None, _mxfp4,
            note="FLOAT4E2M1 codes, E8M0 block scales kept in one byte"),
 )}

@@ -5,7 +5,7 @@ A referenced scale or offset initializer holds values of the expressed type, or 
 type the expressed type holds exactly (``storage_types.EXACT_PARAMETER_TYPES``: a GGUF float16 ``d`` kept as
 float16, an MX E8M0 scale in one byte), or is itself a quantized tensor whose exact real values are the
 parameters (a K-quant's 6-bit sub-block scales against their float16 super-block scale:
-proposal/spec/llm-formats.md). Such a quantized parameter tensor's own parameters are plain: one level.
+proposal/spec/llm_formats.md). Such a quantized parameter tensor's own parameters are plain: one level.
 """
 
 from __future__ import annotations

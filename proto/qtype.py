@@ -75,7 +75,7 @@ class QType:
     # points (parameters by reference), None when listed in the type. Never part of type identity.
     scale_tensor: str | None = dataclasses.field(default=None, compare=False)
     zero_point_tensor: str | None = dataclasses.field(default=None, compare=False)
-    # Version 3 (proposal/spec/llm-formats.md): real-domain offsets, real = scale * (q - zero_point) + offset
+    # Version 3 (proposal/spec/llm_formats.md): real-domain offsets, real = scale * (q - zero_point) + offset
     # (empty: all 0), and a codebook, real = scale * codebook[q - storage_min] + offset (empty: none).
     offset: tuple[float, ...] = ()
     codebook: tuple[float, ...] = ()

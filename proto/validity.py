@@ -88,7 +88,7 @@ def first_bad_scale(scales: Sequence[float], zero_allowed: bool = False) -> floa
 def zero_scale_allowed(version: int) -> bool:
     """Whether a type of this extension version may have a scale of 0. Version 3 may: its types declare constants
     only (nothing is quantized into them), and GGUF writes d = 0 for a block of zeros and sub-block scale codes of
-    0 (proposal/spec/llm-formats.md#zero-scales)."""
+    0 (proposal/spec/llm_formats.md#zero-scales)."""
     return version >= 3
 
 

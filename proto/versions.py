@@ -16,7 +16,7 @@ _SCHEMA_FIELD = pb.QuantizedType.DESCRIPTOR.fields_by_name["schema"].number
 
 # Extension versions this reader knows. 1: the fields of the first release (a type without `version`);
 # 2: parameters by reference (scale_tensor, zero_point_tensor); 3: the LLM weight formats (offset,
-# offset_tensor, codebook, quantized and narrower-float parameter tensors: proposal/spec/llm-formats.md).
+# offset_tensor, codebook, quantized and narrower-float parameter tensors: proposal/spec/llm_formats.md).
 # A writer writes the lowest version whose fields the type uses, so that a type an older reader can read
 # stays readable by it.
 KNOWN_VERSIONS = (1, 2, 3)

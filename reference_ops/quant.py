@@ -10,7 +10,7 @@ and storage integers; every other module imports it. It transcribes
 
 (``offset`` is 0 unless the type has version-3 offsets). A version-3 type with a codebook reads a code as
 ``scale[i] * codebook[q - storage_min] + offset[i]`` and has no quantize
-(proposal/spec/llm-formats.md).
+(proposal/spec/llm_formats.md).
 
 computed in float64. A float storage type (float8, float4: zero point 0) stores
 ``x / scale[i]`` saturated to its largest finite value and rounded to the
@@ -126,7 +126,7 @@ def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.
     Exact whenever the scale is a float32 (or narrower) value and
     ``|q - zero_point| < 2**29``; int32 storage can lose the last bits. With an offset or a codebook the
     product is exact and the sum rounds once in float64 (53 bits), which holds the exact real of every GGUF
-    format (proposal/spec/llm-formats.md#exactness).
+    format (proposal/spec/llm_formats.md#exactness).
     """
     q = np.asarray(q)
     _require_static(qtype, tensor)
@@ -166,7 +166,7 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate
     """
     if qtype.codebook:
         raise QTypeError("codebook", "a type with a codebook has no quantize (it declares constants only: "
-                         "proposal/spec/llm-formats.md)", tensor)
+                         "proposal/spec/llm_formats.md)", tensor)
     scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor)
     x = np.asarray(x, dtype=np.float64) - broadcast_offsets(qtype, np.shape(x), tensor)
     if qtype.storage_type.is_float:

@@ -42,7 +42,7 @@ from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION
 def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.declarations:
         qt = decl.qtype
-        if qt is None or qt.version < LLM_FORMATS_VERSION or (decl.scope, decl.name) in ctx.constants:
+        if qt is None or qt.version != LLM_FORMATS_VERSION or (decl.scope, decl.name) in ctx.constants:
             continue
         what = "a graph input" if decl.kind == "input" else "a function's value" if decl.pointer.startswith(
             "/functions/") else "a computed value"

@@ -68,7 +68,7 @@ class KernelContext:
 
     def input_type(self, index: int, *, llm_formats: bool = False) -> QType:
         """The resolved type of a quantized input; Unsupported for a plain one, and for a version-3 type (offsets,
-        a codebook: proposal/spec/llm-formats.md) unless the kernel reads those (``llm_formats``)."""
+        a codebook: proposal/spec/llm_formats.md) unless the kernel reads those (``llm_formats``)."""
         qtype = self.input_qtypes[index] if index < len(self.input_qtypes) else None
         if qtype is None:
             raise Unsupported(f"input {index} ({self.node.input[index] if index < len(self.node.input) else '?'}) is not quantized")

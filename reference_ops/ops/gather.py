@@ -20,6 +20,11 @@ def run(ctx: KernelContext) -> tuple:
     return move(ctx)
 
 
+def reads_negative_scales(inputs: list, outputs: list) -> bool:
+    """Rows read into a float output are dequantized element by element: a negative scale is just a value."""
+    return bool(outputs) and outputs[0] is None
+
+
 def rows(ctx: KernelContext) -> tuple:
     """The gathered elements' reals, rounded once to the expressed type (the definition's value exactly)."""
     q, source = ctx.typed_input(0, llm_formats=True)
