@@ -58,18 +58,23 @@ def lower_llm_formats(model: ModelProto, form: str = "qdq") -> int:
     lookup = model_parameters(model)
     nodes: list[NodeProto] = []
     drop: set[str] = set()
+    unused: set[str] = set()
     for weight in weights:
-        drop.add(weight.name)
         if form == "matmulnbits" and _flattened(graph, weight, lookup):
-            continue
+            unused |= _parameter_names(weight.msg, declared)  # the scales are now one float32 initializer
+            continue  # a version-2 type: lower writes its DequantizeLinear, fuse its MatMulNBits
+        drop.add(weight.name)
         for field in FIELDS:
             named = getattr(weight.msg, f"{field}_tensor") if weight.msg.HasField(f"{field}_tensor") else ""
             if named in declared:
                 drop.add(named)
         nodes += _chain(graph, weight, declared, lookup)
+    drop |= unused
     kept = [vi for vi in graph.value_info if vi.name not in drop]
     del graph.value_info[:]
     graph.value_info.extend(kept)
+    for i in reversed([i for i, init in enumerate(graph.initializer) if init.name in unused]):
+        del graph.initializer[i]
     old = list(graph.node)
     del graph.node[:]
     graph.node.extend([*nodes, *old])
@@ -109,6 +114,19 @@ def _resolved(weight: _Weight, lookup) -> QType:
     return QType.from_proto(listing(weight.msg, refs))
 
 
+def _parameter_names(msg: pb.QuantizedType, declared: dict[str, pb.QuantizedType]) -> set[str]:
+    """The initializers holding a type's scales and offsets, a quantized parameter tensor's own ones included."""
+    names = set()
+    for field in FIELDS:
+        if msg.HasField(f"{field}_tensor"):
+            name = getattr(msg, f"{field}_tensor")
+            names.add(name)
+            inner = declared.get(name)
+            if inner is not None and inner.HasField("scale_tensor"):
+                names.add(inner.scale_tensor)
+    return names
+
+
 def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
     """For MatMulNBits: give an affine integer weight a version-2 type with float32 scales (exact products)."""
     qtype = _resolved(weight, lookup)
@@ -116,11 +134,14 @@ def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
         return False
     name = f"{weight.name}.scale"
     scales = np.asarray(qtype.scale, np.float64)
+    if (scales == 0).any():  # a block of zeros (d = 0): scale 1 and codes at the zero point stand for the same 0s
+        _zero_blocks_at_zero_point(weight, qtype, scales == 0)
+        scales = np.where(scales == 0, 1.0, scales)
     shape = [*weight.init.dims]
     shape[qtype.axis] = -(-shape[qtype.axis] // qtype.block_size) if qtype.block_size else shape[qtype.axis]
     graph.initializer.append(numpy_helper.from_array(scales.astype(np.float32).reshape(
         shape if qtype.block_size else [shape[qtype.axis]]), name))
-    plain = qtype.replace(scale_tensor=name, offset_tensor=None, version=2)
+    plain = qtype.replace(scale=scales, scale_tensor=name, offset_tensor=None, version=2)
     msg = plain.to_proto()
     msg.version = 2
     for vi in graph.value_info:
@@ -129,6 +150,17 @@ def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
             view.quantization.CopyFrom(msg)
             write_view(vi.type.tensor_type, view)
     return True
+
+
+def _zero_blocks_at_zero_point(weight: _Weight, qtype: QType, zero: np.ndarray) -> None:
+    """Rewrite the codes of the blocks whose scale is 0 to their zero point (their values stay 0)."""
+    from onnx_qtypes.reference_ops.quant import parameter_index  # noqa: PLC0415
+
+    codes = np.asarray(tensor_array(weight.init))
+    index = np.broadcast_to(parameter_index(qtype, codes.shape), codes.shape)
+    zero_points = np.asarray(qtype.zero_point, np.int64)[index]
+    rewritten = np.where(zero[index], zero_points, codes.astype(np.int64)).astype(codes.dtype)
+    weight.init.CopyFrom(numpy_helper.from_array(rewritten, weight.init.name))
 
 
 def _chain(graph: GraphProto, weight: _Weight, declared: dict[str, pb.QuantizedType], lookup) -> list[NodeProto]:
