@@ -201,5 +201,5 @@ def test_the_blocked_matmul_kernel_gives_a_float_output_the_definitions_value(na
     want = ReferenceEvaluator(model, kernels="definitional").run(None, feeds)[0]
     integer = ReferenceEvaluator(model, kernels="integer")
     got = integer.run(None, feeds)[0]
-    assert integer._session.kernel_log == {"mm": "integer"}
+    assert integer.kernel_log == {"mm": "integer"}
     assert got.dtype == want.dtype == np.float32 and np.array_equal(got, want)
