@@ -142,7 +142,7 @@ def matmul_case(fmt_name: str, rng: np.random.Generator):
 BUILDS = {"gather": gather_case, "matmul": matmul_case}
 
 
-def _tags(op: str, fmt_name: str) -> dict:
+def _tags(op: str, fmt_name: str, types: dict) -> dict:
     from onnx_qtypes.interop.gguf_formats import FORMATS, Level  # noqa: PLC0415
 
     fmt = FORMATS.get(fmt_name)
@@ -162,9 +162,9 @@ def _tags(op: str, fmt_name: str) -> dict:
         **weight,
         "expressed": "float32",
         "granularity": "per-tensor" if op == "matmul" else "blocked",
-        "schema": "symmetric" if op == "matmul" else "asymmetric",
+        "schema": (types["a"] if op == "matmul" else types["w.q"]).schema.name.lower(),
         "range": "narrowed" if narrowed else "full",
-        "scale_sign": "negative" if fmt is not None and fmt.name != "MXFP4" else "positive",
+        "scale_sign": "negative" if any(q.has_negative_scale for q in types.values()) else "positive",
         "parameters": "by-reference",
         "version": 3,
         "feature": features,
@@ -211,7 +211,7 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
                 "spec": ANCHOR,
                 "description": (f"{'MatMul of int8 activations by' if op == 'matmul' else 'Gather of rows of'} a "
                                 f"{source} weight (version-3 type)"),
-                "tags": _tags(op, fmt_name),
+                "tags": _tags(op, fmt_name, onnx_qtypes.quantized_tensors(typed)),
                 "model": "model.onnx",
                 "qdq_model": "model.qdq.onnx",
                 "inputs": list(feeds),
