@@ -3,8 +3,8 @@
 A weights container, not an architecture converter: every GGUF tensor becomes a typed initializer (its planes:
 ``gguf_formats``) and a float graph output named exactly as in the GGUF file, which an ``Identity`` of the typed
 initializer computes, so that any runtime reads the weights (after ``lower``) and ``run`` gives gguf's own
-dequantized values. Unquantized tensors (F32, F16, BF16, integers) are initializers that are graph outputs
-themselves. The GGUF metadata goes to ``metadata_props`` (key as in the file, value as JSON). A tensor of a format
+dequantized values. Unquantized tensors are initializers that are graph outputs themselves (F32, integers) or
+that a Cast widens to the float32 output (F16, BF16), as gguf's dequantizer gives them. The GGUF metadata goes to ``metadata_props`` (key as in the file, value as JSON). A tensor of a format
 no quantized type expresses is refused by name before anything is written (proposal/spec/llm_formats.md#lift).
 
 The file is read memory-mapped (gguf's ``GGUFReader``) and written tensor by tensor, each in chunks of rows, to
@@ -103,6 +103,9 @@ def refusal(path: str | os.PathLike, reader: Any) -> str | None:
     names = {t.name for t in reader.tensors}
     for tensor in reader.tensors:
         kind = tensor_format(tensor)
+        if kind in ("F16", "BF16") and f"{tensor.name}.{kind.lower()}" in names:
+            return (f"{path}: tensor {tensor.name!r}: its initializer would be named {tensor.name}.{kind.lower()}, "
+                    "which is another tensor of the file; nothing written")
         if isinstance(kind, str) and kind not in PLAIN:
             supported = ", ".join([*FORMATS, *PLAIN])
             return (f"{path}: tensor {tensor.name!r} is GGML type {kind} ({int(tensor.tensor_type)}), which no "
@@ -384,12 +387,19 @@ def _lift_quantized(path: str | os.PathLike, tensor: Any, fmt: Format, sink: _Si
 
 
 def _lift_plain(tensor: Any, kind: str, sink: _Sink, graph: onnx.GraphProto) -> None:
+    """An unquantized tensor: an initializer that is the graph output itself, or for F16 / BF16 one that a Cast
+    turns into the float32 output (exact), as gguf's dequantizer reads them."""
     shape = numpy_shape(tensor)
     data = np.asarray(tensor.data)
-    init = _initializer(tensor.name, PLAIN[kind], shape)
+    widened = kind in ("F16", "BF16")
+    init = _initializer(tensor.name + (f".{kind.lower()}" if widened else ""), PLAIN[kind], shape)
     sink.place(init, [np.ascontiguousarray(data).tobytes()])  # BF16 arrives as its bytes, the layout ONNX keeps
     graph.initializer.append(init)
-    graph.output.append(helper.make_tensor_value_info(tensor.name, PLAIN[kind], list(shape)))
+    if widened:
+        graph.node.append(helper.make_node("Cast", [init.name], [tensor.name], to=TensorProto.FLOAT,
+                                           name=f"widen {tensor.name}"))
+    graph.output.append(helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT if widened else PLAIN[kind],
+                                                      list(shape)))
 
 
 def opset_for(formats: set[str]) -> tuple[int, int]:

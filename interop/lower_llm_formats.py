@@ -83,11 +83,12 @@ def lower_llm_formats(model: ModelProto, form: str = "qdq") -> int:
 
 def _declarations(graph: GraphProto) -> dict[str, pb.QuantizedType]:
     out: dict[str, pb.QuantizedType] = {}
-    for vi in (*graph.value_info, *graph.input, *graph.output):
-        if vi.type.WhichOneof("value") == "tensor_type" and vi.name not in out:
-            view = read_view(vi.type.tensor_type, f"value {vi.name!r}")
-            if view.HasField("quantization"):
-                out[vi.name] = view.quantization
+    for kind in ("input", "output", "value_info"):
+        for i, vi in enumerate(getattr(graph, kind)):
+            if vi.type.WhichOneof("value") == "tensor_type" and vi.name not in out:
+                view = read_view(vi.type.tensor_type, f"/graph/{kind}/{i}")  # located as lower locates it
+                if view.HasField("quantization"):
+                    out[vi.name] = view.quantization
     return out
 
 

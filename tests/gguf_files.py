@@ -59,6 +59,9 @@ def write_gguf(path: str | pathlib.Path, tensors: Iterable[tuple[str, str, tuple
         if kind in FORMATS:
             data = tensor_bytes(FORMATS[kind], shape, rng)
             writer.add_tensor(name, data, raw_dtype=gguf.GGMLQuantizationType[kind])  # shape: of the bytes
+        elif kind == "BF16":  # bfloat16 bytes, as gguf's converter writes them
+            data = gguf.quants.quantize(rng.normal(0, 1, shape).astype(np.float32), gguf.GGMLQuantizationType.BF16)
+            writer.add_tensor(name, data, raw_dtype=gguf.GGMLQuantizationType.BF16)
         else:
             data = rng.normal(0, 1, shape).astype({"F32": np.float32, "F16": np.float16}[kind])
             writer.add_tensor(name, data)
@@ -81,4 +84,5 @@ def gguf_values(path: str | pathlib.Path) -> dict[str, np.ndarray]:
 def every_format(rows: int = 3, k: int = 512) -> list[tuple[str, str, tuple[int, ...]]]:
     """One tensor per lifted format (and an F32 and an F16 one), named as llama.cpp names weights."""
     out = [(f"blk.{i}.{fmt.lower()}.weight", fmt, (rows, k)) for i, fmt in enumerate(FORMATS)]
-    return [*out, ("output_norm.weight", "F32", (k,)), ("token_embd.weight", "F16", (rows, 64))]
+    return [*out, ("output_norm.weight", "F32", (k,)), ("token_embd.weight", "F16", (rows, 64)),
+            ("rope_freqs.weight", "BF16", (2, 32))]
