@@ -65,7 +65,7 @@ class GGUFLiftResult:
     def summary(self) -> str:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.formats.items()))
         where = "external data" if self.external else "inline data"
-        return f"{self.tensors} GGUF tensor(s) typed ({kinds}), {self.bytes_written} bytes of {where}"
+        return f"{self.tensors} GGUF tensor(s) lifted ({kinds}), {self.bytes_written} bytes of {where}"
 
 
 def is_gguf(path: str | os.PathLike) -> bool:

@@ -154,7 +154,7 @@ def test_the_command_line(tmp_path, every_format):
     done = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(out), "--format", "json"],
                           capture_output=True, text=True, check=True)
     report = json.loads(done.stdout)
-    assert report["typed_tensors"] == len(gguf_files.every_format()) and report["formats"]["Q4_K"] == 1
+    assert report["tensors"] == len(gguf_files.every_format()) and report["formats"]["Q4_K"] == 1
     refused = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(tmp_path / "s.onnx"),
                               "--statistics", str(source)], capture_output=True, text=True)
     assert refused.returncode == 2 and "--statistics" in refused.stderr

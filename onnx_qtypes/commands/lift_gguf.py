@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     result = lift_gguf(args.input, args.output)
     with standard_output() as out:
         if args.format == "json":
-            doc = {"input": args.input, "output": args.output, "typed_tensors": result.tensors,
+            doc = {"input": args.input, "output": args.output, "tensors": result.tensors,
                    "formats": dict(sorted(result.formats.items())), "external_data": result.external,
                    "bytes_read": result.bytes_read, "bytes_written": result.bytes_written}
             out.write(json.dumps(doc, indent=2) + "\n")
