@@ -34,7 +34,10 @@ from onnx_qtypes.calibration.qdq import insert_qdq
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
 from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, Schema, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 
 ACTIVATION_STORAGE = ("int8", "uint8", "int16", "uint16")
 WEIGHT_STORAGE = ("int8", "uint8", "int4", "uint4", "int16")

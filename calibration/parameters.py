@@ -11,7 +11,8 @@ import dataclasses
 
 import numpy as np
 
-from onnx_qtypes.proto.qtype import QType, Schema
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.reference_ops.quant import dequantize, dynamic_parameters, quantize
 
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from onnx_qtypes.proto.qtype import Statistics
+from onnx_qtypes.proto.statistics import Statistics
 
 BINS = 2048
 CHANNEL_BINS = 64  # per channel of a constant (a weight): enough to estimate each channel's error, small next to it

@@ -1,6 +1,6 @@
 """The model's quantized types in flat arrays, for rules that screen them all at once.
 
-Type rules call the validity helpers of proto/qtype.py for their messages;
+Type rules call the validity helpers of proto/validity.py for their messages;
 on a model with thousands of per-channel types, calling a helper per scale
 (or even a few attribute reads per declaration, rule after rule) costs more
 than the whole of onnx.checker. So the distinct declared types are read once
@@ -21,15 +21,10 @@ import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import (
-    EXPRESSED_TYPES,
-    STORAGE_TYPES,
-    QType,
-    Schema,
-    count_problem,
-    negative_scale_problem,
-    symmetric_with_unsigned_zero_points,
-)
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
+from onnx_qtypes.proto.validity import count_problem, negative_scale_problem, symmetric_with_unsigned_zero_points
 
 UNKNOWN = -1  # rank of a declaration without a shape
 # axis_state: what the declared shape says about the type's axis

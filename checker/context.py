@@ -22,8 +22,11 @@ from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
-from onnx_qtypes.proto.model import parse_view
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, StorageType, TensorStatistics, listing, reference_values
+from onnx_qtypes.proto.model import parse_view, quantized_declarations
+from onnx_qtypes.proto.parameter_references import FIELDS, has_references, listing, read_references
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
 
 T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
@@ -151,7 +154,8 @@ def _scope_of(pointer: str) -> str:
 
 def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
             shapes: dict[bytes | None, tuple[int | None, ...] | None],
-            parameters: Callable[[str], tuple[str, TensorProto] | None]) -> tuple | None:
+            parameters: Callable[[str], tuple[str, TensorProto] | None],
+            declared: Callable[[str], pb.QuantizedType | None] | None = None) -> tuple | None:
     """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor.
 
     ``where`` (pointer and tensor name) starts the message of a MalformedExtensionError.
@@ -174,8 +178,8 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
         shapes[shape_key] = static_shape(vi)
     shape = shapes[shape_key]
     values, parameters_at, problem = quantization, None, None
-    if quantization is not None and (quantization.HasField("scale_tensor") or quantization.HasField("zero_point_tensor")):
-        values, parameters_at, problem = _referenced(quantization, shape, parameters)
+    if quantization is not None and has_references(quantization):
+        values, parameters_at, problem = _referenced(quantization, shape, parameters, declared)
     qtype = None
     if quantization is not None and stats is None:
         type_key = data if parameters_at else quantization.SerializeToString()  # data-movement ops share a type
@@ -188,19 +192,19 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
 
 
 def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
-                parameters: Callable[[str], tuple[str, TensorProto] | None]) -> tuple:
+                parameters: Callable[[str], tuple[str, TensorProto] | None],
+                declared: Callable[[str], pb.QuantizedType | None] | None = None) -> tuple:
     """(message with the referenced values listed, {field: initializer pointer}, problem) of a type that names
-    its parameters; the message unchanged when they cannot be read (QT117 says why)."""
-    found = {}
-    for field in ("scale", "zero_point"):
+    its parameters; the message unchanged when they cannot be read (QT117 says why). ``declared`` gives the type
+    of a quantized parameter tensor (version 3)."""
+    at = {}
+    for field in FIELDS:
         if msg.HasField(f"{field}_tensor") and (hit := parameters(getattr(msg, f"{field}_tensor"))) is not None:
-            found[field] = hit
-    problem, scales, zero_points = reference_values(msg, lambda name: next(
-        (init for pointer, init in found.values() if init.name == name), None), shape)
-    at = {field: pointer for field, (pointer, _) in found.items()}
-    if problem:
-        return msg, at or None, problem
-    return listing(msg, scales, zero_points), at, None
+            at[field] = hit[0]
+    refs = read_references(msg, lambda name: (hit := parameters(name)) and hit[1], shape, declared)
+    if refs.problem:
+        return msg, at or None, refs.problem
+    return listing(msg, refs), at, None
 
 
 def _no_initializers(name: str) -> None:
@@ -248,6 +252,12 @@ class Context:
             self._memo["parameters"] = found
         return self._memo["parameters"].get(name)  # type: ignore[attr-defined]
 
+    def _parameter_declaration(self, name: str) -> pb.QuantizedType | None:
+        """The QuantizedType declared for a quantized initializer a type names (version 3), or None."""
+        if "declarations" not in self._memo:
+            self._memo["declarations"] = quantized_declarations(self.model)
+        return self._memo["declarations"](name)  # type: ignore[operator]
+
     def _index_declarations(self) -> None:
         """Every ValueInfoProto in iter_declarations order, decoded once per distinct TypeProto."""
         decoded: dict[bytes, tuple | None] = {}  # most declarations repeat a few types (activations, data movement)
@@ -270,7 +280,8 @@ class Context:
                     new = fields is cache
                     if new:
                         where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
-                        fields = cache[key] = _decode(key, where, qtypes, shapes, lookup)
+                        fields = cache[key] = _decode(key, where, qtypes, shapes, lookup,
+                                                      None if function else self._parameter_declaration)
                     if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
                         if key:
                             self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))

@@ -22,7 +22,8 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.checker import declared_bytes
 from onnx_qtypes.proto import iter_graphs
 from onnx_qtypes.proto.encoding import unmark_tensor
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES, QType
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES
 
 if TYPE_CHECKING:
     from onnx_qtypes.checker.context import Context

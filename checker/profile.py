@@ -20,7 +20,9 @@ import jsonschema
 from onnx_qtypes.checker.diagnostics import Severity
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.files import require_regular_file
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, QType, range_problem, zero_point_problem
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
+from onnx_qtypes.proto.validity import range_problem, zero_point_problem
 
 _PACKAGE = "onnx_qtypes.checker"
 

@@ -10,7 +10,7 @@ import numpy as np
 from onnx_qtypes.checker.context import ConstantRef, Context, Declared
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.profile import RoleConstraints
-from onnx_qtypes.proto.qtype import Statistics
+from onnx_qtypes.proto.statistics import Statistics
 
 T = TypeVar("T")
 

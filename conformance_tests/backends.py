@@ -45,7 +45,7 @@ import onnx
 import onnx.numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, StorageType
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
 
 from .execution_cases import DATA_SET, Case, read_tensor
 

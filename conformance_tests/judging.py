@@ -77,7 +77,7 @@ def step_array(step: object, shape: tuple[int, ...]) -> np.ndarray | float | Non
     """A number as is; a per-axis or blocked QType's scales broadcast to ``shape`` (None if they do not fit)."""
     if step is None or isinstance(step, (int, float)):
         return step
-    from onnx_qtypes.proto.qtype import parameter_shape
+    from onnx_qtypes.proto.parameter_layout import parameter_shape
 
     qt = step
     if not 0 <= qt.axis < len(shape):

@@ -30,7 +30,9 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.proto.qtype import QType, Schema, symmetric_with_unsigned_zero_points
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.validity import symmetric_with_unsigned_zero_points
 
 CLIP_STORAGE = ("int8", "uint8", "int16", "uint16")  # integer types Clip takes at opset 21
 

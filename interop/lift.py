@@ -46,7 +46,8 @@ from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, writ
 from onnx_qtypes.proto.encoding import to_wire_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
-from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
 
 
 class LiftWarning(UserWarning):

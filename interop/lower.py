@@ -67,6 +67,7 @@ from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quant
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
+from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
@@ -79,15 +80,12 @@ from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, Pa
 from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
-from onnx_qtypes.proto.qtype import (
-    STORAGE_TYPES,
-    QType,
-    TensorStatistics,
-    count_problem,
-    data_type_name,
-    parameter_shape,
-    unknown_field_problem,
-)
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, data_type_name
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.validity import count_problem
+from onnx_qtypes.proto.versions import unknown_field_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
 FORMS = ("qdq", "qoperator", "matmulnbits")
@@ -141,16 +139,26 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
         inline_typed_functions(source)  # a typed body computes on stored values: its nodes join the main graph
+        llm = lower_llm_formats(source, form)  # version-3 weights (GGUF formats ...) as exact float chains
         if form == "matmulnbits":  # QDQ, then blocked weights of MatMuls fused into com.microsoft.MatMulNBits
-            result = _Lowering(source, "qdq", dynamic_inputs).run()
+            result = _with_llm(_Lowering(source, "qdq", dynamic_inputs).run(), llm)
             fused = fuse(result.model)
             result.notes.append(f"{fused} MatMulNBits node(s)")
             return result
-        return _Lowering(source, form, dynamic_inputs).run()
+        return _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:
             raise LowerError(f"{where}: {exc}") from None
         raise
+
+
+def _with_llm(result: LowerResult, llm: int) -> LowerResult:
+    """``result`` counting the version-3 weights ``lower_llm_formats`` wrote before (interop/lower_llm_formats.py)."""
+    if llm:
+        result.typed_tensors += llm
+        result.notes = [n for n in result.notes if not n.startswith("the model has no quantized types")]
+        result.notes.append(f"{llm} version-3 weight(s) (LLM formats) as exact float chains")
+    return result
 
 
 CHECK_HINT = "run `onnx-qtypes check` for every problem in the model"

@@ -32,7 +32,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
 OP = "MatMulNBits"
 BITS = (2, 4, 8)

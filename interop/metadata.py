@@ -25,7 +25,8 @@ from google.protobuf import json_format
 from onnx import NodeProto, ValueInfoProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
 
 PREFIX = "onnx_qtypes."
 QTYPE_KEY = PREFIX + "quantized_type"

@@ -50,7 +50,7 @@ import numpy as np
 
 from onnx_qtypes.interop.errors import StatisticsImportError
 from onnx_qtypes.proto.files import require_regular_file
-from onnx_qtypes.proto.qtype import Statistics, TensorStatistics
+from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 
 FIELDS = ("lowest", "highest", "avg", "std", "hist", "hist_edges", "bins")
 TENSORS_DATA_KEYS = ("CLS", "data", "calibration_method", "smooth_quant")

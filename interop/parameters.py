@@ -22,15 +22,12 @@ from onnx import TensorProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import (
-    EXPRESSED_BY_DATA_TYPE,
-    STORAGE_BY_DATA_TYPE,
-    QType,
-    Schema,
-    block_count,
-    scale_problem,
-    stored_outside_type,
-)
+from onnx_qtypes.proto.encoding import stored_outside_type
+from onnx_qtypes.proto.parameter_layout import block_count
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.validity import scale_problem
 from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
 
 

@@ -14,7 +14,9 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.proto.qtype import QType, Schema, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
 
 
 def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor: str) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,8 @@ from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphInd
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, QType, integer_range
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, integer_range
 from onnx_qtypes.reference_ops.quant import quantize
 
 QUANT_OPS = ("Quant", "IntQuant")

@@ -28,15 +28,14 @@ from onnx_qtypes.proto.model import (
     static_shape,
     write_qtype,
 )
-from onnx_qtypes.proto.qtype import (
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
+from onnx_qtypes.proto.storage_types import (
     EXPRESSED_TYPES,
     STORAGE_TYPES,
     ExpressedType,
-    QType,
-    Schema,
-    Statistics,
     StorageType,
-    TensorStatistics,
     expressed_type,
     storage_type,
 )

@@ -21,7 +21,7 @@ import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
 from onnx_qtypes.proto.parameter_tensors import unique_name
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 
 MARKER_BASE = 1000
 _BOUNDARY = ("QuantizeLinear", "DequantizeLinear")
@@ -298,3 +298,15 @@ def plain_copy(model: ModelProto) -> ModelProto:
     copy = ModelProto()
     copy.CopyFrom(model)
     return to_plain_form(copy)
+
+
+def stored_outside_type(tensor: TensorProto) -> tuple[int, int] | None:
+    """(index, value) of the first integer a TensorProto of an 8- or 16-bit type holds outside its type's range,
+    or None. Such values sit in ``int32_data`` (raw_data cannot hold them); numpy and runtimes read them
+    wrapped (a uint8 300 becomes 44), so what the model means differs from what its producer wrote."""
+    st = STORAGE_BY_DATA_TYPE.get(tensor.data_type)
+    if st is None or st.bits not in (8, 16) or not tensor.int32_data:
+        return None
+    values = np.asarray(tensor.int32_data, np.int64)
+    outside = np.flatnonzero((values < st.min) | (values > st.max))
+    return (int(outside[0]), int(values[outside[0]])) if outside.size else None

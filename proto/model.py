@@ -34,9 +34,18 @@ from onnx_qtypes.proto.files import (
     read_file_bytes,
     writable_target,
 )
-from onnx_qtypes.proto.encoding import in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
-from onnx_qtypes.proto.parameter_tensors import Placement, drop_unreferenced, plan_parameters, wants_reference
-from onnx_qtypes.proto.qtype import QType, TensorStatistics, listing, reference_values, unknown_field_problem
+from onnx_qtypes.proto.encoding import MARKER_BASE, in_wire_form, marker, plain_data_type, to_wire_form, unmark_names
+from onnx_qtypes.proto.parameter_tensors import (
+    Placement,
+    drop_unreferenced,
+    named_parameters,
+    plan_parameters,
+    wants_reference,
+)
+from onnx_qtypes.proto.parameter_references import has_references, listing, read_references
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
+from onnx_qtypes.proto.versions import unknown_field_problem
 
 QUANTIZATION_FIELD = 1000
 STATISTICS_FIELD = 1001
@@ -105,7 +114,9 @@ def read_qtype(
 
 
 def model_parameters(model: ModelProto) -> ParameterLookup:
-    """Initializers by name, for parameters by reference: the main graph's and its subgraphs' (one name space)."""
+    """Initializers by name, for parameters by reference: the main graph's and its subgraphs' (one name space).
+    Its ``declared`` attribute gives the QuantizedType declared for a quantized initializer (a version-3
+    quantized parameter tensor), None for any other name."""
     found: dict[str, TensorProto] | None = None
 
     def lookup(name: str) -> TensorProto | None:
@@ -117,22 +128,46 @@ def model_parameters(model: ModelProto) -> ParameterLookup:
                     found.setdefault(init.name, init)
         return found.get(name)
 
+    lookup.declared = quantized_declarations(model)  # type: ignore[attr-defined]
     return lookup
+
+
+def quantized_declarations(model: ModelProto) -> Callable[[str], pb.QuantizedType | None]:
+    """name -> the QuantizedType its first quantized declaration carries in the main graph or a subgraph (None:
+    none); the declarations are read on the first call (most models never ask)."""
+    found: dict[str, pb.QuantizedType] | None = None
+
+    def declared(name: str) -> pb.QuantizedType | None:
+        nonlocal found
+        if found is None:
+            found = {}
+            for _, graph in iter_graphs(model):
+                for vi in (*graph.value_info, *graph.input, *graph.output):
+                    if vi.name in found or vi.type.WhichOneof("value") != "tensor_type" or \
+                            0 < vi.type.tensor_type.elem_type < MARKER_BASE:  # marked, or UNDEFINED (a plain copy)
+                        continue
+                    view = read_view(vi.type.tensor_type, f"value {vi.name!r}")
+                    if view.HasField("quantization"):
+                        found[vi.name] = view.quantization
+        return found.get(name)
+
+    return declared
 
 
 def inline_parameters(
     msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
 ) -> pb.QuantizedType:
-    """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` (a copy; ``msg``
-    itself when it lists them); ParameterReferenceError naming the declaration when they cannot be read."""
-    if not (msg.HasField("scale_tensor") or msg.HasField("zero_point_tensor")):
+    """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` / ``offset`` (a
+    copy; ``msg`` itself when it lists them); ParameterReferenceError naming the declaration when they cannot be
+    read. A quantized parameter tensor is read through ``parameters.declared`` (``model_parameters``)."""
+    if not has_references(msg):
         return msg
     if parameters is None:
         raise ParameterReferenceError(f"{where}: the type names its parameters by reference; read it with the model")
-    problem, scales, zero_points = reference_values(msg, parameters, shape)
-    if problem:
-        raise ParameterReferenceError(f"{where}: {problem}")
-    return listing(msg, scales, zero_points)
+    refs = read_references(msg, parameters, shape, getattr(parameters, "declared", None))
+    if refs.problem:
+        raise ParameterReferenceError(f"{where}: {refs.problem}")
+    return listing(msg, refs)
 
 
 def require_known_fields(view: pb.TensorTypeView, where: str) -> None:
@@ -429,7 +464,7 @@ def _plan(model: ModelProto, index: _Index, name: str, qtype: QType | None, func
     if qtype is None or not wants_reference(qtype):
         return qtype, None, None
     if function is not None:
-        if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
+        if named_parameters(qtype):
             raise QTypesError(f"set_qtype({name!r}): a function body has no initializers to hold parameters")
         return qtype, None, None
     graph, init = index.definitions.get(name, (model.graph, None))
@@ -444,9 +479,9 @@ def _plan(model: ModelProto, index: _Index, name: str, qtype: QType | None, func
 def _drop_replaced_parameters(model: ModelProto, index: _Index, name: str, qtype: QType | None) -> None:
     """Remove the initializers the tensor's previous type named and its new type does not, when unread."""
     previous = _declared_references(index, name)
-    named_before = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
+    named_before = named_parameters(previous)
     if named_before:
-        still = {n for n in (qtype.scale_tensor, qtype.zero_point_tensor) if n} if qtype is not None else set()
+        still = named_parameters(qtype)
         for _, graph in iter_graphs(model):
             drop_unreferenced(graph, named_before, still)
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11onnx_qtypes.proto\x12\x0bonnx_qtypes\"\xaa\x02\n\rQuantizedType\x12\x14\n\x0cstorage_type\x18\x01 \x01(\x05\x12\x19\n\x0e\x65xpressed_type\x18\x02 \x01(\x05:\x01\x31\x12\x11\n\x05scale\x18\x03 \x03(\x01\x42\x02\x10\x01\x12\x16\n\nzero_point\x18\x04 \x03(\x03\x42\x02\x10\x01\x12\x0c\n\x04\x61xis\x18\x05 \x01(\x03\x12\x12\n\nblock_size\x18\x06 \x01(\x03\x12/\n\x06schema\x18\x07 \x01(\x0e\x32\x13.onnx_qtypes.Schema:\nASYMMETRIC\x12\x13\n\x0bstorage_min\x18\x08 \x01(\x03\x12\x13\n\x0bstorage_max\x18\t \x01(\x03\x12\x14\n\x0cscale_tensor\x18\n \x01(\t\x12\x19\n\x11zero_point_tensor\x18\x0b \x01(\t\x12\x0f\n\x07version\x18\x0c \x01(\x05\"\x8b\x01\n\nStatistics\x12\x0b\n\x03min\x18\x01 \x01(\x01\x12\x0b\n\x03max\x18\x02 \x01(\x01\x12\x0c\n\x04mean\x18\x03 \x01(\x01\x12\x0b\n\x03std\x18\x04 \x01(\x01\x12\r\n\x05\x63ount\x18\x05 \x01(\x03\x12\x1b\n\x0fhistogram_edges\x18\x06 \x03(\x01\x42\x02\x10\x01\x12\x1c\n\x10histogram_counts\x18\x07 \x03(\x03\x42\x02\x10\x01\"\x84\x01\n\x10TensorStatistics\x12\'\n\x06tensor\x18\x01 \x01(\x0b\x32\x17.onnx_qtypes.Statistics\x12\x0c\n\x04\x61xis\x18\x02 \x01(\x03\x12)\n\x08per_axis\x18\x03 \x03(\x0b\x32\x17.onnx_qtypes.Statistics\x12\x0e\n\x06method\x18\x04 \x01(\t\"\x99\x01\n\x0eTensorTypeView\x12\x11\n\telem_type\x18\x01 \x01(\x05\x12\r\n\x05shape\x18\x02 \x01(\x0c\x12\x31\n\x0cquantization\x18\xe8\x07 \x01(\x0b\x32\x1a.onnx_qtypes.QuantizedType\x12\x32\n\nstatistics\x18\xe9\x07 \x01(\x0b\x32\x1d.onnx_qtypes.TensorStatistics*y\n\x06Schema\x12\x0e\n\nASYMMETRIC\x10\x00\x12\r\n\tSYMMETRIC\x10\x01\x12\x1b\n\x17SYMMETRIC_WITH_UNSIGNED\x10\x02\x12\x19\n\x15\x41SYMMETRIC_POW2_SCALE\x10\x03\x12\x18\n\x14SYMMETRIC_POW2_SCALE\x10\x04')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11onnx_qtypes.proto\x12\x0bonnx_qtypes\"\xeb\x02\n\rQuantizedType\x12\x14\n\x0cstorage_type\x18\x01 \x01(\x05\x12\x19\n\x0e\x65xpressed_type\x18\x02 \x01(\x05:\x01\x31\x12\x11\n\x05scale\x18\x03 \x03(\x01\x42\x02\x10\x01\x12\x16\n\nzero_point\x18\x04 \x03(\x03\x42\x02\x10\x01\x12\x0c\n\x04\x61xis\x18\x05 \x01(\x03\x12\x12\n\nblock_size\x18\x06 \x01(\x03\x12/\n\x06schema\x18\x07 \x01(\x0e\x32\x13.onnx_qtypes.Schema:\nASYMMETRIC\x12\x13\n\x0bstorage_min\x18\x08 \x01(\x03\x12\x13\n\x0bstorage_max\x18\t \x01(\x03\x12\x14\n\x0cscale_tensor\x18\n \x01(\t\x12\x19\n\x11zero_point_tensor\x18\x0b \x01(\t\x12\x0f\n\x07version\x18\x0c \x01(\x05\x12\x12\n\x06offset\x18\r \x03(\x01\x42\x02\x10\x01\x12\x15\n\roffset_tensor\x18\x0e \x01(\t\x12\x14\n\x08\x63odebook\x18\x0f \x03(\x01\x42\x02\x10\x01\"\x8b\x01\n\nStatistics\x12\x0b\n\x03min\x18\x01 \x01(\x01\x12\x0b\n\x03max\x18\x02 \x01(\x01\x12\x0c\n\x04mean\x18\x03 \x01(\x01\x12\x0b\n\x03std\x18\x04 \x01(\x01\x12\r\n\x05\x63ount\x18\x05 \x01(\x03\x12\x1b\n\x0fhistogram_edges\x18\x06 \x03(\x01\x42\x02\x10\x01\x12\x1c\n\x10histogram_counts\x18\x07 \x03(\x03\x42\x02\x10\x01\"\x84\x01\n\x10TensorStatistics\x12\'\n\x06tensor\x18\x01 \x01(\x0b\x32\x17.onnx_qtypes.Statistics\x12\x0c\n\x04\x61xis\x18\x02 \x01(\x03\x12)\n\x08per_axis\x18\x03 \x03(\x0b\x32\x17.onnx_qtypes.Statistics\x12\x0e\n\x06method\x18\x04 \x01(\t\"\x99\x01\n\x0eTensorTypeView\x12\x11\n\telem_type\x18\x01 \x01(\x05\x12\r\n\x05shape\x18\x02 \x01(\x0c\x12\x31\n\x0cquantization\x18\xe8\x07 \x01(\x0b\x32\x1a.onnx_qtypes.QuantizedType\x12\x32\n\nstatistics\x18\xe9\x07 \x01(\x0b\x32\x1d.onnx_qtypes.TensorStatistics*y\n\x06Schema\x12\x0e\n\nASYMMETRIC\x10\x00\x12\r\n\tSYMMETRIC\x10\x01\x12\x1b\n\x17SYMMETRIC_WITH_UNSIGNED\x10\x02\x12\x19\n\x15\x41SYMMETRIC_POW2_SCALE\x10\x03\x12\x18\n\x14SYMMETRIC_POW2_SCALE\x10\x04')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,18 +35,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUANTIZEDTYPE'].fields_by_name['scale']._serialized_options = b'\020\001'
   _globals['_QUANTIZEDTYPE'].fields_by_name['zero_point']._loaded_options = None
   _globals['_QUANTIZEDTYPE'].fields_by_name['zero_point']._serialized_options = b'\020\001'
+  _globals['_QUANTIZEDTYPE'].fields_by_name['offset']._loaded_options = None
+  _globals['_QUANTIZEDTYPE'].fields_by_name['offset']._serialized_options = b'\020\001'
+  _globals['_QUANTIZEDTYPE'].fields_by_name['codebook']._loaded_options = None
+  _globals['_QUANTIZEDTYPE'].fields_by_name['codebook']._serialized_options = b'\020\001'
   _globals['_STATISTICS'].fields_by_name['histogram_edges']._loaded_options = None
   _globals['_STATISTICS'].fields_by_name['histogram_edges']._serialized_options = b'\020\001'
   _globals['_STATISTICS'].fields_by_name['histogram_counts']._loaded_options = None
   _globals['_STATISTICS'].fields_by_name['histogram_counts']._serialized_options = b'\020\001'
-  _globals['_SCHEMA']._serialized_start=768
-  _globals['_SCHEMA']._serialized_end=889
+  _globals['_SCHEMA']._serialized_start=833
+  _globals['_SCHEMA']._serialized_end=954
   _globals['_QUANTIZEDTYPE']._serialized_start=35
-  _globals['_QUANTIZEDTYPE']._serialized_end=333
-  _globals['_STATISTICS']._serialized_start=336
-  _globals['_STATISTICS']._serialized_end=475
-  _globals['_TENSORSTATISTICS']._serialized_start=478
-  _globals['_TENSORSTATISTICS']._serialized_end=610
-  _globals['_TENSORTYPEVIEW']._serialized_start=613
-  _globals['_TENSORTYPEVIEW']._serialized_end=766
+  _globals['_QUANTIZEDTYPE']._serialized_end=398
+  _globals['_STATISTICS']._serialized_start=401
+  _globals['_STATISTICS']._serialized_end=540
+  _globals['_TENSORSTATISTICS']._serialized_start=543
+  _globals['_TENSORSTATISTICS']._serialized_end=675
+  _globals['_TENSORTYPEVIEW']._serialized_start=678
+  _globals['_TENSORTYPEVIEW']._serialized_end=831
 # @@protoc_insertion_point(module_scope)

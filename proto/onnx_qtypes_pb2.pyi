@@ -21,7 +21,7 @@ ASYMMETRIC_POW2_SCALE: Schema
 SYMMETRIC_POW2_SCALE: Schema
 
 class QuantizedType(_message.Message):
-    __slots__ = ("storage_type", "expressed_type", "scale", "zero_point", "axis", "block_size", "schema", "storage_min", "storage_max", "scale_tensor", "zero_point_tensor", "version")
+    __slots__ = ("storage_type", "expressed_type", "scale", "zero_point", "axis", "block_size", "schema", "storage_min", "storage_max", "scale_tensor", "zero_point_tensor", "version", "offset", "offset_tensor", "codebook")
     STORAGE_TYPE_FIELD_NUMBER: _ClassVar[int]
     EXPRESSED_TYPE_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,9 @@ class QuantizedType(_message.Message):
     SCALE_TENSOR_FIELD_NUMBER: _ClassVar[int]
     ZERO_POINT_TENSOR_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    CODEBOOK_FIELD_NUMBER: _ClassVar[int]
     storage_type: int
     expressed_type: int
     scale: _containers.RepeatedScalarFieldContainer[float]
@@ -46,7 +49,10 @@ class QuantizedType(_message.Message):
     scale_tensor: str
     zero_point_tensor: str
     version: int
-    def __init__(self, storage_type: _Optional[int] = ..., expressed_type: _Optional[int] = ..., scale: _Optional[_Iterable[float]] = ..., zero_point: _Optional[_Iterable[int]] = ..., axis: _Optional[int] = ..., block_size: _Optional[int] = ..., schema: _Optional[_Union[Schema, str]] = ..., storage_min: _Optional[int] = ..., storage_max: _Optional[int] = ..., scale_tensor: _Optional[str] = ..., zero_point_tensor: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+    offset: _containers.RepeatedScalarFieldContainer[float]
+    offset_tensor: str
+    codebook: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, storage_type: _Optional[int] = ..., expressed_type: _Optional[int] = ..., scale: _Optional[_Iterable[float]] = ..., zero_point: _Optional[_Iterable[int]] = ..., axis: _Optional[int] = ..., block_size: _Optional[int] = ..., schema: _Optional[_Union[Schema, str]] = ..., storage_min: _Optional[int] = ..., storage_max: _Optional[int] = ..., scale_tensor: _Optional[str] = ..., zero_point_tensor: _Optional[str] = ..., version: _Optional[int] = ..., offset: _Optional[_Iterable[float]] = ..., offset_tensor: _Optional[str] = ..., codebook: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Statistics(_message.Message):
     __slots__ = ("min", "max", "mean", "std", "count", "histogram_edges", "histogram_counts")

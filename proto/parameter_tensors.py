@@ -16,7 +16,8 @@ import numpy as np
 from onnx import GraphProto, TensorProto, numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.qtype import QType, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.qtype import QType
 
 # Above this many parameters set_qtype and lift keep them in initializers (8 KiB of scales listed at most).
 REFERENCE_THRESHOLD = 1024
@@ -24,8 +25,14 @@ REFERENCE_THRESHOLD = 1024
 
 def wants_reference(qtype: QType) -> bool:
     """True when ``qtype``'s parameters belong in initializers: it names some, or has more than the threshold."""
-    return qtype.scale_tensor is not None or qtype.zero_point_tensor is not None or (
-        qtype.axis is not None and len(qtype.scale) > REFERENCE_THRESHOLD)
+    return named_parameters(qtype) != set() or (qtype.axis is not None and len(qtype.scale) > REFERENCE_THRESHOLD)
+
+
+def named_parameters(qtype: QType | None) -> set[str]:
+    """The initializer names ``qtype`` gives for its parameters (scales, zero points, offsets)."""
+    if qtype is None:
+        return set()
+    return {n for n in (qtype.scale_tensor, qtype.zero_point_tensor, qtype.offset_tensor) if n}
 
 
 @dataclasses.dataclass
@@ -59,22 +66,30 @@ def plan_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[i
     """
     dims = parameter_shape(qtype, shape) if shape is not None else (() if qtype.axis is None else None)
     if dims is None or any(d is None for d in dims):
-        if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None:
+        if named_parameters(qtype):
             raise QTypesError(f"set_qtype({tensor!r}): parameters by reference need the tensor's shape; declare it")
         return Placement(qtype)
     claimed = set() if claimed is None else claimed
     existing = {init.name: init for init in graph.initializer}
-    owned = {n for n in (previous.scale_tensor, previous.zero_point_tensor) if n} if previous else set()
+    owned = named_parameters(previous)
     values = {
         "scale": np.asarray(qtype.scale, np.float64).astype(qtype.expressed_type.np_dtype).reshape(dims),
         "zero_point": np.asarray(qtype.zero_point, np.int64).astype(qtype.storage_type.np_dtype).reshape(dims),
+        "offset": np.asarray(qtype.offset or [0.0] * len(qtype.scale), np.float64).astype(
+            qtype.expressed_type.np_dtype).reshape(dims),
     }
     names: dict[str, str] = {}
     placement = Placement(qtype)
-    for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor)):
+    for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor),
+                           ("offset", qtype.offset_tensor)):
         name = default or (getattr(previous, f"{field}_tensor") if previous else None)
         if field == "zero_point" and name is None and not any(qtype.zero_point):
             continue  # all zero: nothing to store
+        if field == "offset" and name is None and not qtype.offset:
+            continue
+        if name in owned and name in existing and marked_storage(existing[name].data_type) is not None:
+            names[field] = name  # a quantized parameter tensor (version 3): its values were read from it
+            continue
         if name is None:
             name = unique_name(f"{tensor}_{field}", _Taken(existing, claimed, names.values(), taken))
         elif name in claimed or name in names.values():
@@ -93,7 +108,7 @@ def plan_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[i
             placement.writes.append(numpy_helper.from_array(values[field], name))
     claimed.update(names.values())
     placement.qtype = qtype.replace(validate=False, scale_tensor=names.get("scale"),
-                                    zero_point_tensor=names.get("zero_point"))
+                                    zero_point_tensor=names.get("zero_point"), offset_tensor=names.get("offset"))
     return placement
 
 
@@ -105,6 +120,12 @@ class _Taken:
 
     def __contains__(self, name: object) -> bool:
         return any(name in c for c in self.containers)
+
+
+def marked_storage(data_type: int) -> int | None:
+    from onnx_qtypes.proto.encoding import marked_storage as storage  # noqa: PLC0415 (imports this module)
+
+    return storage(data_type)
 
 
 def _holds(tensor, wanted: np.ndarray) -> bool:

@@ -127,6 +127,17 @@ def _validated(name: str, qtype: QType) -> QType:
         raise EvaluationError(f"tensor {name!r}: its type is invalid: {exc.problem}") from None
 
 
+def _check_constants_only(model: ModelProto, qtypes: dict[str, QType]) -> None:
+    """EvaluationError where a version-3 type (offsets, a codebook, quantized parameters) declares a value that is
+    not a constant: nothing defines quantizing into it (checker rule QT142, proposal/spec/llm_formats.md)."""
+    constants = {init.name for _, graph in iter_graphs(model) for init in graph.initializer} | {
+        o for _, graph in iter_graphs(model) for n in graph.node if n.op_type == "Constant" for o in n.output}
+    for name, qtype in qtypes.items():
+        if qtype.version >= 3 and name not in constants:
+            raise EvaluationError(f"tensor {name!r} has a version-3 type ({qtype}), which declares constants only, "
+                                  "but it is not a constant (checker rule QT142)")
+
+
 def _check_crossings(model: ModelProto, qtypes: dict[str, QType]) -> None:
     """EvaluationError where If / Loop / Scan would hand stored integers to a tensor of another type: passing them
     on would read them at another scale, and no node there could requantize (checker rule QT312)."""
@@ -153,6 +164,7 @@ class _Session:
         self.kernels = kernels
         self.qtypes = _declared_types(model)
         _check_crossings(model, self.qtypes)
+        _check_constants_only(model, self.qtypes)
         self.functions = {(f.domain, f.name) for f in model.functions}
         # a function whose body declares its inputs' or outputs' types computes on storage itself: its call passes
         # storage through (as control flow does) instead of dequantizing around the body
@@ -456,7 +468,9 @@ class _TypedNode:
         if floats:  # integer kernels compute on integers: float8 / float4 values run the definition
             self._session.kernel_log[key] = f"definitional: {', '.join(floats)} storage has no integer kernel"
             return None
-        if any(t is not None and t.has_negative_scale for t in (*resolved, *self._out)):
+        negative_ok = getattr(self._kernel, "reads_negative_scales", None)  # a kernel negating its integer terms
+        if any(t is not None and t.has_negative_scale for t in (*resolved, *self._out)) and not (
+                negative_ok is not None and negative_ok(resolved, self._out)):
             # the kernels, like the integer kernels of hardware, take the stored order for the real order and
             # multipliers >= 0; a negative scale (a weight, proposal/spec/types.md#negative-scales) breaks both
             self._session.kernel_log[key] = "definitional: a negative scale"

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, QType, STORAGE_TYPES
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
 from onnx_qtypes.reference_ops.quant import broadcast_parameters
 
 __all__ = ["boundary_type", "operand_qtype", "same_parameters"]

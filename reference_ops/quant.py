@@ -4,9 +4,13 @@ This module is the only place in the project that maps between real values
 and storage integers; every other module imports it. It transcribes
 ``proposal/spec/semantics.md``:
 
-    dequantize(q)  = scale[i] * (q - zero_point[i])
-    quantize(x)    = clamp(round_half_to_even(x / scale[i]) + zero_point[i],
+    dequantize(q)  = scale[i] * (q - zero_point[i]) + offset[i]
+    quantize(x)    = clamp(round_half_to_even((x - offset[i]) / scale[i]) + zero_point[i],
                            storage_min, storage_max)
+
+(``offset`` is 0 unless the type has version-3 offsets). A version-3 type with a codebook reads a code as
+``scale[i] * codebook[q - storage_min] + offset[i]`` and has no quantize
+(proposal/spec/llm_formats.md).
 
 computed in float64. A float storage type (float8, float4: zero point 0) stores
 ``x / scale[i]`` saturated to its largest finite value and rounded to the
@@ -30,17 +34,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.qtype import (
-    QType,
-    Schema,
-    block_count,
-    parameter_shape,
-    symmetric_with_unsigned_zero_points,
-)
+from onnx_qtypes.proto.parameter_layout import block_count, parameter_shape
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.validity import symmetric_with_unsigned_zero_points
 
 __all__ = [
+    "broadcast_offsets",
     "broadcast_parameters",
     "dequantize",
+    "dequantize_at",
     "dynamic_parameters",
     "quantize_float",
     "parameter_index",
@@ -111,20 +114,47 @@ def broadcast_parameters(qtype: QType, shape: Sequence[int], tensor: str | None 
     return scales[index], zero_points[index]
 
 
+def broadcast_offsets(qtype: QType, shape: Sequence[int], tensor: str | None = None) -> np.ndarray | float:
+    """The real-domain offset of every element (float64, broadcastable to ``shape``); 0.0 for a type without."""
+    if not qtype.offset:
+        return 0.0
+    return np.asarray(qtype.offset, dtype=np.float64)[parameter_index(qtype, shape, tensor)]
+
+
 def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
-    """Real values of storage integers ``q``: ``scale[i] * (q - zero_point[i])`` in float64.
+    """Real values of storage integers ``q``: ``scale[i] * (q - zero_point[i]) + offset[i]`` in float64 (with a
+    codebook, ``scale[i] * codebook[q - storage_min] + offset[i]``).
 
     Exact whenever the scale is a float32 (or narrower) value and
-    ``|q - zero_point| < 2**29``; int32 storage can lose the last bits.
+    ``|q - zero_point| < 2**29``; int32 storage can lose the last bits. With an offset or a codebook the
+    product is exact and the sum rounds once in float64 (53 bits), which holds the exact real of every GGUF
+    format (proposal/spec/llm_formats.md#exactness).
     """
     q = np.asarray(q)
+    _require_static(qtype, tensor)
+    return dequantize_at(q, qtype, parameter_index(qtype, q.shape, tensor), tensor=tensor)
+
+
+def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str | None = None) -> np.ndarray:
+    """``dequantize`` with each element's parameter index given (broadcastable to ``q``): what a kernel that has
+    moved codes and their indices together (Gather of rows of a blocked weight) reads them as."""
+    q = np.asarray(q)
+    scale = np.asarray(qtype.scale, dtype=np.float64)[index]
+    offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else 0.0
     if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
-        scale, _ = broadcast_parameters(qtype, q.shape, tensor)
-        return scale * q.astype(np.float64)  # zero point 0; NaN and inf (where the type has them) stay
+        return scale * q.astype(np.float64) + offset  # zero point 0; NaN and inf (where the type has them) stay
     if q.dtype.kind not in "iub" and not _is_ml_integer(q.dtype):
         raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
-    scale, zero_point = broadcast_parameters(qtype, q.shape, tensor)
-    return scale * (q.astype(np.int64) - zero_point).astype(np.float64)
+    codes = q.astype(np.int64)
+    if qtype.codebook:
+        lo, hi = storage_range(qtype)
+        if codes.size and (codes.min() < lo or codes.max() > hi):
+            bad = codes.min() if codes.min() < lo else codes.max()
+            raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)
+        values = np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
+    else:
+        values = (codes - np.asarray(qtype.zero_point, dtype=np.int64)[index]).astype(np.float64)
+    return scale * values + offset
 
 
 def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate: bool = True) -> np.ndarray:
@@ -136,8 +166,11 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate
     every rounding, ties included, exactly as exact arithmetic would. ±inf
     saturate; NaN has no quantized value and maps to the zero point.
     """
+    if qtype.codebook:
+        raise QTypeError("codebook", "a type with a codebook has no quantize (it declares constants only: "
+                         "proposal/spec/llm_formats.md)", tensor)
     scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor)
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64) - broadcast_offsets(qtype, np.shape(x), tensor)
     if qtype.storage_type.is_float:
         return quantize_float(x / scale, qtype, saturate=saturate)
     lo, hi = storage_range(qtype)

@@ -1028,8 +1028,8 @@ def cases() -> list[Case]:
               message="value 9 is not defined"),
         _fire("QT115", "field-30", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\xf0\x01\x01")), QF, "q",
               message="field 30"),
-        _fire("QT115", "version-3", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x03")), f"{QF}/version", "q",
-              message="extension version 3"),
+        _fire("QT115", "version-4", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x04")), f"{QF}/version", "q",
+              message="extension version 4"),
         _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),
         # QT128
         _fire("QT128", "uint8-unsigned-form", lambda: one_tensor(qmsg(
@@ -1332,4 +1332,8 @@ def cases() -> list[Case]:
         _fire("QT508", "sigmoid", _sigmoid, "/graph/node/0", node="sigmoid", profile=USER_OPS_PROFILE),
         _miss("QT508", "sigmoid-listed", _sigmoid, profile={**USER_OPS_PROFILE, "supported_ops": [
             *USER_OPS_PROFILE["supported_ops"], "Sigmoid"]}),
+        *checker_models_llm.cases(),  # QT140-QT142, the LLM weight formats
     ]
+
+
+import checker_models_llm  # noqa: E402 (QT140-QT142's cases build on this module's Graph and Case)

@@ -20,7 +20,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, set_qtype
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema, parameter_shape, symmetric_with_unsigned_zero_points
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
+from onnx_qtypes.proto.validity import symmetric_with_unsigned_zero_points
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 IR_VERSION, OPSET = 10, 21

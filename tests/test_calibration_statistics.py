@@ -170,7 +170,7 @@ def test_progress_shows_on_a_terminal_only():
 
 def _round_trips():
     from onnx_qtypes.calibration.parameters import Storage, round_trip
-    from onnx_qtypes.proto.qtype import Schema
+    from onnx_qtypes.proto.schema import Schema
 
     return round_trip(Storage("uint8")), round_trip(Storage("int8", Schema.SYMMETRIC))
 

@@ -10,7 +10,7 @@ from corpus import FLOAT_MODELS, calibration_samples, corpus_feeds, run_onnxrunt
 from onnx_qtypes import get_qtype, lower, quantized_tensors
 from onnx_qtypes.calibration import calibrate_model
 from onnx_qtypes.checker import check_model
-from onnx_qtypes.proto.qtype import Schema
+from onnx_qtypes.proto.schema import Schema
 
 
 def _sqnr(reference: np.ndarray, approx: np.ndarray) -> float:

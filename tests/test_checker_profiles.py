@@ -13,7 +13,8 @@ from checker_models import concat_model, conv_model, int8, one_tensor, qmsg
 from onnx_qtypes import QType
 from onnx_qtypes.checker import ProfileError, all_rules, builtin_names, iter_diagnostics, load_profile
 from onnx_qtypes.checker.profile import schema
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 
 BUILT_INS = ["ethos-u-vela", "generic", "pow2-int8", "qnn-htp", "symmetric-int8", "tensorrt-int8", "tflite-int8",
              "vitis-ai-dpu"]
@@ -21,7 +22,7 @@ BUILT_INS = ["ethos-u-vela", "generic", "pow2-int8", "qnn-htp", "symmetric-int8"
 
 def test_the_schema_names_every_storage_type_and_schema_of_the_extension():
     """profile.schema.json spells the storage types and schemas out (JSON Schema cannot import them): it must keep
-    up with proto/qtype.py, as when float storage was added."""
+    up with proto/storage_types.py, as when float storage was added."""
     defs = schema()["$defs"]
     assert defs["storage"]["enum"] == list(STORAGE_TYPES)
     assert defs["schema"]["enum"] == [s.name.lower() for s in Schema]

@@ -16,7 +16,7 @@ from corpus_float8 import FLOAT4_OPSET, FLOAT8, MX_BLOCK, MX_OPSET, feeds, hand_
 
 from onnx_qtypes import diagnose, get_qtype, lift, lower
 from onnx_qtypes.checker import iter_diagnostics
-from onnx_qtypes.proto.qtype import STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 HAND = hand_built()

@@ -16,7 +16,7 @@ import pytest
 from onnx import numpy_helper
 
 from onnx_qtypes import get_qtype, lift
-from onnx_qtypes.proto.qtype import STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 OPS = ("QuantizeLinear", "DequantizeLinear")

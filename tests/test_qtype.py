@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from onnx_qtypes import QType, QTypeError, Schema, Statistics, TensorStatistics
 from onnx_qtypes.proto import STORAGE_TYPES, onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.qtype import count_problem, is_pow2
+from onnx_qtypes.proto.validity import count_problem, is_pow2
 
 
 def test_defaults_fill_range_and_zero_points():
@@ -300,7 +300,7 @@ def _outcome(scale, zero_point, schema) -> object:
 
 def _per_value(scale, zero_point, schema) -> str | None:
     """The first failing check as the spec states it, one value at a time (no numpy)."""
-    from onnx_qtypes.proto.qtype import scale_problem, zero_point_problem  # noqa: PLC0415
+    from onnx_qtypes.proto.validity import scale_problem, zero_point_problem  # noqa: PLC0415
 
     problems = [p for p in map(scale_problem, map(float, scale)) if p]
     if problems:
@@ -423,18 +423,18 @@ def test_unknown_schema_values_and_fields_are_named_and_read_strictly_by_read_qt
 
     from onnx_qtypes import MalformedExtensionError  # noqa: PLC0415
     from onnx_qtypes.proto.model import read_qtype, write_qtype  # noqa: PLC0415
-    from onnx_qtypes.proto.qtype import unknown_field_problem  # noqa: PLC0415
+    from onnx_qtypes.proto.versions import unknown_field_problem  # noqa: PLC0415
 
     base = QType("int8", 0.5).to_proto()
     schema_9 = _with_unknown(base, b"\x38\x09")  # field 7 (schema), varint 9: protobuf reads ASYMMETRIC
     field_30 = _with_unknown(base, b"\xf0\x01\x01")  # field 30, varint 1
-    version_3 = _with_unknown(base, b"\x60\x03")  # field 12 (version), 3: a newer extension than this reader
+    version_4 = _with_unknown(base, b"\x60\x04")  # field 12 (version), 4: a newer extension than this reader
     assert unknown_field_problem(base) is None
     assert re.fullmatch(r"quantization\.schema: value 9 is not defined .*symmetric \(1\).*", unknown_field_problem(schema_9))
     assert unknown_field_problem(field_30) == ("quantization: QuantizedType field 30 is not defined by this version "
                                                "of the extension")
-    assert unknown_field_problem(version_3).startswith("quantization.version: extension version 3 is not one this "
-                                                       "reader knows (1, 2)")
+    assert unknown_field_problem(version_4).startswith("quantization.version: extension version 4 is not one this "
+                                                       "reader knows (1, 2, 3)")
     assert unknown_field_problem(_with_unknown(base, b"\x60\x02")) is None
     stats = TensorStatistics(per_axis=(Statistics(min=0.0), Statistics(min=1.0)), axis=0).to_proto()
     stats.per_axis[1].MergeFromString(b"\x60\x01")

@@ -16,7 +16,8 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from onnx_qtypes import QType, QTypeError, Schema
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.reference_ops import quant
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -27,6 +27,7 @@ DOCS = [
     "proposal/spec/interop.md",
     "proposal/spec/calibration.md",
     "proposal/spec/profiles.md",
+    "proposal/spec/llm_formats.md",
 ]
 RULE_IDS = {r.id for r in all_rules()}
 MARKER = "not checked by a rule:"  # the convention stated once in types.md#citations

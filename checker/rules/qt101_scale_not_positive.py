@@ -20,6 +20,8 @@ to 0 or 255.
 ## Valid example
 `int8:float32<scale 0.02, zero_point 0>`; also a per-axis weight with
 scales `[0.02, -0.5]`, as NNCF's symmetric weight compression writes it.
+A version-3 type (an LLM weight format, constants only) may have a
+scale of 0: GGUF writes d = 0 for a block of zeros (QT142).
 
 ## Fix
 Recalibrate the tensor. A channel whose values are all zero still needs a
@@ -37,7 +39,7 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize_flagged
-from onnx_qtypes.proto.qtype import scale_problem
+from onnx_qtypes.proto.validity import scale_problem, zero_scale_allowed
 
 
 @rule("QT101", "scale-not-positive", "error")
@@ -47,8 +49,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         suspect = ~(np.isfinite(cols.scales) & (cols.scales != 0))  # screen every scale at once
     for decl in cols.owners(suspect):
         scales = np.asarray(decl.qtype.scale, np.float64)
+        zero_allowed = zero_scale_allowed(decl.qtype.version)  # version 3: constants only, a block of zeros
         with np.errstate(invalid="ignore"):
-            flagged = ~(np.isfinite(scales) & (scales != 0))  # scale_problem's test, on every scale of the type
+            flagged = ~(np.isfinite(scales) & ((scales != 0) | zero_allowed))  # scale_problem's test
         if found := summarize_flagged(flagged, decl.qtype.scale, _problem, "scales"):
             index, message = found
             yield Finding(decl_location(decl, "quantization", "scale", index), message)

@@ -39,7 +39,8 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize_flagged
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, ExpressedType, scale_warning
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, ExpressedType
+from onnx_qtypes.proto.validity import scale_warning
 
 
 @rule("QT102", "scale-not-representable", "warning")

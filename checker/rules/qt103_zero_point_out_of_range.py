@@ -39,7 +39,7 @@ from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize_flagged
-from onnx_qtypes.proto.qtype import range_problem, zero_point_problem
+from onnx_qtypes.proto.validity import range_problem, zero_point_problem
 
 
 @rule("QT103", "zero-point-out-of-range", "error")

@@ -33,7 +33,7 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import storage_problem
+from onnx_qtypes.proto.storage_types import storage_problem
 
 
 @rule("QT104", "storage-type-not-allowed", "error")

@@ -30,7 +30,7 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import range_problem
+from onnx_qtypes.proto.validity import range_problem
 
 
 @rule("QT105", "storage-range-invalid", "error")

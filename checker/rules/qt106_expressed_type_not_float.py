@@ -29,7 +29,7 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import expressed_problem
+from onnx_qtypes.proto.storage_types import expressed_problem
 
 
 @rule("QT106", "expressed-type-not-float", "error")

@@ -41,7 +41,8 @@ from onnx_qtypes.checker.columns import DIM, DIM_UNKNOWN, columns
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import QType, count_problem
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.validity import count_problem
 
 
 def shape_is_checkable(qt: QType, shape: tuple | None) -> bool:

@@ -45,7 +45,9 @@ from onnx_qtypes.checker.context import Context, decl_location, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import summarize_flagged
-from onnx_qtypes.proto.qtype import Schema, StorageType, schema_problem, symmetric_with_unsigned_zero_points
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import StorageType
+from onnx_qtypes.proto.validity import schema_problem, symmetric_with_unsigned_zero_points
 
 
 @rule("QT111", "schema-zero-point-violated", "error")

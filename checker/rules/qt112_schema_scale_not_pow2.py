@@ -33,7 +33,8 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import not_pow2, summarize_flagged
-from onnx_qtypes.proto.qtype import Schema, schema_problem
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.validity import schema_problem
 
 
 @rule("QT112", "schema-scale-not-pow2", "error")

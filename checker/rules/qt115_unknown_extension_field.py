@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import unknown_fields
+from onnx_qtypes.proto.versions import unknown_fields
 
 
 @rule("QT115", "unknown-extension-field", "error", typed_only=True)

@@ -44,6 +44,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.declarations:
         if decl.reference_problem is None:
             continue
-        field = "zero_point_tensor" if decl.reference_problem.startswith("zero_point_tensor") else "scale_tensor"
+        field = next((f for f in ("zero_point_tensor", "offset_tensor") if decl.reference_problem.startswith(f)),
+                     "scale_tensor")
         yield Finding(decl_location(decl, "quantization", field),
                       f"{decl.reference_problem}; the type's parameters cannot be read")

@@ -39,7 +39,7 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.encoding import marker
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 
 
 @rule("QT119", "elem-type-not-marker", "error", typed_only=True)

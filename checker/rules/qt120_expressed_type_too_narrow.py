@@ -86,7 +86,8 @@ from onnx_qtypes.checker.context import Context, Declared, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt, not_pow2, summarize_flagged
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, QType
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES
 
 MAX_STORAGE_BITS = 16  # wider storage (int32) types biases and accumulators: the data bound their values
 

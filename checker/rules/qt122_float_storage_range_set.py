@@ -34,7 +34,7 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import float_storage_problem
+from onnx_qtypes.proto.validity import float_storage_problem
 
 
 @rule("QT122", "float-storage-range-set", "error")

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
 
 
 @rule("QT123", "float-quantize-not-saturating", "warning")

@@ -34,7 +34,8 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import QType, Schema
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
 
 
 def _problem(qt: QType) -> str | None:

@@ -38,7 +38,8 @@ from onnx_qtypes.checker.columns import columns
 from onnx_qtypes.checker.context import Context, decl_location, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import Schema, negative_scale_problem
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.validity import negative_scale_problem
 
 
 @rule("QT128", "negative-scale-unsigned-form", "error")

@@ -31,7 +31,7 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt, statistics_entries
-from onnx_qtypes.proto.qtype import Statistics
+from onnx_qtypes.proto.statistics import Statistics
 
 
 def malformed_histogram(stats: Statistics) -> tuple[str, str] | None:

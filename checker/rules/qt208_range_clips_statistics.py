@@ -44,7 +44,9 @@ from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
 from onnx_qtypes.proto.relu_readers import read_only_by_relu
-from onnx_qtypes.proto.qtype import QType, Statistics, range_problem
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import Statistics
+from onnx_qtypes.proto.validity import range_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
 

@@ -32,7 +32,7 @@ from onnx_qtypes.checker.context import Context, storage_of, storage_range
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import flagged_constant
-from onnx_qtypes.proto.qtype import range_problem
+from onnx_qtypes.proto.validity import range_problem
 
 
 @rule("QT303", "constant-out-of-range", "error")

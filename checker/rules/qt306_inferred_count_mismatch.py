@@ -33,7 +33,9 @@ from onnx_qtypes.checker.context import MAIN, Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.rules.qt107_parameter_count_mismatch import shape_is_checkable
-from onnx_qtypes.proto.qtype import QType, count_problem, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.validity import count_problem
 
 
 def _decided(qt: QType, shape: tuple | None) -> bool:

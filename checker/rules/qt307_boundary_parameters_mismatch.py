@@ -45,7 +45,8 @@ from onnx_qtypes.checker.context import Context, NodeRef, storage_of
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.float_view import expressed_data_type
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.qtype import QType, parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.qtype import QType
 
 QUANTIZE, DEQUANTIZE = "QuantizeLinear", "DequantizeLinear"
 

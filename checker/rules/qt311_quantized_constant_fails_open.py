@@ -39,7 +39,7 @@ from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding, Location
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.encoding import marker
-from onnx_qtypes.proto.qtype import STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 
 
 @rule("QT311", "quantized-constant-fails-open", "error", typed_only=True)

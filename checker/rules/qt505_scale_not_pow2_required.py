@@ -29,7 +29,7 @@ from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import constrained, fmt, not_pow2, profile_label, summarize_flagged
-from onnx_qtypes.proto.qtype import is_pow2
+from onnx_qtypes.proto.validity import is_pow2
 
 
 @rule("QT505", "scale-not-pow2-required", "error")

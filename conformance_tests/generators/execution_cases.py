@@ -104,7 +104,9 @@ def write(folder: pathlib.Path = CASES) -> int:
         (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         for name, data in files.items():
             (target / name).write_bytes(data)
-    return len(documents)
+    import gguf_cases  # noqa: PLC0415 (beside this file: the LLM weight-format cases, gguf-*, into the same folder)
+
+    return len(documents) + gguf_cases.write(folder)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,56 @@ def _referenced(change: str):
     return model, feeds
 
 
+def _llm_weight(change: str):
+    """y = Add(x, w), w a constant uint4 weight in IQ4_NL's form (codebook, one float16 scale per block of 2:
+    version 3, proposal/spec/llm_formats.md) spoiled by ``change``."""
+    onnx, TensorProto, helper, numpy_helper, pb, marker, _, _ = _imports()
+    from onnx_qtypes.interop.gguf_formats import IQ4_NL_LEVELS  # noqa: PLC0415
+    from onnx_qtypes.proto.encoding import mark_tensor  # noqa: PLC0415
+
+    model, feeds = _relu()
+    graph = model.graph
+    graph.node[0].CopyFrom(helper.make_node("Add", ["x", "w"], ["y"], name="add"))
+    w = helper.make_tensor("w", TensorProto.UINT4, list(SHAPE), vals=[0, 3, 7, 15, 8, 1, 2, 9])
+    mark_tensor(w, TensorProto.UINT4)
+    graph.initializer.append(w)
+    graph.initializer.append(numpy_helper.from_array(np.full((2, 2), 0.5, np.float16), "w_scale"))
+    msg = pb.QuantizedType(storage_type=TensorProto.UINT4, axis=1, block_size=2, scale_tensor="w_scale", version=3)
+    msg.codebook.extend(float(v) for v in IQ4_NL_LEVELS[: 15 if change == "codebook" else 16])
+    if change == "version":  # an offset (a version-3 field) in a type that declares version 2
+        msg.ClearField("codebook")
+        msg.offset.extend([1.0, 2.0, 3.0, 4.0])
+        msg.version = 2
+        graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.full((2, 2), 0.5, np.float32), "w_scale"))
+    if change == "offsets":
+        msg.offset.extend([1.0, 2.0, 3.0])
+    if change == "nested":  # the scales a quantized parameter tensor whose own scales are quantized too
+        graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.full((2, 2), 3, np.uint8), "w_scale"))
+        mark_tensor(graph.initializer[-1], TensorProto.UINT8)
+        graph.initializer.append(numpy_helper.from_array(np.full((2, 1), 7, np.uint8), "w_scale_scale"))
+        mark_tensor(graph.initializer[-1], TensorProto.UINT8)
+        graph.initializer.append(numpy_helper.from_array(np.full((2, 1), 0.5, np.float16), "w_scale_scale_scale"))
+        for name, dims, scale_tensor, block in (("w_scale", [2, 2], "w_scale_scale", 2),
+                                                ("w_scale_scale", [2, 1], "w_scale_scale_scale", 1)):
+            inner = pb.QuantizedType(storage_type=TensorProto.UINT8, axis=1, block_size=block,
+                                     scale_tensor=scale_tensor, version=3)
+            vi = helper.make_tensor_value_info(name, TensorProto.UNDEFINED, dims)
+            _declare(vi, inner)
+            graph.value_info.append(vi)
+    vi = helper.make_tensor_value_info("w", TensorProto.UNDEFINED, SHAPE)
+    _declare(vi, msg)
+    graph.value_info.append(vi)
+    if change == "input":  # the same type on x, a graph input: a value nothing defines quantizing into
+        listed = pb.QuantizedType()
+        listed.CopyFrom(msg)
+        listed.ClearField("scale_tensor")
+        listed.storage_type = TensorProto.INT4  # int4 codes (fed as int8), the codebook indexed from -8
+        listed.scale.extend([0.5] * 4)  # its own parameters: only QT142 is broken
+        _declare(model.graph.input[0], listed)
+        feeds = {"x": np.asarray((feeds["x"] & 15) - 8, np.int8)}
+    return model, feeds
+
+
 def _boundary():
     """y = DequantizeLinear(x, 0.25, 0) while x's type says scale 0.5 (QT307)."""
     onnx, TensorProto, helper, numpy_helper, _, marker, _, _ = _imports()
@@ -137,13 +187,13 @@ def _disagreeing_declarations():
 
 def cases() -> list[Reject]:
     _, TensorProto, _, _, pb, marker, _, _ = _imports()
-    version_3 = b"\x60\x03"  # field 12 (version), varint 3
+    version_4 = b"\x60\x04"  # field 12 (version), varint 4
     schema_9 = b"\x38\x09"  # field 7 (schema), varint 9
     field_30 = b"\xf0\x01\x01"  # field 30, varint 1
     return [
         Reject("reject-unknown-version", "QT115",
-               "the type says extension version 3, which this version of the extension does not define: a reader "
-               "cannot know what its fields mean", lambda: _relu(_message(extra=version_3))),
+               "the type says extension version 4, which this version of the extension does not define: a reader "
+               "cannot know what its fields mean", lambda: _relu(_message(extra=version_4))),
         Reject("reject-unknown-schema-value", "QT115",
                "schema holds 9, no defined value: protobuf reads it as the default (asymmetric), so a reader that "
                "does not check would silently choose a meaning", lambda: _relu(_message(extra=schema_9))),
@@ -185,6 +235,20 @@ def cases() -> list[Reject]:
         Reject("reject-declarations-disagree", "QT301",
                "x is declared with scale 0.5 and with scale 0.25: the result would depend on which is read",
                _disagreeing_declarations),
+        Reject("reject-v3-field-in-version-2", "QT115",
+               "the type has offsets, a field of extension version 3, but declares version 2, which does not define "
+               "them: a reader of version 2 would not know them, so one of version 3 must not guess either",
+               lambda: _llm_weight("version")),
+        Reject("reject-offset-count-mismatch", "QT140",
+               "4 block scales and 3 real-domain offsets: the last block has no offset", lambda: _llm_weight("offsets")),
+        Reject("reject-codebook-wrong-length", "QT141",
+               "a uint4 codebook of 15 levels: code 15 stands for nothing", lambda: _llm_weight("codebook")),
+        Reject("reject-nested-parameter-tensor", "QT117",
+               "the weight's scales are a quantized tensor whose own scales are quantized too: version 3 allows one "
+               "level", lambda: _llm_weight("nested")),
+        Reject("reject-v3-type-on-graph-input", "QT142",
+               "a graph input has a codebook type: version 3 declares constants only, and nothing defines "
+               "quantizing into a codebook", lambda: _llm_weight("input")),
         Reject("reject-operand-parameters-differ", "QT307",
                "DequantizeLinear reads x with scale 0.25 while x's type says 0.5: a reader cannot honour both",
                _boundary),

@@ -32,7 +32,7 @@ from onnx_qtypes.calibration.errors import CalibrationError
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS
 from onnx_qtypes.proto import save
 from onnx_qtypes.proto.files import refuse_overwrite, require_regular_file, standard_output
-from onnx_qtypes.proto.qtype import Schema
+from onnx_qtypes.proto.schema import Schema
 
 SCHEMAS = tuple(s.name.lower() for s in Schema)
 

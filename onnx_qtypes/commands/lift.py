@@ -22,6 +22,8 @@ import json
 import sys
 
 from onnx_qtypes.interop.left import summary as summary_of_left
+from onnx_qtypes.commands import lift_gguf
+from onnx_qtypes.interop.gguf import is_gguf
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
@@ -29,7 +31,7 @@ from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, require_re
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="IN", help="QDQ or QOperator .onnx model")
+    parser.add_argument("input", metavar="IN", help="QDQ or QOperator .onnx model, or a .gguf file")
     parser.add_argument("output", metavar="OUT", help="where to write the typed model")
     parser.add_argument(
         "--statistics", metavar="CALIBRATION.json", help="onnxruntime calibration results to record as statistics"
@@ -39,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input, statistics=args.statistics)
+    if is_gguf(args.input):  # llama.cpp's weights container: its own lift (lift_gguf.py)
+        return lift_gguf.run(args)
     statistics = None
     if args.statistics:  # read first: its errors name that file alone, and come before the model's
         require_regular_file(args.statistics, "a calibration .json file")  # before opening: a FIFO blocks

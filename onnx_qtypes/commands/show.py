@@ -23,7 +23,8 @@ from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
 from onnx_qtypes.proto.reader import ReadModel, read_model
-from onnx_qtypes.proto.qtype import QType, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
 
 

@@ -13,7 +13,8 @@ from html import escape
 from typing import Any
 
 from onnx_qtypes.checker import Diagnostic, Severity
-from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 from onnx_qtypes.report.range_error import (RangeError, displayed_histogram, histogram, range_error, ranges,
                                             tensor_error)
 from onnx_qtypes.report.style import CSS

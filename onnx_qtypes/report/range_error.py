@@ -28,7 +28,8 @@ import numpy as np
 
 from onnx_qtypes.checker.rules.qt205_histogram_malformed import malformed_histogram
 from onnx_qtypes.checker.rules.qt208_range_clips_statistics import clipped_fraction, representable_ranges
-from onnx_qtypes.proto.qtype import QType, Statistics, TensorStatistics
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 
 
 @dataclasses.dataclass(frozen=True)

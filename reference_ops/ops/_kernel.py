@@ -66,15 +66,19 @@ class KernelContext:
             return tuple(self._shapes[index])  # type: ignore[arg-type]
         raise Unsupported(f"the shape of input {index} is unknown")
 
-    def input_type(self, index: int) -> QType:
+    def input_type(self, index: int, *, llm_formats: bool = False) -> QType:
+        """The resolved type of a quantized input; Unsupported for a plain one, and for a version-3 type (offsets,
+        a codebook: proposal/spec/llm_formats.md) unless the kernel reads those (``llm_formats``)."""
         qtype = self.input_qtypes[index] if index < len(self.input_qtypes) else None
         if qtype is None:
             raise Unsupported(f"input {index} ({self.node.input[index] if index < len(self.node.input) else '?'}) is not quantized")
+        if not qtype.is_affine and not llm_formats:
+            raise Unsupported(f"input {index} has offsets or a codebook, which this kernel does not read")
         return qtype
 
-    def typed_input(self, index: int) -> tuple[np.ndarray, QType]:
+    def typed_input(self, index: int, *, llm_formats: bool = False) -> tuple[np.ndarray, QType]:
         """(storage as int64, resolved type) of a quantized input."""
-        qtype = self.input_type(index)
+        qtype = self.input_type(index, llm_formats=llm_formats)
         return np.asarray(self.inputs[index]).astype(np.int64), qtype
 
     def output_type(self, index: int = 0) -> QType:

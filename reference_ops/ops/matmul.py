@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.reference_ops.ops import _blocked_matmul
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.ops._matmul import exact_matmul
 from onnx_qtypes.reference_ops.ops._requant import offsets, output, scales
@@ -48,7 +49,16 @@ def plan(ctx: KernelContext) -> dict[str, np.ndarray]:
     return {"accumulator": np.asarray(s_a * s_b / s_y)}
 
 
+def reads_negative_scales(inputs: list[QType | None], outputs: list[QType | None]) -> bool:
+    """A blocked weight's negative scales are handled by its kernel (``_blocked_matmul``)."""
+    b_t = inputs[1] if len(inputs) > 1 else None
+    return b_t is not None and b_t.block_size is not None and b_t.axis == 0 and _blocked_matmul.reads_negative_scales(
+        inputs[0], b_t, outputs[0] if outputs else None)
+
+
 def run(ctx: KernelContext) -> tuple:
+    if _blocked_matmul.applies(ctx.input_qtypes[1], len(ctx.shape(1))):  # GGUF, MatMulNBits-style weights
+        return _blocked_matmul.run(ctx)
     multiplier = plan(ctx)["accumulator"]
     a, a_t = ctx.typed_input(0)
     b, b_t = ctx.typed_input(1)

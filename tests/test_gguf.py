@@ -1,0 +1,205 @@
+"""GGUF files lift into typed models that check clean, run to gguf's own values and lower to standard ONNX that
+onnxruntime computes the same (proposal/spec/llm_formats.md). The files are written by gguf's GGUFWriter from
+random valid blocks (tests/gguf_files.py); gguf's dequantizer is the reference the values are held to."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import gguf_files  # noqa: E402
+import onnx_qtypes  # noqa: E402
+from onnx_qtypes.checker import iter_diagnostics  # noqa: E402
+from onnx_qtypes.interop.gguf import GGUFError, lift_gguf  # noqa: E402
+from onnx_qtypes.interop.gguf_formats import FORMATS  # noqa: E402
+from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def every_format(tmp_path_factory):
+    """A GGUF file with a tensor of every lifted format, its typed model and gguf's values."""
+    folder = tmp_path_factory.mktemp("gguf")
+    source = folder / "model.gguf"
+    gguf_files.write_gguf(source, gguf_files.every_format(), metadata={"llama.context_length": 4096})
+    lift_gguf(source, folder / "model.onnx")
+    return source, folder / "model.onnx", gguf_files.gguf_values(source)
+
+
+def _case(case_id: str) -> tuple[onnx.ModelProto, dict, np.ndarray]:
+    """A committed conformance case's typed model, feeds and expected output."""
+    from builders import ROOT  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+
+    folder = ROOT / "conformance_tests" / "cases" / "execution" / case_id
+    feeds = {}
+    for path in sorted((folder / "test_data_set_0").glob("input_*.pb")):
+        tensor = onnx.load_tensor(str(path))
+        feeds[tensor.name] = numpy_helper.to_array(tensor)
+    expected = numpy_helper.to_array(onnx.load_tensor(str(folder / "test_data_set_0" / "output_0.pb")))
+    return onnx_qtypes.load(folder / "model.onnx"), feeds, expected
+
+
+def _values_equal(want: np.ndarray, got: np.ndarray) -> bool:
+    return want.shape == got.shape and np.array_equal(want.astype(np.float32), np.asarray(got).astype(np.float32))
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_every_format_decodes_exactly_as_gguf(name):
+    """The planes' exact reals, rounded once to float32, are gguf's float32 values: a product of at most 24
+    significant bits, then one rounding (llm_formats.md#exactness). Zero d and dmin included; the only
+    difference allowed is the sign of a zero, which exact reals do not have."""
+    fmt = FORMATS[name]
+    rng = np.random.default_rng(len(name))
+    blocks = gguf_files.random_blocks(fmt, 2000, rng)
+    planes = fmt.unpack(blocks)
+    ours = fmt.reals(planes).astype(np.float32)
+    theirs = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType[name]).reshape(ours.shape)
+    assert np.array_equal(ours, theirs)
+    differ = ours.view(np.uint32) != theirs.view(np.uint32)
+    assert (ours[differ] == 0).all()  # +0 here, -0 in gguf where d * 0 has a sign
+    if fmt.storage != "float4e2m1":  # integer codes within the declared storage range, and all of it in use
+        assert planes.codes.min() >= fmt.lo and planes.codes.max() <= fmt.hi
+        assert len(np.unique(planes.codes)) == fmt.hi - fmt.lo + 1 or name in gguf_files.QUANTIZED_BY_GGUF
+
+
+def test_the_lift_checks_clean_and_runs_to_ggufs_values(every_format):
+    _, typed, want = every_format
+    model = onnx_qtypes.load(typed)
+    errors = [d for d in iter_diagnostics(model) if d.severity.value == "error"]
+    assert not errors, [str(d) for d in errors]
+    assert [o.name for o in model.graph.output] == list(want)  # named exactly as in the file, in its order
+    for kernels in ("definitional", "integer"):
+        got = ReferenceEvaluator(model, kernels=kernels).run(list(want), {})
+        bad = [n for n, g in zip(want, got) if not _values_equal(want[n], g)]
+        assert not bad, (kernels, bad)
+
+
+def test_lowered_onnxruntime_gives_ggufs_float32_bits(every_format):
+    """After lower, onnxruntime's unoptimized CPU path computes every weight to gguf's float32 bits (signed zeros
+    included: its DequantizeLinear multiplies in float32 as gguf does)."""
+    ort = pytest.importorskip("onnxruntime")
+    _, typed, want = every_format
+    lowered = onnx_qtypes.lower(onnx_qtypes.load(typed))
+    assert not any(o.domain not in ("", "ai.onnx") for o in lowered.opset_import)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(lowered.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    got = dict(zip(want, session.run(list(want), {})))
+    for name, value in want.items():
+        assert np.array_equal(np.asarray(got[name]).astype(np.float32).view(np.uint32),
+                              value.astype(np.float32).view(np.uint32)), name
+
+
+def test_metadata_is_kept_as_json(every_format):
+    _, typed, _ = every_format
+    meta = {p.key: p.value for p in onnx.load(str(typed)).metadata_props}
+    assert meta["onnx_qtypes.source"] == "GGUF" and json.loads(meta["gguf.version"]) == 3
+    assert json.loads(meta["general.name"]) == "onnx-qtypes test model"
+    assert json.loads(meta["tokenizer.ggml.tokens"]) == ["<s>", "</s>", "hello"]
+    assert json.loads(meta["llama.context_length"]) == 4096
+
+
+def test_external_data_written_in_chunks_holds_the_same_values(tmp_path, every_format):
+    source, _, want = every_format
+    result = lift_gguf(source, tmp_path / "big.onnx", external=True, chunk_values=1024)  # many chunks per tensor
+    assert result.external and (tmp_path / "big.onnx.data").stat().st_size >= result.bytes_written  # + alignment
+    assert (tmp_path / "big.onnx").stat().st_size < result.bytes_written  # the planes are not in the graph
+    got = ReferenceEvaluator(onnx_qtypes.load(tmp_path / "big.onnx")).run(list(want), {})
+    assert all(_values_equal(want[n], g) for n, g in zip(want, got))
+
+
+def test_a_format_no_type_expresses_is_refused_by_name(tmp_path):
+    source = tmp_path / "ternary.gguf"
+    writer = gguf.GGUFWriter(str(source), "llama")
+    weights = np.random.default_rng(0).normal(0, 1, (2, 256)).astype(np.float32)
+    writer.add_tensor("blk.0.ffn_up.weight", gguf.quants.quantize(weights, gguf.GGMLQuantizationType.TQ2_0),
+                      raw_dtype=gguf.GGMLQuantizationType.TQ2_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    out = tmp_path / "out.onnx"
+    done = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "tensor 'blk.0.ffn_up.weight' is GGML type TQ2_0" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == [source]  # nothing written
+
+
+def test_an_mxfp4_scale_of_0xff_is_refused_and_nothing_is_written(tmp_path):
+    source = tmp_path / "nan.gguf"
+    data = gguf_files.tensor_bytes(FORMATS["MXFP4"], (2, 64), np.random.default_rng(1))
+    data.reshape(-1, 17)[3, 0] = 0xFF  # NaN in OCP MX, 2^128 in ggml
+    writer = gguf.GGUFWriter(str(source), "llama")
+    writer.add_tensor("w", data, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(GGUFError, match="tensor 'w': an MXFP4 block scale is 0xFF"):
+        lift_gguf(source, tmp_path / "out.onnx", external=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nan.gguf"]
+
+
+def test_the_command_line(tmp_path, every_format):
+    source = every_format[0]
+    out = tmp_path / "cli.onnx"
+    done = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(out), "--format", "json"],
+                          capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["tensors"] == len(gguf_files.every_format()) and report["formats"]["Q4_K"] == 1
+    refused = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(tmp_path / "s.onnx"),
+                              "--statistics", str(source)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--statistics" in refused.stderr
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(source.read_bytes()[:200])
+    cut = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(truncated), str(tmp_path / "c.onnx")],
+                         capture_output=True, text=True)
+    assert cut.returncode == 2 and "not a readable GGUF file" in cut.stderr and "Traceback" not in cut.stderr
+
+
+def test_matmulnbits_where_it_is_exact_and_the_float_chain_elsewhere():
+    """--form matmulnbits: a Q4_0 / Q6_K weight (no offset, no codebook) read by MatMul becomes MatMulNBits and
+    onnxruntime computes the case within its tolerance; Q4_K (minimums) keeps its exact DequantizeLinear chain."""
+    ort = pytest.importorskip("onnxruntime")
+    for name, fused in (("q4_0", True), ("q6_k", True), ("q4_k", False)):
+        typed, feeds, expected = _case(f"gguf-matmul-{name}")
+        lowered = onnx_qtypes.lower(typed, form="matmulnbits")
+        assert any(n.op_type == "MatMulNBits" for n in lowered.graph.node) == fused, name
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = ort.InferenceSession(lowered.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        got = session.run(None, feeds)[0]
+        assert np.abs(got.astype(np.int64) - expected.astype(np.int64)).max() <= 1, name
+
+
+@pytest.mark.parametrize("name", ["Q4_K", "Q6_K", "IQ4_XS"])
+def test_the_blocked_matmul_kernel_gives_a_float_output_the_definitions_value(name):
+    """int8 activations by a GGUF weight into a float32 output: the integer kernel (exact block sums, combined in
+    float64, rounded once) and the definition agree to the last float32 bit on these sizes."""
+    from builders import load_script  # noqa: PLC0415
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
+    from onnx_qtypes import QType  # noqa: PLC0415
+    from onnx_qtypes.proto.model import write_qtype  # noqa: PLC0415
+
+    cases = load_script("conformance_tests/generators/gguf_cases.py")
+    rng = np.random.default_rng(3)
+    inits, infos, weight = cases._weight(name, "b", True, rng)
+    a_vi = helper.make_tensor_value_info("a", TensorProto.INT8, [3, 512])
+    write_qtype(a_vi, QType("int8", 2.0 ** -5, 3))
+    model = cases._model([helper.make_node("MatMul", ["a", weight], ["y"], name="mm")], [a_vi],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])], inits, infos, 21, 10)
+    feeds = {"a": rng.integers(-128, 128, (3, 512)).astype(np.int8)}
+    want = ReferenceEvaluator(model, kernels="definitional").run(None, feeds)[0]
+    integer = ReferenceEvaluator(model, kernels="integer")
+    got = integer.run(None, feeds)[0]
+    assert integer.kernel_log == {"mm": "integer"}
+    assert got.dtype == want.dtype == np.float32 and np.array_equal(got, want)
