@@ -140,9 +140,11 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
     moved codes and their indices together (Gather of rows of a blocked weight) reads them as."""
     q = np.asarray(q)
     scale = np.asarray(qtype.scale, dtype=np.float64)[index]
-    offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else 0.0
+    # no offset is no addition: -0 + 0.0 would turn float storage's -0 (and a negative scale's 0) into +0
+    offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else None
     if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
-        return scale * q.astype(np.float64) + offset  # zero point 0; NaN and inf (where the type has them) stay
+        scaled = scale * q.astype(np.float64)  # zero point 0; NaN and inf (where the type has them) stay
+        return scaled if offset is None else scaled + offset
     if q.dtype.kind not in "iub" and not _is_ml_integer(q.dtype):
         raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
     codes = q.astype(np.int64)
@@ -154,7 +156,7 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
         values = np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
     else:
         values = (codes - np.asarray(qtype.zero_point, dtype=np.int64)[index]).astype(np.float64)
-    return scale * values + offset
+    return scale * values if offset is None else scale * values + offset
 
 
 def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate: bool = True) -> np.ndarray:
