@@ -24,6 +24,7 @@ from onnx import ModelProto
 from onnx_qtypes.proto import iter_declarations, read_qtype
 from onnx_qtypes.proto.model import model_parameters, read_view
 from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema
+from onnx_qtypes.proto.versions import KNOWN_VERSIONS
 
 __all__ = ["FIELDS", "REQUIRED", "WEIGHT_READERS", "case_features", "case_tags", "matrix", "missing"]
 
@@ -43,7 +44,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "scale sign": ("positive", "negative"),
     "scale": ("listed", "by reference"),
     "zero point": ("listed", "by reference"),
-    "version": ("absent", "1", "2"),
+    "version": ("absent", *map(str, KNOWN_VERSIONS)),
+    "offset": ("listed", "by reference"),  # version 3
+    "codebook": ("listed",),  # version 3
+    "parameter tensor": ("quantized",),  # version 3: a scale or offset initializer with a type of its own
     **{f"{op} weight": GRANULARITIES for op in WEIGHT_READERS},
     "function": ("typed body", "untyped body"),
     "inputs": ("NaN", "+inf", "-inf"),
@@ -116,7 +120,13 @@ def case_features(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = No
             out.add(("scale", "by reference" if q.scale_tensor else "listed"))
             if any(q.zero_point) or q.zero_point_tensor:
                 out.add(("zero point", "by reference" if q.zero_point_tensor else "listed"))
+        if q.offset or q.offset_tensor:
+            out.add(("offset", "by reference" if q.offset_tensor else "listed"))
+        if q.codebook:
+            out.add(("codebook", "listed"))
     types = {d.name: d.qtype for d in declared}
+    if any(name in types for d in declared for name in (d.qtype.scale_tensor, d.qtype.offset_tensor) if name):
+        out.add(("parameter tensor", "quantized"))
     for op, weight in _weights(model, types):
         out.add((f"{op} weight", _granularity(types[weight])))
     out |= {("function", body) for body in _function_bodies(model, declared)}
@@ -161,7 +171,8 @@ def case_tags(model: ModelProto, operator: str, feeds: Mapping[str, np.ndarray] 
         "scale_sign": "negative" if ("scale sign", "negative") in held else "positive",
         "parameters": "by-reference" if {("scale", "by reference"), ("zero point", "by reference")} & held
         else "listed",
-        "version": "2" if ("version", "2") in held else "1" if ("version", "1") in held else "absent",
+        "version": next((str(v) for v in sorted(KNOWN_VERSIONS, reverse=True) if ("version", str(v)) in held),
+                        "absent"),
     }
     derived = {f"function-{v.replace(' ', '-')}" for f, v in held if f == "function"}
     derived |= {{"NaN": "nan-inputs", "+inf": "inf-inputs", "-inf": "inf-inputs"}[v] for f, v in held if f == "inputs"}

@@ -34,7 +34,7 @@ def test_the_required_values_are_the_types_own_tables():
     assert set(REQUIRED["expressed"]) == set(EXPRESSED_TYPES)
     assert set(REQUIRED["schema"]) == set(REQUIRED["dynamic schema"]) == {s.name.lower() for s in Schema}
     assert {f"{op} weight" for op in WEIGHT_READERS} <= set(REQUIRED)
-    assert set(REQUIRED["version"]) == {"absent", "1", "2"}
+    assert set(REQUIRED["version"]) == {"absent", "1", "2", "3"}
 
 
 def test_a_missing_value_is_reported():

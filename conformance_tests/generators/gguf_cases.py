@@ -53,7 +53,7 @@ def _tests_helpers():
 def formats() -> list[str]:
     from onnx_qtypes.interop.gguf_formats import FORMATS  # noqa: PLC0415
 
-    return [*FORMATS, "NF4"]
+    return [*FORMATS, "NF4", "ROWWISE_U8"]
 
 
 def _weight(fmt_name: str, name: str, transpose: bool, rng: np.random.Generator):
@@ -64,6 +64,8 @@ def _weight(fmt_name: str, name: str, transpose: bool, rng: np.random.Generator)
     from onnx_qtypes.interop.gguf_formats import FORMATS  # noqa: PLC0415
     from onnx_qtypes.proto import onnx_qtypes_pb2 as pb  # noqa: PLC0415
 
+    if fmt_name == "ROWWISE_U8":
+        return _rowwise(name, transpose, rng)
     if fmt_name != "NF4":
         fmt = FORMATS[fmt_name]
         data = _tests_helpers().tensor_bytes(fmt, (ROWS, K), rng)
@@ -81,6 +83,31 @@ def _weight(fmt_name: str, name: str, transpose: bool, rng: np.random.Generator)
                            block_size=NF4_BLOCK, scale_tensor=name + ".absmax", version=3)
     msg.codebook.extend(NF4_LEVELS)
     return [q, scale], [declare(name + ".q", TensorProto.UINT4, dims, msg)], name + ".q"
+
+
+def _rowwise(name: str, transpose: bool, rng: np.random.Generator):
+    """A [ROWS, K] uint8 weight with a float scale and a float offset per row, both listed in the type: the fused
+    row-wise layout of Caffe2 / FBGEMM embedding tables (x = scale * q + offset; not a GGUF type)."""
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
+    from onnx_qtypes.interop.gguf import declare  # noqa: PLC0415
+    from onnx_qtypes.proto import onnx_qtypes_pb2 as pb  # noqa: PLC0415
+
+    codes = rng.integers(0, 256, (ROWS, K)).astype(np.uint8)
+    # float16-exact scales (11 significant bits, as GGUF's d): the product with an 8-bit code is exact in float32, so
+    # the standard form (DequantizeLinear, then Add of the offset) rounds once, as the definition does
+    scales = [float(np.float16(s)) for s in rng.uniform(2 ** -9, 2 ** -6, ROWS)]
+    offsets = [float(np.float32(o)) for o in rng.uniform(-0.5, 0.1, ROWS)]
+    dims, axis = (ROWS, K), 1  # one block of K per row: GGUF's layout with a block as long as the row
+    if transpose:
+        codes, dims, axis = codes.T, dims[::-1], 0
+    q = helper.make_tensor(name + ".q", TensorProto.UINT8, list(dims), vals=np.ascontiguousarray(codes).tobytes(),
+                           raw=True)
+    msg = pb.QuantizedType(storage_type=TensorProto.UINT8, expressed_type=TensorProto.FLOAT, axis=axis, block_size=K,
+                           version=3)
+    msg.scale.extend(scales)
+    msg.offset.extend(offsets)
+    return [q], [declare(name + ".q", TensorProto.UINT8, dims, msg)], name + ".q"
 
 
 def _model(nodes, inputs, outputs, inits, infos, opset: int, ir: int):
@@ -142,40 +169,22 @@ def matmul_case(fmt_name: str, rng: np.random.Generator):
 BUILDS = {"gather": gather_case, "matmul": matmul_case}
 
 
-def _tags(op: str, fmt_name: str, types: dict) -> dict:
+def _features(fmt_name: str) -> list[str]:
+    """What the format adds to a plain blocked type, for the tags' ``feature`` list."""
     from onnx_qtypes.interop.gguf_formats import FORMATS, Level  # noqa: PLC0415
 
     fmt = FORMATS.get(fmt_name)
     storage = fmt.storage if fmt else "uint4"
     features = ["llm-format", fmt_name.lower()]
+    if fmt_name == "ROWWISE_U8":
+        return [*features, "offset"]
     if fmt is None or fmt.codebook or storage == "float4e2m1":
         features.append("codebook" if storage != "float4e2m1" else "microscaling")
     if fmt is not None and fmt.offset is not None:
         features.append("offset")
     if fmt is not None and isinstance(fmt.scale, Level):
         features.append("quantized-parameters")
-    narrowed = fmt is not None and not STORAGE_FULL(storage, fmt.lo, fmt.hi)
-    weight = {"weight_storage": storage, "weight_granularity": "blocked"}
-    return {
-        "operator": "MatMul" if op == "matmul" else "Gather",
-        "storage": "int8" if op == "matmul" else storage,
-        **weight,
-        "expressed": "float32",
-        "granularity": "per-tensor" if op == "matmul" else "blocked",
-        "schema": (types["a"] if op == "matmul" else types["w.q"]).schema.name.lower(),
-        "range": "narrowed" if narrowed else "full",
-        "scale_sign": "negative" if any(q.has_negative_scale for q in types.values()) else "positive",
-        "parameters": "by-reference",
-        "version": 3,
-        "feature": features,
-    }
-
-
-def STORAGE_FULL(storage: str, lo: int, hi: int) -> bool:  # noqa: N802 - reads as the table it consults
-    from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
-
-    st = STORAGE_TYPES[storage]
-    return st.is_float or (lo, hi) == (st.min, st.max)
+    return features
 
 
 def _tensor_bytes(name: str, value: np.ndarray) -> bytes:
@@ -187,6 +196,7 @@ def _tensor_bytes(name: str, value: np.ndarray) -> bytes:
 def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
     """Case id -> (case.json document, {relative path: bytes})."""
     import onnx_qtypes  # noqa: PLC0415
+    from onnx_qtypes.conformance.coverage import case_tags  # noqa: PLC0415
     from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: PLC0415
 
     out = {}
@@ -203,7 +213,9 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
             if op == "gather" and not np.array_equal(expected, integer) or op == "matmul" and worst > tolerance:
                 raise AssertionError(f"{case_id}: the integer kernels are {worst} steps from the definition")
             qdq = onnx_qtypes.lower(typed).SerializeToString()
-            source = "bitsandbytes NF4 (not a GGUF type)" if fmt_name == "NF4" else f"GGUF {fmt_name}"
+            source = {"NF4": "bitsandbytes NF4 (not a GGUF type)",
+                      "ROWWISE_U8": "fused row-wise uint8 (Caffe2 / FBGEMM; not a GGUF type)"}.get(fmt_name,
+                                                                                            f"GGUF {fmt_name}")
             doc = {
                 "id": case_id,
                 "kind": "execution",
@@ -211,7 +223,7 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
                 "spec": ANCHOR,
                 "description": (f"{'MatMul of int8 activations by' if op == 'matmul' else 'Gather of rows of'} a "
                                 f"{source} weight (version-3 type)"),
-                "tags": _tags(op, fmt_name, onnx_qtypes.quantized_tensors(typed)),
+                "tags": case_tags(typed, "MatMul" if op == "matmul" else "Gather", feeds, _features(fmt_name)),
                 "model": "model.onnx",
                 "qdq_model": "model.qdq.onnx",
                 "inputs": list(feeds),
