@@ -429,13 +429,14 @@ def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, Tenso
     ``lift`` keeps an activation's name, except a graph input's quantized copy, a graph output's quantized
     producer and a quantized initializer, which have the names ``insert_qdq`` gave them (``aliases``).
     """
-    from onnx_qtypes.proto.model import get_qtype, set_qtypes, write_statistics
+    from onnx_qtypes.proto.model import quantized_tensors, set_qtypes, write_statistics
 
     updates: dict[str, QType] = {}
     known = {vi.name: vi for vi in (*lifted.graph.input, *lifted.graph.output, *lifted.graph.value_info)}
+    lifted_types = quantized_tensors(lifted)  # one pass: a lookup per tensor made calibration quadratic
     for name, chosen in types.items():
         for candidate in aliases.get(name, (name,)):
-            current = get_qtype(lifted, candidate) if candidate in known or _is_init(lifted, candidate) else None
+            current = lifted_types.get(candidate)
             if current is not None:
                 updates[candidate] = current.replace(schema=chosen.schema, storage_min=chosen.storage_min,
                                                      storage_max=chosen.storage_max).with_statistics(stats.get(name))
@@ -446,7 +447,3 @@ def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, Tenso
         if vi is not None and name not in updates and vi.type.tensor_type.elem_type in FLOAT_TYPES:
             write_statistics(vi, value)
     return sorted(updates)
-
-
-def _is_init(model: ModelProto, name: str) -> bool:
-    return any(t.name == name for t in model.graph.initializer)
