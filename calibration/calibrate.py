@@ -76,7 +76,7 @@ class CalibrationResult:
 def statistics_of(acc: TensorAccumulator, method: str | None = None) -> TensorStatistics:
     """The accumulated statistics as the type system records them (per channel: min, max, mean, std, count)."""
     whole = acc.whole.statistics(0)
-    whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.width else whole
+    whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.total else whole
     per = ()
     if acc.channels is not None and acc.channels.count:
         per = tuple(acc.channel_statistics(i) for i in range(acc.channels.mean.size))

@@ -4,8 +4,8 @@
 stacked on a new leading axis ([N, *input_shape]); it is read one sample at
 a time. The model runs on onnxruntime when installed (optimizations off),
 otherwise on onnx's reference evaluator. Every float tensor gets statistics
-(min, max, mean, std, count and a 2048-bin histogram; per channel: axis 1 of
-activations, the output channel of weights).
+(min, max, mean, std, count and a histogram of at most 2048 bins from min to
+max; per channel: axis 1 of activations, the output channel of weights).
 
 Without --stats-only the output is a typed model: activations quantized per
 tensor over the range --method picks (minmax, percentile, entropy, mse),
