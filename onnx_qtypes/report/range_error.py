@@ -10,6 +10,13 @@ A histogram's values are taken to be spread evenly within each bin. For the repr
   and (lo − x)² below, integrated over each bin;
 - SQNR: 10·log10(E[x²] / MSE) in dB, E[x²] from the same histogram.
 
+How close these are to quantizing the values themselves is tested in tests/test_report_estimates.py, with the
+bounds stated there: the clipped fraction is off by at most the share of values in the two bins holding a
+clipping threshold (none with a minmax range: calibration's histograms end at the observed extremes), E[x²]
+and the clipping error by at most each bin's spread, and the rounding error is scale²/12 per value for values
+spread within a step; a point mass on a representable value (a Relu output's zeros) has none, so there the
+MSE is overstated and the SQNR understated, never the reverse.
+
 A tensor read only by Relu (``relu_only``) whose range reaches down to 0 has no clipping or error below
 the range: those values saturate to a real <= 0 that the Relu makes 0, as it makes the value itself (the
 checker's QT208 exempts them the same way, and calibration chooses such ranges on purpose).
