@@ -73,7 +73,7 @@ class Histogram:
         self.level: int | None = None  # bins are [j·2**level, (j+1)·2**level); None: one value so far
         self.origin = 0  # the lattice index j of _counts[0], the minimum's bin
         self._counts: np.ndarray | None = None
-        self._fixed: tuple[np.ndarray, np.ndarray] | None = None  # a constant's (counts, edges)
+        self._fixed: tuple[np.ndarray, float, float] | None = None  # a constant's (counts, min, max)
 
     def add(self, x: np.ndarray) -> None:
         if self._fixed is not None:
@@ -116,8 +116,7 @@ class Histogram:
         h = cls(bins)
         values = np.asarray(values, dtype=np.float64).reshape(-1)
         if values.size:
-            counts, edges = _exact_histogram(values, bins)
-            h._fixed = (counts.astype(np.int64), edges)
+            h._fixed = _equal_bins(values, bins)
             h.min, h.max, h.total = float(values.min()), float(values.max()), int(values.size)
         return h
 
@@ -132,7 +131,8 @@ class Histogram:
     def _histogram(self) -> tuple[np.ndarray, np.ndarray]:
         """(counts, edges): the bins from the minimum's to the maximum's, outer edges at min and max."""
         if self._fixed is not None:
-            return self._fixed
+            counts, lo, hi = self._fixed
+            return counts.astype(np.int64), _equal_edges(lo, hi, counts.size)
         if self.total == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         if self.level is None:  # a single value: one bin from it to the next float
@@ -184,7 +184,7 @@ class TensorAccumulator:
         self.channels: Moments | None = None
         self.histogram = Histogram(bins)
         self.channel_bins = channel_bins
-        self.channel_histograms: list[tuple[np.ndarray, np.ndarray]] = []
+        self.channel_histograms: list[tuple[np.ndarray, float, float]] = []  # a constant's, per channel
         self.varying = False  # the axis changed length between samples: no per-slice statistics
 
     def add(self, value: np.ndarray) -> None:
@@ -207,25 +207,36 @@ class TensorAccumulator:
             if self.channel_bins:
                 if self.channels.count != per.shape[1]:
                     raise ValueError("per-channel histograms are for a constant, added once")
-                self.channel_histograms = [_exact_histogram(row, self.channel_bins) for row in per]
+                self.channel_histograms = [_equal_bins(row, self.channel_bins) for row in per]
 
     def channel_statistics(self, index: int) -> Statistics:
         stats = self.channels.statistics(index)
         if not self.channel_histograms:
             return stats
-        counts, edges = self.channel_histograms[index]
-        return dataclasses.replace(stats, histogram_edges=tuple(edges.tolist()),
-                                   histogram_counts=tuple(int(c) for c in counts))
+        counts, lo, hi = self.channel_histograms[index]
+        return dataclasses.replace(stats, histogram_edges=tuple(_equal_edges(lo, hi, counts.size).tolist()),
+                                   histogram_counts=tuple(counts.tolist()))
 
     @property
     def count(self) -> int:
         return self.whole.count
 
 
-def _exact_histogram(values: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, edges) of ``values`` in at most ``bins`` equal bins over [min, max] (one value: one bin from it to
-    the next float, so that the edges still increase)."""
+def _equal_bins(values: np.ndarray, bins: int) -> tuple[np.ndarray, float, float]:
+    """(counts, min, max): numpy's histogram of ``values`` in min(bins, values) equal bins over [min, max]. The
+    edges are not kept (``_equal_edges`` makes numpy's again) and the counts take the smallest unsigned type:
+    a model's weights are thousands of constants."""
     lo, hi = float(values.min()), float(values.max())
     if lo == hi:
-        return np.array([values.size], dtype=np.int64), np.array([lo, np.nextafter(lo, np.inf)])
-    return np.histogram(values, bins=min(bins, values.size), range=(lo, hi))
+        counts = np.array([values.size])
+    else:
+        counts = np.histogram(values, bins=min(bins, values.size), range=(lo, hi))[0]
+    return counts.astype(np.min_scalar_type(values.size)), lo, hi
+
+
+def _equal_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """The edges np.histogram uses for ``bins`` equal bins over [lo, hi]; one value: one bin from it to the next
+    float, so that the edges still increase."""
+    if lo == hi:
+        return np.array([lo, np.nextafter(lo, np.inf)])
+    return np.linspace(lo, hi, bins + 1)

@@ -73,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
     except CalibrationError as exc:  # name the files: the message names the sample, input or node
         raise CalibrationError(f"{args.model} with {args.data}: {exc}") from None
     save(result.model, args.output)
+    model, notes, quantized, summary = result.model, result.notes, result.quantize, result.summary()
+    del result  # the accumulators behind its statistics: the checker below needs the memory more
     with standard_output() as out:
-        for note in result.notes:
+        for note in notes:
             print(f"note: {note}", file=out)
-        if result.quantize:
-            print(f"note: {_findings(result.model, profile)}", file=out)
-        print(f"{args.output}: {result.summary()}", file=out)
+        if quantized:
+            print(f"note: {_findings(model, profile)}", file=out)
+        print(f"{args.output}: {summary}", file=out)
     return 0
 
 
