@@ -82,10 +82,13 @@ def check_feed(sample: Mapping[str, Any], inputs: list[onnx.ValueInfoProto], ind
         dtype = helper.tensor_dtype_to_np_dtype(elem)
         if value.dtype != dtype:
             raise CalibrationError(f"sample {index}: input {vi.name!r} is {value.dtype}, the model declares {dtype}")
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        # a symbolic dimension, or a negative one as exporters write for "any" (PaddleOCR's -1), fits any size
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                for d in vi.type.tensor_type.shape.dim]
         if vi.type.tensor_type.HasField("shape") and (
                 len(dims) != value.ndim or any(d is not None and d != s for d, s in zip(dims, value.shape))):
-            shown = ["?" if d is None else d for d in dims]
+            shown = [d.dim_param or (d.dim_value if d.HasField("dim_value") else "?")  # as declared
+                     for d in vi.type.tensor_type.shape.dim]
             raise CalibrationError(f"sample {index}: input {vi.name!r} has shape {list(value.shape)}, "
                                    f"the model declares {shown}")
         out[vi.name] = value

@@ -186,3 +186,14 @@ def test_the_command_line_says_what_a_profile_overrode_and_what_check_finds(tmp_
     assert result.returncode == 0, result.stderr
     assert "note: weight storage int4 is not among what profile tflite-int8 allows; used int8" in result.stdout
     assert "QT407" in result.stdout or "QT408" in result.stdout  # the saturated bias, said now, not found later
+
+
+def test_a_negative_or_symbolic_dimension_takes_any_size():
+    """PaddleOCR's exports declare [-1, 3, '?', '?']: a -1 is "any size", as a named dimension is."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [-1, 3, "h", "h"])],
+                   [_info("y", [-1, 3, "h", "h"])])
+    samples = _samples({"x": [2, 3, 4, 5]}) + _samples({"x": [1, 3, 6, 6]})
+    result = calibrate_model(model, samples)
+    assert result.statistics["x"].tensor.count == 4 * (2 * 3 * 4 * 5) + 4 * (3 * 6 * 6)
+    with pytest.raises(CalibrationError, match=r"has shape \[2, 4, 4, 4\], the model declares \[-1, 3, 'h', 'h'\]"):
+        calibrate_model(model, _samples({"x": [2, 4, 4, 4]}))
