@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import ModelProto, TensorProto
 
 from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
@@ -125,6 +126,7 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     source, _ = read_model(model, "calibrate")
     refuse_quantized(source)
     constants_are_not_inputs(source)
+    constants_as_initializers(source)
     one_bias_per_operator(source)
     accs, samples, used = collect(source, data, engine=engine, progress=progress)
     # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
@@ -162,6 +164,29 @@ def constants_are_not_inputs(model: ModelProto) -> None:
     if len(kept) != len(model.graph.input):
         del model.graph.input[:]
         model.graph.input.extend(kept)
+
+
+def constants_as_initializers(model: ModelProto) -> None:
+    """Make each float ``Constant`` node of the main graph an initializer: exporters such as paddle2onnx (the
+    PP-OCR models) write every weight that way, and a weight read from a node output would be calibrated as an
+    activation (per tensor, asymmetric, over its min / max) instead of as a weight (symmetric, per channel with
+    ``per_channel``), as onnxruntime's quantizer would not either."""
+    outputs = {o.name for o in model.graph.output}
+    kept, moved = [], []
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR),
+                     None) if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else None
+        if value is None or value.data_type not in FLOAT_TYPES or node.output[0] in outputs:
+            kept.append(node)
+            continue
+        init = TensorProto()
+        init.CopyFrom(value)
+        init.name = node.output[0]
+        moved.append(init)
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        model.graph.initializer.extend(moved)
 
 
 BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
