@@ -490,3 +490,18 @@ def test_a_histogram_drawn_in_runs_keeps_every_count_and_never_mixes_clipped_and
     assert len(bars) <= MAX_BARS + 2
     for a, b, _, kind in bars:
         assert ("clipped" in kind) == (b <= -1.0 or a >= 2.5), (a, b, kind)  # a bar is one side of an end
+
+
+@pytest.mark.parametrize("edges, counts", [
+    ((0.0, 1.0, 2.0), (3, 4)), ((0.0, 1.0, 1.0, 2.0), (3, 4, 5)), ((0.0, 1.0, 2.0), (3, 4, 5)),
+    ((0.0, math.nan, 2.0), (1, 1)), ((0.0, 1.0, math.inf), (1, 1)), ((0.0, 1.0, 2.0), (3, -4)),
+    ((2.0, 1.0), (1,)), ((0.0,), ()), ((0.0, 5e-324), (7,)),
+])
+def test_the_reports_histogram_screen_agrees_with_qt205(edges, counts):
+    from onnx_qtypes.checker.rules.qt205_histogram_malformed import malformed_histogram
+    from onnx_qtypes.report.range_error import histogram_problem
+
+    stats = Statistics(histogram_edges=edges, histogram_counts=counts)
+    found = malformed_histogram(stats)
+    problem = histogram_problem(stats)
+    assert problem == (found[1] if found else None if sum(counts) else "every bin is empty")

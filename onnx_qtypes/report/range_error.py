@@ -68,12 +68,22 @@ def histogram_problem(stats: Statistics | None) -> str | None:
     """Why ``stats`` has no usable histogram (None when it has one): QT205's reasons, or none recorded, or empty."""
     if stats is None or not (stats.histogram_edges or stats.histogram_counts):
         return "no histogram recorded"
-    malformed = malformed_histogram(stats)
-    if malformed is not None:
-        return malformed[1]
+    if not _well_formed(stats):  # QT205's judgement, and its words, for the few the screen does not pass
+        malformed = malformed_histogram(stats)
+        if malformed is not None:
+            return malformed[1]
     if sum(stats.histogram_counts) == 0:
         return "every bin is empty"
     return None
+
+
+def _well_formed(stats: Statistics) -> bool:
+    """A screen in numpy that passes only histograms QT205's ``malformed_histogram`` passes (counts one per
+    bin, edges finite and strictly increasing, counts >= 0), a thousand times faster than its loop over 2048
+    bins; a histogram it does not pass goes to QT205's function, which decides and says why."""
+    edges, counts = np.asarray(stats.histogram_edges, np.float64), np.asarray(stats.histogram_counts)
+    return (counts.size == edges.size - 1 and bool(np.all(np.isfinite(edges))) and bool(np.all(edges[1:] > edges[:-1]))
+            and bool(np.all(counts >= 0)))
 
 
 def histogram(stats: Statistics | None) -> Histogram | None:
