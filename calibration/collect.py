@@ -101,7 +101,8 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
     except ImportError:
         return None
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset > ORT_OPSET or any(o.domain not in ("", "ai.onnx") for o in model.opset_import):
+    # a domain imported but read by no node (onnxruntime's quant_pre_process imports several) is no reason
+    if opset > ORT_OPSET or any(n.domain not in ("", "ai.onnx") for n in model.graph.node):
         return None
     wide = ModelProto()
     wide.CopyFrom(model)

@@ -214,3 +214,11 @@ def test_weights_written_as_constant_nodes_are_calibrated_as_weights():
     assert [n.op_type for n in model.graph.node][0] == "Constant"  # the caller's model is left as it was
     check_model(result.model)
     _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
+    """onnxruntime's quant_pre_process imports com.microsoft and others that no node reads."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2, 3])], [_info("y", [2, 3])])
+    model.opset_import.extend([helper.make_opsetid("com.microsoft", 1), helper.make_opsetid("ai.onnx.ml", 5)])
+    result = calibrate_model(model, _samples({"x": [2, 3]}), engine="onnxruntime")
+    assert result.engine == "onnxruntime" and result.typed
