@@ -50,7 +50,6 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
     def x(v: float) -> float:
         return LEFT + (min(max(v, x0), x1) - x0) / (x1 - x0) * plot_w
 
-    floor_free = relu_only and outer is not None and outer[0] <= 0
     bars = histogram_bars(h, spans, relu_only)
     peak = scale_peak([count for _, _, count, _ in bars])
     parts = [f'<svg class="histogram" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
