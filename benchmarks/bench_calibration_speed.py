@@ -64,11 +64,9 @@ def _ours(model: str, data: str, out: str) -> None:
         raise SystemExit("onnx-qtypes calibrate failed")
 
 
-def _onnxruntime(model: str, data: str, out: str) -> None:
-    import logging
-
-    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                          quantize_static)
+def npz_reader(data: str):
+    """An onnxruntime CalibrationDataReader over the samples of ``data``'s array ``x``, fed as input "x"."""
+    from onnxruntime.quantization import CalibrationDataReader
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
@@ -78,8 +76,16 @@ def _onnxruntime(model: str, data: str, out: str) -> None:
             x = next(self.samples, None)
             return None if x is None else {"x": x}
 
+    return Reader()
+
+
+def _onnxruntime(model: str, data: str, out: str) -> None:
+    import logging
+
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
     logging.disable(logging.WARNING)
-    quantize_static(model, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+    quantize_static(model, out, npz_reader(data), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=False, calibrate_method=CalibrationMethod.MinMax)
 
 
