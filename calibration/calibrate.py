@@ -85,6 +85,9 @@ class Statistics(Mapping):
     def __getitem__(self, name: str) -> TensorStatistics:
         return statistics_of(self._accs[name], self._method)
 
+    def __contains__(self, name: object) -> bool:  # Mapping's own would make the statistics to find out
+        return name in self._accs
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._accs)
 
