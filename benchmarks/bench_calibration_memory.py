@@ -25,6 +25,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 
 import corpus  # noqa: E402
 
+from bench_calibration_speed import npz_reader  # noqa: E402
+
 from onnx_qtypes.calibration import calibrate_model  # noqa: E402
 
 
@@ -42,7 +44,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000])
     args = parser.parse_args()
-    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod
+    from onnxruntime.quantization import CalibrationMethod
     from onnxruntime.quantization.calibrate import create_calibrator
 
     model = corpus.cnn()
@@ -56,19 +58,11 @@ def main() -> int:
             np.savez(data, x=rng.normal(size=(count, 1, 3, 8, 8)).astype(np.float32))
             ours = {m: _peak(lambda m=m: calibrate_model(model, str(data), method=m)) for m in ("minmax", "entropy")}
 
-            class Reader(CalibrationDataReader):
-                def __init__(self) -> None:
-                    self.samples = iter(np.load(data)["x"])
-
-                def get_next(self):
-                    x = next(self.samples, None)
-                    return None if x is None else {"x": x}
-
             def ort(method):
                 def run():
                     calibrator = create_calibrator(path, calibrate_method=method, augmented_model_path=str(
                         pathlib.Path(folder) / "augmented.onnx"))
-                    calibrator.collect_data(Reader())
+                    calibrator.collect_data(npz_reader(str(data)))
                     calibrator.compute_data()
                 return run
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import ModelProto, TensorProto
 
 from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
@@ -76,10 +77,31 @@ class CalibrationResult:
         return f"{what}statistics on {len(self.statistics)} tensor(s) from {self.samples} sample(s)"
 
 
+class Statistics(Mapping):
+    """Tensor name -> its TensorStatistics, made when asked for from the accumulators (no cache): thousands of
+    2048-bin histograms as Python tuples at once cost far more than the counters and the model they go to."""
+
+    def __init__(self, accs: dict[str, TensorAccumulator], method: str | None) -> None:
+        self._accs = {name: acc for name, acc in accs.items() if acc.count}  # every sample empty: no statistics
+        self._method = method
+
+    def __getitem__(self, name: str) -> TensorStatistics:
+        return statistics_of(self._accs[name], self._method)
+
+    def __contains__(self, name: object) -> bool:  # Mapping's own would make the statistics to find out
+        return name in self._accs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._accs)
+
+    def __len__(self) -> int:
+        return len(self._accs)
+
+
 def statistics_of(acc: TensorAccumulator, method: str | None = None) -> TensorStatistics:
     """The accumulated statistics as the type system records them (per channel: min, max, mean, std, count)."""
     whole = acc.whole.statistics(0)
-    whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.width else whole
+    whole = dataclasses.replace(whole, **acc.histogram.statistics_fields()) if acc.histogram.total else whole
     per = ()
     if acc.channels is not None and acc.channels.count:
         per = tuple(acc.channel_statistics(i) for i in range(acc.channels.mean.size))
@@ -110,10 +132,11 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     source, _ = read_model(model, "calibrate")
     refuse_quantized(source)
     constants_are_not_inputs(source)
+    constants_as_initializers(source)
     one_bias_per_operator(source)
     accs, samples, used = collect(source, data, engine=engine, progress=progress)
     # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
-    stats = {name: statistics_of(acc, settings.method) for name, acc in accs.items() if acc.count}
+    stats = Statistics(accs, settings.method)
     if stats_only:
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
     types = choose_types(source, accs, settings)
@@ -147,6 +170,29 @@ def constants_are_not_inputs(model: ModelProto) -> None:
     if len(kept) != len(model.graph.input):
         del model.graph.input[:]
         model.graph.input.extend(kept)
+
+
+def constants_as_initializers(model: ModelProto) -> None:
+    """Make each float ``Constant`` node of the main graph an initializer: exporters such as paddle2onnx (the
+    PP-OCR models) write every weight that way, and a weight read from a node output would be calibrated as an
+    activation (per tensor, asymmetric, over its min / max) instead of as a weight (symmetric, per channel with
+    ``per_channel``), as onnxruntime's quantizer would not either."""
+    outputs = {o.name for o in model.graph.output}
+    kept, moved = [], []
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR),
+                     None) if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else None
+        if value is None or value.data_type not in FLOAT_TYPES or node.output[0] in outputs:
+            kept.append(node)
+            continue
+        init = TensorProto()
+        init.CopyFrom(value)
+        init.name = node.output[0]
+        moved.append(init)
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        model.graph.initializer.extend(moved)
 
 
 BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
@@ -389,7 +435,7 @@ def bias_type(x: QType, w: QType, weight: Storage) -> QType:
 # --- the output models -----------------------------------------------------------------------------------
 
 
-def annotate(model: ModelProto, stats: dict[str, TensorStatistics]) -> ModelProto:
+def annotate(model: ModelProto, stats: Mapping[str, TensorStatistics]) -> ModelProto:
     """The float model with statistics recorded on its float tensors (value_info added where missing)."""
     from onnx_qtypes.proto.model import write_statistics
 
@@ -398,23 +444,23 @@ def annotate(model: ModelProto, stats: dict[str, TensorStatistics]) -> ModelProt
     g = out.graph
     declared = {vi.name: vi for vi in (*g.input, *g.output, *g.value_info)}
     inferred = float_activations(out)
-    for name, value in stats.items():
+    inits = {t.name: t for t in g.initializer}
+    for name in stats:
         vi = declared.get(name)
         if vi is None:
             vi = g.value_info.add()
             if name in inferred:
                 vi.CopyFrom(inferred[name])
             else:
-                init = next(t for t in g.initializer if t.name == name)
                 from onnx import helper
 
-                vi.CopyFrom(helper.make_tensor_value_info(name, init.data_type, list(init.dims)))
+                vi.CopyFrom(helper.make_tensor_value_info(name, inits[name].data_type, list(inits[name].dims)))
             declared[name] = vi
-        write_statistics(vi, value)
+        write_statistics(vi, stats[name])  # one tensor's statistics as Python objects at a time
     return out
 
 
-def quantized_model(model: ModelProto, types: tuple[dict, dict], stats: dict[str, TensorStatistics],
+def quantized_model(model: ModelProto, types: tuple[dict, dict], stats: Mapping[str, TensorStatistics],
                     samples: int) -> CalibrationResult:
     from onnx_qtypes.interop.lift import lift_model
 
@@ -425,31 +471,39 @@ def quantized_model(model: ModelProto, types: tuple[dict, dict], stats: dict[str
     return CalibrationResult(lifted, stats, samples, typed=typed)
 
 
-def _declare(lifted: ModelProto, types: dict[str, QType], stats: dict[str, TensorStatistics],
+def _declare(lifted: ModelProto, types: dict[str, QType], stats: Mapping[str, TensorStatistics],
              aliases: dict[str, tuple[str, ...]]) -> list[str]:
     """Give each lifted tensor the chosen schema and storage range (QDQ cannot say them) and its statistics.
 
     ``lift`` keeps an activation's name, except a graph input's quantized copy, a graph output's quantized
     producer and a quantized initializer, which have the names ``insert_qdq`` gave them (``aliases``).
     """
-    from onnx_qtypes.proto.model import get_qtype, set_qtypes, write_statistics
+    from onnx_qtypes.proto.model import quantized_tensors, set_qtypes, write_statistics
 
     updates: dict[str, QType] = {}
-    known = {vi.name: vi for vi in (*lifted.graph.input, *lifted.graph.output, *lifted.graph.value_info)}
+    source: dict[str, str] = {}  # lifted name -> the calibrated tensor whose statistics it records
+    lifted_types = quantized_tensors(lifted)  # one pass: a lookup per tensor made calibration quadratic
     for name, chosen in types.items():
         for candidate in aliases.get(name, (name,)):
-            current = get_qtype(lifted, candidate) if candidate in known or _is_init(lifted, candidate) else None
+            current = lifted_types.get(candidate)
             if current is not None:
                 updates[candidate] = current.replace(schema=chosen.schema, storage_min=chosen.storage_min,
-                                                     storage_max=chosen.storage_max).with_statistics(stats.get(name))
+                                                     storage_max=chosen.storage_max, statistics=None)
+                source[candidate] = name
                 break
     set_qtypes(lifted, updates)
-    for name, value in stats.items():  # float tensors left float (graph inputs and outputs) keep theirs too
-        vi = known.get(name)
-        if vi is not None and name not in updates and vi.type.tensor_type.elem_type in FLOAT_TYPES:
-            write_statistics(vi, value)
+    # then the statistics, one tensor at a time (set_qtypes keeps what is recorded when a type has none)
+    g = lifted.graph
+    declared: dict[str, list] = {}
+    for vi in (*g.input, *g.output, *g.value_info):
+        declared.setdefault(vi.name, []).append(vi)
+    for candidate, name in source.items():
+        if name in stats:
+            value = stats[name]
+            for vi in declared.get(candidate, ()):
+                write_statistics(vi, value)
+    for name in stats:  # float tensors left float (graph inputs and outputs) keep theirs too
+        for vi in declared.get(name, ()):
+            if name not in updates and vi.type.tensor_type.elem_type in FLOAT_TYPES:
+                write_statistics(vi, stats[name])
     return sorted(updates)
-
-
-def _is_init(model: ModelProto, name: str) -> bool:
-    return any(t.name == name for t in model.graph.initializer)

@@ -82,10 +82,13 @@ def check_feed(sample: Mapping[str, Any], inputs: list[onnx.ValueInfoProto], ind
         dtype = helper.tensor_dtype_to_np_dtype(elem)
         if value.dtype != dtype:
             raise CalibrationError(f"sample {index}: input {vi.name!r} is {value.dtype}, the model declares {dtype}")
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        # a symbolic dimension, or a negative one as exporters write for "any" (PaddleOCR's -1), fits any size
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                for d in vi.type.tensor_type.shape.dim]
         if vi.type.tensor_type.HasField("shape") and (
                 len(dims) != value.ndim or any(d is not None and d != s for d, s in zip(dims, value.shape))):
-            shown = ["?" if d is None else d for d in dims]
+            shown = [d.dim_param or (d.dim_value if d.HasField("dim_value") else "?")  # as declared
+                     for d in vi.type.tensor_type.shape.dim]
             raise CalibrationError(f"sample {index}: input {vi.name!r} has shape {list(value.shape)}, "
                                    f"the model declares {shown}")
         out[vi.name] = value
@@ -98,7 +101,8 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
     except ImportError:
         return None
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset > ORT_OPSET or any(o.domain not in ("", "ai.onnx") for o in model.opset_import):
+    # a domain imported but read by no node (onnxruntime's quant_pre_process imports several) is no reason
+    if opset > ORT_OPSET or any(n.domain not in ("", "ai.onnx") for n in model.graph.node):
         return None
     wide = ModelProto()
     wide.CopyFrom(model)

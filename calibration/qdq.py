@@ -38,28 +38,32 @@ def _attrs(qt: QType) -> dict:
 def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: dict[str, QType]
                ) -> tuple[ModelProto, dict[str, tuple[str, ...]]]:
     """A copy of ``model`` with ``activations`` quantize-dequantized and ``initializers`` stored quantized, and
-    for each the names its typed tensor may have once ``lift`` has read the pairs (its own first)."""
+    for each the names its typed tensor may have once ``lift`` has read the pairs (its own first).
+
+    One pass over the nodes (a rename table, each pair placed right after its producer): linear in the model.
+    """
     out = ModelProto()
     out.CopyFrom(model)
     g = out.graph
     fresh = Names(used_names(out)).fresh
     outputs = {o.name for o in g.output}
     inputs = {i.name for i in g.input}
-    new_inits, pairs, aliases = [], [], {}
+    new_inits, aliases = [], {}
+    read_as: dict[str, str] = {}  # activation -> the dequantized name its readers read
+    written_as: dict[str, str] = {}  # a renamed graph output -> the float name its producer now writes
+    pairs: dict[str, list] = {}  # the tensor a pair reads -> its (Q, DQ) nodes
     for name, qt in activations.items():
         # a graph output keeps its name on the DequantizeLinear; one that is also a graph input stays as fed
         renamed = name in outputs and name not in inputs
         source = fresh(f"{name}_float") if renamed else name
         deq = name if renamed else fresh(f"{name}_dequantized")
         if renamed:
-            for node in g.node:
-                node.output[:] = [source if o == name else o for o in node.output]
-        for node in g.node:
-            node.input[:] = [deq if i == name else i for i in node.input]
+            written_as[name] = source
+        read_as[name] = deq
         params = (fresh(f"{name}_scale"), fresh(f"{name}_zero_point"))
         new_inits += _params(params, qt)
-        pairs.append((name, source, deq, params, qt))
-    keep = []
+        pairs[source] = (name, deq, params, qt)
+    keep, prologue = [], []
     for init in g.initializer:
         qt = initializers.get(init.name)
         if qt is None:
@@ -70,24 +74,31 @@ def insert_qdq(model: ModelProto, activations: dict[str, QType], initializers: d
         keep.append(_stored(stored, q, qt))
         aliases[init.name] = (init.name, q)
         new_inits += _params(params, qt)
-        g.node.insert(0, helper.make_node("DequantizeLinear", [q, *params], [init.name],
-                                          name=fresh(f"{init.name}_DequantizeLinear"), **_attrs(qt)))
+        prologue.append(helper.make_node("DequantizeLinear", [q, *params], [init.name],
+                                         name=fresh(f"{init.name}_DequantizeLinear"), **_attrs(qt)))
     del g.initializer[:]
     g.initializer.extend(keep + new_inits)
-    for name, source, deq, params, qt in pairs:
+
+    def pair(source: str) -> list:
+        name, deq, params, qt = pairs[source]
         q = fresh(f"{name}_quantized")
         aliases[name] = (name, q, source)
-        at = _position(g, source)
-        g.node.insert(at, helper.make_node("DequantizeLinear", [q, *params], [deq],
-                                           name=fresh(f"{name}_DequantizeLinear"), **_attrs(qt)))
-        g.node.insert(at, helper.make_node("QuantizeLinear", [source, *params], [q],
-                                           name=fresh(f"{name}_QuantizeLinear"), **_attrs(qt)))
+        return [helper.make_node("QuantizeLinear", [source, *params], [q],
+                                 name=fresh(f"{name}_QuantizeLinear"), **_attrs(qt)),
+                helper.make_node("DequantizeLinear", [q, *params], [deq],
+                                 name=fresh(f"{name}_DequantizeLinear"), **_attrs(qt))]
+
+    produced = {o for node in g.node for o in node.output}
+    nodes = list(prologue)
+    for source in [s for s in pairs if s not in produced and s not in written_as.values()]:  # graph inputs
+        nodes.extend(pair(source))
+    for node in g.node:
+        node.input[:] = [read_as.get(i, i) for i in node.input]
+        node.output[:] = [written_as.get(o, o) for o in node.output]
+        nodes.append(node)
+        for o in node.output:
+            if o in pairs:
+                nodes.extend(pair(o))
+    del g.node[:]
+    g.node.extend(nodes)
     return out, aliases
-
-
-def _position(g, tensor: str) -> int:
-    """Index just after the node producing ``tensor`` (0 for a graph input), keeping the graph sorted."""
-    for index, node in enumerate(g.node):
-        if tensor in node.output:
-            return index + 1
-    return 0

@@ -1,12 +1,23 @@
 """Streaming statistics of one tensor: min, max, mean, std, count and a histogram.
 
 Nothing of a sample is kept after it is counted: the moments merge by Chan's
-parallel formula (Welford's update, one batch at a time), the histogram has a
-fixed number of bins whose range grows as new values arrive. The growth is
-exact: the bin width only ever doubles (2**k), and the new edges are chosen
-on the old ones' lattice, so each new bin is the sum of 2**k whole old bins —
-no count is split or interpolated. (onnxruntime's HistogramCollector keeps the
-bin width and adds bins instead, so its memory grows with the data's range.)
+parallel formula (Welford's update, one batch at a time). The histogram
+counts each value into a bin of a lattice anchored at 0, ``[j·w, (j+1)·w)``
+with ``w`` a power of two, keeping at most ``bins`` bins from the one holding
+the minimum. When the range grows past them, ``w`` doubles (as often as
+needed): the bins of width ``2w`` are unions of two whole bins of width
+``w``, so no count is split or interpolated. ``w`` is the smallest power of
+two whose bins from the minimum's to the maximum's number at most ``bins``
+(a maximum on an edge closes the bin below it), so more than half of them
+(at least ``bins // 2 + 1``) lie inside ``[min, max]``. The
+recorded histogram is those bins with the outer edges moved in to the
+observed minimum and maximum, where no value lies beyond: its edges are
+exactly ``[min, max]`` and every count is exactly the number of values in its
+bin (the last bin closed). (Anchoring at the first sample instead, and never
+trimming, left most bins empty beyond the maximum; onnxruntime's
+HistogramCollector keeps the bin width and adds bins, so its memory grows
+with the data's range.) A constant (a weight, counted once) gets numpy's
+histogram over its ``[min, max]`` in ``min(bins, values)`` equal bins.
 """
 
 from __future__ import annotations
@@ -53,52 +64,113 @@ class Moments:
 
 
 class Histogram:
-    """A histogram of ``BINS`` bins over ``[lo, lo + bins * width)``, growing exactly by doubling the width."""
+    """Counts on a power-of-two lattice, at most ``bins`` of them, exact at the observed ``[min, max]``."""
 
     def __init__(self, bins: int = BINS) -> None:
         self.bins = bins
-        self.counts = np.zeros(bins, dtype=np.int64)
-        self.lo = 0.0
-        self.width = 0.0  # 0: nothing counted yet
+        self.total = 0
+        self.min, self.max = math.inf, -math.inf
+        self.level: int | None = None  # bins are [j·2**level, (j+1)·2**level); None: one value so far
+        self.origin = 0  # the lattice index j of _counts[0], the minimum's bin
+        self._counts: np.ndarray | None = None
+        self._fixed: tuple[np.ndarray, float, float] | None = None  # a constant's (counts, min, max)
+
+    def add(self, x: np.ndarray) -> None:
+        if self._fixed is not None:
+            raise ValueError("a constant's histogram is made once")
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if x.size == 0:
+            return
+        lo, hi = min(self.min, float(x.min())), max(self.max, float(x.max()))
+        if lo == hi:  # one value so far: no width to choose yet
+            self.min, self.max, self.total = lo, hi, self.total + x.size
+            return
+        if self.level is None:
+            self.level, self.origin = _level(lo, hi, self.bins), 0
+            self._counts = np.zeros(self.bins + 1, dtype=np.int64)  # + the maximum's bin when it is on an edge
+            if self.total:  # the values seen so far, all equal to self.min
+                self.origin = _index(self.min, self.level)
+                self._counts[0] = self.total
+        level = self.level
+        while not _fits(lo, hi, level, self.bins):
+            level += 1
+        self._place(level, _index(lo, level))
+        index = np.floor(x / 2.0**self.level).astype(np.int64)
+        index -= self.origin
+        self._counts += np.bincount(index, minlength=self.bins + 1)
+        self.min, self.max, self.total = lo, hi, self.total + x.size
+
+    def _place(self, level: int, origin: int) -> None:
+        """Re-bin to ``level`` (merging 2**k whole bins into one) with the minimum's bin ``origin`` first."""
+        if level == self.level and origin == self.origin:
+            return
+        used = np.flatnonzero(self._counts)
+        index = ((self.origin + used) >> (level - self.level)) - origin  # floor(j / 2**k): whole bins merge
+        counts = np.zeros(self.bins + 1, dtype=np.int64)
+        np.add.at(counts, index, self._counts[used])
+        self._counts, self.level, self.origin = counts, level, origin
+
+    @classmethod
+    def of_constant(cls, values: np.ndarray, bins: int = BINS) -> Histogram:
+        """numpy's histogram of ``values`` over their [min, max] in min(bins, values) equal bins."""
+        h = cls(bins)
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        if values.size:
+            h._fixed = _equal_bins(values, bins)
+            h.min, h.max, h.total = float(values.min()), float(values.max()), int(values.size)
+        return h
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self._histogram()[0]
 
     @property
     def edges(self) -> np.ndarray:
-        return self.lo + self.width * np.arange(self.bins + 1)
+        return self._histogram()[1]
 
-    def add(self, x: np.ndarray) -> None:
-        if x.size == 0:
-            return
-        lo, hi = float(x.min()), float(x.max())
-        if self.width == 0.0:
-            span = hi - lo
-            self.width = span / self.bins if span > 0 else max(abs(lo), 1.0) * 2.0**-20
-            self.lo = lo if span > 0 else lo - self.width * (self.bins // 2)
-        else:
-            self._grow(lo, hi)
-        index = np.floor((x.reshape(-1) - self.lo) / self.width).astype(np.int64)
-        np.clip(index, 0, self.bins - 1, out=index)  # the top edge belongs to the last bin
-        self.counts += np.bincount(index, minlength=self.bins)
-
-    def _grow(self, lo: float, hi: float) -> None:
-        """Widen until [lo, hi] fits, merging groups of 2**k old bins into one."""
-        top = self.lo + self.width * self.bins
-        if lo >= self.lo and hi <= top:
-            return
-        k = 0
-        while True:
-            k += 1
-            wide = self.width * 2**k
-            shift = max(0, math.ceil((self.lo - lo) / wide))  # new bins added below the old range
-            if self.lo - shift * wide + self.bins * wide >= hi and shift + self.bins // 2**k <= self.bins:
-                break
-        group = 2**k
-        merged = self.counts.reshape(-1, group).sum(axis=1) if group <= self.bins else self.counts.sum(keepdims=True)
-        counts = np.zeros(self.bins, dtype=np.int64)
-        counts[shift:shift + merged.size] = merged
-        self.counts, self.lo, self.width = counts, self.lo - shift * wide, wide
+    def _histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """(counts, edges): the bins from the minimum's to the maximum's, outer edges at min and max."""
+        if self._fixed is not None:
+            counts, lo, hi = self._fixed
+            return counts.astype(np.int64), _equal_edges(lo, hi, counts.size)
+        if self.total == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if self.level is None:  # a single value: one bin from it to the next float
+            return np.array([self.total], dtype=np.int64), np.array([self.min, np.nextafter(self.min, np.inf)])
+        width = 2.0**self.level
+        top = _index(self.max, self.level)
+        if top * width == self.max and top > self.origin:  # the maximum on a lattice edge: close the bin below
+            top -= 1
+        n = top - self.origin + 1
+        counts = self._counts[:n].copy()
+        counts[-1] += int(self._counts[n:].sum())
+        edges = (self.origin + np.arange(n + 1, dtype=np.float64)) * width
+        edges[0], edges[-1] = self.min, self.max
+        return counts, edges
 
     def statistics_fields(self) -> dict:
-        return {"histogram_edges": tuple(self.edges.tolist()), "histogram_counts": tuple(self.counts.tolist())}
+        counts, edges = self._histogram()
+        return {"histogram_edges": tuple(edges.tolist()), "histogram_counts": tuple(counts.tolist())}
+
+
+def _index(value: float, level: int) -> int:
+    return math.floor(value / 2.0**level)
+
+
+def _fits(lo: float, hi: float, level: int, bins: int) -> bool:
+    """Whether the bins from lo's up to hi (a bin starting at hi is not needed: the last bin is closed) are at
+    most ``bins``."""
+    return math.ceil(hi / 2.0**level) - _index(lo, level) <= bins
+
+
+def _level(lo: float, hi: float, bins: int) -> int:
+    """The smallest level whose lattice puts [lo, hi] in at most ``bins`` bins, and no finer than the float
+    spacing of the largest magnitude (so that every index stays below 2**54)."""
+    spacing = math.frexp(max(abs(lo), abs(hi)))[1] - 53
+    level = max(math.frexp((hi - lo) / bins)[1] - 1, spacing, -1074)  # 2.0**-1074: the smallest float
+    while not _fits(lo, hi, level, bins):
+        level += 1
+    return level
 
 
 class TensorAccumulator:
@@ -112,7 +184,7 @@ class TensorAccumulator:
         self.channels: Moments | None = None
         self.histogram = Histogram(bins)
         self.channel_bins = channel_bins
-        self.channel_histograms: list[tuple[np.ndarray, np.ndarray]] = []
+        self.channel_histograms: list[tuple[np.ndarray, float, float]] = []  # a constant's, per channel
         self.varying = False  # the axis changed length between samples: no per-slice statistics
 
     def add(self, value: np.ndarray) -> None:
@@ -120,7 +192,10 @@ class TensorAccumulator:
         if x.size and not np.all(np.isfinite(x)):
             raise ValueError("holds NaN or infinity; calibration needs finite values")
         self.whole.add(x.reshape(1, -1))
-        self.histogram.add(x)
+        if self.channel_bins:  # a constant: its exact histogram, once
+            self.histogram = Histogram.of_constant(x, self.histogram.bins)
+        else:
+            self.histogram.add(x)
         if self.axis is not None and x.ndim > self.axis and not self.varying:
             per = np.moveaxis(x, self.axis, 0).reshape(x.shape[self.axis], -1)
             if self.channels is None:
@@ -132,24 +207,36 @@ class TensorAccumulator:
             if self.channel_bins:
                 if self.channels.count != per.shape[1]:
                     raise ValueError("per-channel histograms are for a constant, added once")
-                self.channel_histograms = [_exact_histogram(row, self.channel_bins) for row in per]
+                self.channel_histograms = [_equal_bins(row, self.channel_bins) for row in per]
 
     def channel_statistics(self, index: int) -> Statistics:
         stats = self.channels.statistics(index)
         if not self.channel_histograms:
             return stats
-        counts, edges = self.channel_histograms[index]
-        return dataclasses.replace(stats, histogram_edges=tuple(edges.tolist()),
-                                   histogram_counts=tuple(int(c) for c in counts))
+        counts, lo, hi = self.channel_histograms[index]
+        return dataclasses.replace(stats, histogram_edges=tuple(_equal_edges(lo, hi, counts.size).tolist()),
+                                   histogram_counts=tuple(counts.tolist()))
 
     @property
     def count(self) -> int:
         return self.whole.count
 
 
-def _exact_histogram(values: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, edges) of ``values`` in at most ``bins`` bins over [min, max] (a constant slice: one unit-wide bin)."""
+def _equal_bins(values: np.ndarray, bins: int) -> tuple[np.ndarray, float, float]:
+    """(counts, min, max): numpy's histogram of ``values`` in min(bins, values) equal bins over [min, max]. The
+    edges are not kept (``_equal_edges`` makes numpy's again) and the counts take the smallest unsigned type:
+    a model's weights are thousands of constants."""
     lo, hi = float(values.min()), float(values.max())
     if lo == hi:
-        return np.histogram(values, bins=1, range=(lo - 0.5, hi + 0.5))
-    return np.histogram(values, bins=min(bins, values.size), range=(lo, hi))
+        counts = np.array([values.size])
+    else:
+        counts = np.histogram(values, bins=min(bins, values.size), range=(lo, hi))[0]
+    return counts.astype(np.min_scalar_type(values.size)), lo, hi
+
+
+def _equal_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """The edges np.histogram uses for ``bins`` equal bins over [lo, hi]; one value: one bin from it to the next
+    float, so that the edges still increase."""
+    if lo == hi:
+        return np.array([lo, np.nextafter(lo, np.inf)])
+    return np.linspace(lo, hi, bins + 1)

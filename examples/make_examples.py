@@ -6,6 +6,11 @@ broken_qdq_cnn.onnx: the same model as standard QDQ ONNX, the form
 quantizers write (no quantized types), with three mistakes `onnx-qtypes
 check` finds in the file as it is.
 
+float_cnn.onnx and float_cnn_samples.npz: a float model (Conv -> Relu -> MaxPool ->
+Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm) and 16 calibration
+samples for it ([16, 1, 3, 8, 8] under the input's name, as `onnx-qtypes
+calibrate --data` reads them), to try calibration on.
+
 typed_cnn.onnx: float input -> QuantizeLinear -> typed Conv (per-channel
 int8 symmetric weights, int32 bias) -> Relu -> MaxPool -> DequantizeLinear
 -> float output, with calibration statistics on the activations. Every op
@@ -16,8 +21,10 @@ it and fails when the committed bytes drift.
 
 from __future__ import annotations
 
+import io
 import pathlib
 import sys
+import zipfile
 
 import numpy as np
 import onnx
@@ -127,12 +134,59 @@ def broken_qdq_cnn() -> onnx.ModelProto:
     return model
 
 
-EXAMPLES = {"typed_cnn.onnx": typed_cnn, "broken_cnn.onnx": broken_cnn, "broken_qdq_cnn.onnx": broken_qdq_cnn}
+def float_cnn() -> onnx.ModelProto:
+    """A small float CNN, He-initialised so that its activations keep their scale, to calibrate."""
+    rng = np.random.default_rng(20261128)
+
+    def he(*shape: int) -> np.ndarray:
+        return (rng.normal(0, 1, shape) * np.sqrt(2 / np.prod(shape[1:]))).astype(np.float32)
+
+    inits = [numpy_helper.from_array(he(8, 3, 3, 3), "conv1_w"),
+             numpy_helper.from_array((rng.normal(0, 0.1, 8)).astype(np.float32), "conv1_b"),
+             numpy_helper.from_array(he(8, 8, 3, 3), "conv2_w"),
+             numpy_helper.from_array((rng.normal(0, 0.1, 8)).astype(np.float32), "conv2_b"),
+             numpy_helper.from_array(he(10, 8), "fc_w"),
+             numpy_helper.from_array((rng.normal(0, 0.1, 10)).astype(np.float32), "fc_b")]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1_w", "conv1_b"], ["conv1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv1"], ["relu1"], name="relu1"),
+        helper.make_node("MaxPool", ["relu1"], ["pool1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["pool1", "conv2_w", "conv2_b"], ["conv2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv2"], ["relu2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["relu2"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["features"], name="flatten"),
+        helper.make_node("Gemm", ["features", "fc_w", "fc_b"], ["logits"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "float_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    model.producer_name = "onnx-qtypes examples"
+    return model
+
+
+def float_cnn_samples() -> bytes:
+    """16 samples of float_cnn's input as an .npz, byte for byte the same on every run (fixed zip timestamps)."""
+    x = np.random.default_rng(20261129).normal(0, 1, (16, 1, 3, 8, 8)).astype(np.float32)
+    npy = io.BytesIO()
+    np.lib.format.write_array(npy, x, allow_pickle=False)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("x.npy", date_time=(1980, 1, 1, 0, 0, 0)), npy.getvalue(),
+                         compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+EXAMPLES = {"typed_cnn.onnx": typed_cnn, "broken_cnn.onnx": broken_cnn, "broken_qdq_cnn.onnx": broken_qdq_cnn,
+            "float_cnn.onnx": float_cnn}
+DATA = {"float_cnn_samples.npz": float_cnn_samples}  # generated files that are not models
 
 
 def main(out_dir: pathlib.Path = HERE) -> None:
     for name, build in EXAMPLES.items():
         save(build(), out_dir / name)
+        print(out_dir / name)
+    for name, make in DATA.items():
+        (out_dir / name).write_bytes(make())
         print(out_dir / name)
 
 

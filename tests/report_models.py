@@ -74,3 +74,28 @@ def per_axis_clipping_model(channels: int = 24) -> onnx.ModelProto:
                              per_axis=tuple(statistics_of(v, 16) for v in values))
     set_qtype(model, "a", QType("int8", scales, [0] * channels, axis=0, schema="symmetric", statistics=stats))
     return model
+
+
+def relu_chain_with_histograms(tensors: int, bins: int = 2048) -> onnx.ModelProto:
+    """x -> Relu -> ... -> Relu: ``tensors`` int8 activations with 2048-bin histograms of calibration size.
+    Tensor ``t7`` has an invalid zero point (an error), ``t11`` a range that clips 5 % of its histogram and
+    ``t13`` one that clips 1 %; the rest clip nothing."""
+    from onnx import TensorProto, helper
+
+    from onnx_qtypes.proto.model import set_qtypes
+
+    rng = np.random.default_rng(9)
+    names = [f"t{k}" for k in range(tensors)]
+    nodes = [helper.make_node("Relu", [a], [b]) for a, b in zip(names, names[1:])]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info(names[0], TensorProto.FLOAT, [64])],
+                              [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, [64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    values = np.abs(rng.normal(0, 1, 50_000))
+    stats = TensorStatistics(tensor=statistics_of(values, bins), method="minmax")
+    top = float(values.max())
+    types = {n: QType("int8", top / 127, 0, statistics=stats) for n in names}
+    types["t7"] = QType("int8", top / 127, 300, statistics=stats, validate=False)
+    for name, share in (("t11", 0.05), ("t13", 0.01)):
+        types[name] = QType("int8", float(np.quantile(values, 1 - share)) / 127, 0, statistics=stats)
+    set_qtypes(model, types)
+    return model

@@ -107,3 +107,31 @@ def test_an_unknown_profile_or_unreadable_model_exits_2(files):
     result = run_cli("calibrate", str(junk), "--data", data, "-o", str(out))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert not out.exists()
+
+
+def test_the_bundled_float_example_calibrates_with_nothing_to_invent(tmp_path):
+    """README's "Try it" line: examples/float_cnn.onnx with its 16 samples gives a typed model the checker passes,
+    every float32 activation and weight quantized, whose lowered form stays close to the float model."""
+    from builders import ROOT
+    from corpus import run_onnxruntime
+
+    from onnx_qtypes import lower
+    from onnx_qtypes.checker import check_model
+    from onnx_qtypes.calibration.data import NpzSamples
+
+    model, data, out = ROOT / "examples" / "float_cnn.onnx", ROOT / "examples" / "float_cnn_samples.npz", tmp_path / "t.onnx"
+    result = run_cli("calibrate", str(model), "--data", str(data), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == f"{out}: 15 quantized tensor(s), statistics on 15 tensor(s) from 16 sample(s)"
+    assert "check finds nothing" in result.stdout
+    typed = onnx.load(out)
+    check_model(typed)  # raises on any error
+    assert {n for n in quantized_tensors(typed)} >= {"conv1", "relu1", "pool1", "conv2", "relu2", "gap", "features",
+                                                     "conv1_w_quantized", "fc_w_quantized", "fc_b_quantized"}
+    qdq = lower(typed)
+    qdq.ir_version = 10
+    float_model = onnx.load(model)
+    for feed in list(NpzSamples(data))[:4]:
+        want = run_onnxruntime(float_model, feed, optimize=False)["logits"]
+        got = run_onnxruntime(qdq, feed, optimize=False)["logits"]
+        assert 10 * np.log10(np.sum(want**2) / np.sum((got - want) ** 2)) > 25

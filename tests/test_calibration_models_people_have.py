@@ -186,3 +186,39 @@ def test_the_command_line_says_what_a_profile_overrode_and_what_check_finds(tmp_
     assert result.returncode == 0, result.stderr
     assert "note: weight storage int4 is not among what profile tflite-int8 allows; used int8" in result.stdout
     assert "QT407" in result.stdout or "QT408" in result.stdout  # the saturated bias, said now, not found later
+
+
+def test_a_negative_or_symbolic_dimension_takes_any_size():
+    """PaddleOCR's exports declare [-1, 3, '?', '?']: a -1 is "any size", as a named dimension is."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [-1, 3, "h", "h"])],
+                   [_info("y", [-1, 3, "h", "h"])])
+    samples = _samples({"x": [2, 3, 4, 5]}) + _samples({"x": [1, 3, 6, 6]})
+    result = calibrate_model(model, samples)
+    assert result.statistics["x"].tensor.count == 4 * (2 * 3 * 4 * 5) + 4 * (3 * 6 * 6)
+    with pytest.raises(CalibrationError, match=r"has shape \[2, 4, 4, 4\], the model declares \[-1, 3, 'h', 'h'\]"):
+        calibrate_model(model, _samples({"x": [2, 4, 4, 4]}))
+
+
+def test_weights_written_as_constant_nodes_are_calibrated_as_weights():
+    """paddle2onnx (the PP-OCR models) writes every weight as a Constant node: calibrated as an activation, a Conv
+    weight would get a per-tensor asymmetric type; as the initializer it is, a symmetric one per channel."""
+    w = _const("w", [3, 2, 3, 3])
+    nodes = [helper.make_node("Constant", [], ["w"], value=w), helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 5, 5])], [_info("y", [1, 3, 3, 3])])
+    samples = _samples({"x": [1, 2, 5, 5]})
+    result = calibrate_model(model, samples, per_channel=True)
+    weight = get_qtype(result.model, "w_quantized")
+    assert weight.axis == 0 and len(weight.scale) == 3 and weight.schema.symmetric
+    assert "Constant" not in {n.op_type for n in result.model.graph.node}
+    assert [n.op_type for n in model.graph.node][0] == "Constant"  # the caller's model is left as it was
+    check_model(result.model)
+    _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
+    """onnxruntime's quant_pre_process imports com.microsoft and others that no node reads."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2, 3])], [_info("y", [2, 3])])
+    model.opset_import.extend([helper.make_opsetid("com.microsoft", 1), helper.make_opsetid("ai.onnx.ml", 5)])
+    result = calibrate_model(model, _samples({"x": [2, 3]}), engine="onnxruntime")
+    assert result.engine == "onnxruntime" and result.typed

@@ -34,20 +34,56 @@ def test_moments_and_histogram_match_numpy_over_every_value():
         s = acc.channels.statistics(c)
         assert (s.min, s.max) == (per[c].min(), per[c].max())
         assert s.std == pytest.approx(per[c].std(), rel=1e-12)
-    # exact re-binning: the grown histogram equals numpy's over its final edges
-    edges = acc.histogram.edges
-    assert edges[0] <= every.min() and edges[-1] >= every.max()
-    expected = np.floor((every - edges[0]) / acc.histogram.width).astype(int).clip(0, 63)
-    assert acc.histogram.counts.tolist() == np.bincount(expected, minlength=64).tolist()
+    # exact at its range: edges from the minimum to the maximum, each count numpy's over the same edges
+    counts, edges = acc.histogram.counts, acc.histogram.edges
+    assert (edges[0], edges[-1]) == (every.min(), every.max())
+    assert counts.tolist() == np.histogram(every, bins=edges)[0].tolist()
+    assert 64 // 2 + 1 <= counts.size <= 64  # more than half the bins, none beyond the maximum
 
 
-def test_histogram_keeps_its_bin_count_and_every_count():
-    h = Histogram(bins=16)
-    for lo, hi in ((0.0, 1.0), (-5.0, 0.5), (100.0, 101.0), (-1e4, 1e4)):
-        h.add(np.linspace(lo, hi, 50))
-        assert h.counts.size == 16
-    assert int(h.counts.sum()) == 200
-    assert h.edges[0] <= -1e4 and h.edges[-1] >= 1e4
+def test_histogram_stays_exact_at_its_range_however_the_range_grows():
+    """The reported case: a first sample far narrower than the rest (a doubling histogram anchored at it kept
+    44 of 2,048 bins in use, edges to 454 for data up to 5.1)."""
+    rng = np.random.default_rng(4)
+    batches = [rng.uniform(-5.7, -5.69, 100), rng.normal(0, 1.5, 5000), np.array([5.1]), np.zeros(7),
+               rng.normal(-1e-3, 1e-4, 10)]
+    h = Histogram()
+    for b in batches:
+        h.add(b)
+    every = np.concatenate(batches)
+    assert (h.edges[0], h.edges[-1]) == (every.min(), every.max()) == (h.min, h.max)
+    assert h.counts.tolist() == np.histogram(every, bins=h.edges)[0].tolist()
+    assert h.counts.size > 1024
+    with pytest.raises(ValueError):
+        Histogram.of_constant(every).add(every)  # a constant's histogram is made once
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_histogram_counts_every_value_in_its_bin_on_any_sequence(seed):
+    rng = np.random.default_rng(seed)
+    h, every = Histogram(bins=int(rng.choice([4, 16, 64, 2048]))), []
+    for _ in range(rng.integers(1, 8)):
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            b = rng.normal(rng.normal() * 10 ** rng.uniform(-3, 3), 10 ** rng.uniform(-6, 3), rng.integers(0, 50))
+        elif kind == 1:
+            b = np.full(rng.integers(1, 5), rng.normal())  # a constant sample
+        elif kind == 2:
+            b = np.maximum(rng.normal(size=30), 0)  # a Relu output: zeros on a lattice edge
+        else:
+            b = rng.integers(-3, 4, 20) * 2.0 ** rng.integers(-3, 3)  # values on lattice edges, the maximum too
+        every.append(b)
+        h.add(b)
+    every = np.concatenate(every)
+    counts, edges = h.counts, h.edges
+    assert counts.sum() == every.size and np.all(np.diff(edges) > 0)
+    if every.min() == every.max():  # one value: one bin from it to the next float
+        assert edges.tolist() == [every.min(), np.nextafter(every.min(), np.inf)]
+        return
+    assert (edges[0], edges[-1]) == (every.min(), every.max())
+    assert h.bins // 2 + 1 <= counts.size <= h.bins
+    inside = np.clip(np.searchsorted(edges, every, side="right") - 1, 0, counts.size - 1)  # last bin closed
+    assert np.bincount(inside, minlength=counts.size).tolist() == counts.tolist()
 
 
 def test_collected_statistics_describe_the_model_tensors():

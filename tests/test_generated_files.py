@@ -15,7 +15,7 @@ def test_proto_bindings_match_the_proto(tmp_path):
 def test_bundled_examples_match_their_generator(tmp_path):
     make = load_script("examples/make_examples.py")
     make.main(tmp_path)
-    for name in make.EXAMPLES:
+    for name in [*make.EXAMPLES, *make.DATA]:
         assert (ROOT / "examples" / name).read_bytes() == (tmp_path / name).read_bytes(), (
             f"examples/{name} is stale: run python examples/make_examples.py"
         )

@@ -25,12 +25,14 @@ def test_python_example_runs(tmp_path):
     assert sorted(d.rule for d in scope["found"].errors) == ["QT101", "QT307", "QT405"]
 
 
-def test_shell_examples_exit_as_the_readme_says():
-    """Every `onnx-qtypes` line of the README's shell blocks runs from the repository root; a `check` whose
-    comment says "exit 1" exits 1, every other line 0."""
+def test_shell_examples_exit_as_the_readme_says(tmp_path):
+    """Every `onnx-qtypes` line of the README's shell blocks runs, in order, in a folder that has the
+    repository's examples/ (so that what a line writes, `calibrate -o`, lands there and the next line reads it);
+    a `check` whose comment says "exit 1" exits 1, every other line 0."""
     import subprocess
     import sys
 
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
     segments = [seg.strip() for block in blocks for line in block.splitlines() for seg in line.split("&&")]
@@ -40,6 +42,8 @@ def test_shell_examples_exit_as_the_readme_says():
         command, _, comment = line.partition("#")
         expected = 1 if "exit 1" in comment else 0
         args = command.split()[1:]
-        result = subprocess.run([sys.executable, "-m", "onnx_qtypes", *args], cwd=ROOT, capture_output=True,
+        result = subprocess.run([sys.executable, "-m", "onnx_qtypes", *args], cwd=tmp_path, capture_output=True,
                                 text=True, timeout=120)
         assert result.returncode == expected, (line, result.stdout[-500:], result.stderr)
+    written = {p.name for p in tmp_path.iterdir()} - {"examples"}
+    assert written == {"calibrated_cnn.onnx", "calibrated_cnn.html"}  # and nothing in the repository

@@ -452,3 +452,56 @@ def test_a_towering_bin_is_cut_so_the_rest_stay_readable_and_empty_ends_are_not_
     assert heights[0] <= HEIGHT
     ticks = [t.all_text() for t in svg.find_all("text", "tick")]
     assert ticks[:2] == ["2", "6"]  # the populated bins' extent, not the histogram's empty ends
+
+
+def test_a_large_model_gets_cards_for_the_tensors_that_need_a_look_and_every_tensor_in_the_table(tmp_path):
+    from report_models import relu_chain_with_histograms
+
+    from onnx_qtypes.report.page import CARDS
+    from onnx_qtypes.report.svg import MAX_BARS
+
+    tensors = CARDS + 50
+    page, root = show_html(tmp_path, relu_chain_with_histograms(tensors))
+    by_name = cards(root)
+    assert len(by_name) == CARDS and {"t7", "t11", "t13"} <= set(by_name)
+    tables = root.find_all("table", "summary")
+    attention, every = tables
+    ranked = [tr.find_all("td")[0].all_text() for tr in attention.find_all("tbody")[0].find_all("tr")]
+    assert len(ranked) == CARDS and ranked[:3] == ["t7", "t11", "t13"]  # the error, then the most clipped
+    (folded,) = root.find_all("details", "all-tensors")
+    assert every in list(folded.iter())
+    listed = [tr.find_all("td")[0] for tr in every.find_all("tbody")[0].find_all("tr")]
+    assert sorted(td.all_text() for td in listed) == sorted(f"t{k}" for k in range(tensors))  # every tensor
+    linked = {td.all_text() for td in listed if td.find_all("a")}
+    assert linked == set(by_name)  # a row links to a card only where there is one
+    for card in by_name.values():  # 2048 bins drawn as at most MAX_BARS bars (one more where a class changes)
+        assert len(card.find_all("rect", "bin")) <= MAX_BARS + 2
+    assert len(page) < 25_000 * CARDS + 1_000 * tensors
+
+
+def test_a_histogram_drawn_in_runs_keeps_every_count_and_never_mixes_clipped_and_kept():
+    from onnx_qtypes.report.svg import MAX_BARS, histogram_bars
+
+    rng = np.random.default_rng(2)
+    counts, edges = np.histogram(rng.normal(0, 1, 100_000), bins=2048)
+    h = Histogram(tuple(edges.tolist()), tuple(counts.tolist()))
+    bars = histogram_bars(h, [(-1.0, 2.5)])
+    assert sum(count for _, _, count, _ in bars) == counts.sum()
+    assert len(bars) <= MAX_BARS + 2
+    for a, b, _, kind in bars:
+        assert ("clipped" in kind) == (b <= -1.0 or a >= 2.5), (a, b, kind)  # a bar is one side of an end
+
+
+@pytest.mark.parametrize("edges, counts", [
+    ((0.0, 1.0, 2.0), (3, 4)), ((0.0, 1.0, 1.0, 2.0), (3, 4, 5)), ((0.0, 1.0, 2.0), (3, 4, 5)),
+    ((0.0, math.nan, 2.0), (1, 1)), ((0.0, 1.0, math.inf), (1, 1)), ((0.0, 1.0, 2.0), (3, -4)),
+    ((2.0, 1.0), (1,)), ((0.0,), ()), ((0.0, 5e-324), (7,)),
+])
+def test_the_reports_histogram_screen_agrees_with_qt205(edges, counts):
+    from onnx_qtypes.checker.rules.qt205_histogram_malformed import malformed_histogram
+    from onnx_qtypes.report.range_error import histogram_problem
+
+    stats = Statistics(histogram_edges=edges, histogram_counts=counts)
+    found = malformed_histogram(stats)
+    problem = histogram_problem(stats)
+    assert problem == (found[1] if found else None if sum(counts) else "every bin is empty")

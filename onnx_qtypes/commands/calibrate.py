@@ -4,8 +4,8 @@
 stacked on a new leading axis ([N, *input_shape]); it is read one sample at
 a time. The model runs on onnxruntime when installed (optimizations off),
 otherwise on onnx's reference evaluator. Every float tensor gets statistics
-(min, max, mean, std, count and a 2048-bin histogram; per channel: axis 1 of
-activations, the output channel of weights).
+(min, max, mean, std, count and a histogram of at most 2048 bins from min to
+max; per channel: axis 1 of activations, the output channel of weights).
 
 Without --stats-only the output is a typed model: activations quantized per
 tensor over the range --method picks (minmax, percentile, entropy, mse),
@@ -73,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
     except CalibrationError as exc:  # name the files: the message names the sample, input or node
         raise CalibrationError(f"{args.model} with {args.data}: {exc}") from None
     save(result.model, args.output)
+    model, notes, quantized, summary = result.model, result.notes, result.quantize, result.summary()
+    del result  # the accumulators behind its statistics: the checker below needs the memory more
     with standard_output() as out:
-        for note in result.notes:
+        for note in notes:
             print(f"note: {note}", file=out)
-        if result.quantize:
-            print(f"note: {_findings(result.model, profile)}", file=out)
-        print(f"{args.output}: {result.summary()}", file=out)
+        if quantized:
+            print(f"note: {_findings(model, profile)}", file=out)
+        print(f"{args.output}: {summary}", file=out)
     return 0
 
 

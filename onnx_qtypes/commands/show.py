@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import onnx
@@ -24,8 +25,8 @@ from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_out
 from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
 from onnx_qtypes.proto.reader import ReadModel, read_model
 from onnx_qtypes.proto.qtype import QType
-from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
+from onnx_qtypes.report.stored import StoredStatistics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType], parameters: ParameterLookup
-          ) -> tuple[QType | None, TensorStatistics | None]:
-    """The declared type (without statistics) and statistics, refusing fields this version does not define.
+          ) -> tuple[QType | None, StoredStatistics | None]:
+    """The declared type (without statistics) and statistics (kept encoded, report/stored.py), refusing fields
+    this version does not define.
 
     One QType per distinct message, as in the checker: a NaN scale is unequal to itself, and equal
     declarations must still share a row.
@@ -48,7 +50,7 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
     view = read_view(value_info.type.tensor_type, where)
     require_known_fields(view, where)
     quantized, has_stats = view.HasField("quantization"), view.HasField("statistics")
-    stats = TensorStatistics.from_proto(view.statistics) if has_stats else None
+    stats = StoredStatistics(view.statistics) if has_stats else None
     if not quantized:
         return None, stats
     key = view.quantization.SerializeToString()
@@ -104,30 +106,31 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:  # a graph the reader sorted: the places the file has
         row["declared_at"] = [read.file_pointer(p) for p in row["declared_at"]]
     if args.format == "json":
-        text = render_json(rows, args.model, notes)
+        chunks = iter_json(rows, args.model, notes)
     elif args.format == "html":
-        text = _render_html(read, rows, args.model, notes)
+        chunks = _html(read, rows, args.model, notes)
     else:
-        text = render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes)
+        chunks = iter([render_table(rows, args.model) + "".join(f"note: {n}\n" for n in notes)])
+    # written piece by piece (a tensor or a card at a time): the page or JSON of a large model is never one string
     if args.output:
         refuse_overwrite(args.output, model=args.model)
         with atomic_write(args.output, "w") as fh:
-            fh.write(text)
+            fh.writelines(chunks)
     else:
         with standard_output() as out:
-            out.write(text)
+            out.writelines(chunks)
     return 0
 
 
-def _render_html(model: ReadModel, rows: list[dict[str, Any]], source: str, notes: list[str]) -> str:
+def _html(model: ReadModel, rows: list[dict[str, Any]], source: str, notes: list[str]) -> Iterator[str]:
     from onnx_qtypes.diagnosis import diagnose  # the checker: only for the page, which lists its findings
-    from onnx_qtypes.report import render_html
+    from onnx_qtypes.report import iter_html
 
     try:
         findings = diagnose(model).diagnostics
     except QTypesError as exc:  # the parameters are still worth showing
         findings, notes = (), [*notes, f"the checker could not read the model: {' '.join(str(exc).split())}"]
-    return render_html(rows, source, findings, notes)
+    return iter_html(rows, source, findings, notes)
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -153,15 +156,25 @@ def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str,
 
 
 def render_json(rows: list[dict[str, Any]], model: str, notes: list[str] | None = None) -> str:
-    """{"model": ..., "tensors": [...]} with one tensor per line.
+    """{"model": ..., "tensors": [...]} with one tensor per line."""
+    return "".join(iter_json(rows, model, notes))
+
+
+def iter_json(rows: list[dict[str, Any]], model: str, notes: list[str] | None = None) -> Iterator[str]:
+    """``render_json`` a tensor at a time.
 
     Each line comes from json's C encoder: ``indent`` would select its
     pure-Python encoder, minutes for the millions of scales of a blocked model.
     """
-    tensors = ",\n".join(f"    {_dumps(_json_row(r))}" for r in rows)
-    body = f"[\n{tensors}\n  ]" if rows else "[]"
+    yield f'{{\n  "model": {json.dumps(model)},\n  "tensors": '
+    if not rows:
+        yield "[]"
+    for k, row in enumerate(rows):
+        yield ("[\n    " if k == 0 else ",\n    ") + _dumps(_json_row(row))
+    if rows:
+        yield "\n  ]"
     extra = f',\n  "notes": {json.dumps(notes)}' if notes else ""
-    return f'{{\n  "model": {json.dumps(model)},\n  "tensors": {body}{extra}\n}}\n'
+    yield f"{extra}\n}}\n"
 
 
 def _dumps(row: dict[str, Any]) -> str:
@@ -187,11 +200,11 @@ def _finite(value: Any) -> Any:
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
     qtype: QType | None = row["qtype"]
-    stats: TensorStatistics | None = row["statistics"]
+    stats: StoredStatistics | None = row["statistics"]
     out = {"tensor": row["tensor"], "function": row["function"], "shape": row["shape"],
            "declared_at": row["declared_at"]}
     out["qtype"] = None if qtype is None else {k: v for k, v in qtype.to_dict().items() if k != "statistics"}
-    out["statistics"] = None if stats is None else stats.to_dict()
+    out["statistics"] = None if stats is None else stats.decode().to_dict()
     return out
 
 
@@ -200,24 +213,19 @@ def _fmt_list(values: tuple, limit: int = 3) -> str:
     return f"[{shown}{', …' if len(values) > limit else ''}]" if len(values) != 1 else shown
 
 
-def _fmt_stats(stats: TensorStatistics | None) -> str:
+def _fmt_stats(stats: StoredStatistics | None) -> str:
     if stats is None:
         return "-"
-    parts = []
-    s = stats.tensor
-    if s is not None:
-        for name in ("min", "max", "mean", "std"):
-            value = getattr(s, name)
-            if value is not None:
-                parts.append(f"{name}={value:.6g}")
-        if s.count is not None:
-            parts.append(f"count={s.count}")
-        if s.histogram_counts:
-            parts.append(f"hist={len(s.histogram_counts)} bins")
-    if stats.per_axis:
-        parts.append(f"per-axis[{stats.axis}]={len(stats.per_axis)}")
-    if stats.method:
-        parts.append(f"({stats.method})")
+    summary = stats.summary()
+    parts = [f"{name}={summary[name]:.6g}" for name in ("min", "max", "mean", "std") if name in summary]
+    if "count" in summary:
+        parts.append(f"count={summary['count']}")
+    if summary.get("bins"):
+        parts.append(f"hist={summary['bins']} bins")
+    if summary["per_axis"]:
+        parts.append(f"per-axis[{summary['axis']}]={summary['per_axis']}")
+    if summary["method"]:
+        parts.append(f"({summary['method']})")
     return " ".join(parts) or "-"
 
 

@@ -1,5 +1,10 @@
 """The page: a header with the model's own findings, a summary table, then one card per tensor.
 
+A model with more than CARDS tensors gets a card for the CARDS that need a look most (an error, then a
+warning, then the largest clipped fraction, then the lowest SQNR), listed first in a table of their own; the
+table of every tensor follows, folded. The page grows by one table row per tensor, so 10,000 tensors make a
+page of a few megabytes that opens on its summary, where a card each made hundreds.
+
 Every string from the model (names, messages quoting them) goes through ``escape``: a model is untrusted
 input, and a tensor named ``<script>`` must stay text. Nothing is loaded from anywhere: the CSS is inline,
 the charts are inline SVG, and there is no script.
@@ -8,7 +13,7 @@ the charts are inline SVG, and there is no script.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
@@ -18,7 +23,7 @@ from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 from onnx_qtypes.report.range_error import (RangeError, displayed_histogram, histogram, range_error, ranges,
                                             tensor_error)
 from onnx_qtypes.report.style import CSS
-from onnx_qtypes.report.svg import channel_svg, histogram_svg, num, scale_peak
+from onnx_qtypes.report.svg import bar_group, channel_svg, histogram_bars, histogram_svg, num, scale_peak
 
 DEFINITIONS = (
     "<b>Range</b>: the real values the type represents, scale·(qmin − zp) to scale·(qmax − zp), low end first. "
@@ -28,6 +33,7 @@ DEFINITIONS = (
     "higher is better. Values are taken as spread evenly within each bin; per-axis types use one histogram "
     "per channel, weighted by count."
 )
+CARDS = 200  # cards on one page; every tensor still has its row in the table
 CHANNEL_ROWS = 64  # per-channel rows shown before the rest fold away
 TABLE_ROWS = 4096  # and at most this many in all: a blocked type may have millions of scales
 
@@ -35,17 +41,24 @@ TABLE_ROWS = 4096  # and at most this many in all: a blocked type may have milli
 def attach(rows: Sequence[dict[str, Any]], findings: Sequence[Diagnostic]
            ) -> tuple[list[list[Diagnostic]], list[Diagnostic]]:
     """Each row's findings (naming its tensor, or located at or below where it is declared or applied) and
-    the findings no row takes."""
+    the findings no row takes. Rows are looked up by name and by each prefix of the finding's pointer, so the
+    cost is one lookup per finding and pointer segment, not rows times findings."""
+    by_name: dict[tuple[str, bool], list[int]] = {}
+    by_place: dict[str, list[int]] = {}
+    for k, row in enumerate(rows):
+        by_name.setdefault((row["tensor"], row["function"] is not None), []).append(k)
+        for place in row["declared_at"]:
+            by_place.setdefault(place, []).append(k)
     per_row: list[list[Diagnostic]] = [[] for _ in rows]
     loose = []
     for d in findings:
-        taken = False
-        for k, row in enumerate(rows):
-            pointer = d.location.pointer
-            named = d.location.tensor == row["tensor"] and _in_scope(pointer, row["function"] is not None)
-            if named or any(pointer == p or pointer.startswith(p + "/") for p in row["declared_at"]):
-                per_row[k].append(d)
-                taken = True
+        pointer = d.location.pointer
+        taken = set(by_name.get((d.location.tensor, _in_scope(pointer, True)), ()))
+        parts = pointer.split("/")
+        for end in range(1, len(parts) + 1):
+            taken.update(by_place.get("/".join(parts[:end]), ()))
+        for k in sorted(taken):
+            per_row[k].append(d)
         if not taken:
             loose.append(d)
     return per_row, loose
@@ -57,28 +70,65 @@ def _in_scope(pointer: str, in_function: bool) -> bool:
 
 def render_html(rows: Sequence[dict[str, Any]], source: str, findings: Sequence[Diagnostic] = (),
                 notes: Sequence[str] = ()) -> str:
+    return "".join(iter_html(rows, source, findings, notes))
+
+
+def iter_html(rows: Sequence[dict[str, Any]], source: str, findings: Sequence[Diagnostic] = (),
+              notes: Sequence[str] = ()) -> Iterator[str]:
+    """The page, a section or a card at a time."""
     per_row, loose = attach(rows, findings)
     errors = [d for d in findings if d.severity is Severity.ERROR]
     quantized = sum(r["qtype"] is not None for r in rows)
-    head = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<title>{escape(_basename(source))} · onnx-qtypes</title><style>{CSS}</style></head><body>')
-    header = (f'<header><div class="brand">onnx-qtypes report</div><h1>{escape(source)}</h1>'
-              f'<div class="stats">{_stat(quantized, "quantized tensors")}'
-              f'{_stat(len(rows) - quantized, "with statistics only")}'
-              f'{_stat(len(errors), "errors", "bad" if errors else "good")}'
-              f'{_stat(len(findings) - len(errors), "warnings", "warn" if len(findings) > len(errors) else "good")}'
-              f'</div>{"".join(f"<p class=note>{escape(n)}</p>" for n in notes)}</header>')
-    model_level = ""
+    judged = [_error(row) for row in rows]  # (estimate, how it was made or why there is none), once per row
+    estimates = [estimate for estimate, _ in judged]
+    carded = _carded(rows, per_row, estimates)
+    yield (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+           f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+           f'<title>{escape(_basename(source))} · onnx-qtypes</title><style>{CSS}</style></head><body>')
+    if len(carded) < len(rows):
+        notes = [*notes, f"{len(rows)} tensors: cards for the {len(carded)} that need a look most (errors, then "
+                         "warnings, then the largest clipped fraction and the lowest SQNR), first in their own table; "
+                         "the table of every tensor is folded below it; `onnx-qtypes show --format json` lists "
+                         "every tensor's parameters and statistics"]
+    yield (f'<header><div class="brand">onnx-qtypes report</div><h1>{escape(source)}</h1>'
+           f'<div class="stats">{_stat(quantized, "quantized tensors")}'
+           f'{_stat(len(rows) - quantized, "with statistics only")}'
+           f'{_stat(len(errors), "errors", "bad" if errors else "good")}'
+           f'{_stat(len(findings) - len(errors), "warnings", "warn" if len(findings) > len(errors) else "good")}'
+           f'</div>{"".join(f"<p class=note>{escape(n)}</p>" for n in notes)}</header><main>')
     if loose:
-        model_level = (f'<section class="panel" id="model-findings"><h2>Model findings</h2>'
-                       f'<p class="muted">Findings that name no tensor listed below.</p>{_findings(loose)}</section>')
-    body = [head, header, "<main>", model_level, _summary(rows, per_row),
-            f'<p class="definitions">{DEFINITIONS}</p>']
-    body.extend(_card(k, row, per_row[k]) for k, row in enumerate(rows))
-    body.append('</main><footer>Generated by <code>onnx-qtypes show --format html</code>. '
-                'Self-contained: no scripts, no network.</footer></body></html>\n')
-    return "".join(body)
+        yield (f'<section class="panel" id="model-findings"><h2>Model findings</h2>'
+               f'<p class="muted">Findings that name no tensor listed below.</p>{_findings(loose)}</section>')
+    linked = set(carded)
+    if len(carded) < len(rows):
+        order = sorted(carded, key=lambda k: _priority(k, per_row, estimates))
+        yield from _summary(rows, per_row, estimates, linked, order, f"Tensors that need a look ({len(order)})")
+        yield from _summary(rows, per_row, estimates, linked, range(len(rows)), f"All {len(rows)} tensors",
+                            folded=True)
+    else:
+        yield from _summary(rows, per_row, estimates, linked, range(len(rows)), "Tensors")
+    yield f'<p class="definitions">{DEFINITIONS}</p>'
+    for k in carded:
+        yield _card(k, rows[k], per_row[k], judged[k])
+    yield ('</main><footer>Generated by <code>onnx-qtypes show --format html</code>. '
+           'Self-contained: no scripts, no network.</footer></body></html>\n')
+
+
+def _priority(k: int, per_row: list[list[Diagnostic]], estimates: list[RangeError | None]) -> tuple:
+    found = per_row[k]
+    severity = 0 if any(d.severity is Severity.ERROR for d in found) else 1 if found else 2
+    estimate = estimates[k]
+    clipped = estimate.clipped if estimate is not None else 0.0
+    sqnr = estimate.sqnr_db if estimate is not None and estimate.sqnr_db is not None else math.inf
+    return severity, -clipped, sqnr, k
+
+
+def _carded(rows: Sequence[dict[str, Any]], per_row: list[list[Diagnostic]],
+            estimates: list[RangeError | None]) -> list[int]:
+    """The rows that get a card, in model order: all of them, or the CARDS that need a look most."""
+    if len(rows) <= CARDS:
+        return list(range(len(rows)))
+    return sorted(sorted(range(len(rows)), key=lambda k: _priority(k, per_row, estimates))[:CARDS])
 
 
 def _basename(path: str) -> str:
@@ -93,28 +143,37 @@ def _error(row: dict[str, Any]) -> tuple[RangeError | None, str]:
     qtype: QType | None = row["qtype"]
     if qtype is None:
         return None, "not quantized"
-    return tensor_error(qtype, row["statistics"], row.get("relu_only", False))
+    stored = row["statistics"]
+    # a per-tensor estimate reads the whole-tensor histogram only: the per-slice statistics stay encoded
+    stats = None if stored is None else stored.whole() if len(qtype.scale) <= 1 else stored.decode()
+    return tensor_error(qtype, stats, row.get("relu_only", False))
 
 
-def _summary(rows: Sequence[dict[str, Any]], per_row: list[list[Diagnostic]]) -> str:
+def _summary(rows: Sequence[dict[str, Any]], per_row: list[list[Diagnostic]], estimates: list[RangeError | None],
+             linked: set[int], order: Sequence[int], title: str, folded: bool = False) -> Iterator[str]:
     if not rows:
-        return '<section class="panel"><p class="muted">No quantized tensors and no statistics.</p></section>'
-    out = ['<section class="panel"><h2>Tensors</h2><div class="scroll"><table class="summary"><thead><tr>'
+        yield '<section class="panel"><p class="muted">No quantized tensors and no statistics.</p></section>'
+        return
+    head = f"<h2>{escape(title)}</h2>"
+    if folded:
+        head = f'<details class="all-tensors"><summary><h2>{escape(title)}</h2></summary>'
+    yield (f'<section class="panel">{head}<div class="scroll"><table class="summary"><thead><tr>'
            '<th>Tensor</th><th>Type</th><th>Granularity</th><th class="num">Scale</th><th class="num">Zero point</th>'
-           '<th class="num">Clipped</th><th class="num">SQNR</th><th class="num">Findings</th></tr></thead><tbody>']
-    for k, row in enumerate(rows):
+           '<th class="num">Clipped</th><th class="num">SQNR</th><th class="num">Findings</th></tr></thead><tbody>')
+    for k in order:
+        row = rows[k]
         qtype: QType | None = row["qtype"]
-        estimate, _ = _error(row)
+        estimate = estimates[k]
         found = per_row[k]
         worst = "bad" if any(d.severity is Severity.ERROR for d in found) else "warn" if found else "none"
-        out.append(f'<tr><td><a href="#t{k}">{_name(row)}</a></td>'
-                   f'<td>{_type(qtype)}</td><td>{_granularity(qtype)}</td>'
-                   f'<td class="num">{_values(qtype.scale) if qtype else "–"}</td>'
-                   f'<td class="num">{_values(qtype.zero_point) if qtype else "–"}</td>'
-                   f'<td class="num">{_clipped(estimate)}</td><td class="num">{_sqnr(estimate)}</td>'
-                   f'<td class="num"><span class="count {worst}">{len(found)}</span></td></tr>')
-    out.append("</tbody></table></div></section>")
-    return "".join(out)
+        name = f'<a href="#t{k}">{_name(row)}</a>' if k in linked else _name(row)
+        yield (f'<tr><td>{name}</td>'
+               f'<td>{_type(qtype)}</td><td>{_granularity(qtype)}</td>'
+               f'<td class="num">{_values(qtype.scale) if qtype else "–"}</td>'
+               f'<td class="num">{_values(qtype.zero_point) if qtype else "–"}</td>'
+               f'<td class="num">{_clipped(estimate)}</td><td class="num">{_sqnr(estimate)}</td>'
+               f'<td class="num"><span class="count {worst}">{len(found)}</span></td></tr>')
+    yield "</tbody></table></div>" + ("</details>" if folded else "") + "</section>"
 
 
 def _name(row: dict[str, Any]) -> str:
@@ -169,9 +228,9 @@ def _sqnr(estimate: RangeError | None) -> str:
     return "∞" if math.isinf(value) else f"{value:.1f} dB"
 
 
-def _card(k: int, row: dict[str, Any], found: list[Diagnostic]) -> str:
+def _card(k: int, row: dict[str, Any], found: list[Diagnostic], judged: tuple[RangeError | None, str]) -> str:
     qtype: QType | None = row["qtype"]
-    stats: TensorStatistics | None = row["statistics"]
+    stats: TensorStatistics | None = row["statistics"].decode() if row["statistics"] is not None else None
     kind = "card" + (" has-errors" if any(d.severity is Severity.ERROR for d in found) else "")
     chips = [f'<span class="chip">{_type(qtype)}</span>']
     if qtype is not None:
@@ -179,9 +238,9 @@ def _card(k: int, row: dict[str, Any], found: list[Diagnostic]) -> str:
                   f'<span class="chip">{escape(qtype.schema.name.lower())}</span>']
     out = [f'<section class="{kind}" id="t{k}"><div class="card-head"><h3>{_name(row)}</h3>'
            f'<div class="chips">{"".join(chips)}</div></div><div class="card-body"><div class="facts">']
-    out.append(_facts(row))
+    out.append(_facts(row, stats, judged))
     out.append('</div><div class="charts">')
-    out.append(_histogram(row))
+    out.append(_histogram(row, stats))
     if qtype is not None and len(qtype.scale) > 1:
         out.append(_channels(qtype, stats, found, row.get("relu_only", False)))
     out.append("</div></div>")
@@ -191,9 +250,8 @@ def _card(k: int, row: dict[str, Any], found: list[Diagnostic]) -> str:
     return "".join(out)
 
 
-def _facts(row: dict[str, Any]) -> str:
+def _facts(row: dict[str, Any], stats: TensorStatistics | None, judged: tuple[RangeError | None, str]) -> str:
     qtype: QType | None = row["qtype"]
-    stats: TensorStatistics | None = row["statistics"]
     items: list[tuple[str, str]] = []
     shape = row["shape"]
     dims = "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
@@ -211,7 +269,7 @@ def _facts(row: dict[str, Any]) -> str:
             lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
             items.append(("range", f"[{num(lo)}, {num(hi)}]" + (" <span class=muted>(widest channel)</span>"
                                                                  if len(spans) > 1 else "")))
-        estimate, how = tensor_error(qtype, stats, row.get("relu_only", False))
+        estimate, how = judged
         if row.get("relu_only"):
             items.append(("read by", "Relu only: values below the range become 0 either way, not counted as "
                                      "clipped"))
@@ -246,9 +304,8 @@ def _statistics_facts(stats: TensorStatistics) -> list[tuple[str, str]]:
     return items
 
 
-def _histogram(row: dict[str, Any]) -> str:
+def _histogram(row: dict[str, Any], stats: TensorStatistics | None) -> str:
     qtype: QType | None = row["qtype"]
-    stats: TensorStatistics | None = row["statistics"]
     h, origin = displayed_histogram(stats)
     if h is None:
         why = "parameters only: no statistics" if stats is None else f"parameters and statistics only: {origin}"
@@ -263,9 +320,11 @@ def _histogram(row: dict[str, Any]) -> str:
             keys += [("range-some", "range of some channels"), ("partly", "outside some channels' range")]
         keys.append(("clipped", "clipped"))
     items = "".join(f'<span class="item"><span class="key {k}"></span>{text}</span>' for k, text in keys)
-    cut = scale_peak(h.counts) < max(h.counts)
-    tallest = f"tallest {max(h.counts)}" + (f"; bars above {int(scale_peak(h.counts))} cut, dashed" if cut else "")
-    legend = (f'<div class="legend">{items}<span class="item muted">{len(h.counts)} bins ({tallest}), '
+    drawn = [count for _, _, count, _ in histogram_bars(h, spans, row.get("relu_only", False))]
+    peak, group = scale_peak(drawn), bar_group(h)
+    tallest = f"tallest {max(drawn)}" + (f"; bars above {int(peak)} cut, dashed" if peak < max(drawn) else "")
+    bins = f"{len(h.counts)} bins" + (f", up to {group} adjacent ones a bar" if group > 1 else "")
+    legend = (f'<div class="legend">{items}<span class="item muted">{bins} ({tallest}), '
               f'{escape(origin)}</span></div>')
     return f'<div class="chart">{histogram_svg(h, spans, observed, row.get("relu_only", False))}{legend}</div>'
 

@@ -67,6 +67,7 @@ svg .channel-bar{fill:#8aa9e6}svg .channel-bar.flagged{fill:var(--bad)}
 .key.clipped{background:var(--clip)}.key.partly{background:var(--partly)}
 details.per-channel{margin-top:6px;font-size:13px}
 details summary{cursor:pointer;color:var(--accent);margin:4px 0}
+details.all-tensors summary h2{display:inline}
 table.channels-table td,table.channels-table th{padding:3px 8px;font-size:12px}
 tr.flagged td{background:#fdf0f0}
 .card-findings{border-top:1px solid var(--line);padding:10px 18px 12px;background:#fffafa}

@@ -14,6 +14,7 @@ from onnx_qtypes.report.range_error import Histogram
 WIDTH, HEIGHT = 620, 190
 LEFT, RIGHT, TOP, BOTTOM = 12, 12, 26, 30
 MAX_CHANNEL_BARS = 256
+MAX_BARS = 200  # a histogram's bars: about 3 px each; more bins are drawn as runs of adjacent ones
 
 
 def num(value: float) -> str:
@@ -32,7 +33,7 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
     if spans:
         inner = (max(lo for lo, _ in spans), min(hi for _, hi in spans))
         outer = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
-    populated = [i for i, c in enumerate(h.counts) if c]  # the exact re-binning histogram keeps empty bins
+    populated = [i for i, c in enumerate(h.counts) if c]  # empty bins draw nothing
     first, last = (h.edges[populated[0]], h.edges[populated[-1] + 1]) if populated else (h.edges[0], h.edges[-1])
     width = (last - first) or max(abs(first), 1.0)
     x0, x1 = first, last
@@ -49,7 +50,8 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
     def x(v: float) -> float:
         return LEFT + (min(max(v, x0), x1) - x0) / (x1 - x0) * plot_w
 
-    peak = scale_peak(h.counts)
+    bars = histogram_bars(h, spans, relu_only)
+    peak = scale_peak([count for _, _, count, _ in bars])
     parts = [f'<svg class="histogram" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
              f'role="img" aria-label="histogram with the representable range">']
     if outer is not None and inner is not None:
@@ -57,20 +59,13 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
             parts.append(_band(x(outer[0]), x(outer[1]), TOP, plot_h, "range-some"))
         if inner[0] < inner[1]:
             parts.append(_band(x(inner[0]), x(inner[1]), TOP, plot_h, "range"))
-    floor_free = relu_only and outer is not None and outer[0] <= 0
-    low = -math.inf if floor_free else outer[0] if outer is not None else None
-    for a, b, count in zip(h.edges, h.edges[1:], h.counts):
-        if not count:  # an empty bin draws nothing; calibration's 2048-bin histograms are mostly empty
-            continue
+    for a, b, count, what in bars:
         left, right = x(a), x(b)
         bar_h = min(count / peak, 1.0) * plot_h
         if count and bar_h < 1:
             bar_h = 1.0  # a non-empty bin stays visible
-        clipped = outer is not None and (b < low or a > outer[1] or (a == b and not low <= a <= outer[1]))
-        partly = not clipped and outer is not None and inner is not None and (a < (low if floor_free else inner[0]) or b > inner[1])
-        kind = "bin clipped" if clipped else "bin partly" if partly else "bin"
-        kind += " cut" if count > peak else ""
-        parts.append(f'<rect class="{kind}" x="{left:.2f}" y="{base - bar_h:.2f}" '
+        what += " cut" if count > peak else ""
+        parts.append(f'<rect class="{what}" x="{left:.2f}" y="{base - bar_h:.2f}" '
                      f'width="{max(right - left - 0.6, 0.8):.2f}" height="{bar_h:.2f}">'
                      f'<title>[{num(a)}, {num(b)}]: {count}</title></rect>')
     parts.append(f'<line class="axis" x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}"/>')
@@ -89,6 +84,46 @@ def histogram_svg(h: Histogram, spans: Sequence[tuple[float, float]] | None,
         parts.append(f'<text class="tick" x="{x(0):.2f}" y="{base + 20}" text-anchor="middle">0</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def bar_group(h: Histogram) -> int:
+    """How many adjacent bins one bar draws: 1 up to MAX_BARS bins between the first and last non-empty one."""
+    populated = [i for i, c in enumerate(h.counts) if c]
+    span = populated[-1] - populated[0] + 1 if populated else 0
+    return max(1, math.ceil(span / MAX_BARS))
+
+
+def histogram_bars(h: Histogram, spans: Sequence[tuple[float, float]] | None, relu_only: bool = False
+                   ) -> list[tuple[float, float, int, str]]:
+    """(left edge, right edge, count, class) per bar: runs of up to ``bar_group`` adjacent bins of one class
+    (clipped, outside some channels' range, kept: a bar never mixes them), the empty runs left out."""
+    inner = outer = None
+    if spans:
+        inner = (max(lo for lo, _ in spans), min(hi for _, hi in spans))
+        outer = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
+    floor_free = relu_only and outer is not None and outer[0] <= 0
+    low = -math.inf if floor_free else outer[0] if outer is not None else None
+
+    def kind(a: float, b: float) -> str:
+        clipped = outer is not None and (b < low or a > outer[1] or (a == b and not low <= a <= outer[1]))
+        partly = not clipped and outer is not None and inner is not None and (
+            a < (low if floor_free else inner[0]) or b > inner[1])
+        return "bin clipped" if clipped else "bin partly" if partly else "bin"
+
+    populated = [i for i, c in enumerate(h.counts) if c]
+    if not populated:
+        return []
+    group = bar_group(h)
+    bars: list[tuple[float, float, int, str]] = []
+    start = populated[0]
+    for i in range(populated[0], populated[-1] + 1):
+        what = kind(h.edges[i], h.edges[i + 1])
+        if i > start and (i - start >= group or what != run_kind):
+            bars.append((h.edges[start], h.edges[i], sum(h.counts[start:i]), run_kind))
+            start = i
+        run_kind = what if i == start else run_kind
+    bars.append((h.edges[start], h.edges[populated[-1] + 1], sum(h.counts[start:populated[-1] + 1]), run_kind))
+    return [bar for bar in bars if bar[2]]
 
 
 def scale_peak(counts: Sequence[int]) -> float:
