@@ -120,8 +120,10 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
 def _reference_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np.ndarray]]:
     from onnx.reference import ReferenceEvaluator
 
+    from onnx_qtypes.reference_ops.corrected import CORRECTED_OPS  # onnx.reference's wrong operators, corrected
+
     try:
-        evaluator = ReferenceEvaluator(model)
+        evaluator = ReferenceEvaluator(model, new_ops=CORRECTED_OPS)
     except Exception as exc:  # an operator onnx.reference does not implement (a custom domain, a missing type)
         raise CalibrationError(f"neither onnxruntime nor onnx.reference can run the model: {_first_line(exc)}") from None
     return lambda feed: evaluator.run(names, feed)

@@ -222,3 +222,19 @@ def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
     model.opset_import.extend([helper.make_opsetid("com.microsoft", 1), helper.make_opsetid("ai.onnx.ml", 5)])
     result = calibrate_model(model, _samples({"x": [2, 3]}), engine="onnxruntime")
     assert result.engine == "onnxruntime" and result.typed
+
+
+def test_the_reference_engine_normalizes_batchnorm_with_its_running_statistics():
+    """onnx.reference 1.23 evaluates BatchNormalization-9 with `momentum` in training mode (the batch's own mean
+    and variance); calibration's reference engine must see what inference computes, as onnxruntime does."""
+    rng = np.random.default_rng(3)
+    c = 3
+    params = [_const(n, [c], np.float32) for n in ("gamma", "beta")]
+    mean = numpy_helper.from_array(rng.normal(2.0, 0.5, c).astype(np.float32), "mean")
+    var = numpy_helper.from_array(rng.uniform(0.5, 2.0, c).astype(np.float32), "var")
+    nodes = [helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["y"], momentum=0.9)]
+    model = _model(nodes, [_info("x", [2, c, 4, 4])], [_info("y", [2, c, 4, 4])], [*params, mean, var], opset=11)
+    samples = _samples({"x": [2, c, 4, 4]})
+    by_engine = {e: calibrate_model(model, samples, engine=e, stats_only=True) for e in ("onnxruntime", "reference")}
+    ours, theirs = (by_engine[e].statistics["y"].tensor for e in ("reference", "onnxruntime"))
+    assert ours.min == pytest.approx(theirs.min, rel=1e-5) and ours.max == pytest.approx(theirs.max, rel=1e-5)
