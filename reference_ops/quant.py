@@ -108,10 +108,13 @@ def broadcast_parameters(qtype: QType, shape: Sequence[int], tensor: str | None 
     Raises QTypeError (naming ``tensor``) when the parameter count does not
     fit the shape.
     """
-    index = parameter_index(qtype, shape, tensor)
-    scales = np.asarray(qtype.scale, dtype=np.float64)
-    zero_points = np.asarray(qtype.zero_point, dtype=np.int64)
-    return scales[index], zero_points[index]
+    return parameters_at(qtype, parameter_index(qtype, shape, tensor))
+
+
+def parameters_at(qtype: QType, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scale float64, zero_point int64) of the parameter pairs ``index`` selects: the one place every reader of a
+    type's scales and zero points goes through (dequantize, quantize, the integer kernels)."""
+    return np.asarray(qtype.scale, dtype=np.float64)[index], np.asarray(qtype.zero_point, dtype=np.int64)[index]
 
 
 def broadcast_offsets(qtype: QType, shape: Sequence[int], tensor: str | None = None) -> np.ndarray | float:
@@ -139,7 +142,7 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
     """``dequantize`` with each element's parameter index given (broadcastable to ``q``): what a kernel that has
     moved codes and their indices together (Gather of rows of a blocked weight) reads them as."""
     q = np.asarray(q)
-    scale = np.asarray(qtype.scale, dtype=np.float64)[index]
+    scale, zero_point = parameters_at(qtype, index)
     # no offset is no addition: -0 + 0.0 would turn float storage's -0 (and a negative scale's 0) into +0
     offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else None
     if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
@@ -155,7 +158,7 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
             raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)
         values = np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
     else:
-        values = (codes - np.asarray(qtype.zero_point, dtype=np.int64)[index]).astype(np.float64)
+        values = (codes - zero_point).astype(np.float64)
     return scale * values if offset is None else scale * values + offset
 
 

@@ -79,10 +79,10 @@ def first_block_everywhere(mp):
 def parameters(transform):
     def mutate(mp):
         def make(original):
-            def broadcast_parameters(qtype, shape, tensor=None):
-                return transform(*original(qtype, shape, tensor))
-            return broadcast_parameters
-        _wrap(mp, quant, "broadcast_parameters", make)
+            def parameters_at(qtype, index):
+                return transform(*original(qtype, index))
+            return parameters_at
+        _wrap(mp, quant, "parameters_at", make)
     return mutate
 
 

@@ -340,6 +340,8 @@ def _spec_asymmetric(x: np.ndarray, qtype: QType) -> tuple[float, int]:
     rmax = _nearest(Fraction(max(0.0, float(x.max()))), dtype)
     span = _nearest(Fraction(rmax) - Fraction(rmin), dtype) or 1.0
     scale = _nearest(Fraction(span) / (hi - lo), dtype)
+    if scale == 0:  # semantics.md#dynamic-parameters: an underflowing scale is the type's smallest positive value
+        scale = float(ml_dtypes.finfo(dtype).smallest_subnormal)
     initial = _nearest(lo - _nearest(Fraction(rmin) / Fraction(scale), dtype), dtype)
     return scale, int(np.rint(min(max(initial, lo), hi)))
 
