@@ -3,6 +3,7 @@
 Backends: reference (the definition), reference-integer (integer kernels),
 onnxruntime (default graph optimizations, what users run),
 onnxruntime-unoptimized (ORT_DISABLE_ALL, each node as written), openvino,
+tract, iree (llvm-cpu; each an optional extra: pip install 'onnx-qtypes[tract]'),
 MODULE:CLASS (a Backend class of your own; MODULE is found in the current
 directory too, or give a path: my_backend.py:MyBackend) or results:DIR (what a
 runtime outside Python wrote: DIR/<case id>/test_data_set_0/output_k.pb, or
@@ -60,8 +61,8 @@ def _seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="reference", metavar="BACKEND",
-                        help="reference | reference-integer | onnxruntime | onnxruntime-unoptimized | openvino | "
-                             "MODULE:CLASS | results:DIR (default: reference)")
+                        help="reference | reference-integer | onnxruntime | onnxruntime-unoptimized | openvino | tract | "
+                             "iree | MODULE:CLASS | results:DIR (default: reference)")
     parser.add_argument("-k", dest="filter", action="append", metavar="TEXT",
                         help="only cases whose id, operator or a tag value contains TEXT, a substring (repeat: all "
                              "must match); for exact matches use --tags")
