@@ -148,7 +148,7 @@ def condense_diagnostics(text: str, limit: int = 600) -> str:
         if "error:" not in line:
             continue
         line = re.sub(r"^<stdin>:\d+:\d+: ", "", _TEMP.sub(r"\1.\2", line.strip()))
-        line = _ILLEGAL.sub(r"failed to legalize \1", line)
+        line = re.sub(r'\s*loc\("<stdin>":\d+:\d+\)$', "", _ILLEGAL.sub(r"failed to legalize \1", line))
         if line not in errors:
             errors.append(line)
     return ("; ".join(errors) or _first_lines(text))[:limit]

@@ -53,7 +53,8 @@ from onnx_qtypes.proto.qtype import STORAGE_TYPES, StorageType
 
 from .execution_cases import DATA_SET, Case, read_tensor
 
-BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract", "iree")
+BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract",
+                 "iree")
 
 
 class BackendError(QTypesError):

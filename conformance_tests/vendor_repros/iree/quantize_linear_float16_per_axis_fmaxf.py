@@ -43,8 +43,9 @@ ZERO_POINT = np.array([3, -7, 0])
 def model(expressed: int, per_axis: bool) -> onnx.ModelProto:
     dtype = helper.tensor_dtype_to_np_dtype(expressed)
     scale, zero_point = (SCALE, ZERO_POINT) if per_axis else (SCALE[:1].reshape(()), ZERO_POINT[:1].reshape(()))
+    axis = {"axis": 1} if per_axis else {}
     graph = helper.make_graph(
-        [helper.make_node("QuantizeLinear", ["x", "y_scale", "y_zero_point"], ["y"], **({"axis": 1} if per_axis else {}))],
+        [helper.make_node("QuantizeLinear", ["x", "y_scale", "y_zero_point"], ["y"], **axis)],
         "quantize_linear", [helper.make_tensor_value_info("x", expressed, list(X.shape))],
         [helper.make_tensor_value_info("y", TensorProto.INT8, list(X.shape))],
         [numpy_helper.from_array(scale.astype(dtype), "y_scale"),
