@@ -42,7 +42,7 @@ DEVIATIONS = RESULTS / "deviations.json"
 KNOWN_FORMAT = "onnx-qtypes-known/1"
 KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
          "unsupported type", "unsupported granularity", "requantization dropped", "data movement error",
-         "runtime error", "unexplained")
+         "unsupported operator", "runtime error", "unexplained")
 TODO = "TODO:"  # how a drafted reason starts until someone writes it
 
 
@@ -147,14 +147,14 @@ def _entries(data: Any, path: Path) -> list:
 
 
 def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
-    """The published list (every field required, ``kind`` one of KINDS)."""
+    """The published list (every field but outcomes, message, script and fixed required, ``kind`` one of KINDS)."""
     out = []
     for i, e in enumerate(_entries(_read(path), path)):
         where = f"{path}: deviations[{i}]"
         try:
             dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
-                            e["evidence"], e["reproduction"], message=e.get("message", ""),
-                            script=e.get("script", ""), fixed=e.get("fixed", ""))
+                            e["evidence"], e["reproduction"], tuple(e.get("outcomes", (FAIL, ERROR))),
+                            message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""))
         except (KeyError, TypeError, AttributeError):
             raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
                               "reproduction") from None
@@ -165,8 +165,20 @@ def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
             raise StatusError(f"{where}: kind {dev.kind!r} is not one of {', '.join(KINDS)}")
         if not dev.cases or not all(isinstance(p, str) and p for p in dev.cases):
             raise StatusError(f"{where}: 'cases' must list case-id patterns")
+        if not dev.outcomes or not set(dev.outcomes) <= {FAIL, ERROR}:
+            raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
         out.append(dev)
     return out
+
+
+def script_exit(dev: Deviation, version: str) -> int | None:
+    """The exit status ``dev.script`` was recorded with on ``version``: 1 (it reproduces) on the entry's own versions,
+    0 (it is gone) on those in ``fixed``; None for a version nothing was recorded on."""
+    if version_matches(dev.version, version):
+        return 1
+    if dev.fixed and version_matches(dev.fixed, version):
+        return 0
+    return None
 
 
 def _optional_problem(dev: Deviation) -> str | None:
