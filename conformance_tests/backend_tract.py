@@ -57,6 +57,10 @@ class TractBackend:
         missing = [n for n in inputs if n not in feeds]
         if missing:
             raise BackendError(f"no feed for graph input {missing[0]!r}")
+        for name in inputs:  # ml_dtypes arrays (float8, float4, bfloat16): tract's Python API has no tensor for them
+            if np.asarray(feeds[name]).dtype.kind not in "biuf":
+                raise BackendError(f"graph input {name!r} is {np.asarray(feeds[name]).dtype}: tract's Python API "
+                                   "takes bool, integer and float16/32/64 arrays only")
         with _tract_errors(self._tract):  # np.require keeps a rank-0 feed rank 0 (np.ascontiguousarray makes it 1-D)
             results = runnable.run([np.require(feeds[n], requirements="C") for n in inputs])
             values = {name: _to_numpy(tensor) for name, tensor in zip(outputs, results)}

@@ -85,3 +85,13 @@ def test_a_missing_tract_says_how_to_install(monkeypatch, capsys):
     assert main(["conformance", "--backend", "tract", "--id", "relu-int8-float32-per-tensor"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'onnx-qtypes[tract]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_feed_tract_has_no_tensor_for_is_named(backend, cases):
+    import ml_dtypes
+
+    case = cases["relu-int8-float32-per-tensor"]
+    prepared = backend.prepare(case)
+    (name,) = case.inputs
+    with pytest.raises(Exception, match=rf"graph input '{name}' is float8_e4m3fn: tract's Python API"):
+        backend.run(prepared, {name: case.feeds()[name].astype(ml_dtypes.float8_e4m3fn)})
