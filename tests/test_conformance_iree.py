@@ -11,8 +11,10 @@ import sys
 import numpy as np
 import pytest
 
+from builders import committed_cases
+
 from onnx_qtypes.cli import main
-from onnx_qtypes.conformance import load_backend, load_suite, run_suite
+from onnx_qtypes.conformance import load_backend, run_suite
 from onnx_qtypes.conformance.backend_iree import IreeBackend, condense_diagnostics
 from onnx_qtypes.conformance.judging import ERROR, FAIL, OUTCOMES, PASS
 
@@ -31,10 +33,7 @@ def backend() -> IreeBackend:
 
 @pytest.fixture(scope="module")
 def cases() -> dict:
-    by_id = {c.id: c for c in load_suite()}
-    missing = [i for i in (*RUNS, *REFUSED) if i not in by_id]
-    assert not missing, f"committed cases renamed or removed: {missing}"
-    return {i: by_id[i] for i in (*RUNS, *REFUSED)}
+    return committed_cases(*(*RUNS, *REFUSED))
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import tract
 
+from builders import committed_cases
+
 from onnx_qtypes.cli import main
-from onnx_qtypes.conformance import load_backend, load_suite, run_suite
+from onnx_qtypes.conformance import load_backend, run_suite
 from onnx_qtypes.conformance.backend_tract import TractBackend, _tract_errors
 from onnx_qtypes.conformance.judging import ERROR, FAIL, OUTCOMES, PASS
 
@@ -33,10 +35,7 @@ def backend() -> TractBackend:
 
 @pytest.fixture(scope="module")
 def cases() -> dict:
-    by_id = {c.id: c for c in load_suite()}
-    missing = [i for i in (*RUNS, *REFUSED, *REJECT) if i not in by_id]
-    assert not missing, f"committed cases renamed or removed: {missing}"
-    return {i: by_id[i] for i in (*RUNS, *REFUSED, *REJECT)}
+    return committed_cases(*(*RUNS, *REFUSED, *REJECT))
 
 
 def test_load_backend_names_tract_with_its_version():
