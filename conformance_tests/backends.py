@@ -21,6 +21,10 @@ Named backends (``load_backend(spec)``):
   as written (the definition path).
 - ``openvino``: the QDQ model through openvino.Core on CPU (4- and 2-bit graph
   inputs and outputs packed / unpacked as OpenVINO tensors).
+- ``tract``: the QDQ model through Sonos tract, optimized (backend_tract.py;
+  extra ``tract``).
+- ``iree``: the QDQ model imported by IREE, compiled for llvm-cpu, run on the
+  local-sync driver (backend_iree.py; extra ``iree``).
 - ``MODULE:CLASS``: a backend class (or factory) of your own, built with no
   arguments; MODULE is found on sys.path, else in the current directory, or
   is a path to a .py file.
@@ -49,7 +53,8 @@ from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
 
 from .execution_cases import DATA_SET, Case, read_tensor
 
-BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino")
+BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract",
+                 "iree")
 
 
 class BackendError(QTypesError):
@@ -397,6 +402,14 @@ def load_backend(spec: str) -> Any:
         return OnnxRuntimeBackend(optimize=False)
     if spec == "openvino":
         return OpenVinoBackend()
+    if spec == "tract":  # optional runtimes: their modules import the runtime only when chosen
+        from .backend_tract import TractBackend
+
+        return TractBackend()
+    if spec == "iree":
+        from .backend_iree import IreeBackend
+
+        return IreeBackend()
     if spec.startswith("results:"):
         folder = spec[len("results:"):]
         if not folder:

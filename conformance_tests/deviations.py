@@ -4,7 +4,11 @@ Two kinds of file hold them:
 
 - the project's own measurement, ``conformance_tests/results/deviations.json`` (``load_deviations``): every
   failure of a published backend and version with its kind, explanation, evidence and a reproducing case,
-  rendered into proposal/status.md; ``onnx-qtypes conformance --known`` reads it;
+  rendered into proposal/status.md; ``onnx-qtypes conformance --known`` reads it. Optional fields: ``message``, a
+  regular expression the case's message must contain (so an entry follows a runtime's refusal, "Unknown DatumType
+  Int4", to cases a regenerated suite adds); ``script``, a standalone reproduction without the suite
+  (``conformance_tests/vendor_repros/<runtime>/<name>.py``: exit 1 while the deviation is there, 0 once it is
+  gone), and ``fixed``, the versions (a ``version_matches`` specification) on which that script was seen to exit 0;
 - a vendor's own file (``load_known``; ``onnx-qtypes conformance --known FILE``), the format below, drafted from
   a run's JSON report by ``draft_known`` (``onnx-qtypes conformance --draft-known REPORT.json -o FILE``)::
 
@@ -14,7 +18,8 @@ Two kinds of file hold them:
 
   ``cases`` (required) lists case ids or fnmatch patterns; ``reason`` (required) says why; ``backend`` (the name
   the report shows) and ``version`` (see ``version_matches``) default to any; ``outcomes`` (fail, error) to
-  both; ``group`` is informative (what the draft grouped by). The published file is accepted too.
+  both; ``message`` (a regular expression the case's message must contain) to any message; ``group`` is
+  informative (what the draft grouped by). The published file is accepted too.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ DEVIATIONS = RESULTS / "deviations.json"
 KNOWN_FORMAT = "onnx-qtypes-known/1"
 KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
          "unsupported type", "unsupported granularity", "requantization dropped", "data movement error",
-         "runtime error", "unexplained")
+         "unsupported operator", "runtime error", "unexplained")
 TODO = "TODO:"  # how a drafted reason starts until someone writes it
 
 
@@ -109,11 +114,18 @@ class Deviation:
     evidence: str
     reproduction: str
     outcomes: tuple[str, ...] = (FAIL, ERROR)
+    message: str = ""  # a regular expression the case's message must contain (re.search); "" any message
+    script: str = ""  # a standalone reproduction, relative to the repository root
+    fixed: str = ""  # versions on which ``script`` exits 0 (version_matches); "" none recorded
 
-    def matches(self, backend: str, version: str, case_id: str, outcome: str | None = None) -> bool:
+    def matches(self, backend: str, version: str, case_id: str, outcome: str | None = None,
+                message: str | None = None) -> bool:
+        """Whether this entry explains the case; ``message`` (the case's) is tested only when the entry has one
+        and the caller gives one."""
         return ((not self.backend or self.backend == backend) and version_matches(self.version, version)
                 and (outcome is None or outcome in self.outcomes)
-                and any(fnmatch.fnmatchcase(case_id, p) for p in self.cases))
+                and any(fnmatch.fnmatchcase(case_id, p) for p in self.cases)
+                and (not self.message or message is None or re.search(self.message, message) is not None))
 
 
 def _read(path: Path) -> Any:
@@ -135,22 +147,56 @@ def _entries(data: Any, path: Path) -> list:
 
 
 def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
-    """The published list (every field required, ``kind`` one of KINDS)."""
+    """The published list (every field but outcomes, message, script and fixed required, ``kind`` one of KINDS)."""
     out = []
     for i, e in enumerate(_entries(_read(path), path)):
         where = f"{path}: deviations[{i}]"
         try:
             dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
-                            e["evidence"], e["reproduction"])
-        except (KeyError, TypeError):
+                            e["evidence"], e["reproduction"], tuple(e.get("outcomes", (FAIL, ERROR))),
+                            message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""))
+        except (KeyError, TypeError, AttributeError):
             raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
                               "reproduction") from None
+        problem = _optional_problem(dev)
+        if problem:
+            raise StatusError(f"{where}.{problem}")
         if dev.kind not in KINDS:
             raise StatusError(f"{where}: kind {dev.kind!r} is not one of {', '.join(KINDS)}")
         if not dev.cases or not all(isinstance(p, str) and p for p in dev.cases):
             raise StatusError(f"{where}: 'cases' must list case-id patterns")
+        if not dev.outcomes or not set(dev.outcomes) <= {FAIL, ERROR}:
+            raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
         out.append(dev)
     return out
+
+
+def script_exit(dev: Deviation, version: str) -> int | None:
+    """The exit status ``dev.script`` was recorded with on ``version``: 1 (it reproduces) on the entry's own versions,
+    0 (it is gone) on those in ``fixed``; None for a version nothing was recorded on."""
+    if version_matches(dev.version, version):
+        return 1
+    if dev.fixed and version_matches(dev.fixed, version):
+        return 0
+    return None
+
+
+def _optional_problem(dev: Deviation) -> str | None:
+    """What is wrong with a published entry's optional fields (message, script, fixed), or None."""
+    for field in ("message", "script", "fixed"):
+        if not isinstance(getattr(dev, field), str):
+            return f"{field}: expected a string"
+    try:
+        re.compile(dev.message)
+    except re.error as exc:
+        return f"message: not a regular expression ({exc})"
+    if dev.script and not (dev.script.endswith(".py") and not dev.script.startswith("/")):
+        return f"script: {dev.script!r} is not a .py file relative to the repository root"
+    if dev.fixed:
+        problem = version_problem(dev.fixed)
+        if problem:
+            return f"fixed: {problem}"
+    return None
 
 
 def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[Deviation, list[str]], list[str]]:
@@ -161,7 +207,9 @@ def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[
     for case_id, outcome in rec["outcomes"].items():
         if outcome not in (FAIL, ERROR):
             continue
-        hit = next((d for d in deviations if d.matches(rec["backend"], rec["version"], case_id)), None)
+        message = rec.get("details", {}).get(case_id, {}).get("message", "")
+        hit = next((d for d in deviations if d.matches(rec["backend"], rec["version"], case_id, message=message)),
+                   None)
         if hit is None:
             unexplained.append(case_id)
         else:
@@ -184,11 +232,11 @@ def load_known(path: str | Path) -> list[Deviation]:
         where = f"{path}: deviations[{i}]"
         if not isinstance(e, dict):
             raise StatusError(f"{where}: expected an object")
-        unknown = sorted(set(e) - {"backend", "version", "cases", "outcomes", "reason", "group", "vendor", "kind",
-                                   "explanation", "evidence", "reproduction"})
+        unknown = sorted(set(e) - {"backend", "version", "cases", "outcomes", "reason", "message", "group", "vendor",
+                                   "kind", "explanation", "evidence", "reproduction", "script", "fixed"})
         if unknown:
             raise StatusError(f"{where}: unknown field {unknown[0]!r} (fields: backend, version, cases, outcomes, "
-                              "reason, group)")
+                              "reason, message, group)")
         cases = e.get("cases")
         if not isinstance(cases, list) or not cases or not all(isinstance(p, str) and p for p in cases):
             raise StatusError(f"{where}.cases: must list case ids or patterns (at least one)")
@@ -204,9 +252,13 @@ def load_known(path: str | Path) -> list[Deviation]:
         outcomes = e.get("outcomes", [FAIL, ERROR])
         if not isinstance(outcomes, list) or not outcomes or not set(outcomes) <= {FAIL, ERROR}:
             raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
-        out.append(Deviation(str(e.get("vendor", "")), backend, version, tuple(cases), str(e.get("kind", "")),
-                             reason.strip(), str(e.get("evidence", "")), str(e.get("reproduction", "")),
-                             tuple(outcomes)))
+        dev = Deviation(str(e.get("vendor", "")), backend, version, tuple(cases), str(e.get("kind", "")),
+                        reason.strip(), str(e.get("evidence", "")), str(e.get("reproduction", "")), tuple(outcomes),
+                        message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""))
+        problem = _optional_problem(dev)
+        if problem:
+            raise StatusError(f"{where}.{problem}")
+        out.append(dev)
     return out
 
 

@@ -102,7 +102,8 @@ def load_records(folder: Path = RESULTS) -> list[dict[str, Any]]:
     return out
 
 
-_BACKEND_ORDER = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino")
+_BACKEND_ORDER = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract",
+                  "iree")
 
 
 def _order(rec: dict[str, Any]) -> tuple:
@@ -204,6 +205,8 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
                     + dev.explanation,
                     f"  - Reproduce: `onnx-qtypes conformance --backend {rec['backend']} -k {dev.reproduction}`"
                     + (f" → {details['message']}" if details.get("message") else ""),
+                    *([f"  - Without the suite: `python {dev.script}` (exits 1 while the deviation is there)"]
+                      if dev.script else []),
                     f"  - Evidence: {dev.evidence}",
                     f"  - Cases: {_ids(sorted(ids))}"]
         if unexplained:

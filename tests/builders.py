@@ -24,6 +24,17 @@ def load_script(relative: str):
     return module
 
 
+def committed_cases(*ids: str) -> dict:
+    """The installed suite's cases of these ids, by id (execution and must-reject); fails naming any the suite no
+    longer has, so a backend test never silently runs fewer cases."""
+    from onnx_qtypes.conformance import load_suite
+
+    by_id = {c.id: c for c in load_suite()}
+    missing = [i for i in ids if i not in by_id]
+    assert not missing, f"committed cases renamed or removed: {missing}"
+    return {i: by_id[i] for i in ids}
+
+
 def add_model(elem_type: int = TensorProto.INT8) -> onnx.ModelProto:
     """c = Add(a, b) on int8 tensors of shape [2]."""
     graph = helper.make_graph(

@@ -53,7 +53,8 @@ def test_status_page_is_what_the_records_render_to():
 def test_every_named_backend_has_a_record_of_the_current_suite(cases, records):
     digest = suite_digest(cases)
     names = {r["backend"] for r in records}
-    assert {"reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino"} <= names
+    assert {"reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract",
+            "iree"} <= names
     ids = {c.id for c in cases}
     for rec in records:
         assert rec["suite"]["digest"] == digest, f"{rec['_path']} was recorded on another suite: rerun {COMMAND}"
@@ -83,7 +84,8 @@ def test_every_deviation_explains_cases_of_its_record_and_reproduces_on_one(reco
         ids = explained.get(dev, [])
         assert ids, f"{dev.kind} ({dev.backend} {dev.version}): explains no failing case"
         assert dev.reproduction in ids, f"{dev.reproduction} is not one of the cases {dev.explanation[:40]!r} explains"
-        matched = [i for i, o in rec["outcomes"].items() if dev.matches(rec["backend"], rec["version"], i)]
+        messages = {i: rec["details"].get(i, {}).get("message", "") for i in rec["outcomes"]}  # "" for a pass
+        matched = [i for i in rec["outcomes"] if dev.matches(rec["backend"], rec["version"], i, message=messages[i])]
         passing = [i for i in matched if rec["outcomes"][i] == PASS]
         assert not passing, f"{dev.cases} also match passing cases {passing[:3]}: the pattern is too wide"
 
@@ -118,6 +120,18 @@ def test_deviation_patterns_are_keyed_by_backend_and_version():
     assert not dev.matches("openvino", "2026.4.1", "relu-int8-float32-per-tensor")
 
 
+def test_a_deviation_with_a_message_pattern_explains_only_cases_whose_message_matches(records):
+    tract = next(r for r in records if r["backend"] == "tract")
+    dev = Deviation("sonos", "tract", tract["version"], ("*",), "unsupported type", "x", "y",
+                    "relu-int4-float32-per-tensor", message="Unknown DatumType U?[Ii]nt4")
+    explained, unexplained = explain(tract, [dev])
+    assert "relu-int4-float32-per-tensor" in explained[dev] and "relu-int2-float32-per-tensor" in unexplained
+    assert all("Int4" in tract["details"][i]["message"] or "Uint4" in tract["details"][i]["message"]
+               for i in explained[dev])
+    # without a message to test (a caller that has none), the case-id pattern alone decides
+    assert dev.matches("tract", tract["version"], "relu-int2-float32-per-tensor")
+
+
 @pytest.mark.parametrize("content, words", [
     ("{", "not readable JSON"),
     ('{"deviations": {}}', "'deviations' list"),
@@ -126,6 +140,18 @@ def test_deviation_patterns_are_keyed_by_backend_and_version():
      '"explanation": "e", "evidence": "e", "reproduction": "a"}]}', "kind 'bad luck'"),
     ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": [], "kind": "rounding mode", '
      '"explanation": "e", "evidence": "e", "reproduction": "a"}]}', "case-id patterns"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": ["*"], "kind": "rounding mode", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a", "message": "Unknown (DatumType"}]}',
+     "message: not a regular expression"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": ["*"], "kind": "rounding mode", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a", "script": "/tmp/repro.py"}]}',
+     "script: '/tmp/repro.py' is not a .py file relative to the repository root"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": ["*"], "kind": "rounding mode", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a", "script": "r.py", "fixed": ">=1.0,"}]}',
+     "fixed: '>=1.0,' has an empty clause"),
+    ('{"deviations": [{"vendor": "v", "backend": "b", "version": "1", "cases": ["*"], "kind": "rounding mode", '
+     '"explanation": "e", "evidence": "e", "reproduction": "a", "outcomes": ["pass"]}]}',
+     "outcomes: a list of 'fail' and / or 'error'"),
 ])
 def test_a_broken_deviations_file_is_a_located_error(tmp_path, content, words):
     path = tmp_path / "deviations.json"

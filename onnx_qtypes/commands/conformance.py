@@ -3,6 +3,7 @@
 Backends: reference (the definition), reference-integer (integer kernels),
 onnxruntime (default graph optimizations, what users run),
 onnxruntime-unoptimized (ORT_DISABLE_ALL, each node as written), openvino,
+tract, iree (llvm-cpu; each an optional extra: pip install 'onnx-qtypes[tract]'),
 MODULE:CLASS (a Backend class of your own; MODULE is found in the current
 directory too, or give a path: my_backend.py:MyBackend) or results:DIR (what a
 runtime outside Python wrote: DIR/<case id>/test_data_set_0/output_k.pb, or
@@ -61,7 +62,7 @@ def _seconds(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="reference", metavar="BACKEND",
                         help="reference | reference-integer | onnxruntime | onnxruntime-unoptimized | openvino | "
-                             "MODULE:CLASS | results:DIR (default: reference)")
+                             "tract | iree | MODULE:CLASS | results:DIR (default: reference)")
     parser.add_argument("-k", dest="filter", action="append", metavar="TEXT",
                         help="only cases whose id, operator or a tag value contains TEXT, a substring (repeat: all "
                              "must match); for exact matches use --tags")
@@ -177,7 +178,7 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
     if known is None:
         return (1 if bad else code), lines
     deviations, source = known
-    unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome) for d in deviations)]
+    unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome, r.message) for d in deviations)]
     label = f"{name} {version}".strip()
     if bad:
         line = (f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of "
@@ -187,7 +188,7 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
             line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + more
         lines.append(line)
     todo = sum(1 for d in deviations if d.explanation.startswith("TODO:") and any(
-        d.matches(name, version, r.id, r.outcome) for r in bad))
+        d.matches(name, version, r.id, r.outcome, r.message) for r in bad))
     if todo:
         lines.append(f"{todo} matching entr{'y' if todo == 1 else 'ies'} still give a TODO reason")
     return (1 if unknown else code), lines
