@@ -143,11 +143,13 @@ def _short(message: str, limit: int = 300) -> str:
 
 
 def report_json(results: Sequence[CaseResult], backend_name: str, version: str, *,
-                suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> dict[str, Any]:
+                suite: Mapping[str, Any] | None = None, seconds: float | None = None,
+                interrupted: bool = False) -> dict[str, Any]:
     return {"format": REPORT_FORMAT,
             "suite": dict(suite or {}), "environment": environment(),
             "backend": {"name": backend_name, "version": version},
             "seconds": None if seconds is None else round(seconds, 3),
+            "interrupted": interrupted,  # the user stopped the run: ``cases`` holds those that finished
             "summary": totals(results),
             "by": {key: summary_by(results, key) for key in SUMMARY_KEYS},
             "by_message": message_groups(results, (FAIL, ERROR, UNSUPPORTED)),
@@ -167,7 +169,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
-              suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> bytes:
+              suite: Mapping[str, Any] | None = None, seconds: float | None = None,
+              interrupted: bool = False) -> bytes:
     counts = Counter(r.outcome for r in results)
     total_time = seconds if seconds is not None else sum(r.seconds for r in results)
     testsuite = ET.Element("testsuite", {
@@ -179,6 +182,8 @@ def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
     for key in ("version", "digest", "cases", "root"):
         if suite and key in suite:
             info[f"suite_{key}"] = str(suite[key])
+    if interrupted:
+        info["interrupted"] = "true"
     for name, value in info.items():
         ET.SubElement(props, "property", {"name": name, "value": _clean(value)})
     for r in results:

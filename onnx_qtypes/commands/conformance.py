@@ -30,6 +30,7 @@ from pathlib import Path
 from onnx_qtypes.proto.errors import QTypesError
 
 PACKAGE_LIST = ""  # --known without FILE
+EXIT_INTERRUPTED = 130  # the user's Ctrl-C, as the shell reports a process SIGINT ended (and cli.main does)
 
 
 class ConformanceUsageError(QTypesError):
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         write_junit,
         write_report,
     )
+    from onnx_qtypes.conformance.runner import Interrupted
 
     if args.by not in SUMMARY_KEYS:
         raise ConformanceUsageError(f"--by {args.by}: use one of {', '.join(SUMMARY_KEYS)}")
@@ -131,14 +133,17 @@ def run(args: argparse.Namespace) -> int:
     info = suite_info(suite, args.cases or "")
     bar = _ProgressBar() if _draw_progress() else None
     started = time.perf_counter()
+    interrupted = None
     try:
         results = run_suite(backend, jobs=args.jobs, cases=cases, timeout=args.timeout,
                             progress=bar.update if bar else None)
+    except Interrupted as stop:  # the user's Ctrl-C: report what finished, then exit 130
+        results, interrupted = stop.results, stop
     finally:
         if bar:
             bar.close()
     seconds = time.perf_counter() - started
-    context = {"suite": info, "seconds": seconds}
+    context = {"suite": info, "seconds": seconds, "interrupted": interrupted is not None}
     if args.report:
         write_report(args.report, results, name, version, **context)
     if args.junit:
@@ -154,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
     for v in verdicts:
         if v.startswith("!"):
             print(f"onnx-qtypes: conformance: {v[1:]}", file=sys.stderr)
+    if interrupted is not None:
+        print(f"onnx-qtypes: conformance: {interrupted} (Ctrl-C); the reports hold those", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 
