@@ -52,7 +52,8 @@ import onnx.numpy_helper
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.qtype import STORAGE_TYPES, StorageType
 
-from .execution_cases import DATA_SET, Case, read_tensor
+from .execution_cases import DATA_SET, FORMS, Case, read_tensor
+from .text import clean_text
 
 BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino")
 
@@ -73,7 +74,7 @@ class Backend(Protocol):
 
 
 def backend_version(backend: object) -> str:
-    return str(getattr(backend, "version", "") or "")
+    return clean_text(getattr(backend, "version", "") or "")
 
 
 class ReferenceBackend:
@@ -460,9 +461,9 @@ def _user_backend(spec: str) -> Any:
         raise BackendError(f"backend {spec!r}: expected MODULE:CLASS")
     try:
         module = _import_backend_module(module_name)
-    except BackendError:
+    except (BackendError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit at import time too: a located error, not the process's end
         raise BackendError(f"backend {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
     target: Any = module
     for part in attr.split("."):
@@ -471,14 +472,31 @@ def _user_backend(spec: str) -> Any:
             raise BackendError(f"backend {spec!r}: {module_name} has no {attr}")
     try:
         backend = target() if callable(target) else target
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise BackendError(f"backend {spec!r}: constructing it failed ({type(exc).__name__}: {exc})") from None
+    check_backend(backend, spec)
+    return backend
+
+
+def check_backend(backend: Any, spec: str) -> None:
+    """BackendError naming the first member that does not follow the contract (BACKENDS.md): ``supports``,
+    ``prepare`` and ``run`` methods, ``name`` a non-empty string, ``version`` (if given) a string, ``form`` (if
+    given) "typed" or "qdq"."""
     missing = [m for m in ("supports", "prepare", "run") if not callable(getattr(backend, m, None))]
     if missing:
         raise BackendError(f"backend {spec!r}: not a Backend (no {', '.join(missing)} method)")
-    if not getattr(backend, "name", None):
-        try:
-            backend.name = spec
-        except Exception:
-            pass
-    return backend
+    name = getattr(backend, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        got = "none" if name is None else f"{type(name).__name__} {name!r}"
+        raise BackendError(f"backend {spec!r}: member 'name' must be a non-empty string, how reports and known-"
+                           f"deviation files name the backend (got {got})")
+    version = getattr(backend, "version", None)
+    if version is not None and not isinstance(version, str):
+        raise BackendError(f"backend {spec!r}: member 'version' must be a string, e.g. '1.5.0' or "
+                           f"my_runtime.__version__ (got {type(version).__name__} {version!r})")
+    form = getattr(backend, "form", None)
+    if form is not None and form not in FORMS:
+        raise BackendError(f"backend {spec!r}: member 'form' is {form!r}; use 'qdq' (it runs model.qdq.onnx) or "
+                           "'typed' (it runs model.onnx), or leave it out")

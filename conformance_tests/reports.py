@@ -21,6 +21,7 @@ from onnx_qtypes.proto.files import atomic_write
 from .deviations import normalize_message
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .runner import DECLINED, NOT_EXPRESSIBLE, REFUSED, TIMEOUT, CaseResult
+from .text import clean_text
 
 REPORT_FORMAT = 2
 SUMMARY_KEYS = ("operator", "storage", "weight_storage", "expressed", "granularity", "kind")
@@ -173,42 +174,53 @@ def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
               interrupted: bool = False) -> bytes:
     counts = Counter(r.outcome for r in results)
     total_time = seconds if seconds is not None else sum(r.seconds for r in results)
-    testsuite = ET.Element("testsuite", {
-        "name": f"onnx-qtypes conformance ({backend_name})", "tests": str(len(results)),
-        "failures": str(counts[FAIL]), "errors": str(counts[ERROR]), "skipped": str(counts[UNSUPPORTED]),
+    testsuite = _element(None, "testsuite", {
+        "name": f"onnx-qtypes conformance ({backend_name})", "tests": len(results),
+        "failures": counts[FAIL], "errors": counts[ERROR], "skipped": counts[UNSUPPORTED],
         "time": f"{total_time:.3f}"})
-    props = ET.SubElement(testsuite, "properties")
+    props = _element(testsuite, "properties")
     info = {"backend": backend_name, "backend_version": version, **environment()}
     for key in ("version", "digest", "cases", "root"):
         if suite and key in suite:
-            info[f"suite_{key}"] = str(suite[key])
+            info[f"suite_{key}"] = suite[key]
     if interrupted:
         info["interrupted"] = "true"
     for name, value in info.items():
-        ET.SubElement(props, "property", {"name": name, "value": _clean(value)})
+        _element(props, "property", {"name": name, "value": value})
     for r in results:
         classname = f"conformance.{r.operator}" if r.operator else f"conformance.{r.kind}"
-        case = ET.SubElement(testsuite, "testcase", {"classname": classname, "name": r.id, "time": f"{r.seconds:.3f}"})
-        case_props = ET.SubElement(case, "properties")
+        case = _element(testsuite, "testcase", {"classname": classname, "name": r.id, "time": f"{r.seconds:.3f}"})
+        case_props = _element(case, "properties")
         for key, value in sorted(r.tags.items()):
-            ET.SubElement(case_props, "property", {"name": f"tag.{key}", "value": _clean(_text(value))})
+            _element(case_props, "property", {"name": f"tag.{key}", "value": _text(value)})
         for output, steps in sorted(r.tolerance.items()):
-            ET.SubElement(case_props, "property", {"name": f"tolerance.{output}", "value": str(steps)})
+            _element(case_props, "property", {"name": f"tolerance.{output}", "value": steps})
         if r.reason_class:
-            ET.SubElement(case_props, "property", {"name": "reason_class", "value": r.reason_class})
+            _element(case_props, "property", {"name": "reason_class", "value": r.reason_class})
         if r.outcome == FAIL:
-            ET.SubElement(case, "failure", {"message": _clean(r.message)}).text = _clean(
-                f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
-                + "".join(f"\n{_deviation(d)}" for d in r.deviations))
+            _element(case, "failure", {"message": r.message},
+                     f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
+                     + "".join(f"\n{_deviation(d)}" for d in r.deviations))
         elif r.outcome == ERROR:
-            ET.SubElement(case, "error", {"message": _clean(r.message), "type": r.reason_class or "error"})
+            _element(case, "error", {"message": r.message, "type": r.reason_class or "error"})
         elif r.outcome == UNSUPPORTED:
-            ET.SubElement(case, "skipped", {"message": _clean(f"{r.reason_class or 'unsupported'}: {r.message}")})
+            _element(case, "skipped", {"message": f"{r.reason_class or 'unsupported'}: {r.message}"})
         elif r.outcome != PASS:  # pragma: no cover - OUTCOMES is closed
             raise AssertionError(r.outcome)
     root = ET.Element("testsuites")
     root.append(testsuite)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _element(parent: ET.Element | None, tag: str, attributes: Mapping[str, Any] | None = None,
+             text: str | None = None) -> ET.Element:
+    """An XML element whose every attribute value and text passed ``_clean``: nothing a backend says can make the
+    file malformed."""
+    attrs = {k: _clean(v) for k, v in (attributes or {}).items()}
+    element = ET.Element(tag, attrs) if parent is None else ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        element.text = _clean(text)
+    return element
 
 
 def _text(value: Any) -> str:
@@ -220,9 +232,9 @@ def _deviation(d: Mapping[str, Any]) -> str:
     return f"{d.get('output')}{d.get('index')}: {d.get('actual')!r}, expected {d.get('expected')!r}{steps}"
 
 
-def _clean(text: str) -> str:
-    """XML 1.0 cannot carry most control characters: drop them."""
-    return "".join(ch for ch in str(text) if ch in "\t\n\r" or ord(ch) >= 0x20)
+def _clean(text: Any) -> str:
+    """XML 1.0 cannot carry control characters or lone surrogates: U+FFFD in their place (text.clean_text)."""
+    return clean_text(text)
 
 
 def write_junit(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str,

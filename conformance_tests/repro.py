@@ -30,10 +30,12 @@ import numpy as np
 
 from onnx_qtypes.proto.errors import QTypesError
 
+from .backends import backend_version
 from .execution_cases import DATA_SET, Case
 from .judging import FLOAT_GRIDS
 from .reports import environment
 from .runner import CaseResult, backend_form
+from .text import clean_text
 
 
 class ReproError(QTypesError):
@@ -109,7 +111,7 @@ def _fill(work: Path, result: CaseResult, case: Case, backend: Any, spec: str, s
         np.savez(work / file, **plain)
     form = backend_form(backend)
     model = case.model_file(form) if form else None
-    name, version = str(getattr(backend, "name", spec) or spec), str(getattr(backend, "version", "") or "")
+    name, version = clean_text(getattr(backend, "name", spec) or spec), backend_version(backend)
     in_suite = f"onnx-qtypes conformance --backend {spec}" + (f" --cases {suite_root}" if suite_root else "")
     commands = {"rerun this folder": f"onnx-qtypes conformance --backend {spec} --cases {target}",
                 "rerun in the suite": f"{in_suite} --id {case.id}",
@@ -224,7 +226,7 @@ def _script(backend: Any, spec: str, case: Case, model: Path | None) -> tuple[st
     """The repro.py text, and whether it runs the runtime without the suite."""
     from .backends import OnnxRuntimeBackend, OpenVinoBackend, ReferenceBackend
 
-    name, version = str(getattr(backend, "name", spec) or spec), str(getattr(backend, "version", "") or "")
+    name, version = clean_text(getattr(backend, "name", spec) or spec), backend_version(backend)
     body, standalone = None, False
     if model is not None and case.kind != "reject":
         if isinstance(backend, ReferenceBackend):

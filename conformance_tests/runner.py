@@ -30,6 +30,7 @@ from typing import Any
 from .backends import backend_version
 from .execution_cases import REJECT, Case, load_suite
 from .judging import ERROR, FAIL, PASS, UNSUPPORTED, judge
+from .text import clean_text, one_line  # noqa: F401 (one_line: also imported from here)
 
 # why a case ended as it did, beside its outcome: the runtime declined a case vs the suite has no model in the
 # form the backend runs; a refusal (a must-reject case's pass); an error of the runtime, of the case data, or a timeout
@@ -115,13 +116,14 @@ def _finite(value: float | None) -> float | int | str | None:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _error(exc: BaseException) -> str:
-    text = one_line(str(exc))
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    text = one_line(exc)
+    name = clean_text(type(exc).__name__)
+    return f"{name}: {text}" if text else name
+
+
+def _name(backend: Any) -> str:
+    return clean_text(getattr(backend, "name", "") or "")
 
 
 def backend_form(backend: Any) -> str | None:
@@ -139,7 +141,7 @@ def run_case(backend: Any, case: Case, _stop: _UserStop = _NO_STOP) -> CaseResul
 
 
 def _run_case(backend: Any, case: Case, stop: _UserStop) -> CaseResult:
-    result = CaseResult(case.id, case.operator, ERROR, backend=str(getattr(backend, "name", "") or ""),
+    result = CaseResult(case.id, case.operator, ERROR, backend=_name(backend),
                         backend_version=backend_version(backend), tags=dict(case.tags), kind=case.kind,
                         tolerance=dict(case.tolerance))
     form = backend_form(backend)
@@ -230,7 +232,7 @@ def _outputs_named(actual: Any) -> str:
 
 def _outcome_error(backend: Any, case: Case, message: str, reason_class: str = RUNTIME_ERROR,
                    seconds: float = 0.0) -> CaseResult:
-    return CaseResult(case.id, case.operator, ERROR, message=message, backend=str(getattr(backend, "name", "") or ""),
+    return CaseResult(case.id, case.operator, ERROR, message=message, backend=_name(backend),
                       backend_version=backend_version(backend), tags=dict(case.tags), kind=case.kind,
                       reason_class=reason_class, seconds=seconds, tolerance=dict(case.tolerance))
 

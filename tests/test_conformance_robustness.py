@@ -16,6 +16,7 @@ import pytest
 from test_conformance_runner import cases_root  # noqa: F401
 from test_conformance_vendor import _cli
 
+from onnx_qtypes.cli import main
 from onnx_qtypes.conformance import ReferenceBackend, run_suite
 
 # --- a backend's BaseException is its case's error ---------------------------------------------------------------
@@ -124,3 +125,109 @@ def test_the_users_ctrl_c_stops_the_run_with_a_partial_report_and_exit_130(cases
     assert report["interrupted"] is True and f"{len(finished)} case(s): {len(finished)} pass" in out
     props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "r.xml").getroot().find("testsuite/properties")}
     assert props["interrupted"] == "true"
+
+
+# --- backend members are checked up front --------------------------------------------------------------------------
+
+MEMBERS = '''
+from onnx_qtypes.conformance import ReferenceBackend
+
+_reference = ReferenceBackend()
+
+
+class Base:
+    name = "mine"
+
+    def supports(self, case):
+        return True
+
+    def prepare(self, case):
+        return _reference.prepare(case)
+
+    def run(self, prepared, feeds):
+        return _reference.run(prepared, feeds)
+
+
+class NoName(Base):
+    name = None
+
+
+class BlankName(Base):
+    name = "  "
+
+
+class NumberVersion(Base):
+    version = 1.5
+
+
+class Tflite(Base):
+    form = "tflite"
+
+
+class NoRun:
+    name = "x"
+
+    def supports(self, case):
+        return True
+
+    def prepare(self, case):
+        return None
+
+
+class Fine(Base):
+    version = "1.5"
+    form = "typed"
+'''
+
+
+@pytest.mark.parametrize("cls, words", [
+    ("NoName", "member 'name' must be a non-empty string"), ("BlankName", "member 'name' must be a non-empty"),
+    ("NumberVersion", "member 'version' must be a string"), ("Tflite", "member 'form' is 'tflite'"),
+    ("NoRun", "not a Backend (no run method)"),
+])
+def test_a_backend_member_that_breaks_the_contract_exits_2_naming_it(cases_root, tmp_path, capsys, cls, words):
+    (tmp_path / "members.py").write_text(MEMBERS)
+    spec = f"{tmp_path / 'members.py'}:{cls}"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", spec]) == 2
+    captured = capsys.readouterr()
+    assert words in captured.err and spec in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert captured.out == ""  # refused before running anything
+    assert main(["conformance", "--cases", str(cases_root), "--backend", f"{tmp_path / 'members.py'}:Fine", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("mine 1.5: 3 case(s): 3 pass")
+
+
+# --- text from a backend is made safe wherever it is written ---------------------------------------------------------
+
+ODD = '''
+class Odd:
+    name = "odd\\x1b[31m\\x00runtime"
+    version = "1.0\\x07"
+
+    def supports(self, case):
+        return "declines \\x1b]0;title\\x07 this" if case.operator == "Relu" else True
+
+    def prepare(self, case):
+        return case
+
+    def run(self, prepared, feeds):
+        raise RuntimeError("kernel \\udcff failed \\x1b[0m\\x0c at \\x9b1m node")
+'''
+
+
+def test_control_characters_and_lone_surrogates_from_a_backend_are_replaced_everywhere(cases_root, tmp_path):
+    (tmp_path / "odd.py").write_text(ODD)
+    done = _cli("--cases", str(cases_root), "--backend", "odd:Odd", "--junit", "r.xml", "--report", "r.json",
+                "--save-repro", "repro", "-v", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    root = ET.parse(tmp_path / "r.xml").getroot()  # well-formed
+    assert root.find("testsuite").get("name") == "onnx-qtypes conformance (odd\ufffd[31m\ufffdruntime)"
+    error = root.find(".//testcase[@name='add-int8-ties']/error").get("message")
+    assert error == "RuntimeError: kernel \ufffd failed \ufffd[0m at \ufffd1m node"
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["backend"] == {"name": "odd\ufffd[31m\ufffdruntime", "version": "1.0\ufffd"}
+    for text in (done.stdout, (tmp_path / "repro" / "add-int8-ties" / "README.txt").read_text(encoding="utf-8")):
+        assert not any(ord(c) < 32 and c not in "\t\n" or 0x7f <= ord(c) <= 0x9f for c in text)
+        assert "kernel \ufffd failed" in text
+    relu = next(c for c in report["cases"] if c["id"] == "relu-int8-saturates")
+    assert relu["message"] == "declines \ufffd]0;title\ufffd this"

@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         write_junit,
         write_report,
     )
+    from onnx_qtypes.conformance.backends import check_backend
     from onnx_qtypes.conformance.runner import Interrupted
+    from onnx_qtypes.conformance.text import clean_text
 
     if args.by not in SUMMARY_KEYS:
         raise ConformanceUsageError(f"--by {args.by}: use one of {', '.join(SUMMARY_KEYS)}")
@@ -121,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConformanceUsageError("-q and -v contradict each other; give one")
     known = _load_known(args.known)  # before running: a broken file is exit 2 now, not after an hour
     backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
+    check_backend(backend, args.backend)  # a member that breaks the contract: exit 2 naming it
     wanted = parse_tags(args.tags)
     suite = load_suite(args.cases)  # unreadable case folders: CaseError, exit 2
     unknown = sorted(set(args.ids or ()) - {c.id for c in suite})
@@ -129,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     cases = [c for c in suite if c.matches(args.filter) and c.has_tags(wanted) and (not args.ids or c.id in args.ids)]
     if not cases:
         raise ConformanceUsageError(_nothing_matches(args, suite, wanted))
-    name, version = str(getattr(backend, "name", args.backend)), backend_version_of(backend)
+    name, version = clean_text(backend.name), backend_version_of(backend)
     info = suite_info(suite, args.cases or "")
     bar = _ProgressBar() if _draw_progress() else None
     started = time.perf_counter()
