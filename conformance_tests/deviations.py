@@ -210,13 +210,21 @@ def load_known(path: str | Path) -> list[Deviation]:
     return out
 
 
+# what differs between alike messages, taken out by normalize_message: file paths (absolute, or relative with two
+# folders or more: 'int4/uint4' is no path), quoted names ('x' or "x"; an apostrophe inside a word is no quote) and
+# numbers standing alone (1, -3, 0.5, 9.05e+04; digits inside a word stay: QT120, int16, float8e4m3fn)
+_PATH = re.compile(r"""(?:(?<![\w.])(?:[A-Za-z]:[\\/]|~?/|\.{1,2}/)[^\s'"():,;]+|(?<![\w/.])(?:[\w.~-]+/){2,}[\w.-]+)""")
+_QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w|\.\d)")
+
+
 def normalize_message(message: str, limit: int = 200) -> str:
-    """A message with what differs between alike cases taken out (file paths, quoted names, numbers), so that alike
-    messages group."""
-    text = re.sub(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+", "<path>", str(message))
-    text = re.sub(r"'[^']*'", "'…'", text)
-    text = re.sub(r'"[^"]*"', '"…"', text)
-    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", text)[:limit]
+    """A message with what differs between alike cases taken out (paths as <path>, quoted names as '…', numbers as
+    N), so that alike messages group: the console's and the report's groups by message, --draft-known's entries and
+    status.md's reasons for unsupported cases all use it."""
+    text = _PATH.sub("<path>", str(message))
+    text = _QUOTED.sub(lambda m: "'…'" if m.group(0).startswith("'") else '"…"', text)
+    return _NUMBER.sub("N", text)[:limit]
 
 
 def draft_known(report: dict[str, Any], source: str = "") -> dict[str, Any]:

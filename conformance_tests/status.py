@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .deviations import DEVIATIONS, KINDS, Deviation, StatusError, explain, load_deviations  # noqa: F401 (re-exported)
+from .deviations import (  # noqa: F401 (re-exported)
+    DEVIATIONS,
+    KINDS,
+    Deviation,
+    StatusError,
+    explain,
+    load_deviations,
+    normalize_message,
+)
 from .execution_cases import CASES_ROOT, DATA_SET, ExecutionCase, load_cases
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .runner import CaseResult
@@ -132,13 +140,6 @@ def _ids(ids: Sequence[str], limit: int = 12) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
-def _reason_key(message: str) -> str:
-    """An unsupported reason with names and numbers taken out, so that alike reasons group; digits inside words
-    (QT120, int16, float16) are part of the reason and stay."""
-    names_out = re.sub(r"'[^']*'", "'…'", message)
-    return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w.])", "N", names_out)[:200]
-
-
 def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], deviations: Sequence[Deviation],
            vendor_records: Sequence[dict[str, Any]] = ()) -> str:
     """proposal/status.md from the suite, the records, the known deviations and the fused-kernel records."""
@@ -216,7 +217,7 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         for case_id, outcome in rec["outcomes"].items():
             if outcome == UNSUPPORTED:
                 message = rec["details"].get(case_id, {}).get("message", "")
-                reasons[(_label(rec), _reason_key(message))].append(case_id)
+                reasons[(_label(rec), normalize_message(message))].append(case_id)
     if not reasons:
         out.append("No backend called a case unsupported.")
     for (label, key), ids in sorted(reasons.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):

@@ -23,7 +23,13 @@ from test_conformance_runner import PickyBackend, _without_qdq_model, _write_pb,
 import onnx_qtypes
 from onnx_qtypes.cli import main
 from onnx_qtypes.conformance import ReferenceBackend, load_cases, run_suite
-from onnx_qtypes.conformance.deviations import StatusError, draft_known, load_known, version_matches
+from onnx_qtypes.conformance.deviations import (
+    StatusError,
+    draft_known,
+    load_known,
+    normalize_message,
+    version_matches,
+)
 from onnx_qtypes.conformance.judging import grid_position, judge_output
 
 
@@ -266,6 +272,24 @@ def test_drafts_group_alike_failures():
     groups = [(e["group"]["operator"], e["cases"], e["group"]["tags"]) for e in draft["deviations"]]
     assert groups == [("Softmax", ["softmax-int8-float32", "softmax-uint8-float32"], {"expressed": "float32"}),
                       ("Conv", ["conv-int4"], {})]
+
+
+@pytest.mark.parametrize("a, b", [
+    ("at most 9.05e+04 step(s); at [0, 1]: 1e-3", "at most 118 step(s); at [2, 3]: -17.5"),  # numbers of any form
+    ("Numpy_type 260 can't be converted to 'x'", "Numpy_type 262 can't be converted to 'yy'"),  # ' in a word
+    ("failed at /tmp/a/case-1/model.onnx (src/core/x.cpp:84)", "failed at /home/b/model.onnx (src/core/x.cpp:91)"),
+])
+def test_alike_messages_group(a, b):
+    assert normalize_message(a) == normalize_message(b)
+
+
+@pytest.mark.parametrize("message, kept", [
+    ("QT120 expressed-type-too-narrow: int16:float16", "QT120 expressed-type-too-narrow: int16:float16"),
+    ("Numpy_type 260 can't be converted", "Numpy_type N can't be converted"),
+    ("no kernel for int4/uint4 on float8e4m3fn", "no kernel for int4/uint4 on float8e4m3fn"),
+])
+def test_normalizing_keeps_what_names_the_problem(message, kept):
+    assert normalize_message(message) == kept
 
 
 def test_the_published_list_is_documented_as_the_projects_measurement(cases_root, capsys):
