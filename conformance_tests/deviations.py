@@ -47,7 +47,8 @@ class StatusError(QTypesError):
 
 # --- versions ---------------------------------------------------------------------------------------------------
 
-_COMPARE = re.compile(r"^(==|!=|>=|<=|>|<)\s*(\S+)$")
+_COMPARE = re.compile(r"^(~=|==|!=|>=|<=|>|<)\s*(\S+)$")
+_OPERATOR_START = "=<>!~"  # a clause starting with one of these is a comparison, or malformed
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -61,23 +62,36 @@ def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tu
     return a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
 
 
-def version_problem(spec: str) -> str | None:
+def version_problem(spec: object) -> str | None:
     """Why ``spec`` is not a version specification ``version_matches`` reads, or None."""
     if not isinstance(spec, str):
         return f"expected a string, got {type(spec).__name__}"
+    if spec.strip() in ("", "*"):
+        return None
     for clause in (c.strip() for c in spec.split(",")):
         if not clause:
             return f"{spec!r} has an empty clause"
         match = _COMPARE.match(clause)
-        if match and not _numbers(match.group(2)):
-            return f"{clause!r} compares with a version without numbers"
+        if match:
+            op, known = match.groups()
+            if known[0] in _OPERATOR_START:
+                return f"{clause!r} is not a comparison (use ==, !=, >=, <=, >, < or ~= and a version)"
+            if not re.fullmatch(r"\d+(\.\d+)*([-+]\S*)?", known):
+                return f"{clause!r} compares with {known!r}, which is not a version such as 1.2.3"
+            if op == "~=" and len(_numbers(known)) < 2:
+                return f"{clause!r}: ~= needs at least two parts (~=1.2 means >=1.2,<2)"
+        elif clause[0] in _OPERATOR_START:
+            return f"{clause!r} is not a comparison (use ==, !=, >=, <=, >, < or ~= and a version)"
+        elif not re.search(r"[\d*]", clause):
+            return f"{clause!r} names no version (no digit, no '*')"
     return None
 
 
 def version_matches(spec: str, version: str) -> bool:
     """Whether ``version`` satisfies ``spec``: '*' (or '') any version; '1.32.0' that version exactly (also with a
     build suffix after '-': '2026.4.1' matches '2026.4.1-22982-e213a1'); '1.32.*' a pattern; '>=0.23,<0.24'
-    comparisons of the numeric parts (1.9 < 1.10), every comma-separated clause holding."""
+    comparisons of the numeric parts (1.9 < 1.10), every comma-separated clause holding; '~=0.23' a compatible
+    release as in pip (>=0.23 and <1; '~=0.23.1': >=0.23.1 and <0.24)."""
     spec = spec.strip()
     if spec in ("", "*"):
         return True
@@ -86,7 +100,11 @@ def version_matches(spec: str, version: str) -> bool:
         if match:
             op, known = match.groups()
             a, b = _padded(_numbers(version), _numbers(known))
-            ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+            if op == "~=":
+                prefix = _numbers(known)[:-1]  # ~=0.23.1: 0.23 stays, and at least 0.23.1
+                ok = a >= b and a[:len(prefix)] == prefix
+            else:
+                ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
         else:
             ok = (version == clause or version.split("-")[0] == clause or fnmatch.fnmatchcase(version, clause)
                   or fnmatch.fnmatchcase(version.split("-")[0], clause))
@@ -109,6 +127,7 @@ class Deviation:
     evidence: str
     reproduction: str
     outcomes: tuple[str, ...] = (FAIL, ERROR)
+    where: str = dataclasses.field(default="", compare=False)  # "FILE#deviations[i]": reports name the entry by it
 
     def matches(self, backend: str, version: str, case_id: str, outcome: str | None = None) -> bool:
         return ((not self.backend or self.backend == backend) and version_matches(self.version, version)
@@ -141,10 +160,13 @@ def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
         where = f"{path}: deviations[{i}]"
         try:
             dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
-                            e["evidence"], e["reproduction"])
+                            e["evidence"], e["reproduction"], where=_entry_id(path, i))
         except (KeyError, TypeError):
             raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
                               "reproduction") from None
+        problem = version_problem(dev.version)
+        if problem:
+            raise StatusError(f"{where}.version: {problem}")
         if dev.kind not in KINDS:
             raise StatusError(f"{where}: kind {dev.kind!r} is not one of {', '.join(KINDS)}")
         if not dev.cases or not all(isinstance(p, str) and p for p in dev.cases):
@@ -206,8 +228,36 @@ def load_known(path: str | Path) -> list[Deviation]:
             raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
         out.append(Deviation(str(e.get("vendor", "")), backend, version, tuple(cases), str(e.get("kind", "")),
                              reason.strip(), str(e.get("evidence", "")), str(e.get("reproduction", "")),
-                             tuple(outcomes)))
+                             tuple(outcomes), where=_entry_id(path, i)))
     return out
+
+
+def _entry_id(path: Path, index: int) -> str:
+    """How reports name one entry of a known-deviations file: the published list by its place in the repository."""
+    shown = "conformance_tests/results/deviations.json" if Path(path).resolve() == DEVIATIONS else str(path)
+    return f"{shown}#deviations[{index}]"
+
+
+def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, suite_ids: Iterable[str],
+                  selected_ids: Iterable[str], explained: Iterable[Deviation]) -> list[str]:
+    """Notes on the entries for this backend and version that do nothing: a case pattern that names no case of the
+    suite, or an entry that lists cases of this run but explained none of its failures (they pass now, or fail
+    in another way than its ``outcomes``)."""
+    suite_ids, selected_ids = sorted(set(suite_ids)), sorted(set(selected_ids))
+    used = {d.where for d in explained}
+    notes = []
+    for d in deviations:
+        if (d.backend and d.backend != backend) or not version_matches(d.version, version):
+            continue
+        dead = [p for p in d.cases if not any(fnmatch.fnmatchcase(i, p) for i in suite_ids)]
+        if dead:
+            notes.append(f"{d.where}: {', '.join(map(repr, dead[:5]))}{' ...' if len(dead) > 5 else ''} "
+                         "name(s) no case of the suite")
+        listed = [i for i in selected_ids if any(fnmatch.fnmatchcase(i, p) for p in d.cases)]
+        if listed and d.where not in used:
+            notes.append(f"{d.where} lists {len(listed)} case(s) of this run (e.g. {listed[0]}) but explained no "
+                         "failure: they pass now, or fail otherwise than its outcomes say")
+    return notes
 
 
 # what differs between alike messages, taken out by normalize_message: file paths (absolute, or relative with two

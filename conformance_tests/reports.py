@@ -82,6 +82,7 @@ def totals(results: Sequence[CaseResult]) -> dict[str, Any]:
             "timed_out": sum(1 for r in results if r.reason_class == TIMEOUT),
             "reject_refused": sum(1 for r in results if r.kind == "reject" and r.reason_class == REFUSED),
             "reject_ran": sum(1 for r in results if r.kind == "reject" and r.outcome == FAIL),
+            "known": sum(1 for r in results if r.known and r.outcome in (FAIL, ERROR)),  # explained by --known
             "executed": counts[PASS] + counts[FAIL] + counts[ERROR]}
 
 
@@ -93,6 +94,8 @@ def summary_line(results: Sequence[CaseResult], backend_name: str, version: str,
         unsupported += (f" ({t['unsupported_declined']} declined by the runtime, "
                         f"{t['unsupported_not_expressible']} without a model in the form it runs)")
     parts += [unsupported, f"{t[ERROR]} error" + (f" ({t['timed_out']} timed out)" if t["timed_out"] else "")]
+    if t["known"]:
+        parts[-1] += f"; {t['known']} of the failing and erroring are known deviations"
     label = f"{backend_name} {version}".strip()
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     return f"{label}: {len(results)} case(s): " + ", ".join(parts) + took
@@ -132,7 +135,7 @@ def summary_table(results: Sequence[CaseResult], backend_name: str = "", version
     if problems:
         lines.append("")
         shown = problems if verbose else problems[:PROBLEM_LINES]
-        lines += [f"{r.outcome.upper()} {r.id}: {_short(r.message)}" for r in shown]
+        lines += [f"{r.outcome.upper()}{' (known)' if r.known else ''} {r.id}: {_short(r.message)}" for r in shown]
         if len(shown) < len(problems):
             lines.append(f"... and {len(problems) - len(shown)} more (-v lists them all; --report keeps every message)")
     return "\n".join(lines) + "\n"
@@ -172,11 +175,11 @@ def _jsonable(value: Any) -> Any:
 def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
               suite: Mapping[str, Any] | None = None, seconds: float | None = None,
               interrupted: bool = False) -> bytes:
-    counts = Counter(r.outcome for r in results)
+    counts = Counter("known" if r.known and r.outcome in (FAIL, ERROR) else r.outcome for r in results)
     total_time = seconds if seconds is not None else sum(r.seconds for r in results)
     testsuite = _element(None, "testsuite", {
         "name": f"onnx-qtypes conformance ({backend_name})", "tests": len(results),
-        "failures": counts[FAIL], "errors": counts[ERROR], "skipped": counts[UNSUPPORTED],
+        "failures": counts[FAIL], "errors": counts[ERROR], "skipped": counts[UNSUPPORTED] + counts["known"],
         "time": f"{total_time:.3f}"})
     props = _element(testsuite, "properties")
     info = {"backend": backend_name, "backend_version": version, **environment()}
@@ -197,10 +200,14 @@ def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
             _element(case_props, "property", {"name": f"tolerance.{output}", "value": steps})
         if r.reason_class:
             _element(case_props, "property", {"name": "reason_class", "value": r.reason_class})
-        if r.outcome == FAIL:
-            _element(case, "failure", {"message": r.message},
-                     f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
-                     + "".join(f"\n{_deviation(d)}" for d in r.deviations))
+        if r.known and r.outcome in (FAIL, ERROR):  # skipped: what CI systems show as neither red nor passed
+            _element(case_props, "property", {"name": "outcome", "value": r.outcome})
+            _element(case_props, "property", {"name": "known", "value": r.known.get("entry", "")})
+            _element(case, "skipped", {"message": f"known deviation ({r.known.get('entry', '')}): "
+                                                  f"{r.known.get('reason', '')}"})
+            _element(case, "system-out", text=f"{r.outcome}: {_problem_text(r)}")
+        elif r.outcome == FAIL:
+            _element(case, "failure", {"message": r.message}, _problem_text(r))
         elif r.outcome == ERROR:
             _element(case, "error", {"message": r.message, "type": r.reason_class or "error"})
         elif r.outcome == UNSUPPORTED:
@@ -221,6 +228,13 @@ def _element(parent: ET.Element | None, tag: str, attributes: Mapping[str, Any] 
     if text is not None:
         element.text = _clean(text)
     return element
+
+
+def _problem_text(r: CaseResult) -> str:
+    if r.outcome != FAIL:
+        return r.message
+    return (f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
+            + "".join(f"\n{_deviation(d)}" for d in r.deviations))
 
 
 def _text(value: Any) -> str:

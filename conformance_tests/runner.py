@@ -56,13 +56,14 @@ class CaseResult:
     tolerance: dict = dataclasses.field(default_factory=dict)
     deviations: list = dataclasses.field(default_factory=list)  # worst elements: {"output", "index", ...}
     actual: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # outputs of a failing case
+    known: dict | None = None  # a failure or error a --known entry explains: {"entry": "FILE#deviations[i]", "reason"}
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "operator": self.operator, "outcome": self.outcome,
                 "reason_class": self.reason_class, "max_steps": _finite(self.max_steps), "elements": self.elements,
                 "message": self.message, "backend": self.backend, "backend_version": self.backend_version,
                 "tags": self.tags, "tolerance": self.tolerance, "seconds": round(self.seconds, 4),
-                "deviations": self.deviations}
+                "deviations": self.deviations, "known": self.known}
 
 
 class Interrupted(KeyboardInterrupt):

@@ -216,6 +216,8 @@ def test_a_results_folder_records_errors_and_refusals(cases_root, tmp_path):
     ("0.23.9", "0.23.9", True), ("0.23.9", "0.23.10", False), ("2026.4.1", "2026.4.1-22982-e213a1", True),
     ("0.23.*", "0.23.10", True), (">=0.23,<0.24", "0.23.10", True), (">=0.23,<0.24", "0.24.0", False),
     (">=1.9", "1.10", True), ("<1.10", "1.9.3", True), ("*", "anything", True), ("!=1.2", "1.2.0", False),
+    ("~=0.23", "0.24.1", True), ("~=0.23", "1.0", False), ("~=0.23.1", "0.23.9", True), ("~=0.23.1", "0.24.0", False),
+    ("~=0.23.1", "0.23.0", False),
 ])
 def test_version_matching(spec, version, ok):
     assert version_matches(spec, version) is ok
@@ -226,6 +228,11 @@ def test_version_matching(spec, version, ok):
     ('{"deviations": [{"cases": ["a"]}]}', "deviations[0].reason: must say why"),
     ('{"deviations": [{"cases": [], "reason": "r"}]}', "deviations[0].cases: must list"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "version": ">="}]}', "deviations[0].version"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "=="}]}', "deviations[0].version: '==' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "="}]}', "deviations[0].version: '=' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "<"}]}', "deviations[0].version: '<' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "~=1"}]}', "~= needs at least two parts"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "latest"}]}', "'latest' names no version"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "outcomes": ["pass"]}]}', "deviations[0].outcomes"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "colour": "red"}]}', "unknown field 'colour'"),
     ('{"format": "other/2", "deviations": []}', "format 'other/2'"),
@@ -259,6 +266,67 @@ def test_a_drafted_known_file_explains_exactly_the_failures_of_its_report(cases_
     # the same file does not explain another backend's failures, nor a case it does not list
     assert main(["conformance", "--cases", str(cases_root), "--backend", "test_conformance_runner:NoZeroPointBackend",
                  "--known", str(known)]) == 1
+
+
+def test_known_failures_are_marked_in_json_and_skipped_with_their_reason_in_junit(cases_root, tmp_path, capsys):
+    report, known, junit = tmp_path / "run.json", tmp_path / "known.json", tmp_path / "run.xml"
+    backend = "test_conformance_runner:HalfAwayBackend"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--report", str(report)]) == 1
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known)]) == 0
+    draft = json.loads(known.read_text())
+    draft["deviations"][0]["reason"] = "rounds half away from zero: vendor issue 7"
+    known.write_text(json.dumps(draft))
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(known),
+                 "--report", str(report), "--junit", str(junit)]) == 0
+    out = capsys.readouterr().out
+    assert "1 of the failing and erroring are known deviations" in out and "FAIL (known) add-int8-ties" in out
+    data = json.loads(report.read_text())
+    add = next(c for c in data["cases"] if c["id"] == "add-int8-ties")
+    assert add["outcome"] == "fail" and add["known"] == {"entry": f"{known}#deviations[0]",
+                                                         "reason": "rounds half away from zero: vendor issue 7"}
+    assert all(c["known"] is None for c in data["cases"] if c["id"] != "add-int8-ties")
+    assert data["summary"]["known"] == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("0", "0", "1")  # nothing red
+    case = suite.find("testcase[@name='add-int8-ties']")
+    assert case.find("failure") is None
+    assert case.find("skipped").get("message") == (f"known deviation ({known}#deviations[0]): rounds half away "
+                                                   "from zero: vendor issue 7")
+    assert case.find("properties/property[@name='outcome']").get("value") == "fail"
+    assert "1 step(s)" in case.find("system-out").text
+
+
+def test_stale_known_entries_are_named_and_several_files_are_read(cases_root, tmp_path, capsys):
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"deviations": [
+        {"backend": "half-away", "cases": ["add-int8-ties"], "outcomes": ["fail"], "reason": "ties"},
+        {"backend": "half-away", "cases": ["relu-int8-saturates"], "reason": "fixed in 2.0"},  # passes now
+        {"backend": "half-away", "cases": ["conv-*", "matmul-uint8-zero-points"], "reason": "r"},  # conv-*: none
+        {"backend": "other", "cases": ["nothing-*"], "reason": "another runtime's: not looked at"}]}))
+    second.write_text(json.dumps({"deviations": [{"cases": ["add-*"], "reason": "from the second file"}]}))
+    backend = "test_conformance_runner:HalfAwayBackend"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(first), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: {first}#deviations[1] lists 1 case(s) of this run (e.g. relu-int8-saturates) but explained no "
+            "failure") in out
+    assert f"note: {first}#deviations[2]: 'conv-*' name(s) no case of the suite" in out
+    assert f"{first}#deviations[2] lists" in out and "deviations[0]" not in out and "deviations[3]" not in out
+    # two files: both read (the second alone explains the failure)
+    first.write_text(json.dumps({"deviations": [{"cases": ["relu-*"], "reason": "r"}]}))
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(first),
+                 "--known", str(second), "-q"]) == 0
+    assert f"listed in {first} or listed in {second}" in capsys.readouterr().out
+
+
+def test_a_draft_never_replaces_a_file_without_force(tmp_path, capsys):
+    report, known = tmp_path / "run.json", tmp_path / "known.json"
+    report.write_text(json.dumps({"backend": {"name": "x", "version": "1"}, "cases": [
+        {"id": "a", "outcome": "fail", "operator": "Add", "message": "m", "tags": {}}]}))
+    known.write_text("hand-written")
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known)]) == 2
+    assert "exists already" in capsys.readouterr().err and known.read_text() == "hand-written"
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known), "--force"]) == 0
+    assert json.loads(known.read_text())["deviations"][0]["cases"] == ["a"]
 
 
 def test_drafts_group_alike_failures():

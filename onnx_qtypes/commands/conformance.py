@@ -83,14 +83,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "outputs, worst elements, versions and a script that reproduces it")
     parser.add_argument("--min-pass", type=_positive_int("--min-pass", 0), default=None, metavar="N",
                         help="exit 1 when fewer than N cases pass (a run where no case ran fails anyway)")
-    parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, metavar="FILE",
+    parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, action="append", metavar="FILE",
                         help="failures a known-deviations FILE explains for this backend and version do not set the "
-                             "exit status; without FILE: the project's own measurement")
+                             "exit status (reports mark them known); without FILE: the project's own measurement; "
+                             "repeat for several files")
     parser.add_argument("--draft-known", metavar="REPORT.json",
                         help="draft a known-deviations file from a --report (one entry per failing group) into -o")
-    parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes")
+    parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes (a new file)")
     parser.add_argument("--write-template", metavar="FILE.py",
                         help="write a backend template to fill in (conformance_tests/template_backend.py) and stop")
+    parser.add_argument("--force", action="store_true",
+                        help="let --draft-known -o FILE and --write-template FILE replace a file that exists")
     parser.add_argument("--by", default="operator", metavar="KEY", help="the console table's rows: operator, storage, "
                         "weight_storage, expressed, granularity or kind (default: operator)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the summary line only")
@@ -99,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.write_template:
-        return _write_template(args.write_template)
+        return _write_template(args.write_template, args.force)
     if args.draft_known is not None or args.output is not None:
         return _draft(args)
     from onnx_qtypes.conformance import backend_version_of, load_backend, load_suite, parse_tags, run_suite
@@ -146,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
     seconds = time.perf_counter() - started
+    notes = _mark_known(results, known, name, version, suite) if known is not None else []
     context = {"suite": info, "seconds": seconds, "interrupted": interrupted is not None}
     if args.report:
         write_report(args.report, results, name, version, **context)
@@ -157,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_table(results, name, version, by=args.by, suite=info, verbose=args.verbose) + "\n")
     line = summary_line(results, name, version, seconds)
     code, verdicts = _verdict(results, known, args, name, version)
+    verdicts += [f"note: {n}" for n in notes[:10]] + ([f"note: ... and {len(notes) - 10} more"] if len(notes) > 10
+                                                       else [])
     sys.stdout.write(line + "".join(f"\n{v}" for v in verdicts if not v.startswith("!")) + "\n")
     sys.stdout.flush()
     for v in verdicts:
@@ -171,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
 def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name: str, version: str
              ) -> tuple[int, list[str]]:
     """The exit status and the lines that explain it ("!" first: for stderr)."""
+    from onnx_qtypes.conformance.deviations import TODO
     from onnx_qtypes.conformance.judging import ERROR, FAIL, PASS
     from onnx_qtypes.conformance.reports import totals
 
@@ -187,8 +194,8 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
     bad = [r for r in results if r.outcome in (FAIL, ERROR)]
     if known is None:
         return (1 if bad else code), lines
-    deviations, source = known
-    unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome) for d in deviations)]
+    _, source = known
+    unknown = [r for r in bad if not r.known]
     label = f"{name} {version}".strip()
     if bad:
         line = (f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of "
@@ -197,22 +204,50 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
             more = " ..." if len(unknown) > 10 else ""
             line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + more
         lines.append(line)
-    todo = sum(1 for d in deviations if d.explanation.startswith("TODO:") and any(
-        d.matches(name, version, r.id, r.outcome) for r in bad))
+    todo = len({r.known["entry"] for r in bad if r.known and r.known["reason"].startswith(TODO)})
     if todo:
         lines.append(f"{todo} matching entr{'y' if todo == 1 else 'ies'} still give a TODO reason")
     return (1 if unknown else code), lines
 
 
-def _load_known(value: str | None) -> tuple | None:
-    from onnx_qtypes.conformance.deviations import DEVIATIONS, load_deviations, load_known
+def _load_known(values: list[str] | None) -> tuple | None:
+    """Every entry of the --known files (each given once), and how the output names where they come from."""
+    from onnx_qtypes.conformance.deviations import load_deviations, load_known
 
-    if value is None:
+    if not values:
         return None
-    if value == PACKAGE_LIST:
-        return load_deviations(), ("in the project's own measurement (conformance_tests/results/deviations.json, "
-                                   "published in proposal/status.md)")
-    return load_known(value), f"listed in {value}"
+    deviations, sources, seen = [], [], set()
+    for value in values:
+        key = value if value == PACKAGE_LIST else os.path.realpath(value)
+        if key in seen:
+            continue
+        seen.add(key)
+        if value == PACKAGE_LIST:
+            deviations += load_deviations()
+            sources.append("in the project's own measurement (conformance_tests/results/deviations.json, "
+                           "published in proposal/status.md)")
+        else:
+            deviations += load_known(value)
+            sources.append(f"listed in {value}")
+    return deviations, " or ".join(sources)
+
+
+def _mark_known(results: list, known: tuple, name: str, version: str, suite: list) -> list[str]:
+    """Mark each failing or erroring result an entry explains (its first matching entry); notes on the entries
+    for this backend and version that explain nothing."""
+    from onnx_qtypes.conformance.deviations import stale_entries
+    from onnx_qtypes.conformance.judging import ERROR, FAIL
+
+    deviations, _ = known
+    used = []
+    for r in results:
+        if r.outcome not in (FAIL, ERROR):
+            continue
+        hit = next((d for d in deviations if d.matches(name, version, r.id, r.outcome)), None)
+        if hit is not None:
+            r.known = {"entry": hit.where, "reason": hit.explanation}
+            used.append(hit)
+    return stale_entries(deviations, name, version, (c.id for c in suite), (r.id for r in results), used)
 
 
 def _nothing_matches(args: argparse.Namespace, suite: list, wanted: dict) -> str:
@@ -239,12 +274,12 @@ def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: o
             save_bundle(args.save_repro, r, by_id[r.id], backend, args.backend, suite=info, suite_root=root)
 
 
-def _write_template(target: str) -> int:
+def _write_template(target: str, force: bool = False) -> int:
     from onnx_qtypes.conformance import template_backend
     from onnx_qtypes.proto.files import atomic_write
 
-    if os.path.exists(target):
-        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name")
+    if os.path.exists(target) and not force:
+        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name (or --force)")
     text = Path(template_backend.__file__).read_text(encoding="utf-8")
     with atomic_write(target, "w") as fh:
         fh.write(text)
@@ -260,6 +295,8 @@ def _draft(args: argparse.Namespace) -> int:
 
     if args.draft_known is None or not args.output:
         raise ConformanceUsageError("--draft-known REPORT.json and -o FILE go together")
+    if os.path.exists(args.output) and not args.force:  # a hand-written known file is never replaced by a draft
+        raise ConformanceUsageError(f"-o {args.output}: exists already; give a new file name, or --force to replace it")
     path = args.draft_known
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
