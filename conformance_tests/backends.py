@@ -40,7 +40,7 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -363,16 +363,21 @@ class ResultsBackend:
     """What a runtime outside Python wrote, per case: ``DIR/<case id>/test_data_set_0/output_k.pb`` (outputs in the
     case's output order) or ``DIR/<case id>/error.txt`` (it refused the model or failed: the text is its message;
     for a must-reject case that is the refusal the case asks for). error.txt wins when both are there; a case with
-    neither is unsupported. ``DIR/VERSION`` (first line) names the runtime's version."""
+    neither is unsupported. ``DIR/NAME`` (first line) names the runtime, as reports and known-deviation files show
+    it (default ``results:<the folder's own name>``, however its path was typed); ``DIR/VERSION`` its version."""
 
     ERROR_FILE = "error.txt"
+    NAME_FILE, VERSION_FILES = "NAME", ("VERSION", "version.txt")
 
     def __init__(self, folder: str | Path, name: str | None = None, version: str = "") -> None:
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise BackendError(f"results:{folder}: no such folder")
-        self.name = name or f"results:{self.folder}"
-        self.version = version or _results_version(self.folder)
+        recorded = _first_line(self.folder, (self.NAME_FILE,))
+        if recorded is not None and not recorded.strip():
+            raise BackendError(f"{self.folder / self.NAME_FILE}: empty; its first line names the runtime")
+        self.name = name or (clean_text(recorded.strip()) if recorded else f"results:{self.folder.resolve().name}")
+        self.version = version or (_first_line(self.folder, self.VERSION_FILES) or "").strip()
 
     def supports(self, case: Case) -> bool | str:
         folder = self.folder / case.id
@@ -399,16 +404,28 @@ class ResultsBackend:
                 out[name] = read_tensor(path)
         return out
 
+    def stray_folders(self, case_ids: Iterable[str]) -> list[str]:
+        """Folders of DIR that name no case of the suite (a typo, a renamed case): nothing reads them."""
+        known = set(case_ids)
+        try:
+            return sorted(p.name for p in self.folder.iterdir()
+                          if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        except OSError:
+            return []
 
-def _results_version(folder: Path) -> str:
-    for name in ("VERSION", "version.txt"):
+
+def _first_line(folder: Path, names: Sequence[str]) -> str | None:
+    """The first line of the first of ``names`` in ``folder`` ("" when it is empty or unreadable), None when none
+    is there."""
+    for name in names:
         path = folder / name
         if path.is_file():
             try:
-                return path.read_text(encoding="utf-8").strip().splitlines()[0]
-            except (OSError, UnicodeDecodeError, IndexError):
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
                 return ""
-    return ""
+            return lines[0] if lines else ""
+    return None
 
 
 def load_backend(spec: str) -> Any:

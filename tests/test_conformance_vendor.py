@@ -469,7 +469,7 @@ def test_progress_bar_only_on_a_terminal(cases_root, capsys, monkeypatch):
     monkeypatch.delenv("CI")
     monkeypatch.setenv("TERM", "xterm")
     assert conformance._draw_progress()
-    assert main(["conformance", "--cases", str(cases_root), "-q"]) == 0
+    assert main(["conformance", "--cases", str(cases_root)]) == 0
     err = capsys.readouterr().err
     assert "\r[" in err and "3/3 pass 3" in err and err.endswith("\r")
 
@@ -573,3 +573,59 @@ def test_onnxruntime_takes_and_returns_float8_as_ml_dtypes_arrays(tmp_path):
     out = backend.run(backend.prepare(case), case.feeds())["y"]
     assert out.dtype == f8 and list(out.astype(np.float32)) == [2, -4, 1, 6]
     assert run_case(backend, case).outcome == "pass"
+
+
+# --- results folders name their runtime; stray folders; --save-repro checked up front; -q is quiet --------------
+
+
+def _results_folder(cases_root: Path, folder: Path) -> Path:
+    for case in load_cases(cases_root):
+        out = folder / case.id / "test_data_set_0"
+        out.mkdir(parents=True)
+        for k, (name, value) in enumerate(case.expected().items()):
+            _write_pb(out / f"output_{k}.pb", value, name)
+    return folder
+
+
+def test_a_results_folders_name_does_not_depend_on_how_its_path_is_typed(cases_root, tmp_path, capsys,
+                                                                         monkeypatch):
+    from onnx_qtypes.conformance import ResultsBackend
+
+    folder = _results_folder(cases_root, tmp_path / "res")
+    monkeypatch.chdir(tmp_path)
+    assert ResultsBackend("res").name == ResultsBackend(str(folder)).name == ResultsBackend("./res/").name \
+        == "results:res"
+    (folder / "NAME").write_text("my-npu-sdk\n")
+    (folder / "VERSION").write_text("4.2\n")
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "results:res", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("my-npu-sdk 4.2: 3 case(s): 3 pass")
+    (folder / "NAME").write_text("\n")
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "results:res", "-q"]) == 2
+    assert "NAME: empty" in capsys.readouterr().err
+
+
+def test_a_results_folder_naming_no_case_is_noted(cases_root, tmp_path, capsys):
+    folder = _results_folder(cases_root, tmp_path / "res")
+    (folder / "add-int8-tie").mkdir()  # a typo
+    assert main(["conformance", "--cases", str(cases_root), "--backend", f"results:{folder}", "-q"]) == 0
+    assert (f"note: 1 folder(s) of {folder} name no case of the suite and were not read: add-int8-tie"
+            in capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file"])
+def test_save_repro_is_checked_before_the_run(cases_root, tmp_path, capsys, where):
+    (tmp_path / "taken").write_text("")
+    dest = tmp_path / "taken" if where == "file" else tmp_path / "taken" / "repro"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "test_conformance_runner:HalfAwayBackend",
+                 "--save-repro", str(dest)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--save-repro" in captured.err and "is not a folder" in captured.err
+
+
+def test_quiet_shows_no_progress_bar_even_on_a_terminal(cases_root, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert main(["conformance", "--cases", str(cases_root), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.count("\n") == 1

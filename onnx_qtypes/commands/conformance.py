@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         write_junit,
         write_report,
     )
-    from onnx_qtypes.conformance.backends import check_backend
+    from onnx_qtypes.conformance.backends import ResultsBackend, check_backend
     from onnx_qtypes.conformance.runner import Interrupted
     from onnx_qtypes.conformance.text import clean_text
 
@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet and args.verbose:
         raise ConformanceUsageError("-q and -v contradict each other; give one")
     known = _load_known(args.known)  # before running: a broken file is exit 2 now, not after an hour
+    if args.save_repro:
+        _check_writable_folder("--save-repro", args.save_repro)  # likewise: not after the run
     backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
     check_backend(backend, args.backend)  # a member that breaks the contract: exit 2 naming it
     wanted = parse_tags(args.tags)
@@ -137,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConformanceUsageError(_nothing_matches(args, suite, wanted))
     name, version = clean_text(backend.name), backend_version_of(backend)
     info = suite_info(suite, args.cases or "")
-    bar = _ProgressBar() if _draw_progress() else None
+    bar = _ProgressBar() if _draw_progress() and not args.quiet else None
     started = time.perf_counter()
     interrupted = None
     try:
@@ -150,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     seconds = time.perf_counter() - started
     notes = _mark_known(results, known, name, version, suite) if known is not None else []
+    stray = backend.stray_folders(c.id for c in suite) if isinstance(backend, ResultsBackend) else []
+    if stray:
+        notes.insert(0, f"{len(stray)} folder(s) of {backend.folder} name no case of the suite and were not read: "
+                        + ", ".join(stray[:5]) + (" ..." if len(stray) > 5 else ""))
     context = {"suite": info, "seconds": seconds, "interrupted": interrupted is not None}
     if args.report:
         write_report(args.report, results, name, version, **context)
@@ -261,6 +267,20 @@ def _nothing_matches(args: argparse.Namespace, suite: list, wanted: dict) -> str
     how = [f"-k {' '.join(args.filter)}"] if args.filter else []
     how += [f"--tags {','.join(f'{k}={v}' for k, v in wanted.items())}"] if wanted else []
     return f"no cases in {where} match {' and '.join(how)}"
+
+
+def _check_writable_folder(flag: str, path: str) -> None:
+    """ConformanceUsageError unless ``path`` is a folder, or can be made one, that this process may write into."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise ConformanceUsageError(f"{flag} {path}: exists and is not a folder")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConformanceUsageError(f"{flag} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConformanceUsageError(f"{flag} {path}: cannot write into {existing}")
 
 
 def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: object, info: dict) -> None:
