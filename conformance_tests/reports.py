@@ -83,7 +83,11 @@ def totals(results: Sequence[CaseResult]) -> dict[str, Any]:
             "reject_refused": sum(1 for r in results if r.kind == "reject" and r.reason_class == REFUSED),
             "reject_ran": sum(1 for r in results if r.kind == "reject" and r.outcome == FAIL),
             "known": sum(1 for r in results if r.known and r.outcome in (FAIL, ERROR)),  # explained by --known
-            "executed": counts[PASS] + counts[FAIL] + counts[ERROR]}
+            "executed": counts[PASS] + counts[FAIL] + counts[ERROR],
+            # what computed something: a must-reject case passes by refusing, which a runtime refusing every typed
+            # model does too, so --min-pass and "no case ran" count execution cases
+            "execution_pass": sum(1 for r in results if r.kind == "execution" and r.outcome == PASS),
+            "execution_executed": sum(1 for r in results if r.kind == "execution" and r.outcome != UNSUPPORTED)}
 
 
 def summary_line(results: Sequence[CaseResult], backend_name: str, version: str, seconds: float | None = None) -> str:

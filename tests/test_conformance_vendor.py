@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -118,10 +119,40 @@ def test_min_pass(cases_root, capsys):
     assert main(["conformance", "--cases", str(cases_root), "--min-pass", "3", "-q"]) == 0
     assert main(["conformance", "--cases", str(cases_root), "--min-pass", "4", "-q"]) == 1
     captured = capsys.readouterr()
-    assert captured.err.strip() == "onnx-qtypes: conformance: 3 case(s) passed, fewer than --min-pass 4"
+    assert captured.err.strip() == ("onnx-qtypes: conformance: 3 execution case(s) passed, fewer than --min-pass 4 "
+                                    "(must-reject cases do not count)")
     assert main(["conformance", "--cases", str(cases_root), "--backend", "test_conformance_runner:PickyBackend",
                  "--id", "matmul-uint8-zero-points"]) == 1
-    assert "no case ran: all 1 selected case(s) were unsupported" in capsys.readouterr().err
+    assert "no case ran: all 1 selected execution case(s) were unsupported" in capsys.readouterr().err
+
+
+class _RefusesEverything:
+    """Declines every execution case and refuses every typed model: it passes every must-reject case."""
+
+    name = "refuses"
+
+    def supports(self, case):
+        return True if case.kind == "reject" else "computes nothing"
+
+    def prepare(self, case):
+        raise RuntimeError("unknown element type 1003")
+
+    def run(self, prepared, feeds):
+        raise AssertionError("never reached")
+
+
+def test_refusing_must_reject_cases_alone_is_no_passing_run(cases_root, tmp_path, capsys):
+    cases = tmp_path / "cases"
+    shutil.copytree(cases_root, cases / "execution")
+    shutil.copytree(ROOT / "conformance_tests" / "cases" / "reject" / "reject-zero-scale", cases / "reject-zero-scale")
+    backend = "test_conformance_vendor:_RefusesEverything"
+    assert main(["conformance", "--cases", str(cases), "--backend", backend, "-q"]) == 1
+    captured = capsys.readouterr()
+    assert "1 pass" in captured.out and ("no case ran: all 3 selected execution case(s) were unsupported by refuses "
+                                         "(the 1 must-reject case(s) it refused compute nothing)") in captured.err
+    assert main(["conformance", "--cases", str(cases), "--min-pass", "1", "-q"]) == 0  # the reference: 3 + 1 pass
+    assert main(["conformance", "--cases", str(cases), "--min-pass", "4", "-q"]) == 1  # the refusal is no pass here
+    assert "3 execution case(s) passed, fewer than --min-pass 4" in capsys.readouterr().err
 
 
 def test_declined_and_not_expressible_are_counted_apart(cases_root, tmp_path):

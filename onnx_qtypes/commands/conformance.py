@@ -82,7 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a folder per failing or erroring case: model, inputs, expected and actual "
                              "outputs, worst elements, versions and a script that reproduces it")
     parser.add_argument("--min-pass", type=_positive_int("--min-pass", 0), default=None, metavar="N",
-                        help="exit 1 when fewer than N cases pass (a run where no case ran fails anyway)")
+                        help="exit 1 when fewer than N execution cases pass (refusing a must-reject case computes "
+                             "nothing and does not count; a run where no case ran fails anyway)")
     parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, action="append", metavar="FILE",
                         help="failures a known-deviations FILE explains for this backend and version do not set the "
                              "exit status (reports mark them known); without FILE: the project's own measurement; "
@@ -190,12 +191,20 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
     t = totals(results)
     lines: list[str] = []
     code = 0
-    if t["executed"] == 0:
+    execution = sum(1 for r in results if r.kind == "execution")
+    if execution and t["execution_executed"] == 0:
+        refused = f" (the {t['reject_refused']} must-reject case(s) it refused compute nothing)" \
+            if t["reject_refused"] else ""
+        lines.append(f"!no case ran: all {execution} selected execution case(s) were unsupported by {name}{refused}; "
+                     "a run that tests nothing fails")
+        code = 1
+    elif t["executed"] == 0:
         lines.append(f"!no case ran: all {len(results)} selected case(s) were unsupported by {name}; a run that "
                      "tests nothing fails")
         code = 1
-    if args.min_pass is not None and t[PASS] < args.min_pass:
-        lines.append(f"!{t[PASS]} case(s) passed, fewer than --min-pass {args.min_pass}")
+    if args.min_pass is not None and t["execution_pass"] < args.min_pass:
+        lines.append(f"!{t['execution_pass']} execution case(s) passed, fewer than --min-pass {args.min_pass} "
+                     "(must-reject cases do not count)")
         code = 1
     bad = [r for r in results if r.outcome in (FAIL, ERROR)]
     if known is None:
