@@ -420,10 +420,23 @@ def test_repro_bundles_hold_everything_and_rerun(cases_root, tmp_path, capsys):
     capsys.readouterr()
     assert main(["conformance", "--backend", "test_conformance_runner:HalfAwayBackend", "--cases", str(bundle)]) == 1
     assert "FAIL add-int8-ties" in capsys.readouterr().out
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    # the backend module is copied in: repro.py runs from any folder, exit 1 while the failure reproduces
+    assert (bundle / "backend" / "test_conformance_runner.py").read_text() == \
+        (ROOT / "tests" / "test_conformance_runner.py").read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     script = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, env=env,
-                            timeout=120)
-    assert script.returncode == 0 and "largest |actual - expected| = 1.0" in script.stdout, script.stderr
+                            timeout=120, cwd=elsewhere)
+    assert script.returncode == 1, script.stdout + script.stderr
+    assert f"c: {info['elements_beyond_tolerance']} element(s) beyond 0 step(s), at most 1 step(s)" in script.stdout
+    assert "the failure reproduces" in script.stdout
+    # the vendor fixes the backend: the same script says so with exit 0
+    copied = bundle / "backend" / "test_conformance_runner.py"
+    copied.write_text(copied.read_text().replace("round = staticmethod(_half_away)", "round = staticmethod(_half_even)"))
+    fixed = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, env=env,
+                           timeout=120, cwd=elsewhere)
+    assert fixed.returncode == 0 and "the failure does not reproduce" in fixed.stdout, fixed.stdout + fixed.stderr
 
 
 def test_the_onnxruntime_repro_script_runs_without_the_suite(cases_root, tmp_path):
@@ -444,9 +457,57 @@ def test_the_onnxruntime_repro_script_runs_without_the_suite(cases_root, tmp_pat
     script = (bundle / "repro.py").read_text()
     assert "onnx_qtypes" not in script and "ORT_DISABLE_ALL" in script and "model.qdq.onnx" in script
     run = subprocess.run([sys.executable, "-I", str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and "largest |actual - expected| = 3.0" in run.stdout, run.stderr
+    assert run.returncode == 1 and "at most 3 step(s)" in run.stdout, run.stdout + run.stderr
     again = save_bundle(tmp_path / "repro", result, case, backend, "onnxruntime-unoptimized")  # replaces it whole
     assert again == bundle and sorted(p.name for p in (tmp_path / "repro").iterdir()) == ["relu-int8-saturates"]
+
+
+def test_a_results_folder_bundle_says_what_the_runner_must_write_and_judges_it(cases_root, tmp_path, capsys,
+                                                                              monkeypatch):
+    folder = _results_folder(cases_root, tmp_path / "res")
+    wrong = folder / "add-int8-ties" / "test_data_set_0" / "output_0.pb"
+    right = wrong.read_bytes()
+    value = load_cases(cases_root, "add-int8-ties")[0].expected()["c"]
+    _write_pb(wrong, (value + 2).astype(value.dtype), "c")
+    (folder / "NAME").write_text("npu-sdk\n")
+    repro = tmp_path / "repro"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", f"results:{folder}", "--save-repro",
+                 str(repro), "-q"]) == 1
+    bundle = repro / "add-int8-ties"
+    readme = (bundle / "README.txt").read_text()
+    assert "write results/add-int8-ties/test_data_set_0/output_0.pb (c)" in readme
+    assert "on test_data_set_0/input_0.pb (a), test_data_set_0/input_1.pb (b)" in readme
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(folder)  # the bundle holds what it needs
+    judged = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120,
+                            cwd=elsewhere)
+    assert judged.returncode == 1 and "at most 2 step(s)" in judged.stdout, judged.stdout + judged.stderr
+    # the vendor's runner writes the outputs again, right this time: exit 0
+    (bundle / "results" / "add-int8-ties" / "test_data_set_0" / "output_0.pb").write_bytes(right)
+    judged = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120,
+                            cwd=elsewhere)
+    assert judged.returncode == 0 and "does not reproduce" in judged.stdout, judged.stdout + judged.stderr
+    capsys.readouterr()
+    monkeypatch.chdir(bundle)
+    assert main(["conformance", "--backend", "results:results", "--cases", ".", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("npu-sdk: 1 case(s): 1 pass")
+
+
+def test_a_backend_in_a_package_is_loaded_from_its_recorded_folder(tmp_path, monkeypatch):
+    from onnx_qtypes.conformance.repro import _backend_source
+
+    (tmp_path / "vendorpkg").mkdir()
+    (tmp_path / "vendorpkg" / "__init__.py").write_text("")
+    (tmp_path / "vendorpkg" / "runtime.py").write_text("class Backend:\n    name = 'pkg'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import vendorpkg.runtime  # noqa: F401 (loaded, as load_backend leaves it)
+
+    work = tmp_path / "bundle"
+    work.mkdir()
+    source = _backend_source(object(), "vendorpkg.runtime:Backend", work, "some-case")
+    assert source["path"] == str(tmp_path) and source["spec"] == "vendorpkg.runtime:Backend"
+    assert f"loaded from {tmp_path}, not copied" in source["note"] and not (work / "backend").exists()
 
 
 def test_a_repro_bundle_is_never_half_written(cases_root, tmp_path, capsys, monkeypatch):
