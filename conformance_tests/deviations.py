@@ -180,7 +180,8 @@ def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[
     deviations = list(deviations)
     explained: dict[Deviation, list[str]] = defaultdict(list)
     unexplained = []
-    for case_id, outcome in rec["outcomes"].items():
+    outcomes = {**rec["outcomes"], **(rec.get("reject") or {}).get("outcomes", {})}  # a must-reject case run: too
+    for case_id, outcome in outcomes.items():
         if outcome not in (FAIL, ERROR):
             continue
         hit = next((d for d in deviations if d.matches(rec["backend"], rec["version"], case_id)), None)
