@@ -130,3 +130,18 @@ def test_bfloat16_outputs_are_judged_in_steps_like_float16():
     assert not bad.ok and bad.max_steps == 2 and "beyond 1 step(s)" in bad.reason
     half = {k: v.astype(np.float16) for k, v in expected.items()}
     assert judge(_Case(), half, {"y": one_step["y"].astype(np.float16)})[0].ok  # as float16 is judged
+
+
+def test_the_packing_helpers_are_public_and_the_readme_points_at_them():
+    import onnx_qtypes.conformance as conformance
+    from onnx_qtypes.conformance import backends
+
+    for name in ("pack_sub_byte", "unpack_sub_byte", "to_bytes", "from_bytes"):
+        assert getattr(conformance, name) is getattr(backends, name) and name in conformance.__all__
+    packed = conformance.pack_sub_byte(np.array([1, -2, 7], np.int8), 4, True)
+    assert packed.tolist() == [0xE1, 0x07]  # what onnxruntime's Int4x2 holds: element 0 in the low nibble
+    from builders import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Conformance"):readme.index("## Python")]
+    assert "Int4x2" in section and "`pack_sub_byte`" in section and "onnx_qtypes.conformance" in section

@@ -8,13 +8,15 @@ directory too, or give a path: my_backend.py:MyBackend) or results:DIR (what a
 runtime outside Python wrote: DIR/<case id>/test_data_set_0/output_k.pb, or
 DIR/<case id>/error.txt). The contract: conformance_tests/BACKENDS.md.
 
-Exit 1 when a case fails or errors, when no case ran at all (every one
-unsupported) or when fewer than --min-pass cases passed. With --known,
-failures and errors a known-deviations file explains for this backend and
-version are still reported but do not set the exit status: --known alone
-reads the project's own measurement (conformance_tests/results/deviations.json,
-published in proposal/status.md), --known FILE a file of your own, which
---draft-known REPORT.json -o FILE drafts from a run's --report.
+Exit 1 when a case fails or errors, when no execution case ran (every one
+unsupported; refusing must-reject cases computes nothing) or when fewer than
+--min-pass execution cases passed; 130 when Ctrl-C stopped the run (the
+finished cases are reported). With --known, failures and errors a
+known-deviations file explains for this backend and version are still
+reported, marked known, but do not set the exit status: --known alone reads
+the project's own measurement (conformance_tests/results/deviations.json,
+published in proposal/status.md), --known FILE a file of your own (repeat for
+several), which --draft-known REPORT.json -o FILE drafts from a run's --report.
 """
 
 from __future__ import annotations
