@@ -36,7 +36,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEVIATIONS = RESULTS / "deviations.json"
 KNOWN_FORMAT = "onnx-qtypes-known/1"
 KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
-         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error",
+         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error", "saturation",
          "runtime error", "unexplained")
 TODO = "TODO:"  # how a drafted reason starts until someone writes it
 
