@@ -270,6 +270,16 @@ def cannot_run(why):
     sys.exit(2)
 
 
+def require(module):
+    """The runtime's Python package, or exit 2 saying it is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        cannot_run(exc)
+
+
 feeds, expected = load("inputs.npz"), load("expected.npz")
 '''
 
@@ -336,10 +346,7 @@ _RUNNERS = {
     "onnxruntime": '''
 
 def run(feeds):
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        cannot_run(exc)
+    ort = require("onnxruntime")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.{level}
     session = ort.InferenceSession(str(HERE / "{model}"), options, providers=["CPUExecutionProvider"])
@@ -349,10 +356,7 @@ def run(feeds):
     "openvino": '''
 
 def run(feeds):
-    try:
-        import openvino as ov
-    except ImportError as exc:
-        cannot_run(exc)
+    ov = require("openvino")
     core = ov.Core()
     compiled = core.compile_model(core.read_model(str(HERE / "{model}")), "CPU")
     request = compiled.create_infer_request()
@@ -378,13 +382,10 @@ def run(feeds):
 
     if {path!r} and {path!r} not in sys.path:
         sys.path.append({path!r})  # where the backend module came from: modules beside it
-    try:
-        from onnx_qtypes.conformance import load_backend, load_case
-    except ImportError as exc:
-        cannot_run(f"{{exc}} (pip install onnx-qtypes)")
+    conformance = require("onnx_qtypes.conformance")
     os.chdir(HERE)  # the backend spec below is relative to this folder
-    case = load_case(HERE)
-    backend = load_backend({spec!r})
+    case = conformance.load_case(HERE)
+    backend = conformance.load_backend({spec!r})
     return backend.run(backend.prepare(case), feeds)
 '''
 
