@@ -9,6 +9,11 @@
   command-line name. The contract: conformance_tests/BACKENDS.md;
 - ``run_suite(backend, filter=None, jobs=1, timeout=None, tags=None)``: a
   ``CaseResult`` per case (outcome pass / fail / unsupported / error);
+- ``pack_sub_byte`` / ``unpack_sub_byte``: the cases' widened 4- and 2-bit
+  arrays packed in ONNX's order (element 0 in the lowest bits) and back, what a
+  runtime API taking packed tensors (onnxruntime's Int4x2, OpenVINO's i4)
+  wants; ``to_bytes`` / ``from_bytes``: the same for every element type numpy
+  cannot hand over (float8, bfloat16, float4, 4- and 2-bit integers);
 - ``deviations``: known deviations, the project's published list and a
   vendor's own file (``load_known``, ``draft_known``);
 - ``pytest_cases(backend)`` / ``check_case(backend, case)``: the suite inside
@@ -27,7 +32,11 @@ from .backends import (
     ReferenceBackend,
     ResultsBackend,
     backend_version as backend_version_of,
+    from_bytes,
     load_backend,
+    pack_sub_byte,
+    to_bytes,
+    unpack_sub_byte,
 )
 from .execution_cases import (
     CASES_ROOT,
@@ -49,6 +58,7 @@ from .runner import CaseResult, run_case, run_suite
 __all__ = [
     "Backend", "BackendError", "CASES_ROOT", "Case", "CaseError", "CaseResult", "ERROR", "ExecutionCase", "FAIL",
     "OUTCOMES", "OnnxRuntimeBackend", "OpenVinoBackend", "PASS", "RecordedError", "ReferenceBackend", "RejectCase",
-    "ResultsBackend", "SUITE_ROOT", "UNSUPPORTED", "backend_version_of", "check_case", "iter_cases", "load_backend",
-    "load_case", "load_cases", "load_suite", "parse_tags", "pytest_cases", "run_case", "run_suite",
+    "ResultsBackend", "SUITE_ROOT", "UNSUPPORTED", "backend_version_of", "check_case", "from_bytes", "iter_cases",
+    "load_backend", "load_case", "load_cases", "load_suite", "pack_sub_byte", "parse_tags", "pytest_cases", "run_case",
+    "run_suite", "to_bytes", "unpack_sub_byte",
 ]

@@ -19,12 +19,15 @@ Named backends (``load_backend(spec)``):
 - ``onnxruntime``: the standard-ONNX QDQ model, default graph optimizations
   (what users run); ``onnxruntime-unoptimized``: ORT_DISABLE_ALL, each node
   as written (the definition path).
-- ``openvino``: the QDQ model through openvino.Core on CPU (4- and 2-bit graph
-  inputs and outputs packed / unpacked as OpenVINO tensors).
+- ``openvino``: the QDQ model through openvino.Core on CPU.
 - ``tract``: the QDQ model through Sonos tract, optimized (backend_tract.py;
   extra ``tract``).
 - ``iree``: the QDQ model imported by IREE, compiled for llvm-cpu, run on the
   local-sync driver (backend_iree.py; extra ``iree``).
+
+The onnxruntime and OpenVINO backends hand float8, bfloat16, float4 and 4- / 2-bit graph inputs
+and outputs over typed by their element type, over their bytes (``to_bytes`` /
+``from_bytes``; ``pack_sub_byte`` / ``unpack_sub_byte`` are ONNX's packing).
 - ``MODULE:CLASS``: a backend class (or factory) of your own, built with no
   arguments; MODULE is found on sys.path, else in the current directory, or
   is a path to a .py file.
@@ -35,15 +38,17 @@ Named backends (``load_backend(spec)``):
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnx.numpy_helper
@@ -51,7 +56,8 @@ import onnx.numpy_helper
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
 
-from .execution_cases import DATA_SET, Case, read_tensor
+from .execution_cases import DATA_SET, FORMS, Case, read_tensor
+from .text import clean_text
 
 BACKEND_NAMES = ("reference", "reference-integer", "onnxruntime", "onnxruntime-unoptimized", "openvino", "tract",
                  "iree")
@@ -73,7 +79,7 @@ class Backend(Protocol):
 
 
 def backend_version(backend: object) -> str:
-    return str(getattr(backend, "version", "") or "")
+    return clean_text(getattr(backend, "version", "") or "")
 
 
 class ReferenceBackend:
@@ -102,9 +108,6 @@ class ReferenceBackend:
         return {name: np.array(value) for name, value in zip(names, results)}
 
 
-_SUB_BYTE = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4, onnx.TensorProto.INT2, onnx.TensorProto.UINT2)
-
-
 class OnnxRuntimeBackend:
     """The standard-ONNX QDQ model on onnxruntime's CPU provider."""
 
@@ -122,15 +125,7 @@ class OnnxRuntimeBackend:
 
     def supports(self, case: Case) -> bool | str:
         path = case.model_file(self.form)
-        if not path.is_file():
-            return f"{path.name} missing"
-        graph = onnx.load(str(path), load_external_data=False).graph
-        for v in graph.output:
-            dims = v.type.tensor_type.shape.dim
-            if v.type.tensor_type.elem_type in _SUB_BYTE and not all(d.HasField("dim_value") for d in dims):
-                return (f"graph output {v.name!r} is a 4- or 2-bit tensor without a static shape: onnxruntime's "
-                        "Python API returns such outputs only into a buffer allocated in advance")
-        return True
+        return True if path.is_file() else f"{path.name} missing"
 
     def prepare(self, case: Case) -> Any:
         ort = self._ort
@@ -142,81 +137,110 @@ class OnnxRuntimeBackend:
         path = str(case.model_file(self.form))
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         graph = onnx.load(path, load_external_data=False).graph
-        packed = {v.name: (v.type.tensor_type.elem_type, tuple(d.dim_value for d in v.type.tensor_type.shape.dim))
-                  for v in (*graph.input, *graph.output) if v.type.tensor_type.elem_type in (*_SUB_BYTE, *_FLOAT8)}
-        return session, list(case.outputs), packed
+        typed = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.output)
+                 if v.type.tensor_type.elem_type in BOUND_BY_TYPE}
+        return session, list(case.outputs), typed
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        session, names, packed = prepared
-        if not packed:
+        session, names, typed = prepared
+        if not typed:
             return dict(zip(names, session.run(names, dict(feeds))))
-        return self._run_packed(session, names, packed, feeds)
+        return self._run_typed(session, names, typed, feeds)
 
-    def _run_packed(self, session: Any, names: list[str], packed: dict, feeds: Mapping[str, np.ndarray]) -> dict:
-        """4- and 2-bit tensors have no numpy type: they cross as OrtValues over buffers we pack and unpack
-        (ONNX's order, element 0 in the lowest bits), outputs bound to buffers allocated from their static shape.
-        Float8 tensors (ml_dtypes arrays, which onnxruntime's numpy bridge does not know) cross as their byte codes
-        typed as the float8 type; onnxruntime hands float8 outputs back as those codes."""
+    def _run_typed(self, session: Any, names: list[str], typed: dict[str, int], feeds: Mapping[str, np.ndarray]
+                   ) -> dict[str, np.ndarray]:
+        """Float8, bfloat16, float4 and 4- / 2-bit integer tensors have no type onnxruntime's numpy bridge knows:
+        they cross as OrtValues of their ONNX type over their bytes (``to_bytes``: codes, sub-byte values packed
+        in ONNX's order), and come back as the bytes of the output OrtValue, read by type (``from_bytes``)."""
         ort = self._ort
         binding = session.io_binding()
         buffers = []  # OrtValues made from numpy arrays borrow their memory: keep the arrays alive
         for name, value in feeds.items():
-            if name in packed and packed[name][0] in _FLOAT8:
-                codes = np.ascontiguousarray(value).view(np.uint8)
-                buffers.append(codes)
-                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, packed[name][0])
-                binding.bind_ortvalue_input(name, value)
-                continue
-            if name not in packed:
+            if name not in typed:
                 binding.bind_cpu_input(name, np.ascontiguousarray(value))
                 continue
-            data_type, _ = packed[name]
-            bits, signed = _SUB_BYTE_LAYOUT[data_type]
-            value = np.asarray(value)
-            buffer = np.zeros(value.shape, np.int8 if signed else np.uint8)  # ORT reads the packed bytes from its start
-            raw = pack_sub_byte(value, bits, signed, name)
-            buffer.reshape(-1)[:raw.size] = raw.view(buffer.dtype)
-            buffers.append(buffer)
-            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffer, data_type))
-        outputs = {}
+            buffer = to_bytes(value, typed[name], name)
+            # ORT takes the tensor's shape from the array and reads its bytes from the start: packed sub-byte
+            # values sit at the start of an array of the tensor's shape
+            shaped = np.zeros(np.shape(value), buffer.dtype)
+            shaped.reshape(-1)[:buffer.size] = buffer
+            buffers.append(shaped)
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(shaped, typed[name]))
         for name in names:
-            if name not in packed or packed[name][0] in _FLOAT8:
-                binding.bind_output(name, "cpu")
-                continue
-            data_type, shape = packed[name]
-            signed = _SUB_BYTE_LAYOUT[data_type][1]
-            buffer = np.zeros(shape, np.int8 if signed else np.uint8)
-            buffers.append(buffer)
-            outputs[name] = buffer
-            binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffer, data_type))
+            binding.bind_output(name, "cpu")
         session.run_with_iobinding(binding)
-        values = binding.get_outputs()  # OrtValues in binding order; sub-byte ones have no .numpy()
         out = {}
-        for name, value in zip(names, values):
-            if name in outputs:
-                data_type, shape = packed[name]
-                bits, signed = _SUB_BYTE_LAYOUT[data_type]
-                out[name] = unpack_sub_byte(outputs[name].reshape(-1).view(np.uint8), bits, signed, shape)
-            elif name in packed:  # float8: the codes, viewed as the ml_dtypes type they are
-                out[name] = np.ascontiguousarray(value.numpy()).view(_FLOAT8[packed[name][0]])
+        for name, value in zip(names, binding.get_outputs()):
+            if name in typed:
+                out[name] = from_bytes(_ort_value_bytes(value), typed[name], tuple(value.shape()))
             else:
                 out[name] = np.asarray(value.numpy())
         return out
 
 
-_FLOAT8 = {st.data_type: st.np_dtype for st in STORAGE_TYPES.values() if st.is_float and st.bits == 8}  # -> ml_dtypes
+def _ort_value_bytes(value: Any) -> np.ndarray:
+    """The bytes of a CPU OrtValue (numpy() refuses float8 / bfloat16 / 4-bit element types)."""
+    size = int(value.tensor_size_in_bytes())
+    if size == 0:
+        return np.zeros(0, np.uint8)
+    return np.frombuffer(ctypes.string_at(value.data_ptr(), size), np.uint8).copy()
+
+
+# ONNX element types numpy cannot hand to a runtime as they are: ml_dtypes arrays (float8, bfloat16, float4) and the
+# widened int8 / uint8 arrays of 4- and 2-bit storage
+_BY_CODE = {**{st.data_type: st.np_dtype for st in STORAGE_TYPES.values() if st.is_float and st.bits == 8},
+            onnx.TensorProto.BFLOAT16: ml_dtypes.bfloat16}  # one code of 1 or 2 bytes per element
+_FLOAT4 = {st.data_type: st.np_dtype for st in STORAGE_TYPES.values() if st.is_float and st.bits == 4}
 _SUB_BYTE_LAYOUT = {onnx.TensorProto.INT4: (4, True), onnx.TensorProto.UINT4: (4, False),
                     onnx.TensorProto.INT2: (2, True), onnx.TensorProto.UINT2: (2, False)}
+BOUND_BY_TYPE = frozenset((*_BY_CODE, *_FLOAT4, *_SUB_BYTE_LAYOUT))
+
+
+def to_bytes(value: np.ndarray, data_type: int, name: str = "tensor") -> np.ndarray:
+    """A feed of ONNX element type ``data_type`` as the bytes a runtime API taking raw data wants (flat): float8 /
+    bfloat16 as their codes (uint8 / uint16), float4 and 4- / 2-bit integers packed, element 0 in the lowest bits
+    of byte 0 (ONNX's order). BackendError when the array is not of the type the case gives such a tensor."""
+    value = np.ascontiguousarray(value)
+    if data_type in _SUB_BYTE_LAYOUT:
+        bits, signed = _SUB_BYTE_LAYOUT[data_type]
+        if value.dtype != (np.int8 if signed else np.uint8):
+            raise BackendError(f"{name!r}: a {bits}-bit tensor is fed as a widened {'int8' if signed else 'uint8'} "
+                               f"array, got {value.dtype}")
+        return pack_sub_byte(value, bits, signed, name)
+    want = _BY_CODE.get(data_type) or _FLOAT4.get(data_type)
+    if want is None:
+        raise BackendError(f"{name!r}: element type {onnx.TensorProto.DataType.Name(data_type)} is not bound by bytes")
+    if value.dtype != want:
+        raise BackendError(f"{name!r}: a {onnx.TensorProto.DataType.Name(data_type)} tensor is fed as an "
+                           f"ml_dtypes.{np.dtype(want).name} array, got {value.dtype}")
+    if data_type in _FLOAT4:
+        return pack_sub_byte(value.view(np.uint8) & 0x0F, 4, False, name)
+    return value.reshape(-1).view(np.uint16 if value.dtype.itemsize == 2 else np.uint8)
+
+
+def from_bytes(raw: np.ndarray, data_type: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``to_bytes`` undone: a runtime's output bytes of ``data_type`` as the array the cases hold (ml_dtypes for
+    float8 / bfloat16 / float4, widened int8 / uint8 for 4- and 2-bit integers)."""
+    raw = np.asarray(raw).reshape(-1).view(np.uint8)
+    if data_type in _SUB_BYTE_LAYOUT:
+        bits, signed = _SUB_BYTE_LAYOUT[data_type]
+        return unpack_sub_byte(raw, bits, signed, shape)
+    if data_type in _FLOAT4:
+        return unpack_sub_byte(raw, 4, False, shape).view(_FLOAT4[data_type])
+    dtype = np.dtype(_BY_CODE[data_type])
+    count = int(np.prod(shape, dtype=np.int64))
+    if raw.size < count * dtype.itemsize:
+        raise BackendError(f"{raw.size} byte(s) cannot hold {count} {dtype.name} element(s)")
+    return raw[:count * dtype.itemsize].copy().view(dtype).reshape(shape)
 
 
 class OpenVinoBackend:
     """The standard-ONNX QDQ model through OpenVINO (read_model / compile_model on CPU).
 
-    4- and 2-bit graph inputs are handed over as ``openvino.Tensor`` objects of
-    the input's element type (i4 / u4 / u2), packed the way OpenVINO packs them:
-    element 0 in the lowest bits of byte 0 (for 4-bit: low nibble first), the
-    same order as ONNX's int4 / uint4 / uint2 storage. Sub-byte outputs are
-    unpacked back to the widened int8 / uint8 arrays the cases hold.
+    Graph inputs and outputs numpy cannot carry as they are cross as ``openvino.Tensor`` objects of the port's
+    element type over their bytes (``to_bytes`` / ``from_bytes``): f8e4m3 / f8e5m2 / bf16 as their codes, f4e2m1
+    and i4 / u4 / u2 packed the way OpenVINO packs them, element 0 in the lowest bits of byte 0 (for 4-bit: low
+    nibble first), the same order as ONNX's storage. Outputs come back as the arrays the cases hold.
     """
 
     def __init__(self, device: str = "CPU") -> None:
@@ -229,7 +253,7 @@ class OpenVinoBackend:
         self.name = "openvino"
         self.version = getattr(openvino, "__version__", "") or _ov_version(openvino)
         self._core = openvino.Core()
-        self._packed = _ov_packed_types(openvino)
+        self._types = _ov_bound_types(openvino)
         # one call into OpenVINO at a time: its CPU plugin runs its own thread pool, and a suite run with two
         # runner threads on a loaded 2-core machine once stalled in a futex wait for 30 minutes
         self._lock = threading.Lock()
@@ -268,34 +292,36 @@ class OpenVinoBackend:
 
     def _to_ov(self, name: str, port: Any, value: np.ndarray) -> Any:
         element_type = port.get_element_type() if port is not None else None
-        if element_type is None or element_type.bitwidth >= 8:
+        if element_type is None or (element_type.bitwidth >= 8 and element_type not in self._types):
             return value
-        if element_type not in self._packed:
+        if element_type not in self._types:
             raise BackendError(f"graph input {name!r} is an OpenVINO {element_type.get_type_name()} tensor, "
                                "which this backend cannot pack")
-        bits, signed = self._packed[element_type]
         value = np.asarray(value)
         tensor = self._ov.Tensor(element_type, list(value.shape))
-        packed = pack_sub_byte(value, bits, signed, name)
-        np.asarray(tensor.data).reshape(-1).view(np.uint8)[:packed.size] = packed
+        raw = to_bytes(value, self._types[element_type], name).view(np.uint8)
+        np.asarray(tensor.data).reshape(-1).view(np.uint8)[:raw.size] = raw
         return tensor
 
     def _from_ov(self, name: str, tensor: Any) -> np.ndarray:
         element_type = tensor.get_element_type()
-        if element_type.bitwidth >= 8:
+        if element_type.bitwidth >= 8 and element_type not in self._types:
             return np.array(tensor.data, copy=True)
-        if element_type not in self._packed:
+        if element_type not in self._types:
             raise BackendError(f"output {name!r} is an OpenVINO {element_type.get_type_name()} tensor, "
                                "which this backend cannot unpack")
-        bits, signed = self._packed[element_type]
         shape = tuple(int(d) for d in tensor.get_shape())
         raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)[:tensor.get_byte_size()]
-        return unpack_sub_byte(raw, bits, signed, shape)
+        return from_bytes(raw, self._types[element_type], shape)
 
 
-def _ov_packed_types(openvino: Any) -> dict[Any, tuple[int, bool]]:
-    """OpenVINO's sub-byte integer types this backend packs: type -> (bits, signed). OpenVINO has no i2."""
-    table = {"i4": (4, True), "u4": (4, False), "i2": (2, True), "u2": (2, False)}
+def _ov_bound_types(openvino: Any) -> dict[Any, int]:
+    """OpenVINO element types this backend hands over by bytes -> the ONNX type they are (OpenVINO's f8e4m3 is
+    ONNX's float8e4m3fn; it has no i2 and no fnuz float8)."""
+    table = {"i4": onnx.TensorProto.INT4, "u4": onnx.TensorProto.UINT4, "i2": onnx.TensorProto.INT2,
+             "u2": onnx.TensorProto.UINT2, "f8e4m3": onnx.TensorProto.FLOAT8E4M3FN,
+             "f8e5m2": onnx.TensorProto.FLOAT8E5M2, "bf16": onnx.TensorProto.BFLOAT16,
+             "f4e2m1": onnx.TensorProto.FLOAT4E2M1}
     return {getattr(openvino.Type, n): v for n, v in table.items() if hasattr(openvino.Type, n)}
 
 
@@ -342,16 +368,21 @@ class ResultsBackend:
     """What a runtime outside Python wrote, per case: ``DIR/<case id>/test_data_set_0/output_k.pb`` (outputs in the
     case's output order) or ``DIR/<case id>/error.txt`` (it refused the model or failed: the text is its message;
     for a must-reject case that is the refusal the case asks for). error.txt wins when both are there; a case with
-    neither is unsupported. ``DIR/VERSION`` (first line) names the runtime's version."""
+    neither is unsupported. ``DIR/NAME`` (first line) names the runtime, as reports and known-deviation files show
+    it (default ``results:<the folder's own name>``, however its path was typed); ``DIR/VERSION`` its version."""
 
     ERROR_FILE = "error.txt"
+    NAME_FILE, VERSION_FILES = "NAME", ("VERSION", "version.txt")
 
     def __init__(self, folder: str | Path, name: str | None = None, version: str = "") -> None:
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise BackendError(f"results:{folder}: no such folder")
-        self.name = name or f"results:{self.folder}"
-        self.version = version or _results_version(self.folder)
+        recorded = _first_line(self.folder, (self.NAME_FILE,))
+        if recorded is not None and not recorded.strip():
+            raise BackendError(f"{self.folder / self.NAME_FILE}: empty; its first line names the runtime")
+        self.name = name or (clean_text(recorded.strip()) if recorded else f"results:{self.folder.resolve().name}")
+        self.version = version or (_first_line(self.folder, self.VERSION_FILES) or "").strip()
 
     def supports(self, case: Case) -> bool | str:
         folder = self.folder / case.id
@@ -378,16 +409,28 @@ class ResultsBackend:
                 out[name] = read_tensor(path)
         return out
 
+    def stray_folders(self, case_ids: Iterable[str]) -> list[str]:
+        """Folders of DIR that name no case of the suite (a typo, a renamed case): nothing reads them."""
+        known = set(case_ids)
+        try:
+            return sorted(p.name for p in self.folder.iterdir()
+                          if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        except OSError:
+            return []
 
-def _results_version(folder: Path) -> str:
-    for name in ("VERSION", "version.txt"):
+
+def _first_line(folder: Path, names: Sequence[str]) -> str | None:
+    """The first line of the first of ``names`` in ``folder`` ("" when it is empty or unreadable), None when none
+    is there."""
+    for name in names:
         path = folder / name
         if path.is_file():
             try:
-                return path.read_text(encoding="utf-8").strip().splitlines()[0]
-            except (OSError, UnicodeDecodeError, IndexError):
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
                 return ""
-    return ""
+            return lines[0] if lines else ""
+    return None
 
 
 def load_backend(spec: str) -> Any:
@@ -448,9 +491,9 @@ def _user_backend(spec: str) -> Any:
         raise BackendError(f"backend {spec!r}: expected MODULE:CLASS")
     try:
         module = _import_backend_module(module_name)
-    except BackendError:
+    except (BackendError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit at import time too: a located error, not the process's end
         raise BackendError(f"backend {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
     target: Any = module
     for part in attr.split("."):
@@ -459,14 +502,31 @@ def _user_backend(spec: str) -> Any:
             raise BackendError(f"backend {spec!r}: {module_name} has no {attr}")
     try:
         backend = target() if callable(target) else target
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise BackendError(f"backend {spec!r}: constructing it failed ({type(exc).__name__}: {exc})") from None
+    check_backend(backend, spec)
+    return backend
+
+
+def check_backend(backend: Any, spec: str) -> None:
+    """BackendError naming the first member that does not follow the contract (BACKENDS.md): ``supports``,
+    ``prepare`` and ``run`` methods, ``name`` a non-empty string, ``version`` (if given) a string, ``form`` (if
+    given) "typed" or "qdq"."""
     missing = [m for m in ("supports", "prepare", "run") if not callable(getattr(backend, m, None))]
     if missing:
         raise BackendError(f"backend {spec!r}: not a Backend (no {', '.join(missing)} method)")
-    if not getattr(backend, "name", None):
-        try:
-            backend.name = spec
-        except Exception:
-            pass
-    return backend
+    name = getattr(backend, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        got = "none" if name is None else f"{type(name).__name__} {name!r}"
+        raise BackendError(f"backend {spec!r}: member 'name' must be a non-empty string, how reports and known-"
+                           f"deviation files name the backend (got {got})")
+    version = getattr(backend, "version", None)
+    if version is not None and not isinstance(version, str):
+        raise BackendError(f"backend {spec!r}: member 'version' must be a string, e.g. '1.5.0' or "
+                           f"my_runtime.__version__ (got {type(version).__name__} {version!r})")
+    form = getattr(backend, "form", None)
+    if form is not None and form not in FORMS:
+        raise BackendError(f"backend {spec!r}: member 'form' is {form!r}; use 'qdq' (it runs model.qdq.onnx) or "
+                           "'typed' (it runs model.onnx), or leave it out")

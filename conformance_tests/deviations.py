@@ -41,7 +41,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEVIATIONS = RESULTS / "deviations.json"
 KNOWN_FORMAT = "onnx-qtypes-known/1"
 KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
-         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error",
+         "unsupported type", "unsupported granularity", "requantization dropped", "data movement error", "saturation",
          "unsupported operator", "runtime error", "unexplained")
 TODO = "TODO:"  # how a drafted reason starts until someone writes it
 
@@ -52,7 +52,8 @@ class StatusError(QTypesError):
 
 # --- versions ---------------------------------------------------------------------------------------------------
 
-_COMPARE = re.compile(r"^(==|!=|>=|<=|>|<)\s*(\S+)$")
+_COMPARE = re.compile(r"^(~=|==|!=|>=|<=|>|<)\s*(\S+)$")
+_OPERATOR_START = "=<>!~"  # a clause starting with one of these is a comparison, or malformed
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -66,23 +67,36 @@ def _padded(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tu
     return a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
 
 
-def version_problem(spec: str) -> str | None:
+def version_problem(spec: object) -> str | None:
     """Why ``spec`` is not a version specification ``version_matches`` reads, or None."""
     if not isinstance(spec, str):
         return f"expected a string, got {type(spec).__name__}"
+    if spec.strip() in ("", "*"):
+        return None
     for clause in (c.strip() for c in spec.split(",")):
         if not clause:
             return f"{spec!r} has an empty clause"
         match = _COMPARE.match(clause)
-        if match and not _numbers(match.group(2)):
-            return f"{clause!r} compares with a version without numbers"
+        if match:
+            op, known = match.groups()
+            if known[0] in _OPERATOR_START:
+                return f"{clause!r} is not a comparison (use ==, !=, >=, <=, >, < or ~= and a version)"
+            if not re.fullmatch(r"\d+(\.\d+)*([-+]\S*)?", known):
+                return f"{clause!r} compares with {known!r}, which is not a version such as 1.2.3"
+            if op == "~=" and len(_numbers(known)) < 2:
+                return f"{clause!r}: ~= needs at least two parts (~=1.2 means >=1.2,<2)"
+        elif clause[0] in _OPERATOR_START:
+            return f"{clause!r} is not a comparison (use ==, !=, >=, <=, >, < or ~= and a version)"
+        elif not re.search(r"[\d*]", clause):
+            return f"{clause!r} names no version (no digit, no '*')"
     return None
 
 
 def version_matches(spec: str, version: str) -> bool:
     """Whether ``version`` satisfies ``spec``: '*' (or '') any version; '1.32.0' that version exactly (also with a
     build suffix after '-': '2026.4.1' matches '2026.4.1-22982-e213a1'); '1.32.*' a pattern; '>=0.23,<0.24'
-    comparisons of the numeric parts (1.9 < 1.10), every comma-separated clause holding."""
+    comparisons of the numeric parts (1.9 < 1.10), every comma-separated clause holding; '~=0.23' a compatible
+    release as in pip (>=0.23 and <1; '~=0.23.1': >=0.23.1 and <0.24)."""
     spec = spec.strip()
     if spec in ("", "*"):
         return True
@@ -91,7 +105,11 @@ def version_matches(spec: str, version: str) -> bool:
         if match:
             op, known = match.groups()
             a, b = _padded(_numbers(version), _numbers(known))
-            ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+            if op == "~=":
+                prefix = _numbers(known)[:-1]  # ~=0.23.1: 0.23 stays, and at least 0.23.1
+                ok = a >= b and a[:len(prefix)] == prefix
+            else:
+                ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
         else:
             ok = (version == clause or version.split("-")[0] == clause or fnmatch.fnmatchcase(version, clause)
                   or fnmatch.fnmatchcase(version.split("-")[0], clause))
@@ -117,6 +135,7 @@ class Deviation:
     message: str = ""  # a regular expression the case's message must contain (re.search); "" any message
     script: str = ""  # a standalone reproduction, relative to the repository root
     fixed: str = ""  # versions on which ``script`` exits 0 (version_matches); "" none recorded
+    where: str = dataclasses.field(default="", compare=False)  # "FILE#deviations[i]": reports name the entry by it
 
     def matches(self, backend: str, version: str, case_id: str, outcome: str | None = None,
                 message: str | None = None) -> bool:
@@ -154,10 +173,14 @@ def load_deviations(path: Path = DEVIATIONS) -> list[Deviation]:
         try:
             dev = Deviation(e["vendor"], e["backend"], e["version"], tuple(e["cases"]), e["kind"], e["explanation"],
                             e["evidence"], e["reproduction"], tuple(e.get("outcomes", (FAIL, ERROR))),
-                            message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""))
+                            message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""),
+                            where=_entry_id(path, i))
         except (KeyError, TypeError, AttributeError):
             raise StatusError(f"{where}: needs vendor, backend, version, cases, kind, explanation, evidence, "
                               "reproduction") from None
+        problem = version_problem(dev.version)
+        if problem:
+            raise StatusError(f"{where}.version: {problem}")
         problem = _optional_problem(dev)
         if problem:
             raise StatusError(f"{where}.{problem}")
@@ -204,7 +227,8 @@ def explain(rec: dict[str, Any], deviations: Iterable[Deviation]) -> tuple[dict[
     deviations = list(deviations)
     explained: dict[Deviation, list[str]] = defaultdict(list)
     unexplained = []
-    for case_id, outcome in rec["outcomes"].items():
+    outcomes = {**rec["outcomes"], **(rec.get("reject") or {}).get("outcomes", {})}  # a must-reject case run: too
+    for case_id, outcome in outcomes.items():
         if outcome not in (FAIL, ERROR):
             continue
         message = rec.get("details", {}).get(case_id, {}).get("message", "")
@@ -254,7 +278,8 @@ def load_known(path: str | Path) -> list[Deviation]:
             raise StatusError(f"{where}.outcomes: a list of 'fail' and / or 'error'")
         dev = Deviation(str(e.get("vendor", "")), backend, version, tuple(cases), str(e.get("kind", "")),
                         reason.strip(), str(e.get("evidence", "")), str(e.get("reproduction", "")), tuple(outcomes),
-                        message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""))
+                        message=e.get("message", ""), script=e.get("script", ""), fixed=e.get("fixed", ""),
+                        where=_entry_id(path, i))
         problem = _optional_problem(dev)
         if problem:
             raise StatusError(f"{where}.{problem}")
@@ -262,13 +287,49 @@ def load_known(path: str | Path) -> list[Deviation]:
     return out
 
 
+def _entry_id(path: Path, index: int) -> str:
+    """How reports name one entry of a known-deviations file: the published list by its place in the repository."""
+    shown = "conformance_tests/results/deviations.json" if Path(path).resolve() == DEVIATIONS else str(path)
+    return f"{shown}#deviations[{index}]"
+
+
+def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, suite_ids: Iterable[str],
+                  selected_ids: Iterable[str], explained: Iterable[Deviation]) -> list[str]:
+    """Notes on the entries for this backend and version that do nothing: a case pattern that names no case of the
+    suite, or an entry that lists cases of this run but explained none of its failures (they pass now, or fail
+    in another way than its ``outcomes``)."""
+    suite_ids, selected_ids = sorted(set(suite_ids)), sorted(set(selected_ids))
+    used = {d.where for d in explained}
+    notes = []
+    for d in deviations:
+        if (d.backend and d.backend != backend) or not version_matches(d.version, version):
+            continue
+        dead = [p for p in d.cases if not any(fnmatch.fnmatchcase(i, p) for i in suite_ids)]
+        if dead:
+            notes.append(f"{d.where}: {', '.join(map(repr, dead[:5]))}{' ...' if len(dead) > 5 else ''} "
+                         "name(s) no case of the suite")
+        listed = [i for i in selected_ids if any(fnmatch.fnmatchcase(i, p) for p in d.cases)]
+        if listed and d.where not in used:
+            notes.append(f"{d.where} lists {len(listed)} case(s) of this run (e.g. {listed[0]}) but explained no "
+                         "failure: they pass now, or fail otherwise than its outcomes say")
+    return notes
+
+
+# what differs between alike messages, taken out by normalize_message: file paths (absolute, or relative with two
+# folders or more: 'int4/uint4' is no path), quoted names ('x' or "x"; an apostrophe inside a word is no quote) and
+# numbers standing alone (1, -3, 0.5, 9.05e+04; digits inside a word stay: QT120, int16, float8e4m3fn)
+_PATH = re.compile(r"""(?:(?<![\w.])(?:[A-Za-z]:[\\/]|~?/|\.{1,2}/)[^\s'"():,;]+|(?<![\w/.])(?:[\w.~-]+/){2,}[\w.-]+)""")
+_QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w|\.\d)")
+
+
 def normalize_message(message: str, limit: int = 200) -> str:
-    """A message with what differs between alike cases taken out (file paths, quoted names, numbers), so that alike
-    messages group."""
-    text = re.sub(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+", "<path>", str(message))
-    text = re.sub(r"'[^']*'", "'…'", text)
-    text = re.sub(r'"[^"]*"', '"…"', text)
-    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", text)[:limit]
+    """A message with what differs between alike cases taken out (paths as <path>, quoted names as '…', numbers as
+    N), so that alike messages group: the console's and the report's groups by message, --draft-known's entries and
+    status.md's reasons for unsupported cases all use it."""
+    text = _PATH.sub("<path>", str(message))
+    text = _QUOTED.sub(lambda m: "'…'" if m.group(0).startswith("'") else '"…"', text)
+    return _NUMBER.sub("N", text)[:limit]
 
 
 def draft_known(report: dict[str, Any], source: str = "") -> dict[str, Any]:

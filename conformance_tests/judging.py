@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+import ml_dtypes
 import numpy as np
 
 from .execution_cases import ExecutionCase, widen
@@ -32,6 +33,12 @@ WORST = 10  # deviating elements a verdict keeps, worst first
 # ml_dtypes' float storage types: bits per code, and whether the code with only the sign bit set is -0 (else NaN)
 FLOAT_GRIDS = {"float8_e4m3fn": (8, True), "float8_e4m3fnuz": (8, False), "float8_e5m2": (8, True),
                "float8_e5m2fnuz": (8, False), "float4_e2m1fn": (4, True)}
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """A float output judged in steps of its quantization step: numpy's floats and ml_dtypes' bfloat16 (whose
+    dtype kind is 'V', not 'f'); float8 / float4 storage is judged on its grid instead."""
+    return dtype.kind == "f" or dtype == ml_dtypes.bfloat16
 
 
 @dataclasses.dataclass
@@ -152,7 +159,7 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
                                  worst)
         return OutputVerdict(name, True, 0.0, 0, total)
     worst = float(np.max(diff))
-    beyond = diff > tolerance + 1e-9 * (expected.dtype.kind == "f" and not grid)
+    beyond = diff > tolerance + 1e-9 * (is_float(expected.dtype) and not grid)
     bad = int(np.count_nonzero(beyond))
     if bad:
         where = np.unravel_index(int(np.argmax(diff)), expected.shape)
@@ -204,7 +211,7 @@ def _value(value: object) -> float | int | str | bool:
 
 
 def judge(case: ExecutionCase, expected: Mapping[str, np.ndarray], actual: Mapping[str, object]) -> list[OutputVerdict]:
-    steps = float_steps(case) if any(np.asarray(v).dtype.kind == "f" for v in expected.values()) else {}
+    steps = float_steps(case) if any(is_float(np.asarray(v).dtype) for v in expected.values()) else {}
     verdicts = []
     for name in case.outputs:
         if name not in actual:

@@ -21,6 +21,7 @@ from onnx_qtypes.proto.files import atomic_write
 from .deviations import normalize_message
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .runner import DECLINED, NOT_EXPRESSIBLE, REFUSED, TIMEOUT, CaseResult
+from .text import clean_text
 
 REPORT_FORMAT = 2
 SUMMARY_KEYS = ("operator", "storage", "weight_storage", "expressed", "granularity", "kind")
@@ -81,7 +82,12 @@ def totals(results: Sequence[CaseResult]) -> dict[str, Any]:
             "timed_out": sum(1 for r in results if r.reason_class == TIMEOUT),
             "reject_refused": sum(1 for r in results if r.kind == "reject" and r.reason_class == REFUSED),
             "reject_ran": sum(1 for r in results if r.kind == "reject" and r.outcome == FAIL),
-            "executed": counts[PASS] + counts[FAIL] + counts[ERROR]}
+            "known": sum(1 for r in results if r.known and r.outcome in (FAIL, ERROR)),  # explained by --known
+            "executed": counts[PASS] + counts[FAIL] + counts[ERROR],
+            # what computed something: a must-reject case passes by refusing, which a runtime refusing every typed
+            # model does too, so --min-pass and "no case ran" count execution cases
+            "execution_pass": sum(1 for r in results if r.kind == "execution" and r.outcome == PASS),
+            "execution_executed": sum(1 for r in results if r.kind == "execution" and r.outcome != UNSUPPORTED)}
 
 
 def summary_line(results: Sequence[CaseResult], backend_name: str, version: str, seconds: float | None = None) -> str:
@@ -92,6 +98,8 @@ def summary_line(results: Sequence[CaseResult], backend_name: str, version: str,
         unsupported += (f" ({t['unsupported_declined']} declined by the runtime, "
                         f"{t['unsupported_not_expressible']} without a model in the form it runs)")
     parts += [unsupported, f"{t[ERROR]} error" + (f" ({t['timed_out']} timed out)" if t["timed_out"] else "")]
+    if t["known"]:
+        parts[-1] += f"; {t['known']} of the failing and erroring are known deviations"
     label = f"{backend_name} {version}".strip()
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     return f"{label}: {len(results)} case(s): " + ", ".join(parts) + took
@@ -131,7 +139,7 @@ def summary_table(results: Sequence[CaseResult], backend_name: str = "", version
     if problems:
         lines.append("")
         shown = problems if verbose else problems[:PROBLEM_LINES]
-        lines += [f"{r.outcome.upper()} {r.id}: {_short(r.message)}" for r in shown]
+        lines += [f"{r.outcome.upper()}{' (known)' if r.known else ''} {r.id}: {_short(r.message)}" for r in shown]
         if len(shown) < len(problems):
             lines.append(f"... and {len(problems) - len(shown)} more (-v lists them all; --report keeps every message)")
     return "\n".join(lines) + "\n"
@@ -143,11 +151,13 @@ def _short(message: str, limit: int = 300) -> str:
 
 
 def report_json(results: Sequence[CaseResult], backend_name: str, version: str, *,
-                suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> dict[str, Any]:
+                suite: Mapping[str, Any] | None = None, seconds: float | None = None,
+                interrupted: bool = False) -> dict[str, Any]:
     return {"format": REPORT_FORMAT,
             "suite": dict(suite or {}), "environment": environment(),
             "backend": {"name": backend_name, "version": version},
             "seconds": None if seconds is None else round(seconds, 3),
+            "interrupted": interrupted,  # the user stopped the run: ``cases`` holds those that finished
             "summary": totals(results),
             "by": {key: summary_by(results, key) for key in SUMMARY_KEYS},
             "by_message": message_groups(results, (FAIL, ERROR, UNSUPPORTED)),
@@ -167,43 +177,68 @@ def _jsonable(value: Any) -> Any:
 
 
 def junit_xml(results: Sequence[CaseResult], backend_name: str, version: str, *,
-              suite: Mapping[str, Any] | None = None, seconds: float | None = None) -> bytes:
-    counts = Counter(r.outcome for r in results)
+              suite: Mapping[str, Any] | None = None, seconds: float | None = None,
+              interrupted: bool = False) -> bytes:
+    counts = Counter("known" if r.known and r.outcome in (FAIL, ERROR) else r.outcome for r in results)
     total_time = seconds if seconds is not None else sum(r.seconds for r in results)
-    testsuite = ET.Element("testsuite", {
-        "name": f"onnx-qtypes conformance ({backend_name})", "tests": str(len(results)),
-        "failures": str(counts[FAIL]), "errors": str(counts[ERROR]), "skipped": str(counts[UNSUPPORTED]),
+    testsuite = _element(None, "testsuite", {
+        "name": f"onnx-qtypes conformance ({backend_name})", "tests": len(results),
+        "failures": counts[FAIL], "errors": counts[ERROR], "skipped": counts[UNSUPPORTED] + counts["known"],
         "time": f"{total_time:.3f}"})
-    props = ET.SubElement(testsuite, "properties")
+    props = _element(testsuite, "properties")
     info = {"backend": backend_name, "backend_version": version, **environment()}
     for key in ("version", "digest", "cases", "root"):
         if suite and key in suite:
-            info[f"suite_{key}"] = str(suite[key])
+            info[f"suite_{key}"] = suite[key]
+    if interrupted:
+        info["interrupted"] = "true"
     for name, value in info.items():
-        ET.SubElement(props, "property", {"name": name, "value": _clean(value)})
+        _element(props, "property", {"name": name, "value": value})
     for r in results:
         classname = f"conformance.{r.operator}" if r.operator else f"conformance.{r.kind}"
-        case = ET.SubElement(testsuite, "testcase", {"classname": classname, "name": r.id, "time": f"{r.seconds:.3f}"})
-        case_props = ET.SubElement(case, "properties")
+        case = _element(testsuite, "testcase", {"classname": classname, "name": r.id, "time": f"{r.seconds:.3f}"})
+        case_props = _element(case, "properties")
         for key, value in sorted(r.tags.items()):
-            ET.SubElement(case_props, "property", {"name": f"tag.{key}", "value": _clean(_text(value))})
+            _element(case_props, "property", {"name": f"tag.{key}", "value": _text(value)})
         for output, steps in sorted(r.tolerance.items()):
-            ET.SubElement(case_props, "property", {"name": f"tolerance.{output}", "value": str(steps)})
+            _element(case_props, "property", {"name": f"tolerance.{output}", "value": steps})
         if r.reason_class:
-            ET.SubElement(case_props, "property", {"name": "reason_class", "value": r.reason_class})
-        if r.outcome == FAIL:
-            ET.SubElement(case, "failure", {"message": _clean(r.message)}).text = _clean(
-                f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
-                + "".join(f"\n{_deviation(d)}" for d in r.deviations))
+            _element(case_props, "property", {"name": "reason_class", "value": r.reason_class})
+        if r.known and r.outcome in (FAIL, ERROR):  # skipped: what CI systems show as neither red nor passed
+            _element(case_props, "property", {"name": "outcome", "value": r.outcome})
+            _element(case_props, "property", {"name": "known", "value": r.known.get("entry", "")})
+            _element(case, "skipped", {"message": f"known deviation ({r.known.get('entry', '')}): "
+                                                  f"{r.known.get('reason', '')}"})
+            _element(case, "system-out", text=f"{r.outcome}: {_problem_text(r)}")
+        elif r.outcome == FAIL:
+            _element(case, "failure", {"message": r.message}, _problem_text(r))
         elif r.outcome == ERROR:
-            ET.SubElement(case, "error", {"message": _clean(r.message), "type": r.reason_class or "error"})
+            _element(case, "error", {"message": r.message, "type": r.reason_class or "error"})
         elif r.outcome == UNSUPPORTED:
-            ET.SubElement(case, "skipped", {"message": _clean(f"{r.reason_class or 'unsupported'}: {r.message}")})
+            _element(case, "skipped", {"message": f"{r.reason_class or 'unsupported'}: {r.message}"})
         elif r.outcome != PASS:  # pragma: no cover - OUTCOMES is closed
             raise AssertionError(r.outcome)
     root = ET.Element("testsuites")
     root.append(testsuite)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _element(parent: ET.Element | None, tag: str, attributes: Mapping[str, Any] | None = None,
+             text: str | None = None) -> ET.Element:
+    """An XML element whose every attribute value and text passed ``_clean``: nothing a backend says can make the
+    file malformed."""
+    attrs = {k: _clean(v) for k, v in (attributes or {}).items()}
+    element = ET.Element(tag, attrs) if parent is None else ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        element.text = _clean(text)
+    return element
+
+
+def _problem_text(r: CaseResult) -> str:
+    if r.outcome != FAIL:
+        return r.message
+    return (f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
+            + "".join(f"\n{_deviation(d)}" for d in r.deviations))
 
 
 def _text(value: Any) -> str:
@@ -215,9 +250,9 @@ def _deviation(d: Mapping[str, Any]) -> str:
     return f"{d.get('output')}{d.get('index')}: {d.get('actual')!r}, expected {d.get('expected')!r}{steps}"
 
 
-def _clean(text: str) -> str:
-    """XML 1.0 cannot carry most control characters: drop them."""
-    return "".join(ch for ch in str(text) if ch in "\t\n\r" or ord(ch) >= 0x20)
+def _clean(text: Any) -> str:
+    """XML 1.0 cannot carry control characters or lone surrogates: U+FFFD in their place (text.clean_text)."""
+    return clean_text(text)
 
 
 def write_junit(path: str | os.PathLike, results: Sequence[CaseResult], backend_name: str, version: str,

@@ -23,8 +23,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .deviations import DEVIATIONS, KINDS, Deviation, StatusError, explain, load_deviations  # noqa: F401 (re-exported)
-from .execution_cases import CASES_ROOT, DATA_SET, ExecutionCase, load_cases
+from .deviations import (  # noqa: F401 (re-exported)
+    DEVIATIONS,
+    KINDS,
+    Deviation,
+    StatusError,
+    explain,
+    load_deviations,
+    normalize_message,
+)
+from .execution_cases import (
+    CASES_ROOT,
+    DATA_SET,
+    EXECUTION,
+    REJECT,
+    REJECT_ROOT,
+    Case,
+    ExecutionCase,
+    RejectCase,
+    iter_cases,
+    load_cases,
+)
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
 from .runner import CaseResult
 
@@ -49,22 +68,32 @@ def suite_digest(cases: Sequence[ExecutionCase]) -> str:
     return h.hexdigest()
 
 
-def record(results: Sequence[CaseResult], backend: str, version: str, cases: Sequence[ExecutionCase],
+def record(results: Sequence[CaseResult], backend: str, version: str, cases: Sequence[Case],
            command: str = COMMAND) -> dict[str, Any]:
-    """The record of one run of the whole suite (``results``) on one backend."""
-    outcomes = {r.id: r.outcome for r in sorted(results, key=lambda r: r.id)}
-    details = {r.id: {"max_steps": r.to_json()["max_steps"], "elements": r.elements, "message": r.message}
-               for r in sorted(results, key=lambda r: r.id) if r.outcome != PASS}
-    totals = Counter(outcomes.values())
+    """The record of one run of the whole suite (``results``) on one backend: the execution cases' outcomes, and
+    apart under ``reject`` the must-reject cases' (so the execution summary stays what it was)."""
+    execution = [c for c in cases if c.kind == EXECUTION]
+    reject = [c for c in cases if c.kind == REJECT]
+    kind = {c.id: c.kind for c in cases}
+    mine = [r for r in results if kind.get(r.id, r.kind) == EXECUTION]
     return {
         "format": FORMAT, "backend": backend, "version": version,
         "command": f"{command} --backend {backend}",
         "environment": {"python": platform.python_version(), "machine": platform.machine(), "system": platform.system(),
                         "cpu_flags": cpu_flags()},
-        "suite": {"cases": len(cases), "digest": suite_digest(cases)},
-        "summary": {o: totals[o] for o in OUTCOMES},
-        "outcomes": outcomes, "details": details,
+        "suite": {"cases": len(execution), "digest": suite_digest(execution)},
+        **_outcomes(mine),
+        "reject": {"cases": len(reject), "digest": suite_digest(reject),
+                   **_outcomes([r for r in results if kind.get(r.id, r.kind) == REJECT])},
     }
+
+
+def _outcomes(results: Sequence[CaseResult]) -> dict[str, Any]:
+    outcomes = {r.id: r.outcome for r in sorted(results, key=lambda r: r.id)}
+    details = {r.id: {"max_steps": r.to_json()["max_steps"], "elements": r.elements, "message": r.message}
+               for r in sorted(results, key=lambda r: r.id) if r.outcome != PASS}
+    totals = Counter(outcomes.values())
+    return {"summary": {o: totals[o] for o in OUTCOMES}, "outcomes": outcomes, "details": details}
 
 
 # instruction-set extensions vendors' CPU kernels dispatch on (OpenVINO defaults to bf16 inference on AMX / AVX512-BF16)
@@ -133,15 +162,8 @@ def _ids(ids: Sequence[str], limit: int = 12) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
-def _reason_key(message: str) -> str:
-    """An unsupported reason with names and numbers taken out, so that alike reasons group; digits inside words
-    (QT120, int16, float16) are part of the reason and stay."""
-    names_out = re.sub(r"'[^']*'", "'…'", message)
-    return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w.])", "N", names_out)[:200]
-
-
 def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], deviations: Sequence[Deviation],
-           vendor_records: Sequence[dict[str, Any]] = ()) -> str:
+           vendor_records: Sequence[dict[str, Any]] = (), reject_cases: Sequence[RejectCase] = ()) -> str:
     """proposal/status.md from the suite, the records, the known deviations and the fused-kernel records."""
     digest = suite_digest(cases)
     records = sorted(records, key=_order)
@@ -212,6 +234,7 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         if unexplained:
             out += [f"- **not yet explained** — {len(unexplained)} case(s): {_ids(sorted(unexplained))}"]
         out.append("")
+    out += reject_section(reject_cases, records)
     out += coverage_section(cases)
     out += ["## Why cases are unsupported", ""]
     reasons: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -219,7 +242,7 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         for case_id, outcome in rec["outcomes"].items():
             if outcome == UNSUPPORTED:
                 message = rec["details"].get(case_id, {}).get("message", "")
-                reasons[(_label(rec), _reason_key(message))].append(case_id)
+                reasons[(_label(rec), normalize_message(message))].append(case_id)
     if not reasons:
         out.append("No backend called a case unsupported.")
     for (label, key), ids in sorted(reasons.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
@@ -245,6 +268,39 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
     if missing:
         out += [f"Records name {len(missing)} case(s) the suite no longer has; rerun `{COMMAND}`.", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+_REJECT_CELL = {PASS: "refused", FAIL: "**ran it**", UNSUPPORTED: "unsup.", ERROR: "error"}
+
+
+def reject_section(cases: Sequence[RejectCase], records: Sequence[dict[str, Any]]) -> list[str]:
+    """The must-reject cases: per backend how many it refused, and per case what each backend did."""
+    if not cases:
+        return []
+    digest = suite_digest(cases)
+    records = sorted(records, key=_order)
+    out = ["## Must-reject cases", "",
+           f"{len(cases)} typed models in `conformance_tests/cases/reject/` that a reader must refuse (each breaks "
+           "the validity rule named beside it). A backend passes one only by refusing it: raising from `prepare` or "
+           "`run`, or an `error.txt` in a results folder; running it and returning outputs fails it. A runtime "
+           "without the extension refuses them all (the fail-closed markers), so these show what a reader of typed "
+           "models checks, and count apart from the execution cases (`--min-pass` counts execution cases only).",
+           "", "| backend | version | refused | ran it | unsupported | error |", "|---|---|---:|---:|---:|---:|"]
+    for rec in records:
+        part = rec.get("reject")
+        if not part:
+            out.append(f"| {rec['backend']} | {_label(rec).split(' ', 1)[-1]} | — | — | — | — |")
+            continue
+        s = part["summary"]
+        stale = "" if part.get("digest") == digest else " (stale)"
+        out.append(f"| {rec['backend']} | {_label(rec).split(' ', 1)[-1]}{stale} | {s[PASS]} | {s[FAIL]} | "
+                   f"{s[UNSUPPORTED]} | {s[ERROR]} |")
+    out += ["", "| case | rule | " + " | ".join(_label(r) for r in records) + " |",
+            "|---|---|" + "---|" * len(records)]
+    for case in sorted(cases, key=lambda c: c.id):
+        cells = [_REJECT_CELL.get((rec.get("reject") or {}).get("outcomes", {}).get(case.id), "—") for rec in records]
+        out.append(f"| `{case.id}` | {case.rule} | " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def coverage_section(cases: Sequence[ExecutionCase]) -> list[str]:
@@ -288,4 +344,5 @@ def load_vendor_records(folder: Path = VENDOR_RESULTS) -> list[dict[str, Any]]:
 
 def render_page(cases_root: Path | None = None, results: Path = RESULTS, deviations: Path = DEVIATIONS) -> str:
     cases = load_cases(cases_root if cases_root is not None else CASES_ROOT)
-    return render(cases, load_records(results), load_deviations(deviations), load_vendor_records())
+    reject = list(iter_cases(REJECT_ROOT, kinds=(REJECT,))) if cases_root is None else []
+    return render(cases, load_records(results), load_deviations(deviations), load_vendor_records(), reject)

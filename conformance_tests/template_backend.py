@@ -31,6 +31,8 @@ class MyBackend:
 
     def run(self, prepared: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run on ``feeds`` ({input name: array}) and return {output name: array} in the dtypes BACKENDS.md lists
-        (quantized outputs as storage integers). May be called from several threads at once with -j N."""
+        (quantized outputs as storage integers). May be called from several threads at once with -j N.
+        4- / 2-bit, float8, bfloat16 and float4 tensors: an API taking raw typed buffers gets them from
+        onnx_qtypes.conformance.to_bytes(array, onnx_type) and gives them back through from_bytes."""
         # FILL IN: run `prepared` on `feeds` and return every output by name
         raise NotImplementedError("run: run the model with your runtime")

@@ -12,7 +12,8 @@ from builders import ROOT
 import onnx_qtypes
 from onnx_qtypes.conformance import load_cases
 from onnx_qtypes.conformance.coverage import REQUIRED, WEIGHT_READERS, case_features, case_tags, matrix, missing
-from onnx_qtypes.conformance.status import _reason_key, coverage_section
+from onnx_qtypes.conformance.deviations import normalize_message
+from onnx_qtypes.conformance.status import coverage_section
 from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, Schema
 
 CASES = load_cases()
@@ -71,7 +72,7 @@ def test_the_status_page_shows_the_matrix():
 
 def test_unsupported_reasons_keep_rule_ids_and_type_names():
     """The bug status.md showed: every digit became N (QTN, intN:floatN)."""
-    key = _reason_key("QT120 expressed-type-too-narrow: int16:float16 scale[0] = 0.5, zero_point[0] = -3: "
+    key = normalize_message("QT120 expressed-type-too-narrow: int16:float16 scale[0] = 0.5, zero_point[0] = -3: "
                       "|q - zero_point| reaches 32771 > 2^10 in 'w'")
     assert key.startswith("QT120 expressed-type-too-narrow: int16:float16 scale[N] = N, zero_point[N] = N")
     assert "32771" not in key and "'…'" in key and "reaches N > N^N" in key

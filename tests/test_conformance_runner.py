@@ -324,8 +324,8 @@ def test_an_empty_results_folder_tests_nothing_and_fails(cases_root, tmp_path, c
     captured = capsys.readouterr()
     assert "3 unsupported (3 declined by the runtime" in captured.out
     assert captured.err.strip().splitlines() == [
-        "onnx-qtypes: conformance: no case ran: all 3 selected case(s) were unsupported by "
-        f"results:{empty}; a run that tests nothing fails"]
+        "onnx-qtypes: conformance: no case ran: all 3 selected execution case(s) were unsupported by "
+        "results:nothing; a run that tests nothing fails"]
 
 
 @pytest.mark.parametrize("argv, words", [

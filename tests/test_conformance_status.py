@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from onnx_qtypes.conformance import FAIL, PASS, load_cases
+from onnx_qtypes.conformance import FAIL, PASS, iter_cases, load_cases
+from onnx_qtypes.conformance.execution_cases import REJECT_ROOT
 from onnx_qtypes.conformance.status import (
     COMMAND,
     DEVIATIONS,
@@ -104,6 +105,33 @@ def test_a_new_vendor_version_shows_as_a_changed_table_and_unexplained_failures(
     assert "not yet explained" in section and first_pass in section
     _, unexplained = explain(newer, deviations)
     assert first_pass in unexplained and len(unexplained) == newer["summary"][FAIL] + newer["summary"]["error"]
+
+
+@pytest.fixture(scope="module")
+def reject_cases():
+    return list(iter_cases(REJECT_ROOT, kinds=("reject",)))
+
+
+def test_every_record_holds_every_must_reject_case(records, reject_cases):
+    digest = suite_digest(reject_cases)
+    for rec in records:
+        part = rec["reject"]
+        assert part["digest"] == digest, f"{rec['_path']}: must-reject cases of another suite: rerun {COMMAND}"
+        assert set(part["outcomes"]) == {c.id for c in reject_cases}, rec["_path"]
+        assert sum(part["summary"].values()) == len(reject_cases)
+
+
+def test_the_page_shows_what_each_backend_did_with_the_must_reject_cases(cases, records, reject_cases):
+    page = PAGE.read_text(encoding="utf-8")
+    assert "## Must-reject cases" in page and "| `reject-zero-scale` | QT101 |" in page
+    ran = copy.deepcopy(next(r for r in records if r["backend"] == "reference"))
+    ran["reject"]["outcomes"]["reject-zero-scale"] = FAIL  # a reader that ran a model it must refuse
+    ran["reject"]["summary"][PASS] -= 1
+    ran["reject"]["summary"][FAIL] += 1
+    section = render(cases, [ran], [], (), reject_cases).split("## Must-reject cases", 1)[1].split("\n## ", 1)[0]
+    assert f"| reference | {ran['version']} | {len(reject_cases) - 1} | 1 | 0 | 0 |" in section
+    assert "| `reject-zero-scale` | QT101 | **ran it** |" in section
+    assert "reject-zero-scale" in explain(ran, [])[1]  # and it is a failure to explain like any other
 
 
 def test_a_record_of_another_suite_is_marked_stale(cases, records):

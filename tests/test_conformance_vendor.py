@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -23,7 +24,13 @@ from test_conformance_runner import PickyBackend, _without_qdq_model, _write_pb,
 import onnx_qtypes
 from onnx_qtypes.cli import main
 from onnx_qtypes.conformance import ReferenceBackend, load_cases, run_suite
-from onnx_qtypes.conformance.deviations import StatusError, draft_known, load_known, version_matches
+from onnx_qtypes.conformance.deviations import (
+    StatusError,
+    draft_known,
+    load_known,
+    normalize_message,
+    version_matches,
+)
 from onnx_qtypes.conformance.judging import grid_position, judge_output
 
 
@@ -112,10 +119,40 @@ def test_min_pass(cases_root, capsys):
     assert main(["conformance", "--cases", str(cases_root), "--min-pass", "3", "-q"]) == 0
     assert main(["conformance", "--cases", str(cases_root), "--min-pass", "4", "-q"]) == 1
     captured = capsys.readouterr()
-    assert captured.err.strip() == "onnx-qtypes: conformance: 3 case(s) passed, fewer than --min-pass 4"
+    assert captured.err.strip() == ("onnx-qtypes: conformance: 3 execution case(s) passed, fewer than --min-pass 4 "
+                                    "(must-reject cases do not count)")
     assert main(["conformance", "--cases", str(cases_root), "--backend", "test_conformance_runner:PickyBackend",
                  "--id", "matmul-uint8-zero-points"]) == 1
-    assert "no case ran: all 1 selected case(s) were unsupported" in capsys.readouterr().err
+    assert "no case ran: all 1 selected execution case(s) were unsupported" in capsys.readouterr().err
+
+
+class _RefusesEverything:
+    """Declines every execution case and refuses every typed model: it passes every must-reject case."""
+
+    name = "refuses"
+
+    def supports(self, case):
+        return True if case.kind == "reject" else "computes nothing"
+
+    def prepare(self, case):
+        raise RuntimeError("unknown element type 1003")
+
+    def run(self, prepared, feeds):
+        raise AssertionError("never reached")
+
+
+def test_refusing_must_reject_cases_alone_is_no_passing_run(cases_root, tmp_path, capsys):
+    cases = tmp_path / "cases"
+    shutil.copytree(cases_root, cases / "execution")
+    shutil.copytree(ROOT / "conformance_tests" / "cases" / "reject" / "reject-zero-scale", cases / "reject-zero-scale")
+    backend = "test_conformance_vendor:_RefusesEverything"
+    assert main(["conformance", "--cases", str(cases), "--backend", backend, "-q"]) == 1
+    captured = capsys.readouterr()
+    assert "1 pass" in captured.out and ("no case ran: all 3 selected execution case(s) were unsupported by refuses "
+                                         "(the 1 must-reject case(s) it refused compute nothing)") in captured.err
+    assert main(["conformance", "--cases", str(cases), "--min-pass", "1", "-q"]) == 0  # the reference: 3 + 1 pass
+    assert main(["conformance", "--cases", str(cases), "--min-pass", "4", "-q"]) == 1  # the refusal is no pass here
+    assert "3 execution case(s) passed, fewer than --min-pass 4" in capsys.readouterr().err
 
 
 def test_declined_and_not_expressible_are_counted_apart(cases_root, tmp_path):
@@ -210,6 +247,8 @@ def test_a_results_folder_records_errors_and_refusals(cases_root, tmp_path):
     ("0.23.9", "0.23.9", True), ("0.23.9", "0.23.10", False), ("2026.4.1", "2026.4.1-22982-e213a1", True),
     ("0.23.*", "0.23.10", True), (">=0.23,<0.24", "0.23.10", True), (">=0.23,<0.24", "0.24.0", False),
     (">=1.9", "1.10", True), ("<1.10", "1.9.3", True), ("*", "anything", True), ("!=1.2", "1.2.0", False),
+    ("~=0.23", "0.24.1", True), ("~=0.23", "1.0", False), ("~=0.23.1", "0.23.9", True), ("~=0.23.1", "0.24.0", False),
+    ("~=0.23.1", "0.23.0", False),
 ])
 def test_version_matching(spec, version, ok):
     assert version_matches(spec, version) is ok
@@ -220,6 +259,11 @@ def test_version_matching(spec, version, ok):
     ('{"deviations": [{"cases": ["a"]}]}', "deviations[0].reason: must say why"),
     ('{"deviations": [{"cases": [], "reason": "r"}]}', "deviations[0].cases: must list"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "version": ">="}]}', "deviations[0].version"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "=="}]}', "deviations[0].version: '==' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "="}]}', "deviations[0].version: '=' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "<"}]}', "deviations[0].version: '<' is not a"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "~=1"}]}', "~= needs at least two parts"),
+    ('{"deviations": [{"cases": ["a"], "reason": "r", "version": "latest"}]}', "'latest' names no version"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "outcomes": ["pass"]}]}', "deviations[0].outcomes"),
     ('{"deviations": [{"cases": ["a"], "reason": "r", "colour": "red"}]}', "unknown field 'colour'"),
     ('{"format": "other/2", "deviations": []}', "format 'other/2'"),
@@ -255,6 +299,67 @@ def test_a_drafted_known_file_explains_exactly_the_failures_of_its_report(cases_
                  "--known", str(known)]) == 1
 
 
+def test_known_failures_are_marked_in_json_and_skipped_with_their_reason_in_junit(cases_root, tmp_path, capsys):
+    report, known, junit = tmp_path / "run.json", tmp_path / "known.json", tmp_path / "run.xml"
+    backend = "test_conformance_runner:HalfAwayBackend"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--report", str(report)]) == 1
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known)]) == 0
+    draft = json.loads(known.read_text())
+    draft["deviations"][0]["reason"] = "rounds half away from zero: vendor issue 7"
+    known.write_text(json.dumps(draft))
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(known),
+                 "--report", str(report), "--junit", str(junit)]) == 0
+    out = capsys.readouterr().out
+    assert "1 of the failing and erroring are known deviations" in out and "FAIL (known) add-int8-ties" in out
+    data = json.loads(report.read_text())
+    add = next(c for c in data["cases"] if c["id"] == "add-int8-ties")
+    assert add["outcome"] == "fail" and add["known"] == {"entry": f"{known}#deviations[0]",
+                                                         "reason": "rounds half away from zero: vendor issue 7"}
+    assert all(c["known"] is None for c in data["cases"] if c["id"] != "add-int8-ties")
+    assert data["summary"]["known"] == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("0", "0", "1")  # nothing red
+    case = suite.find("testcase[@name='add-int8-ties']")
+    assert case.find("failure") is None
+    assert case.find("skipped").get("message") == (f"known deviation ({known}#deviations[0]): rounds half away "
+                                                   "from zero: vendor issue 7")
+    assert case.find("properties/property[@name='outcome']").get("value") == "fail"
+    assert "1 step(s)" in case.find("system-out").text
+
+
+def test_stale_known_entries_are_named_and_several_files_are_read(cases_root, tmp_path, capsys):
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"deviations": [
+        {"backend": "half-away", "cases": ["add-int8-ties"], "outcomes": ["fail"], "reason": "ties"},
+        {"backend": "half-away", "cases": ["relu-int8-saturates"], "reason": "fixed in 2.0"},  # passes now
+        {"backend": "half-away", "cases": ["conv-*", "matmul-uint8-zero-points"], "reason": "r"},  # conv-*: none
+        {"backend": "other", "cases": ["nothing-*"], "reason": "another runtime's: not looked at"}]}))
+    second.write_text(json.dumps({"deviations": [{"cases": ["add-*"], "reason": "from the second file"}]}))
+    backend = "test_conformance_runner:HalfAwayBackend"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(first), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: {first}#deviations[1] lists 1 case(s) of this run (e.g. relu-int8-saturates) but explained no "
+            "failure") in out
+    assert f"note: {first}#deviations[2]: 'conv-*' name(s) no case of the suite" in out
+    assert f"{first}#deviations[2] lists" in out and "deviations[0]" not in out and "deviations[3]" not in out
+    # two files: both read (the second alone explains the failure)
+    first.write_text(json.dumps({"deviations": [{"cases": ["relu-*"], "reason": "r"}]}))
+    assert main(["conformance", "--cases", str(cases_root), "--backend", backend, "--known", str(first),
+                 "--known", str(second), "-q"]) == 0
+    assert f"listed in {first} or listed in {second}" in capsys.readouterr().out
+
+
+def test_a_draft_never_replaces_a_file_without_force(tmp_path, capsys):
+    report, known = tmp_path / "run.json", tmp_path / "known.json"
+    report.write_text(json.dumps({"backend": {"name": "x", "version": "1"}, "cases": [
+        {"id": "a", "outcome": "fail", "operator": "Add", "message": "m", "tags": {}}]}))
+    known.write_text("hand-written")
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known)]) == 2
+    assert "exists already" in capsys.readouterr().err and known.read_text() == "hand-written"
+    assert main(["conformance", "--draft-known", str(report), "-o", str(known), "--force"]) == 0
+    assert json.loads(known.read_text())["deviations"][0]["cases"] == ["a"]
+
+
 def test_drafts_group_alike_failures():
     cases = [{"id": f"softmax-{s}-float32", "outcome": "fail", "operator": "Softmax",
               "message": f"output 'y': {n} of 30 element(s) beyond 1 step(s), at most {n * 7} step(s)",
@@ -266,6 +371,24 @@ def test_drafts_group_alike_failures():
     groups = [(e["group"]["operator"], e["cases"], e["group"]["tags"]) for e in draft["deviations"]]
     assert groups == [("Softmax", ["softmax-int8-float32", "softmax-uint8-float32"], {"expressed": "float32"}),
                       ("Conv", ["conv-int4"], {})]
+
+
+@pytest.mark.parametrize("a, b", [
+    ("at most 9.05e+04 step(s); at [0, 1]: 1e-3", "at most 118 step(s); at [2, 3]: -17.5"),  # numbers of any form
+    ("Numpy_type 260 can't be converted to 'x'", "Numpy_type 262 can't be converted to 'yy'"),  # ' in a word
+    ("failed at /tmp/a/case-1/model.onnx (src/core/x.cpp:84)", "failed at /home/b/model.onnx (src/core/x.cpp:91)"),
+])
+def test_alike_messages_group(a, b):
+    assert normalize_message(a) == normalize_message(b)
+
+
+@pytest.mark.parametrize("message, kept", [
+    ("QT120 expressed-type-too-narrow: int16:float16", "QT120 expressed-type-too-narrow: int16:float16"),
+    ("Numpy_type 260 can't be converted", "Numpy_type N can't be converted"),
+    ("no kernel for int4/uint4 on float8e4m3fn", "no kernel for int4/uint4 on float8e4m3fn"),
+])
+def test_normalizing_keeps_what_names_the_problem(message, kept):
+    assert normalize_message(message) == kept
 
 
 def test_the_published_list_is_documented_as_the_projects_measurement(cases_root, capsys):
@@ -297,10 +420,23 @@ def test_repro_bundles_hold_everything_and_rerun(cases_root, tmp_path, capsys):
     capsys.readouterr()
     assert main(["conformance", "--backend", "test_conformance_runner:HalfAwayBackend", "--cases", str(bundle)]) == 1
     assert "FAIL add-int8-ties" in capsys.readouterr().out
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    # the backend module is copied in: repro.py runs from any folder, exit 1 while the failure reproduces
+    assert (bundle / "backend" / "test_conformance_runner.py").read_text() == \
+        (ROOT / "tests" / "test_conformance_runner.py").read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     script = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, env=env,
-                            timeout=120)
-    assert script.returncode == 0 and "largest |actual - expected| = 1.0" in script.stdout, script.stderr
+                            timeout=120, cwd=elsewhere)
+    assert script.returncode == 1, script.stdout + script.stderr
+    assert f"c: {info['elements_beyond_tolerance']} element(s) beyond 0 step(s), at most 1 step(s)" in script.stdout
+    assert "the failure reproduces" in script.stdout
+    # the vendor fixes the backend: the same script says so with exit 0
+    copied = bundle / "backend" / "test_conformance_runner.py"
+    copied.write_text(copied.read_text().replace("round = staticmethod(_half_away)", "round = staticmethod(_half_even)"))
+    fixed = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, env=env,
+                           timeout=120, cwd=elsewhere)
+    assert fixed.returncode == 0 and "the failure does not reproduce" in fixed.stdout, fixed.stdout + fixed.stderr
 
 
 def test_the_onnxruntime_repro_script_runs_without_the_suite(cases_root, tmp_path):
@@ -321,9 +457,57 @@ def test_the_onnxruntime_repro_script_runs_without_the_suite(cases_root, tmp_pat
     script = (bundle / "repro.py").read_text()
     assert "onnx_qtypes" not in script and "ORT_DISABLE_ALL" in script and "model.qdq.onnx" in script
     run = subprocess.run([sys.executable, "-I", str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and "largest |actual - expected| = 3.0" in run.stdout, run.stderr
+    assert run.returncode == 1 and "at most 3 step(s)" in run.stdout, run.stdout + run.stderr
     again = save_bundle(tmp_path / "repro", result, case, backend, "onnxruntime-unoptimized")  # replaces it whole
     assert again == bundle and sorted(p.name for p in (tmp_path / "repro").iterdir()) == ["relu-int8-saturates"]
+
+
+def test_a_results_folder_bundle_says_what_the_runner_must_write_and_judges_it(cases_root, tmp_path, capsys,
+                                                                              monkeypatch):
+    folder = _results_folder(cases_root, tmp_path / "res")
+    wrong = folder / "add-int8-ties" / "test_data_set_0" / "output_0.pb"
+    right = wrong.read_bytes()
+    value = load_cases(cases_root, "add-int8-ties")[0].expected()["c"]
+    _write_pb(wrong, (value + 2).astype(value.dtype), "c")
+    (folder / "NAME").write_text("npu-sdk\n")
+    repro = tmp_path / "repro"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", f"results:{folder}", "--save-repro",
+                 str(repro), "-q"]) == 1
+    bundle = repro / "add-int8-ties"
+    readme = (bundle / "README.txt").read_text()
+    assert "write results/add-int8-ties/test_data_set_0/output_0.pb (c)" in readme
+    assert "on test_data_set_0/input_0.pb (a), test_data_set_0/input_1.pb (b)" in readme
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(folder)  # the bundle holds what it needs
+    judged = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120,
+                            cwd=elsewhere)
+    assert judged.returncode == 1 and "at most 2 step(s)" in judged.stdout, judged.stdout + judged.stderr
+    # the vendor's runner writes the outputs again, right this time: exit 0
+    (bundle / "results" / "add-int8-ties" / "test_data_set_0" / "output_0.pb").write_bytes(right)
+    judged = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120,
+                            cwd=elsewhere)
+    assert judged.returncode == 0 and "does not reproduce" in judged.stdout, judged.stdout + judged.stderr
+    capsys.readouterr()
+    monkeypatch.chdir(bundle)
+    assert main(["conformance", "--backend", "results:results", "--cases", ".", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("npu-sdk: 1 case(s): 1 pass")
+
+
+def test_a_backend_in_a_package_is_loaded_from_its_recorded_folder(tmp_path, monkeypatch):
+    from onnx_qtypes.conformance.repro import _backend_source
+
+    (tmp_path / "vendorpkg").mkdir()
+    (tmp_path / "vendorpkg" / "__init__.py").write_text("")
+    (tmp_path / "vendorpkg" / "runtime.py").write_text("class Backend:\n    name = 'pkg'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import vendorpkg.runtime  # noqa: F401 (loaded, as load_backend leaves it)
+
+    work = tmp_path / "bundle"
+    work.mkdir()
+    source = _backend_source(object(), "vendorpkg.runtime:Backend", work, "some-case")
+    assert source["path"] == str(tmp_path) and source["spec"] == "vendorpkg.runtime:Backend"
+    assert f"loaded from {tmp_path}, not copied" in source["note"] and not (work / "backend").exists()
 
 
 def test_a_repro_bundle_is_never_half_written(cases_root, tmp_path, capsys, monkeypatch):
@@ -377,7 +561,7 @@ def test_progress_bar_only_on_a_terminal(cases_root, capsys, monkeypatch):
     monkeypatch.delenv("CI")
     monkeypatch.setenv("TERM", "xterm")
     assert conformance._draw_progress()
-    assert main(["conformance", "--cases", str(cases_root), "-q"]) == 0
+    assert main(["conformance", "--cases", str(cases_root)]) == 0
     err = capsys.readouterr().err
     assert "\r[" in err and "3/3 pass 3" in err and err.endswith("\r")
 
@@ -481,3 +665,59 @@ def test_onnxruntime_takes_and_returns_float8_as_ml_dtypes_arrays(tmp_path):
     out = backend.run(backend.prepare(case), case.feeds())["y"]
     assert out.dtype == f8 and list(out.astype(np.float32)) == [2, -4, 1, 6]
     assert run_case(backend, case).outcome == "pass"
+
+
+# --- results folders name their runtime; stray folders; --save-repro checked up front; -q is quiet --------------
+
+
+def _results_folder(cases_root: Path, folder: Path) -> Path:
+    for case in load_cases(cases_root):
+        out = folder / case.id / "test_data_set_0"
+        out.mkdir(parents=True)
+        for k, (name, value) in enumerate(case.expected().items()):
+            _write_pb(out / f"output_{k}.pb", value, name)
+    return folder
+
+
+def test_a_results_folders_name_does_not_depend_on_how_its_path_is_typed(cases_root, tmp_path, capsys,
+                                                                         monkeypatch):
+    from onnx_qtypes.conformance import ResultsBackend
+
+    folder = _results_folder(cases_root, tmp_path / "res")
+    monkeypatch.chdir(tmp_path)
+    assert ResultsBackend("res").name == ResultsBackend(str(folder)).name == ResultsBackend("./res/").name \
+        == "results:res"
+    (folder / "NAME").write_text("my-npu-sdk\n")
+    (folder / "VERSION").write_text("4.2\n")
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "results:res", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("my-npu-sdk 4.2: 3 case(s): 3 pass")
+    (folder / "NAME").write_text("\n")
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "results:res", "-q"]) == 2
+    assert "NAME: empty" in capsys.readouterr().err
+
+
+def test_a_results_folder_naming_no_case_is_noted(cases_root, tmp_path, capsys):
+    folder = _results_folder(cases_root, tmp_path / "res")
+    (folder / "add-int8-tie").mkdir()  # a typo
+    assert main(["conformance", "--cases", str(cases_root), "--backend", f"results:{folder}", "-q"]) == 0
+    assert (f"note: 1 folder(s) of {folder} name no case of the suite and were not read: add-int8-tie"
+            in capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file"])
+def test_save_repro_is_checked_before_the_run(cases_root, tmp_path, capsys, where):
+    (tmp_path / "taken").write_text("")
+    dest = tmp_path / "taken" if where == "file" else tmp_path / "taken" / "repro"
+    assert main(["conformance", "--cases", str(cases_root), "--backend", "test_conformance_runner:HalfAwayBackend",
+                 "--save-repro", str(dest)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--save-repro" in captured.err and "is not a folder" in captured.err
+
+
+def test_quiet_shows_no_progress_bar_even_on_a_terminal(cases_root, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert main(["conformance", "--cases", str(cases_root), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.count("\n") == 1

@@ -9,13 +9,15 @@ directory too, or give a path: my_backend.py:MyBackend) or results:DIR (what a
 runtime outside Python wrote: DIR/<case id>/test_data_set_0/output_k.pb, or
 DIR/<case id>/error.txt). The contract: conformance_tests/BACKENDS.md.
 
-Exit 1 when a case fails or errors, when no case ran at all (every one
-unsupported) or when fewer than --min-pass cases passed. With --known,
-failures and errors a known-deviations file explains for this backend and
-version are still reported but do not set the exit status: --known alone
-reads the project's own measurement (conformance_tests/results/deviations.json,
-published in proposal/status.md), --known FILE a file of your own, which
---draft-known REPORT.json -o FILE drafts from a run's --report.
+Exit 1 when a case fails or errors, when no execution case ran (every one
+unsupported; refusing must-reject cases computes nothing) or when fewer than
+--min-pass execution cases passed; 130 when Ctrl-C stopped the run (the
+finished cases are reported). With --known, failures and errors a
+known-deviations file explains for this backend and version are still
+reported, marked known, but do not set the exit status: --known alone reads
+the project's own measurement (conformance_tests/results/deviations.json,
+published in proposal/status.md), --known FILE a file of your own (repeat for
+several), which --draft-known REPORT.json -o FILE drafts from a run's --report.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from onnx_qtypes.proto.errors import QTypesError
 
 PACKAGE_LIST = ""  # --known without FILE
+EXIT_INTERRUPTED = 130  # the user's Ctrl-C, as the shell reports a process SIGINT ended (and cli.main does)
 
 
 class ConformanceUsageError(QTypesError):
@@ -82,15 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a folder per failing or erroring case: model, inputs, expected and actual "
                              "outputs, worst elements, versions and a script that reproduces it")
     parser.add_argument("--min-pass", type=_positive_int("--min-pass", 0), default=None, metavar="N",
-                        help="exit 1 when fewer than N cases pass (a run where no case ran fails anyway)")
-    parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, metavar="FILE",
+                        help="exit 1 when fewer than N execution cases pass (refusing a must-reject case computes "
+                             "nothing and does not count; a run where no case ran fails anyway)")
+    parser.add_argument("--known", nargs="?", const=PACKAGE_LIST, default=None, action="append", metavar="FILE",
                         help="failures a known-deviations FILE explains for this backend and version do not set the "
-                             "exit status; without FILE: the project's own measurement")
+                             "exit status (reports mark them known); without FILE: the project's own measurement; "
+                             "repeat for several files")
     parser.add_argument("--draft-known", metavar="REPORT.json",
                         help="draft a known-deviations file from a --report (one entry per failing group) into -o")
-    parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes")
+    parser.add_argument("-o", dest="output", metavar="FILE", help="where --draft-known writes (a new file)")
     parser.add_argument("--write-template", metavar="FILE.py",
                         help="write a backend template to fill in (conformance_tests/template_backend.py) and stop")
+    parser.add_argument("--force", action="store_true",
+                        help="let --draft-known -o FILE and --write-template FILE replace a file that exists")
     parser.add_argument("--by", default="operator", metavar="KEY", help="the console table's rows: operator, storage, "
                         "weight_storage, expressed, granularity or kind (default: operator)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the summary line only")
@@ -99,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.write_template:
-        return _write_template(args.write_template)
+        return _write_template(args.write_template, args.force)
     if args.draft_known is not None or args.output is not None:
         return _draft(args)
     from onnx_qtypes.conformance import backend_version_of, load_backend, load_suite, parse_tags, run_suite
@@ -111,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         write_junit,
         write_report,
     )
+    from onnx_qtypes.conformance.backends import ResultsBackend, check_backend
+    from onnx_qtypes.conformance.runner import Interrupted
+    from onnx_qtypes.conformance.text import clean_text
 
     if args.by not in SUMMARY_KEYS:
         raise ConformanceUsageError(f"--by {args.by}: use one of {', '.join(SUMMARY_KEYS)}")
@@ -119,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet and args.verbose:
         raise ConformanceUsageError("-q and -v contradict each other; give one")
     known = _load_known(args.known)  # before running: a broken file is exit 2 now, not after an hour
+    if args.save_repro:
+        _check_writable_folder("--save-repro", args.save_repro)  # likewise: not after the run
     backend = load_backend(args.backend)  # unknown / unavailable backend: BackendError, exit 2
+    check_backend(backend, args.backend)  # a member that breaks the contract: exit 2 naming it
     wanted = parse_tags(args.tags)
     suite = load_suite(args.cases)  # unreadable case folders: CaseError, exit 2
     unknown = sorted(set(args.ids or ()) - {c.id for c in suite})
@@ -128,18 +141,26 @@ def run(args: argparse.Namespace) -> int:
     cases = [c for c in suite if c.matches(args.filter) and c.has_tags(wanted) and (not args.ids or c.id in args.ids)]
     if not cases:
         raise ConformanceUsageError(_nothing_matches(args, suite, wanted))
-    name, version = str(getattr(backend, "name", args.backend)), backend_version_of(backend)
+    name, version = clean_text(backend.name), backend_version_of(backend)
     info = suite_info(suite, args.cases or "")
-    bar = _ProgressBar() if _draw_progress() else None
+    bar = _ProgressBar() if _draw_progress() and not args.quiet else None
     started = time.perf_counter()
+    interrupted = None
     try:
         results = run_suite(backend, jobs=args.jobs, cases=cases, timeout=args.timeout,
                             progress=bar.update if bar else None)
+    except Interrupted as stop:  # the user's Ctrl-C: report what finished, then exit 130
+        results, interrupted = stop.results, stop
     finally:
         if bar:
             bar.close()
     seconds = time.perf_counter() - started
-    context = {"suite": info, "seconds": seconds}
+    notes = _mark_known(results, known, name, version, suite) if known is not None else []
+    stray = backend.stray_folders(c.id for c in suite) if isinstance(backend, ResultsBackend) else []
+    if stray:
+        notes.insert(0, f"{len(stray)} folder(s) of {backend.folder} name no case of the suite and were not read: "
+                        + ", ".join(stray[:5]) + (" ..." if len(stray) > 5 else ""))
+    context = {"suite": info, "seconds": seconds, "interrupted": interrupted is not None}
     if args.report:
         write_report(args.report, results, name, version, **context)
     if args.junit:
@@ -150,35 +171,49 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_table(results, name, version, by=args.by, suite=info, verbose=args.verbose) + "\n")
     line = summary_line(results, name, version, seconds)
     code, verdicts = _verdict(results, known, args, name, version)
+    verdicts += [f"note: {n}" for n in notes[:10]] + ([f"note: ... and {len(notes) - 10} more"] if len(notes) > 10
+                                                       else [])
     sys.stdout.write(line + "".join(f"\n{v}" for v in verdicts if not v.startswith("!")) + "\n")
     sys.stdout.flush()
     for v in verdicts:
         if v.startswith("!"):
             print(f"onnx-qtypes: conformance: {v[1:]}", file=sys.stderr)
+    if interrupted is not None:
+        print(f"onnx-qtypes: conformance: {interrupted} (Ctrl-C); the reports hold those", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 
 def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name: str, version: str
              ) -> tuple[int, list[str]]:
     """The exit status and the lines that explain it ("!" first: for stderr)."""
+    from onnx_qtypes.conformance.deviations import TODO
     from onnx_qtypes.conformance.judging import ERROR, FAIL, PASS
     from onnx_qtypes.conformance.reports import totals
 
     t = totals(results)
     lines: list[str] = []
     code = 0
-    if t["executed"] == 0:
+    execution = sum(1 for r in results if r.kind == "execution")
+    if execution and t["execution_executed"] == 0:
+        refused = f" (the {t['reject_refused']} must-reject case(s) it refused compute nothing)" \
+            if t["reject_refused"] else ""
+        lines.append(f"!no case ran: all {execution} selected execution case(s) were unsupported by {name}{refused}; "
+                     "a run that tests nothing fails")
+        code = 1
+    elif t["executed"] == 0:
         lines.append(f"!no case ran: all {len(results)} selected case(s) were unsupported by {name}; a run that "
                      "tests nothing fails")
         code = 1
-    if args.min_pass is not None and t[PASS] < args.min_pass:
-        lines.append(f"!{t[PASS]} case(s) passed, fewer than --min-pass {args.min_pass}")
+    if args.min_pass is not None and t["execution_pass"] < args.min_pass:
+        lines.append(f"!{t['execution_pass']} execution case(s) passed, fewer than --min-pass {args.min_pass} "
+                     "(must-reject cases do not count)")
         code = 1
     bad = [r for r in results if r.outcome in (FAIL, ERROR)]
     if known is None:
         return (1 if bad else code), lines
-    deviations, source = known
-    unknown = [r for r in bad if not any(d.matches(name, version, r.id, r.outcome, r.message) for d in deviations)]
+    _, source = known
+    unknown = [r for r in bad if not r.known]
     label = f"{name} {version}".strip()
     if bad:
         line = (f"{len(bad) - len(unknown)} of {len(bad)} failing or erroring case(s) are known deviations of "
@@ -187,22 +222,50 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
             more = " ..." if len(unknown) > 10 else ""
             line += f"; {len(unknown)} are not: " + ", ".join(r.id for r in unknown[:10]) + more
         lines.append(line)
-    todo = sum(1 for d in deviations if d.explanation.startswith("TODO:") and any(
-        d.matches(name, version, r.id, r.outcome, r.message) for r in bad))
+    todo = len({r.known["entry"] for r in bad if r.known and r.known["reason"].startswith(TODO)})
     if todo:
         lines.append(f"{todo} matching entr{'y' if todo == 1 else 'ies'} still give a TODO reason")
     return (1 if unknown else code), lines
 
 
-def _load_known(value: str | None) -> tuple | None:
-    from onnx_qtypes.conformance.deviations import DEVIATIONS, load_deviations, load_known
+def _load_known(values: list[str] | None) -> tuple | None:
+    """Every entry of the --known files (each given once), and how the output names where they come from."""
+    from onnx_qtypes.conformance.deviations import load_deviations, load_known
 
-    if value is None:
+    if not values:
         return None
-    if value == PACKAGE_LIST:
-        return load_deviations(), ("in the project's own measurement (conformance_tests/results/deviations.json, "
-                                   "published in proposal/status.md)")
-    return load_known(value), f"listed in {value}"
+    deviations, sources, seen = [], [], set()
+    for value in values:
+        key = value if value == PACKAGE_LIST else os.path.realpath(value)
+        if key in seen:
+            continue
+        seen.add(key)
+        if value == PACKAGE_LIST:
+            deviations += load_deviations()
+            sources.append("in the project's own measurement (conformance_tests/results/deviations.json, "
+                           "published in proposal/status.md)")
+        else:
+            deviations += load_known(value)
+            sources.append(f"listed in {value}")
+    return deviations, " or ".join(sources)
+
+
+def _mark_known(results: list, known: tuple, name: str, version: str, suite: list) -> list[str]:
+    """Mark each failing or erroring result an entry explains (its first matching entry); notes on the entries
+    for this backend and version that explain nothing."""
+    from onnx_qtypes.conformance.deviations import stale_entries
+    from onnx_qtypes.conformance.judging import ERROR, FAIL
+
+    deviations, _ = known
+    used = []
+    for r in results:
+        if r.outcome not in (FAIL, ERROR):
+            continue
+        hit = next((d for d in deviations if d.matches(name, version, r.id, r.outcome, r.message)), None)
+        if hit is not None:
+            r.known = {"entry": hit.where, "reason": hit.explanation}
+            used.append(hit)
+    return stale_entries(deviations, name, version, (c.id for c in suite), (r.id for r in results), used)
 
 
 def _nothing_matches(args: argparse.Namespace, suite: list, wanted: dict) -> str:
@@ -218,6 +281,20 @@ def _nothing_matches(args: argparse.Namespace, suite: list, wanted: dict) -> str
     return f"no cases in {where} match {' and '.join(how)}"
 
 
+def _check_writable_folder(flag: str, path: str) -> None:
+    """ConformanceUsageError unless ``path`` is a folder, or can be made one, that this process may write into."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise ConformanceUsageError(f"{flag} {path}: exists and is not a folder")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConformanceUsageError(f"{flag} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConformanceUsageError(f"{flag} {path}: cannot write into {existing}")
+
+
 def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: object, info: dict) -> None:
     from onnx_qtypes.conformance.judging import ERROR, FAIL
     from onnx_qtypes.conformance.repro import save_bundle
@@ -229,12 +306,12 @@ def _save_repro(args: argparse.Namespace, results: list, cases: list, backend: o
             save_bundle(args.save_repro, r, by_id[r.id], backend, args.backend, suite=info, suite_root=root)
 
 
-def _write_template(target: str) -> int:
+def _write_template(target: str, force: bool = False) -> int:
     from onnx_qtypes.conformance import template_backend
     from onnx_qtypes.proto.files import atomic_write
 
-    if os.path.exists(target):
-        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name")
+    if os.path.exists(target) and not force:
+        raise ConformanceUsageError(f"--write-template {target}: exists already; give a new file name (or --force)")
     text = Path(template_backend.__file__).read_text(encoding="utf-8")
     with atomic_write(target, "w") as fh:
         fh.write(text)
@@ -250,6 +327,8 @@ def _draft(args: argparse.Namespace) -> int:
 
     if args.draft_known is None or not args.output:
         raise ConformanceUsageError("--draft-known REPORT.json and -o FILE go together")
+    if os.path.exists(args.output) and not args.force:  # a hand-written known file is never replaced by a draft
+        raise ConformanceUsageError(f"-o {args.output}: exists already; give a new file name, or --force to replace it")
     path = args.draft_known
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
