@@ -188,7 +188,7 @@ def _verdict(results: list, known: tuple | None, args: argparse.Namespace, name:
              ) -> tuple[int, list[str]]:
     """The exit status and the lines that explain it ("!" first: for stderr)."""
     from onnx_qtypes.conformance.deviations import TODO
-    from onnx_qtypes.conformance.judging import ERROR, FAIL, PASS
+    from onnx_qtypes.conformance.judging import ERROR, FAIL
     from onnx_qtypes.conformance.reports import totals
 
     t = totals(results)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Spec, _bias, _i64, _storage_array, far_from_ties
+from .common import Spec, _bias, far_from_ties
 
 FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 SCHEMAS = ("asymmetric", "symmetric", "symmetric_with_unsigned", "asymmetric_pow2_scale", "symmetric_pow2_scale")

@@ -8,7 +8,6 @@ from .common import Spec, _i64, _storage_array, far_from_ties
 
 
 def _specials(rm):
-    from onnx import TensorProto  # noqa: PLC0415
 
     from onnx_qtypes import QType  # noqa: PLC0415
 
