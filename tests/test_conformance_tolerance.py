@@ -32,7 +32,8 @@ def test_the_operator_class_gives_the_tolerance(op, ins, outs, steps):
     attrs = {"mode": b"linear"} if op == "Resize" else {}
     got = operator_tolerance(op, ins, outs, attrs)
     assert got.steps == steps
-    assert bool(got.reason) == bool(steps)
+    assert got.reason.endswith("(proposal/spec/semantics.md#tolerance-table)")  # every class says why, exact ones too
+    assert ("one storage step" in got.reason) == (steps == 1) and (": exact (" in got.reason) == (steps == 0)
     for expressed in ("float16", "bfloat16"):  # the class, not the expressed type, decides
         typed = [None if q is None else q.replace(expressed=expressed) for q in ins]
         out = [None if q is None else q.replace(expressed=expressed) for q in outs]
@@ -179,3 +180,16 @@ def test_the_near_tie_cases_hold_inputs_onnx_reference_misses():
         want = case.expected()["y"]
         missed = np.abs(got.astype(np.int64) - want.astype(np.int64))
         assert missed.max() == 1 and np.count_nonzero(missed) >= len(want) // 2, case.id
+
+
+def test_every_execution_case_says_why_its_tolerance_is_what_it_is():
+    """Exact cases too (decisions A.2: a tolerance_reason derived from the class): an all-0 case names why it is
+    exact, a case allowing steps names the one-step class, a near tie or the chain rule."""
+    cases = load_cases()
+    exact = [c for c in cases if not any(c.tolerance.values())]
+    assert len(exact) > 500
+    assert all(c.tolerance_reason for c in cases), [c.id for c in cases if not c.tolerance_reason][:5]
+    assert all(": exact (" in c.tolerance_reason for c in exact), [c.id for c in exact if ": exact (" not in
+                                                                   c.tolerance_reason][:5]
+    stepped = [c for c in cases if any(c.tolerance.values())]
+    assert all(any(k in c.tolerance_reason for k in ("one storage step", "near-ties", "a chain")) for c in stepped)
