@@ -561,13 +561,16 @@ def float_limit(expected: np.ndarray, bound: NodeBound) -> np.ndarray:
 
 
 def tolerances(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = None,
-               steps: Mapping[str, float] | None = None) -> dict[str, Tolerance]:
+               steps: Mapping[str, float] | None = None, values: Mapping[str, np.ndarray] | None = None
+               ) -> dict[str, Tolerance]:
     """Every graph output's tolerance in steps, with its reason: the operator class of each node and the chain
     rule through the graph. ``feeds``: the case's inputs (QuantizeLinear near-ties are found in them);
-    ``steps``: the real step a float output computed by a non-boundary operator is judged in. Raises ValueError
-    where the rule gives a graph output no bound."""
+    ``steps``: the real step a float output computed by a non-boundary operator is judged in; ``values``: the
+    definition's reals of intermediate tensors, where the bounds that depend on data may read them (without
+    them, an operand's magnitude is what its type represents). Raises ValueError where the rule gives a graph
+    output no bound."""
     view = ModelView(model)
-    values = _feed_reals(view, dict(feeds or {}))
+    values = {**_feed_reals(view, dict(feeds or {})), **dict(values or {})}
     steps = dict(steps or {})
     bounds: dict[str, Bound] = {}
     paths: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {}  # tensor -> (path, causes, last reason)
