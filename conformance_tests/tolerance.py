@@ -69,10 +69,10 @@ EXACT = {  # the exact class's reasons, by what makes the operator exact
                        "({spec})"),
     "dequantize": ("DequantizeLinear gives each stored value's real, rounded once where it leaves the quantized "
                    "domain: exact ({spec})"),
-    "quantize": ("QuantizeLinear of a float input rounds the exact quotient, and no element of x is a near tie "
+    "quantize": ("{op} quantizes a float input: it rounds the exact quotient, and no element of x is a near tie "
                  "(an element that is one may be one step off): exact ({spec})"),
     "dynamic": ("DynamicQuantizeLinear computes its parameters from the data by a fixed formula and quantizes with "
-                "them, y and y_zero_point: exact ({spec})"),
+                "them, no element of x being a near tie, y and y_zero_point: exact ({spec})"),
     "control-flow": ("{op} hands stored values across its subgraphs, whose nodes copy or select them: exact "
                      "({spec})"),
     "plain": "{op} reads and writes no quantized tensor: plain ONNX, no step of its own: exact ({spec})",
@@ -483,18 +483,21 @@ def node_bounds(view: ModelView, node: NodeProto, carried: Mapping[str, Bound],
                              computes=bool(body) and q is None, chained=bool(deviated), cause=reason if body else "")
                 for n, q in zip(node.output, outs) if n}
     ops = _Operands(view, node, bounds, values)
-    quantizes = op == "QuantizeLinear" or moves_data(op, attrs.get("mode", b"nearest"))
+    quantizes = op in ("QuantizeLinear", "DynamicQuantizeLinear") or moves_data(op, attrs.get("mode", b"nearest"))
     if quantizes and outs and outs[0] is not None and ins and ins[0] is None:  # a float input quantized
         out, real = outs[0], bounds[inputs[0]].real if inputs else Fraction(0)
         near = _near_tie_mask(view, node, out, values)  # a data-movement op into a quantized type quantizes too
         count = int(np.count_nonzero(near)) if near is not None else 0
+        exact = _class_reason(op, "dynamic" if op == "DynamicQuantizeLinear" else "quantize")
         reason = NEAR_TIE_REASON.format(count=count, p=SIGNIFICAND[out.expressed], expressed=out.expressed,
-                                        spec=NEAR) if count else _class_reason(op, "quantize")
+                                        spec=NEAR) if count else exact
         cause = reason if count else ""
-        if not real:
-            return {node.output[0]: NodeBound(0, Fraction(0), 0, reason, near if count else None, count, cause=cause)}
+        if not real:  # DynamicQuantizeLinear's y_scale and y_zero_point follow from the data exactly
+            others = {n: NodeBound(0, Fraction(0), 0, exact) for n in node.output[1:] if n}
+            return {node.output[0]: NodeBound(0, Fraction(0), 0, reason, near if count else None, count,
+                                              cause=cause), **others}
         if out.is_dynamic:
-            return none(f"{op} node {node.name!r}: a dynamic output carries no chain bound")
+            return none(f"{op} node {node.name!r}: a dynamic output carries no chain bound ({CHAINS})")
         t = math.floor(real / _scale(out, False)) + 1
         return {node.output[0]: NodeBound(t, _reals(t + (1 if count else 0), out), 0,
                                           f"a float input within {_num(real)} of the definition quantized: "
