@@ -10,6 +10,9 @@ saturates) and every reader downstream computes on the shifted values.
 - ``Fusing*``: the shift is there only when ``TARGET`` is *not* a graph output, as a fused kernel that rounds
   differently is used only while the tensor it hides need not be kept: exposing ``TARGET`` changes the
   backend's graph outputs, so ``compare`` must not take its value from an exposed run.
+
+Others edit one thing of the standard-ONNX model (``DoublesFinalScale``, ``DoublesDynamicInput``), or run the typed
+model one step off wherever the operator's class allows (``OneStepOff``, ``one_step_off``).
 """
 
 from __future__ import annotations
@@ -138,67 +141,59 @@ class FromFolder:
         return self.inner.run(session, own)
 
 
-def _edited_qdq_run(case: Any, edit: Any) -> Any:
-    """Prepare onnxruntime's unoptimized path on the case's standard-ONNX model after ``edit(model)``."""
-    model = onnx.load(str(case.qdq_model_path))
-    edit(model)
-    path = case.folder / "edited.onnx"
-    onnx.save(model, path)
-    inner = OnnxRuntimeBackend(optimize=False)
-    return inner, inner.prepare(dataclasses.replace(case, qdq_model_path=path))
+class _EditedQdq:
+    """onnxruntime's unoptimized path on the case's standard-ONNX model after ``edit(model)``."""
+
+    form = "qdq"
+
+    def edit(self, model: onnx.ModelProto) -> None:
+        raise NotImplementedError
+
+    def supports(self, case: Any) -> bool | str:
+        return OnnxRuntimeBackend(optimize=False).supports(case)
+
+    def prepare(self, case: Any) -> Any:
+        model = onnx.load(str(case.qdq_model_path))
+        self.edit(model)
+        path = case.folder / "edited.onnx"
+        onnx.save(model, path)
+        inner = OnnxRuntimeBackend(optimize=False)
+        return inner, inner.prepare(dataclasses.replace(case, qdq_model_path=path))
+
+    def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        inner, session = prepared
+        return inner.run(session, feeds)
 
 
-class DoublesFinalScale:
+class DoublesFinalScale(_EditedQdq):
     """Doubles the scale of the DequantizeLinear that writes a graph output: every quantized tensor stays exactly
     the reference's, only the float output the model returns is wrong (twice the definition's)."""
 
     name = "doubles-final-scale"
-    form = "qdq"
 
-    def supports(self, case: Any) -> bool | str:
-        return OnnxRuntimeBackend(optimize=False).supports(case)
-
-    def prepare(self, case: Any) -> Any:
-        def edit(model: onnx.ModelProto) -> None:
-            outputs = {o.name for o in model.graph.output}
-            node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] in outputs)
-            scale = next(t for t in model.graph.initializer if t.name == node.input[1])  # QuantizeLinear shares it
-            model.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(scale) * 2, "doubled"))
-            node.input[1] = "doubled"
-
-        return _edited_qdq_run(case, edit)
-
-    def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        inner, session = prepared
-        return inner.run(session, feeds)
+    def edit(self, model: onnx.ModelProto) -> None:
+        outputs = {o.name for o in model.graph.output}
+        node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] in outputs)
+        scale = next(t for t in model.graph.initializer if t.name == node.input[1])  # QuantizeLinear shares it
+        model.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(scale) * 2, "doubled"))
+        node.input[1] = "doubled"
 
 
-class DoublesDynamicInput:
+class DoublesDynamicInput(_EditedQdq):
     """examples/ops/dynamic_quantize_linear.onnx: DynamicQuantizeLinear reads twice its input, so it binds twice the
     scale to the same stored values: the dynamic tensor's stored values agree, its real values do not."""
 
     name = "doubles-dynamic-input"
-    form = "qdq"
 
-    def supports(self, case: Any) -> bool | str:
-        return OnnxRuntimeBackend(optimize=False).supports(case)
-
-    def prepare(self, case: Any) -> Any:
-        def edit(model: onnx.ModelProto) -> None:
-            node = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear")
-            model.graph.initializer.append(numpy_helper.from_array(np.array(2, np.float32), "two"))
-            double = helper.make_node("Mul", [node.input[0], "two"], ["x_doubled"], name="double")
-            node.input[0] = "x_doubled"
-            nodes = list(model.graph.node)
-            nodes.insert(nodes.index(node), double)
-            del model.graph.node[:]
-            model.graph.node.extend(nodes)
-
-        return _edited_qdq_run(case, edit)
-
-    def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        inner, session = prepared
-        return inner.run(session, feeds)
+    def edit(self, model: onnx.ModelProto) -> None:
+        node = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear")
+        model.graph.initializer.append(numpy_helper.from_array(np.array(2, np.float32), "two"))
+        double = helper.make_node("Mul", [node.input[0], "two"], ["x_doubled"], name="double")
+        node.input[0] = "x_doubled"
+        nodes = list(model.graph.node)
+        nodes.insert(nodes.index(node), double)
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
 
 
 class OneStepOff:
