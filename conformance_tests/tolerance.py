@@ -131,6 +131,7 @@ class NodeBound:
     computes: bool = False
     chained: bool = False  # some input carried a deviation into it
     cause: str = ""  # why the node adds to the bound itself (its own step, near-ties), for a chain's reason
+    open: str = ""  # why any positive finite value is right here (DynamicQuantizeLinear's y_scale of all zeros)
 
 
 def near_ties(x: np.ndarray, scale: np.ndarray, expressed: str) -> np.ndarray:
@@ -493,7 +494,8 @@ def node_bounds(view: ModelView, node: NodeProto, carried: Mapping[str, Bound],
                                         spec=NEAR) if count else exact
         cause = reason if count else ""
         if not real:  # DynamicQuantizeLinear's y_scale and y_zero_point follow from the data exactly
-            others = {n: NodeBound(0, Fraction(0), 0, exact) for n in node.output[1:] if n}
+            others = {n: NodeBound(0, Fraction(0), 0, exact, open=_open_scale(values, node, k))
+                      for k, n in enumerate(node.output) if n and k}
             return {node.output[0]: NodeBound(0, Fraction(0), 0, reason, near if count else None, count,
                                               cause=cause), **others}
         if out.is_dynamic:
@@ -655,6 +657,16 @@ def _body_tolerance(view: ModelView, node: NodeProto) -> int:
             worst = max(worst, _body_tolerance(view, inner) if inner.op_type in CONTROL_FLOW
                         else _own(inner.op_type, ins, outs, _attrs(inner))[0])
     return worst
+
+
+def _open_scale(values: Mapping[str, np.ndarray], node: NodeProto, k: int) -> str:
+    """DynamicQuantizeLinear's y_scale on an all-zero input: ONNX's formula divides 0 by 0, so any positive finite
+    value is right (decisions B8)."""
+    x = values.get(node.input[0]) if node.input else None
+    if k != 1 or x is None or np.asarray(x).size == 0 or np.any(np.asarray(x, np.float64) != 0):
+        return ""
+    return (f"DynamicQuantizeLinear of an all-zero input: every stored value is the zero point, and y_scale may be any "
+            f"positive finite value ({SPEC}#all-zero)")
 
 
 def _near_tie_mask(view: ModelView, node: NodeProto, qtype: QType, values: Mapping[str, np.ndarray]

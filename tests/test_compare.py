@@ -284,3 +284,18 @@ def test_the_references_numpy_warnings_are_not_printed():
         warnings.simplefilter("always")
         compare(ROOT / "examples" / "broken_qdq_cnn.onnx", "onnxruntime-unoptimized")
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+
+
+def test_dynamic_outputs_are_compared_with_the_parameters_the_calling_convention_returns():
+    """A dynamic graph output returns y.scale / y.zero_point beside it; DynamicQuantizeLinear of all zeros may bind
+    any positive finite scale (onnxruntime binds 1, the reference 1/255), its stored and real values are the same."""
+    from onnx_qtypes.conformance import load_cases
+
+    cases = {c.id: c for c in load_cases(filter="dynamic")}
+    output = cases["dynamic-graph-output-int8-float32"]
+    result = compare(output.model_path, "onnxruntime-unoptimized", output.feeds())
+    assert [(r.tensor, r.unit, r.status) for r in result.rows] == [("y", "steps", OK)]
+    zeros = cases["dynamic-quantize-linear-all-zero"]
+    result = compare(zeros.model_path, "onnxruntime-unoptimized", zeros.feeds())
+    assert result.exit_code == 0 and _row(result, "y").deviation == 0
+    assert "any positive finite value" in _row(result, "y_scale").note

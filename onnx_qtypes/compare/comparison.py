@@ -263,6 +263,11 @@ class _Judge:
         elif watched.kind == DYNAMIC:
             diff, limit, real, said = self._dynamic(watched, expected, got, answer)
             notes.extend(said)
+        elif answer.open:  # any positive finite value
+            with np.errstate(all="ignore"):
+                good = np.isfinite(got.astype(np.float64)) & (got.astype(np.float64) > 0)
+            diff, limit, real = np.where(good, 0.0, np.inf), np.zeros(got.shape), Fraction(0)
+            notes.append(answer.open)
         elif unit == REAL:
             with np.errstate(all="ignore"):
                 e64, g64 = expected.astype(np.float64), got.astype(np.float64)
@@ -362,6 +367,8 @@ class _Judge:
 
 def _shown(answer: NodeBound, unit: str, expected: np.ndarray) -> tuple[float, str]:
     """The tolerance as a row shows it (the largest over the elements) and its reason."""
+    if answer.open:
+        return UNBOUNDED, answer.open
     if answer.real is None and unit != STEPS:
         return UNBOUNDED, answer.reason
     if unit == REAL:

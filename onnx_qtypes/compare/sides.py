@@ -191,14 +191,24 @@ def _few(names: list[str]) -> str:
 
 def _dynamic_parameters(sides: Sides, name: str) -> tuple[str, str] | None:
     """The backend's names for the scale and zero point it binds to dynamic tensor ``name``: the operands of a
-    DequantizeLinear reading it in the standard model; for a backend running the typed model, the calling
-    convention's ``<name>.scale`` / ``<name>.zero_point`` (semantics.md#calling-convention)."""
+    DequantizeLinear reading it in the standard model, or of the QuantizeLinear writing it, the other outputs of the
+    DynamicQuantizeLinear writing it, or the calling convention's ``<name>.scale`` / ``<name>.zero_point``
+    (semantics.md#calling-convention), which a backend running the typed model always answers."""
     if sides.standard is None:
         return f"{name}.scale", f"{name}.zero_point"
-    for node in sides.standard.graph.node:
+    nodes = sides.standard.graph.node
+    for node in nodes:
         if node.op_type == "DequantizeLinear" and node.input and node.input[0] == name and len(node.input) > 1:
             return node.input[1], node.input[2] if len(node.input) > 2 else ""
-    return None
+    for node in nodes:
+        if node.output and node.output[0] == name:
+            if node.op_type == "QuantizeLinear" and len(node.input) > 1:
+                return node.input[1], node.input[2] if len(node.input) > 2 else ""
+            if node.op_type == "DynamicQuantizeLinear" and len(node.output) == 3:
+                return node.output[1], node.output[2]
+    convention = (f"{name}.scale", f"{name}.zero_point")
+    names = all_names(sides.standard)
+    return convention if convention[0] in names else None
 
 
 def exposed(model: ModelProto, names: list[str]) -> ModelProto:
