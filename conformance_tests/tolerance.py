@@ -555,11 +555,13 @@ def float_limit(expected: np.ndarray, bound: NodeBound) -> np.ndarray:
     once), and where the operator computes a new value in floats, FLOAT_ULPS units in the last place of the
     tensor's largest magnitude (a float kernel's own summation order and library functions)."""
     expected = np.asarray(expected)
+    if bound.real is None:  # no bound
+        return np.full(expected.shape, UNBOUNDED)
     info = np.finfo(expected.dtype if expected.dtype.kind == "f" else np.float32)
     ulp = 2.0 ** -info.nmant  # one unit in the last place, relative
     magnitude = np.abs(expected.astype(np.float64))
     finite = np.where(np.isfinite(magnitude), magnitude, 0.0)
-    limit = float(bound.real or 0) + ulp * finite + float(info.smallest_subnormal)
+    limit = float(bound.real) + ulp * finite + float(info.smallest_subnormal)
     if bound.computes and finite.size:
         limit = limit + FLOAT_ULPS * ulp * float(finite.max())
     return limit

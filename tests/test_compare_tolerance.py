@@ -164,6 +164,8 @@ def test_a_float_value_may_differ_by_the_rule_plus_its_expressed_types_rounding(
     computed = node_bounds(_view(softmax, {"x": QType("int8", 0.125, 0)}), softmax, {})["y"]
     assert computed.computes and computed.real == 0
     assert float_limit(y, computed)[2] == 32 * ulp * 4 + tiny
+    unbounded = node_bounds(_view(softmax, {"x": QType("int8", 0.125, 0)}), softmax, {"x": Bound(UNBOUNDED, None)})
+    assert np.isinf(float_limit(y, unbounded["y"])).all()  # no bound is no limit, never the rounding alone
 
 
 def test_storage_steps():
