@@ -1,7 +1,7 @@
 """`compare` against the conformance runner on every execution case of the suite, side by side in one run.
 
 For each case, its typed model.onnx and its inputs go through `compare` (the reference and the backend, every
-quantized tensor exposed, each judged against the tolerance of decisions A.2-A.4), and through the runner's
+tensor exposed, each judged against the suite's tolerance rule, proposal/spec/semantics.md §8), and through the runner's
 `run_case` (the case's own outputs against its recorded expected outputs and tolerance). The table crosses
 compare's exit code with the runner's outcome; a case compare flags (exit 1) that the runner passes would be a
 tolerance in compare tighter than the suite's. The times are both tools' wall clock over the same cases.

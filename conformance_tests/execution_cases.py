@@ -1,7 +1,7 @@
 """The case loader: execution and must-reject cases as folders under ``cases/``.
 
 An execution case (``cases/execution/<id>/``) holds ``case.json`` (id, kind "execution", operator, spec,
-description, tags, model, qdq_model, inputs, outputs, tolerance, an optional tolerance_reason, steps and judge),
+description, tags, model, qdq_model, inputs, outputs, tolerance, tolerance_reason, optional steps and judge),
 the typed ``model.onnx``, its standard-ONNX lowering ``model.qdq.onnx`` (``qdq_model`` null, with
 ``qdq_unavailable`` saying why, where standard ONNX cannot express the case) and
 ``test_data_set_0/input_k.pb`` / ``output_k.pb`` (onnx TensorProto, the ONNX backend-test layout; quantized

@@ -2,18 +2,23 @@
 
 Runs the reference (the definition, on the typed model) and a backend (the same names `conformance` takes:
 reference-integer, onnxruntime, onnxruntime-unoptimized, openvino, MODULE:CLASS) on the same inputs, with
-every quantized intermediate tensor exposed, and lists each tensor in the model's node order: how far the
-backend's stored values are from the reference's (in storage steps), how many elements are beyond the
-tolerance and what the tolerance is. The first tensor beyond its tolerance is where the backend departs; its
-node and which of that node's inputs still agreed are named. Works on typed models and on QDQ / QOperator
-files as quantizers write them (through the in-memory lift `check` uses), naming tensors as the file does.
+every intermediate tensor exposed, and lists each tensor both hold in the model's node order: how far the
+backend's values are from the reference's, how many elements are beyond the tolerance and what the tolerance
+is. A quantized tensor is compared in storage steps (a dynamic one by the real values the parameters each side
+bound give, in steps of the reference's scale); a float tensor (a DequantizeLinear output, a float output of an
+operator, a graph output) in reals. The tolerance is the conformance suite's rule (proposal/spec/semantics.md
+§8): the operator's own step, what the deviations its inputs measured may grow into (#chains), and for a float
+value its expressed type's rounding (#float-values). The first tensor beyond its tolerance is where the backend
+departs; its node and which of that node's inputs still agreed are named. A tensor that deviates where the rule
+gives no bound is listed as not judged. Works on typed models and on QDQ / QOperator files as quantizers write
+them (through the in-memory lift `check` uses), naming tensors as the file does.
 
 Without --inputs, inputs are drawn with numpy.random.default_rng(SEED) (--seed, default 0): a float input a
 QuantizeLinear reads, uniformly over the reals its type represents; other float inputs standard normal;
 quantized inputs uniformly over their storage range.
 
 Exit codes: 0 no tensor beyond its tolerance; 1 a tensor is; 2 the model, the inputs or the backend cannot be
-used (one line on stderr).
+used, or the backend runs standard ONNX and `lower` cannot write the model as standard ONNX (one line on stderr).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from onnx_qtypes.conformance import ExecutionCase
 from onnx_qtypes.conformance.execution_cases import DATA_SET, widen
 from onnx_qtypes.proto.errors import QTypesError
 
-from .sides import Sides, exposed
+from .sides import Sides, all_names, exposed
 
 
 class BackendFailed(QTypesError):
@@ -42,7 +42,7 @@ class BackendFailed(QTypesError):
 
 @dataclasses.dataclass
 class Observation:
-    values: dict[str, np.ndarray]  # watched tensor -> the backend's storage, where it stands
+    values: dict[str, np.ndarray]  # watched tensor (and a dynamic one's parameters) -> the backend's value
     unobservable: dict[str, str]  # watched tensor -> why no value stands for it
     baseline: dict[str, np.ndarray]  # the backend's graph outputs on the model as given
     runs: int
@@ -51,7 +51,9 @@ class Observation:
 
 def observe(backend: Any, sides: Sides, feeds: Mapping[str, np.ndarray], label: str) -> Observation:
     """The backend's value of every watched tensor, read as the module doc says."""
-    names = [w.name for w in sides.watched]
+    constants = sides.backend_constants
+    groups = {w.name: w.exposes(constants) for w in sides.watched}
+    names = list(dict.fromkeys(n for group in groups.values() for n in group))
     with tempfile.TemporaryDirectory(prefix="onnx-qtypes-compare-") as tmp:
         runner = _Runner(backend, sides, feeds, pathlib.Path(tmp), label)
         baseline = runner.run([])
@@ -67,12 +69,12 @@ def observe(backend: Any, sides: Sides, feeds: Mapping[str, np.ndarray], label: 
                                f"every watched tensor exposed in one run; {label}'s graph outputs stayed bit for "
                                "bit those of the model as given, so exposing them changed nothing it computes")
         values, unobservable = {}, {}
-        for name in names:
-            alone = runner.run([name])
-            if name not in alone:
+        for name, group in groups.items():
+            alone = runner.run(group)
+            if any(n not in alone for n in group):
                 unobservable[name] = "the backend returned no value for it"
             elif _same(baseline, alone, sides.outputs):
-                values[name] = alone[name]
+                values.update((n, alone[n]) for n in group)
             else:
                 unobservable[name] = (f"exposing it changes {label}'s graph outputs: it computes the model another "
                                       "way when it must keep this tensor")
@@ -87,6 +89,8 @@ class _Runner:
                  label: str) -> None:
         self.backend, self.sides, self.feeds, self.folder, self.label = backend, sides, feeds, folder, label
         self.count = 0
+        self.typed_names = all_names(sides.typed)
+        self.standard_names = all_names(sides.standard) if sides.standard is not None else set()
 
     def run(self, names: Sequence[str]) -> dict[str, np.ndarray]:
         case = self._case(names)
@@ -112,11 +116,12 @@ class _Runner:
         folder.mkdir()
         outputs = list(self.sides.outputs) + [n for n in names if n not in self.sides.outputs]
         typed_path = folder / "model.onnx"
-        _save(exposed(self.sides.typed, list(names)), typed_path)
+        # each model exposes the names it has (a dynamic tensor's parameters are named differently in each)
+        _save(exposed(self.sides.typed, [n for n in names if n in self.typed_names]), typed_path)
         standard_path = None
         if self.sides.standard is not None:
             standard_path = folder / "model.qdq.onnx"
-            _save(exposed(self.sides.standard, list(names)), standard_path)
+            _save(exposed(self.sides.standard, [n for n in names if n in self.standard_names]), standard_path)
         data = folder / DATA_SET  # the case layout, for a backend that reads its inputs from the folder
         data.mkdir()
         for k, value in enumerate(self.feeds.values()):

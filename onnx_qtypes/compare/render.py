@@ -2,9 +2,10 @@
 
 JSON: ``first`` (the first tensor beyond its tolerance, or null) and ``tensors`` (every compared tensor in node
 order), each with ``tensor``, ``node``, ``op`` (as the user's file names them), ``status`` (ok / beyond / not
-observed), ``max_steps`` (null: not observed, or shapes differ), ``beyond`` and ``elements``, ``tolerance``
-(steps; null where no bound is known) with ``tolerance_reason``, and ``inputs`` (each input's state and
-steps); ``summary`` counts them.
+observed / no bound), ``unit`` (steps: storage steps; real: the difference of the values; value: exact
+equality, 1 where they differ), ``max_deviation`` in that unit (null: not observed, or shapes differ),
+``beyond`` and ``elements``, ``tolerance`` (in that unit, the largest over the elements; null where no bound
+is known) with ``tolerance_reason``, and ``inputs`` (each input's state and deviation); ``summary`` counts them.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import json
 import math
 from typing import Any
 
-from .comparison import BEYOND, NOT_OBSERVED, Comparison, InputState, Row
+from .comparison import BEYOND, NO_BOUND, NOT_OBSERVED, REAL, STEPS, Comparison, InputState, Row
 
-HEADINGS = ("tensor", "producer", "op", "max steps", "beyond", "tolerance")
+HEADINGS = ("tensor", "producer", "op", "unit", "deviation", "beyond", "tolerance")
+NUMERIC = (4, 5, 6)
 
 
-def steps_text(value: float | None) -> str:
+def steps_text(value: float | None, unit: str = STEPS) -> str:
     if value is None:
         return "-"
     if math.isinf(value):
         return "no bound"
+    if unit == REAL:
+        return "0" if value == 0 else f"{value:.3g}"
     return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
 
 
@@ -30,30 +34,40 @@ def cells(row: Row) -> tuple[str, ...]:
     if row.status == NOT_OBSERVED:
         worst, beyond = "not observed", "-"
     else:
-        worst = steps_text(row.max_steps) if row.max_steps is not None else "shape differs"
+        worst = steps_text(row.deviation, row.unit) if row.deviation is not None else "shape differs"
         beyond = f"{row.beyond} of {row.total}"
-    return row.tensor, row.node, row.op, worst, beyond, steps_text(row.tolerance)
+    return row.tensor, row.node, row.op, row.unit, worst, beyond, steps_text(row.tolerance, row.unit)
+
+
+def _amount(value: float | None, unit: str) -> str:
+    return f"{steps_text(value, unit)} step(s)" if unit == STEPS else f"{steps_text(value, unit)} ({unit})"
 
 
 def input_text(state: InputState) -> str:
     if state.state in ("within tolerance", "beyond tolerance"):
-        return f"{state.name} {state.state} ({steps_text(state.steps)} step(s))"
-    if state.state == "not observed" and state.steps is not None:
-        return f"{state.name} not observed (taken at its tolerance, {steps_text(state.steps)} step(s))"
+        return f"{state.name} {state.state} ({_amount(state.deviation, state.unit)})"
+    if state.state in ("not observed", "not compared") and state.deviation is not None:
+        return f"{state.name} {state.state} (taken at its tolerance, {_amount(state.deviation, state.unit)})"
     return f"{state.name} {state.state}"
 
 
 def headline(result: Comparison) -> str:
     first = result.first
     if first is None:
-        observed = sum(r.status != NOT_OBSERVED for r in result.rows)
-        return (f"no tensor beyond its tolerance: {observed} of {len(result.rows)} quantized tensor(s) compared "
-                f"agree with the reference within it")
-    if first.max_steps is None:
+        observed = [r for r in result.rows if r.status != NOT_OBSERVED]
+        floats = sum(r.unit != STEPS for r in observed)
+        unjudged = sum(r.status == NO_BOUND for r in result.rows)
+        text = (f"no tensor beyond its tolerance: {len(observed)} of {len(result.rows)} tensor(s) compared "
+                f"({len(observed) - floats} quantized, {floats} float or other) agree with the reference within it")
+        if unjudged:
+            text += (f"; {unjudged} deviate where the rule gives no bound, so are not judged (not an all-clear for "
+                     "them)")
+        return text
+    if first.deviation is None:
         return f"first departure: {first.tensor}, written by {first.node} ({first.op}): {first.note}"
     return (f"first departure: {first.tensor}, written by {first.node} ({first.op}): {first.beyond} of "
-            f"{first.total} element(s) beyond {steps_text(first.tolerance)} step(s), at most "
-            f"{steps_text(first.max_steps)}")
+            f"{first.total} element(s) beyond {_amount(first.tolerance, first.unit)}, at most "
+            f"{_amount(first.deviation, first.unit)}")
 
 
 def render_text(result: Comparison) -> str:
@@ -64,7 +78,7 @@ def render_text(result: Comparison) -> str:
              f"backend values: {result.how} ({result.runs} run(s))", ""]
     table = [HEADINGS, *(cells(r) for r in result.rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(HEADINGS))]
-    numeric = {3, 4, 5}
+    numeric = set(NUMERIC)
     first = result.first
     for k, row in enumerate(table):
         text = "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
@@ -76,7 +90,7 @@ def render_text(result: Comparison) -> str:
     if first is not None:
         lines.append("  its inputs: " + "; ".join(input_text(s) for s in first.inputs))
         lines.append(f"  tolerance: {first.reason}")
-    lines.extend(f"note: {r.tensor}: {r.note}" for r in result.rows if r.status == NOT_OBSERVED)
+    lines.extend(f"note: {r.tensor}: {r.note}" for r in result.rows if r.status in (NOT_OBSERVED, NO_BOUND))
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines) + "\n"
 
@@ -89,9 +103,10 @@ def _number(value: float | None) -> Any:
 
 def _row(row: Row) -> dict[str, Any]:
     return {"tensor": row.tensor, "node": row.node, "op": row.op, "status": row.status,
-            "max_steps": _number(row.max_steps), "beyond": row.beyond, "elements": row.total,
+            "unit": row.unit, "max_deviation": _number(row.deviation), "beyond": row.beyond, "elements": row.total,
             "tolerance": _number(row.tolerance), "tolerance_reason": row.reason,
-            "inputs": [{"name": s.name, "state": s.state, "steps": _number(s.steps)} for s in row.inputs],
+            "inputs": [{"name": s.name, "state": s.state, "deviation": _number(s.deviation), "unit": s.unit}
+                       for s in row.inputs],
             **({"note": row.note} if row.note else {})}
 
 
@@ -103,5 +118,6 @@ def render_json(result: Comparison) -> str:
             "tensors": [_row(r) for r in result.rows], "notes": result.notes,
             "summary": {"compared": sum(r.status != NOT_OBSERVED for r in result.rows),
                         "beyond": sum(r.status == BEYOND for r in result.rows),
-                        "not_observed": sum(r.status == NOT_OBSERVED for r in result.rows)}}
+                        "not_observed": sum(r.status == NOT_OBSERVED for r in result.rows),
+                        "no_bound": sum(r.status == NO_BOUND for r in result.rows)}}
     return json.dumps(data, indent=2) + "\n"

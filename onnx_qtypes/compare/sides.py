@@ -32,13 +32,26 @@ class NothingToCompare(QTypesError):
     """The model has no quantized tensor to compare."""
 
 
+QUANTIZED, DYNAMIC, PLAIN = "quantized", "dynamic", "plain"
+
+
 @dataclasses.dataclass(frozen=True)
 class Watched:
-    """One quantized tensor a node of the main graph writes: its name on both sides, type and producer."""
+    """One tensor a node of the main graph writes, under one name on both sides: a static quantized tensor (its
+    storage compared in steps), a dynamic one (compared by real value, with the parameters the backend bound:
+    ``parameters`` names the backend's scale and zero-point tensors), or a plain tensor (a float value, or a
+    graph output / an output of a node with quantized inputs of another type)."""
 
     name: str
-    qtype: QType
+    kind: str  # QUANTIZED, DYNAMIC or PLAIN
+    qtype: QType | None
     node: int  # the producer's index in ``Sides.typed``'s main graph
+    parameters: tuple[str, str] = ("", "")  # DYNAMIC: the backend's scale / zero-point tensor for it
+
+    def exposes(self, constants: Mapping[str, object]) -> list[str]:
+        """The names the backend must return for this tensor to be compared (constant parameters are read from
+        the backend's model)."""
+        return [self.name, *(p for p in self.parameters if p and p not in constants)]
 
 
 @dataclasses.dataclass
@@ -52,9 +65,24 @@ class Sides:
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
+    def backend_constants(self) -> dict[str, onnx.TensorProto]:
+        """The initializers of the model the backend runs."""
+        model = self.standard if self.standard is not None else self.typed
+        return {t.name: t for t in model.graph.initializer}
+
+    @property
     def outputs(self) -> list[str]:
         """The graph outputs as the user's model declares them (both sides keep them)."""
         return [o.name for o in self.typed.graph.output]
+
+
+def for_form(sides: Sides, form: str | None) -> Sides:
+    """``sides`` for a backend that runs ``form``: one running the typed model names a dynamic tensor's parameters
+    by the calling convention, ``<name>.scale`` / ``<name>.zero_point``."""
+    if form == "typed":
+        sides.watched = [dataclasses.replace(w, parameters=(f"{w.name}.scale", f"{w.name}.zero_point"))
+                         if w.kind == DYNAMIC else w for w in sides.watched]
+    return sides
 
 
 def build(model: ModelProto) -> Sides:
@@ -67,7 +95,7 @@ def build(model: ModelProto) -> Sides:
         return _typed_sides(model)
     typed = view.result.model
     names = {t: view.locator.stored_as(t)[0] for t in quantized_tensors(typed)}
-    taken = _all_names(typed)
+    taken = all_names(typed)
     mapping = {t: s for t, s in names.items() if s != t and s not in taken}
     _rename(typed, mapping)
     places = []
@@ -103,7 +131,7 @@ def _typed_sides(model: ModelProto) -> Sides:
 def _storage_names(lowered: ModelProto, qtypes: Mapping[str, QType]) -> dict[str, str]:
     """Renames that give each typed tensor's storage in ``lowered`` the typed name: lower keeps the name for the
     float value where a QuantizeLinear writes the integers, so the two swap (the float one gets a fresh name)."""
-    fresh = Names(_all_names(lowered))
+    fresh = Names(all_names(lowered))
     writer = {n.input[0]: n.output[0] for n in lowered.graph.node
               if n.op_type == "QuantizeLinear" and n.input and n.output}
     integer = _elem_types(lowered)
@@ -117,35 +145,70 @@ def _storage_names(lowered: ModelProto, qtypes: Mapping[str, QType]) -> dict[str
 
 
 def _finish(sides: Sides) -> Sides:
-    """Choose the watched tensors: every static quantized tensor a main-graph node writes, in node order,
-    that the backend's model also holds as storage of that type."""
+    """Choose the watched tensors, in node order: every static quantized tensor a main-graph node writes that the
+    backend's model also holds as storage of that type; every dynamic one whose parameters the backend's model
+    names; every other tensor a node writes that the backend's model also has (which of these are compared is
+    decided on their values: floats, and graph outputs or outputs of nodes reading quantized tensors)."""
     graph = sides.typed.graph
     qtypes = quantized_tensors(sides.typed)
     constant = {t.name for t in graph.initializer} | {i.name for i in graph.input}
     storage = _elem_types(sides.standard) if sides.standard is not None else {}
-    dynamic, absent = [], []
+    present = all_names(sides.standard) if sides.standard is not None else None
+    unbound, absent = [], []
     for k, node in enumerate(graph.node):
         for name in node.output:
             qtype = qtypes.get(name)
-            if not name or qtype is None or name in constant:
+            if not name or name in constant:
                 continue
-            if qtype.is_dynamic:
-                dynamic.append(name)
+            if qtype is None:
+                if present is None or name in present:
+                    sides.watched.append(Watched(name, PLAIN, None, k))
+            elif qtype.is_dynamic:
+                parameters = _dynamic_parameters(sides, name)
+                if parameters is None:
+                    unbound.append(name)
+                else:
+                    sides.watched.append(Watched(name, DYNAMIC, qtype, k, parameters))
             elif sides.standard is not None and storage.get(name, qtype.storage_type.data_type) != \
                     qtype.storage_type.data_type:
                 absent.append(name)
             else:
-                sides.watched.append(Watched(name, qtype, k))
-    if dynamic:
-        sides.notes.append(f"{len(dynamic)} tensor(s) with a dynamic type (parameters chosen at run time) are not "
-                           f"compared: {', '.join(dynamic[:5])}{' ...' if len(dynamic) > 5 else ''}")
+                sides.watched.append(Watched(name, QUANTIZED, qtype, k))
+    if unbound:
+        sides.notes.append(f"{len(unbound)} tensor(s) with a dynamic type are not compared: the backend's model reads "
+                           f"them with no DequantizeLinear naming the parameters it bound: {_few(unbound)}")
     if absent:
         sides.notes.append(f"{len(absent)} quantized tensor(s) have no storage of their type in the backend's model, "
-                           f"so are not compared: {', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}")
+                           f"so are not compared: {_few(absent)}")
     if not sides.watched:
-        raise NothingToCompare("no quantized tensor that a node writes is held as storage on both sides: nothing to "
-                               "compare")
+        raise NothingToCompare("no tensor that a node writes is held on both sides: nothing to compare")
     return sides
+
+
+def _few(names: list[str]) -> str:
+    return f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+
+
+def _dynamic_parameters(sides: Sides, name: str) -> tuple[str, str] | None:
+    """The backend's names for the scale and zero point it binds to dynamic tensor ``name``: the operands of a
+    DequantizeLinear reading it in the standard model, or of the QuantizeLinear writing it, the other outputs of the
+    DynamicQuantizeLinear writing it, or the calling convention's ``<name>.scale`` / ``<name>.zero_point``
+    (semantics.md#calling-convention), which a backend running the typed model always answers."""
+    if sides.standard is None:
+        return f"{name}.scale", f"{name}.zero_point"
+    nodes = sides.standard.graph.node
+    for node in nodes:
+        if node.op_type == "DequantizeLinear" and node.input and node.input[0] == name and len(node.input) > 1:
+            return node.input[1], node.input[2] if len(node.input) > 2 else ""
+    for node in nodes:
+        if node.output and node.output[0] == name:
+            if node.op_type == "QuantizeLinear" and len(node.input) > 1:
+                return node.input[1], node.input[2] if len(node.input) > 2 else ""
+            if node.op_type == "DynamicQuantizeLinear" and len(node.output) == 3:
+                return node.output[1], node.output[2]
+    convention = (f"{name}.scale", f"{name}.zero_point")
+    names = all_names(sides.standard)
+    return convention if convention[0] in names else None
 
 
 def exposed(model: ModelProto, names: list[str]) -> ModelProto:
@@ -196,7 +259,8 @@ def _elem_types(model: ModelProto) -> dict[str, int]:
         {t.name: t.data_type for t in model.graph.initializer}
 
 
-def _all_names(model: ModelProto) -> set[str]:
+def all_names(model: ModelProto) -> set[str]:
+    """Every tensor name of ``model`` and its subgraphs."""
     names: set[str] = set()
     for _, graph in iter_graphs(model):
         names.update(t.name for t in graph.initializer)

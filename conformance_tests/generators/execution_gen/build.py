@@ -62,7 +62,7 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     """(case.json, files) of one case, or None when lower or the reference cannot take it."""
     import onnx_qtypes  # noqa: PLC0415
     from onnx_qtypes.conformance.coverage import case_tags  # noqa: PLC0415
-    from onnx_qtypes.conformance.tolerance import tolerances  # noqa: PLC0415
+    from onnx_qtypes.conformance.tolerance import PARAMETER_REASON, tolerances  # noqa: PLC0415
     from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: PLC0415
 
     g = _Gen(seed, storage, expressed)
@@ -139,9 +139,10 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     }
     for name in names[len(spec.outputs):]:  # <y>.scale / <y>.zero_point: the parameters the data chose, exactly
         doc["tolerance"][name] = 0
-    reasons = list(dict.fromkeys(tolerance[n].reason for n in names if n in tolerance and tolerance[n].steps))
-    if reasons:
-        doc["tolerance_reason"] = "; ".join(reasons)
+    # every case says why: the outputs that may differ first, then why the others are exact
+    ranked = sorted((n for n in names if n in tolerance), key=lambda n: not tolerance[n].steps)
+    reasons = [tolerance[n].reason for n in ranked] + [PARAMETER_REASON for _ in names[len(spec.outputs):]]
+    doc["tolerance_reason"] = "; ".join(dict.fromkeys(r for r in reasons if r))
     if spec.steps:
         doc["steps"] = spec.steps
     files = {"model.onnx": model_bytes}
