@@ -6,7 +6,7 @@ and of dynamic types), storage range, scale sign, parameters listed or by refere
 granularity of each weight-reading operator's weight, model-local functions with a typed or an untyped body,
 and NaN / infinite inputs. ``matrix`` counts cases per pair over the suite; ``REQUIRED`` lists every value each
 field can take (from proto/qtype.py's tables, so a new storage type or schema shows up as uncovered), and
-``missing`` the ones no case holds. ``case_tags`` derives a case's tags (decisions E) from the same reading, so
+``missing`` the ones no case holds. ``case_tags`` derives a case's tags (case.schema.json) from the same reading, so
 tags and the matrix agree. proposal/status.md shows the matrix (status.py); a test fails on a missing value.
 """
 
@@ -150,7 +150,7 @@ def _activation(model: ModelProto, types: Mapping[str, QType]) -> str | None:
 
 def case_tags(model: ModelProto, operator: str, feeds: Mapping[str, np.ndarray] | None = None,
               features: Iterable[str] = ()) -> dict[str, Any]:
-    """The case's tags (decisions E): the activation's storage, expressed type, granularity and schema, the
+    """The case's tags (case.schema.json): the activation's storage, expressed type, granularity and schema, the
     weight's storage and granularity, and whether any type of the case narrows its range, has a negative scale,
     lists its parameters or names them, and which version field it writes; ``feature`` lists ``features`` with
     what the model itself shows (functions, NaN / infinite inputs)."""

@@ -4,14 +4,14 @@ Storage-integer outputs are compared in storage steps (|a - b| as
 integers). Float8 and float4 storage outputs (ml_dtypes arrays) are compared
 in positions on their grid: the ordinal distance between the two codes, the
 codes ordered as the values they stand for, +0 and -0 one position apart
-(decisions B4; ``grid_position``); NaN equals NaN and is infinitely far from
+(semantics.md#steps; ``grid_position``); NaN equals NaN and is infinitely far from
 anything else. Float outputs are compared in steps of the output's
 quantization step when the case knows it (case.json ``steps``: {output:
 step}, else the scale of the quantized input a DequantizeLinear output comes
 from), and must be exactly equal otherwise (NaN equals NaN). An output that
 case.json ``judge`` marks "positive-finite" is judged by that alone (any
 positive finite value of the expected shape and type: a parameter the
-definition leaves open, decisions B8). A missing output, or a shape or dtype
+definition leaves open, semantics.md#all-zero). A missing output, or a shape or dtype
 mismatch, fails the case with its reason. Each verdict keeps its worst
 elements (index, expected, actual, steps), at most ``WORST`` of them.
 """

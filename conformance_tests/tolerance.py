@@ -1,6 +1,6 @@
 """How far an implementation's tensor may be from the definition: the operator class and the chain rule.
 
-The one home of the project's tolerances (decisions A.2-A.4; proposal/spec/semantics.md §8): every case generator
+The one home of the project's tolerances (proposal/spec/semantics.md §8: #tolerance-table, #quantize-precision, #chains): every case generator
 calls ``tolerances`` and ``onnx-qtypes compare`` calls ``node_bounds`` and ``float_limit``.
 
 - An operator's own tolerance ``e`` is its class (``operator_tolerance``): **exact** (0 steps) when every output
@@ -10,8 +10,8 @@ calls ``tolerances`` and ``onnx-qtypes compare`` calls ``node_bounds`` and ``flo
   (requantization included), in any expressed type and in integer kernels alike. Every class has its reason.
 - QuantizeLinear of a float input is exact except on *near-tie* elements, where ``|x/s - (k + 1/2)| <=
   |x/s| * 2^-p`` (p: significand bits of the expressed type): a runtime dividing in the expressed type may
-  land one step off there (A.3).
-- Chains (A.4): an input within ``t_i`` steps (``R_i = t_i s_i`` in reals) of the definition gives an output
+  land one step off there (semantics.md#quantize-precision).
+- Chains (semantics.md#chains): an input within ``t_i`` steps (``R_i = t_i s_i`` in reals) of the definition gives an output
   within ``t_y = e + (0 if every R_i == 0 else floor(sum_i L_i R_i / s_y) + 1)``, with ``L_i`` the operator's
   Lipschitz bound from input i (``LIPSCHITZ``, or computed: from a constant weight's L1 norms, from the other
   operand's magnitude, from the definition's values where they are given). An exact copy or select with equal
@@ -136,7 +136,7 @@ class NodeBound:
 
 def near_ties(x: np.ndarray, scale: np.ndarray, expressed: str) -> np.ndarray:
     """Which elements of float ``x`` are near-ties for QuantizeLinear with ``scale`` (broadcast to x): the exact
-    quotient is a non-half-integer within the expressed type's rounding error of a half-integer (A.3)."""
+    quotient is a non-half-integer within the expressed type's rounding error of a half-integer (semantics.md#quantize-precision)."""
     p = SIGNIFICAND[expressed]
     x, scale = np.asarray(x, np.float64), np.asarray(scale, np.float64)
     shape = np.broadcast_shapes(x.shape, scale.shape)
@@ -663,7 +663,7 @@ def _body_tolerance(view: ModelView, node: NodeProto) -> int:
 
 def _open_scale(values: Mapping[str, np.ndarray], node: NodeProto, k: int) -> str:
     """DynamicQuantizeLinear's y_scale on an all-zero input: ONNX's formula divides 0 by 0, so any positive finite
-    value is right (decisions B8)."""
+    value is right (semantics.md#all-zero)."""
     x = values.get(node.input[0]) if node.input else None
     if k != 1 or x is None or np.asarray(x).size == 0 or np.any(np.asarray(x, np.float64) != 0):
         return ""

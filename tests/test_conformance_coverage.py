@@ -44,7 +44,7 @@ def test_a_missing_value_is_reported():
 
 
 def test_case_tags_are_what_the_model_holds():
-    """Tags are derived from the same reading as the matrix (decisions E): recomputed, they are the case's."""
+    """Tags are derived from the same reading as the matrix (case.schema.json): recomputed, they are the case's."""
     for case in CASES[::25]:
         model = onnx_qtypes.load(str(case.model_path))
         tags = case_tags(model, case.operator, case.feeds(), [f for f in case.tags["feature"]])

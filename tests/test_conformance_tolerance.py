@@ -1,4 +1,4 @@
-"""conformance_tests/tolerance.py: the operator classes (decisions A.2), near-ties (A.3) and the chain rule (A.4),
+"""conformance_tests/tolerance.py: the operator classes (semantics.md#tolerance-table), near-ties (semantics.md#quantize-precision) and the chain rule (semantics.md#chains),
 and that the rule's bound holds on the suite's chains for the integer kernels, onnxruntime's unoptimized path and
 an implementation that lands one step off wherever its class allows."""
 
@@ -167,7 +167,7 @@ def test_an_implementation_one_step_off_wherever_its_class_allows_stays_within_t
 
 
 def test_the_near_tie_cases_hold_inputs_onnx_reference_misses():
-    """decisions A.3: the near-tie cases sample the elements where a division in the expressed type misses the exact
+    """semantics.md#quantize-precision: the near-tie cases sample the elements where a division in the expressed type misses the exact
     quotient; onnx.reference (x / scale in the input's type, then rint) misses every one, and allowed one step."""
     import onnx
     import onnx.reference
@@ -183,7 +183,7 @@ def test_the_near_tie_cases_hold_inputs_onnx_reference_misses():
 
 
 def test_every_execution_case_says_why_its_tolerance_is_what_it_is():
-    """Exact cases too (decisions A.2: a tolerance_reason derived from the class): an all-0 case names why it is
+    """Exact cases too (semantics.md#tolerance-table: a tolerance_reason derived from the class): an all-0 case names why it is
     exact, a case allowing steps names the one-step class, a near tie or the chain rule."""
     cases = load_cases()
     exact = [c for c in cases if not any(c.tolerance.values())]

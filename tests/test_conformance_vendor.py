@@ -1,7 +1,7 @@
 """The suite as a vendor runs it in CI (issue 21): a first green case from the README and the template, exact
 filters, a run that tested nothing fails, per-case timeouts that never stall the run, results folders with
 errors, known-deviation files of the vendor's own (drafted from a report), repro bundles, self-describing
-reports and a quiet console. Judging on float8 / float4 grids (decisions B4) and outputs not judged by value
+reports and a quiet console. Judging on float8 / float4 grids (semantics.md#steps) and outputs not judged by value
 (B8) are here too."""
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ def test_an_integer_node_without_an_exact_typed_form_is_left_and_named_with_its_
 
 
 def _near_tie(x: np.ndarray, scale: np.float32) -> np.ndarray:
-    """Decision A.3's near-tie elements of a float32 quotient x / scale."""
+    """The semantics.md#quantize-precision near-tie elements of a float32 quotient x / scale."""
     q = x.astype(np.float64) / np.float64(scale)
     return np.abs(q - (np.floor(q) + 0.5)) <= np.abs(q) * 2.0 ** -24
 

@@ -1,4 +1,4 @@
-"""lower's standard-ONNX form computes what the definition computes (issue 19, Deliver 6; decisions B12): types too
+"""lower's standard-ONNX form computes what the definition computes (issue 19, Deliver 6; interop.md#lower-set): types too
 narrow for their expressed type (QT120) compute in float32 inside, computed int32 tensors quantize in float64,
 dynamic graph inputs and outputs follow the calling convention, If / Loop / Scan that only move stored values stay
 on storage, typed function bodies are inlined; everything else is refused with a located error."""

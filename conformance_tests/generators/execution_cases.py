@@ -8,7 +8,7 @@ int4, uint4, int2, uint2), per-tensor and per-axis weights, and float32 / float1
 features (float8 / float4 storage, int32 saturation, narrowed ranges, the five schemas static and dynamic,
 blocked and per-axis weights on every weight-reading operator, parameters by reference, the version field,
 negative scales, bfloat16, model-local functions, NaN and infinite inputs) have cases built so that getting one
-of them wrong changes an output (features.py); the cases decisions.md section B names are in decided.py, and
+of them wrong changes an output (features.py); the cases the RFC's answers to the review's questions name are in decided.py, and
 requantizing chains of depth 2 to 8 judged by the chain rule in chains.py.
 
 Each case folder conformance_tests/cases/execution/<id>/ holds case.json (case.schema.json: tolerance and its

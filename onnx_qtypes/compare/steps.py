@@ -1,7 +1,7 @@
 """The distance between two storage tensors, element by element, in storage steps.
 
 Integer storage: |a - b| on the integers. Float storage (float8, float4): the number of representable values
-between the two codes, sign-magnitude ordered with +0 and -0 one position apart (decision B.4); NaN against NaN
+between the two codes, sign-magnitude ordered with +0 and -0 one position apart (semantics.md#steps); NaN against NaN
 is 0 steps, NaN against a number infinitely many.
 """
 

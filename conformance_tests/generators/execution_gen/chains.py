@@ -5,7 +5,7 @@ residual Add of the chain's input, Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, Av
 stride 1, padded), Transpose (exact, or into another type), Softmax. Every operator that computes a new value
 writes a type of its own, fitted to what it computes (a few percent saturate); exact ones keep their input's
 type. The tolerance of the output is not chosen here: onnx_qtypes.conformance.tolerance applies each operator's
-class and carries the error along the path (t_y = e + floor(sum L_i t_i s_i / s_y) + 1, decisions A.4).
+class and carries the error along the path (t_y = e + floor(sum L_i t_i s_i / s_y) + 1, semantics.md#chains).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _float_stage(op: str, inputs: list[np.ndarray], attrs: dict) -> np.ndarray:
 
 
 def _lipschitz(stage: str, weight: np.ndarray | None) -> float:
-    """How far one step of the chain's activation can move the stage's output, in reals per real (decisions A.4:
+    """How far one step of the chain's activation can move the stage's output, in reals per real (semantics.md#chains:
     the tolerance module's table; a weight's largest L1 norm over the outputs it feeds)."""
     from onnx_qtypes.conformance.tolerance import LIPSCHITZ  # noqa: PLC0415
 

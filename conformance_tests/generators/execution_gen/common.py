@@ -199,7 +199,7 @@ def _snake(op: str) -> str:
 
 def far_from_ties(x: np.ndarray, qtype) -> np.ndarray:
     """``x`` (in its float type) with every near-tie element for quantizing to ``qtype`` moved to a quarter step
-    off its half-integer, so that a QuantizeLinear of it is exact in every expressed-type division (A.3); exact
+    off its half-integer, so that a QuantizeLinear of it is exact in every expressed-type division (semantics.md#quantize-precision); exact
     ties stay."""
     from onnx_qtypes.conformance.tolerance import near_ties  # noqa: PLC0415
     from onnx_qtypes.reference_ops.quant import broadcast_parameters  # noqa: PLC0415

@@ -1,4 +1,4 @@
-"""The cases decisions.md section B names (the spec cites them by id): the calling convention of dynamic graph
+"""The cases RFC's answers to the review's questions name (the spec cites them by id): the calling convention of dynamic graph
 inputs and outputs (B1), an accumulator an int32 runtime would wrap (B3), NaN and infinities into integer storage
 (B6), negative weight scales on requantizing linear operators (B7, in features.py), DynamicQuantizeLinear on all
 zeros (B8), saturate=0 on a float8 boundary (B9) and 16-bit dynamic parameters in float16 (B10)."""

@@ -329,7 +329,7 @@ def _features(rm):
         return Spec("Poly", [T("x", (2, 3, 4), x)], [T("y", (2, 3, 4), y)], {}, nodes=nodes, functions=[(body, [])],
                     note="a model-local function with an untyped body: evaluated on the reals")
 
-    # -- QuantizeLinear near-ties (decisions A.3) -----------------------------------------------------------------
+    # -- QuantizeLinear near-ties (semantics.md#quantize-precision) -----------------------------------------------------------------
     def near_tie_quantize(g, v):
         """Elements where dividing in the expressed type (onnx.reference: x / s, then rint; or x * (1 / s)) rounds
         to another integer than the exact quotient, found by search next to every half-integer: each is a
