@@ -115,25 +115,28 @@ class GraphIndex:
         self.consumers: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.outer_refs: set[str] = set()
         self._constant_nodes: dict[str, NodeProto] = {}
-        for i, node in enumerate(self.nodes):
-            for j, name in enumerate(node.input):
+        consumers, producer = self.consumers, self.producer
+        for i, node in enumerate(self.nodes):  # (the loop every lift step pays for: protobuf read once per field)
+            for j, name in enumerate(node.input[:]):
                 if name:
-                    self.consumers[name].append((i, j))
-            for name in node.output:
+                    consumers[name].append((i, j))
+            outputs = node.output[:]
+            for name in outputs:
                 if name:
-                    self.producer[name] = i
-            if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
-                self._constant_nodes[node.output[0]] = node
-            if has_subgraph(node):
+                    producer[name] = i
+            if outputs and node.op_type == "Constant" and node.domain in STANDARD_DOMAINS:
+                self._constant_nodes[outputs[0]] = node
+            if node.attribute and has_subgraph(node):
                 self.outer_refs.update(_subgraph_names(node))
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
         for name, init in self.initializers.items():
             self.elem_types[name] = plain_data_type(init.data_type)
-            self.shapes[name] = tuple(init.dims)
+            self.shapes[name] = tuple(init.dims[:])
         self._arrays: dict[str, np.ndarray | None] = {}
         self._derived: dict[str, TensorProto | None] = {}
         self._tensor_names: set[str] | None = None
+        self.memo: dict[tuple, object] = {}  # answers that depend only on this graph, shared by the steps reading it
 
     # -- constants
     def constant_tensor(self, name: str) -> TensorProto | None:

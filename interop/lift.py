@@ -29,7 +29,7 @@ from onnx_qtypes.interop import left, metadata, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
-from onnx_qtypes.interop.expand import expand
+from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
                                       replace_nodes)
@@ -148,8 +148,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
-        _lift_body(model, stats, tolerant, result, reasons)
-        result.left = left.collect(model.graph, set(quantized_tensors(model)), {**_named(result.warnings), **reasons})
+        typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
+        result.left = left.collect(model.graph, typed, {**_named(result.warnings), **reasons})
     finally:
         left.strip(model.graph)
     if result.left:
@@ -172,7 +172,8 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
-               reasons: dict[int, str]) -> None:
+               reasons: dict[int, str]) -> set[str]:
+    """The lift's steps, in place; returns the names of the tensors it declared quantized."""
     result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
@@ -207,13 +208,16 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
         _attach_float_statistics(graph, stats, result)
-        return
+        return set()
     expanded = expand(ix, rec)
     parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
                        | narrowed.unread)
-    replace_nodes(graph, expanded.nodes)
-    graph.initializer.extend(expanded.initializers)
-    work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
+    if _unchanged(expanded, ix):  # plain QDQ: nothing was expanded, the index of the graph still holds
+        work = ix
+    else:
+        replace_nodes(graph, expanded.nodes)
+        graph.initializer.extend(expanded.initializers)
+        work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
     folded = fold(work, expanded.roles, expanded.keep_output_name, rec.types)
     folded.aliases.update(expanded.synthetic)
     replace_nodes(graph, folded.nodes)
@@ -223,7 +227,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     types = _restore_declared(types, folded, declared, result)
     types = _narrow(types, folded, narrowed.ranges)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
-    _declare(graph, final, work, types, folded, targets)
+    declared = _declare(graph, final, work, types, folded, targets)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
     _drop_unused(model, final, parameter_names - named)
 
@@ -233,6 +237,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
+    return declared
 
 
 def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
@@ -250,6 +255,12 @@ def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int
 
 def _reuse(ix: GraphIndex) -> Inferred:
     return Inferred(ix.elem_types, ix.shapes)
+
+
+def _unchanged(expanded: Expanded, ix: GraphIndex) -> bool:
+    """Whether ``expand`` kept every node of the indexed graph as it was (and added no parameters)."""
+    return (not expanded.initializers and len(expanded.nodes) == len(ix.nodes)
+            and all(a is b for a, b in zip(expanded.nodes, ix.nodes)))
 
 
 def _subgraph_warnings(model: ModelProto) -> list[str]:
@@ -437,8 +448,9 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
-) -> None:
-    """Typed declarations for quantized tensors, statistics, and no stale entries."""
+) -> set[str]:
+    """Typed declarations for quantized tensors, statistics, and no stale entries; returns the names declared
+    quantized."""
     names = final.tensor_names()
     interface = {vi.name: vi for vi in (*graph.input, *graph.output)}
     kept = [_copy(vi) for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
@@ -448,12 +460,15 @@ def _declare(
     for vi in _declarations(graph):
         metadata.strip(vi)
     order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
+    declared = set()
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
         vi = graph.value_info.add()
         vi.CopyFrom(_typed_value_info(name, types[name], work, folded, docs.get(name, "")))
+        declared.add(name)
     for name, vi in interface.items():
         if name in types:
             write_qtype(vi, types[name])
+            declared.add(name)
     by_name = {vi.name: vi for vi in _declarations(graph)}
     for name, stats in statistics.items():
         vi = by_name.get(name)
@@ -464,8 +479,10 @@ def _declare(
         _fits_statistics(name, stats, _shape(name, work, folded) or static_shape(vi))
         if name in types:
             write_qtype(vi, types[name].with_statistics(stats))
+            declared.add(name)
         elif vi.type.tensor_type.elem_type != TensorProto.UNDEFINED:
             write_statistics(vi, stats)
+    return declared
 
 
 def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
@@ -466,6 +467,8 @@ def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | 
 
 def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict[str, QType]:
     """Every quantized tensor name with its (first declared) type, in model order (``function``: as in get_qtype)."""
+    if function is None and not may_declare_extension(model):
+        return {}  # no declaration holds field 1000 or 1001: nothing to decode (a QDQ or float model)
     out: dict[str, QType] = {}
     parameters = model_parameters(model)
     for decl in (d for decls in _Index(model, function).declarations.values() for d in decls):
@@ -474,6 +477,21 @@ def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict
             if qtype is not None:
                 out[decl.name] = qtype
     return out
+
+
+# Any tag of TypeProto.Tensor field 1000 or 1001 (numbers 8000-8015 as a varint: the shortest form, or one padded
+# with continuation bytes, which protobuf also reads): a declaration without such bytes has neither field.
+_EXTENSION_TAG = re.compile(rb"[\xc0-\xcf](?:\x3e|\xbe[\x80-\xff]*\x00)")
+
+
+def may_declare_extension(model: ModelProto) -> bool:
+    """False when no declaration of the main graph or its subgraphs holds the extension (field 1000 or 1001),
+    read from the declarations' bytes in one search; True when one may (then decoding decides)."""
+    for _, graph in iter_graphs(model):
+        for declarations in (graph.input, graph.output, graph.value_info):
+            if declarations and _EXTENSION_TAG.search(b"".join([vi.SerializeToString() for vi in declarations])):
+                return True  # (a match across two declarations' bytes only costs the decoding)
+    return False
 
 
 # --- loading and saving --------------------------------------------------------
