@@ -16,7 +16,8 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
 
-from onnx_qtypes.checker import declared_bytes, float_view
+from onnx_qtypes.checker import float_view
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape

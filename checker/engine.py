@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -62,6 +63,18 @@ class _CollectorPause:
         if self.paused and self.was_enabled:
             gc.enable()
         self.paused = False
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cycle collector paused for a whole computation that hands nothing over until it ends (``diagnose``:
+    the in-memory lift, then the checker), as ``_CollectorPause`` says why."""
+    collector = _CollectorPause()
+    collector.pause()
+    try:
+        yield
+    finally:
+        collector.resume()
 
 
 def iter_diagnostics(

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-from onnx_qtypes.checker import declared_bytes
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto import iter_graphs
 from onnx_qtypes.proto.encoding import unmark_tensor
 from onnx_qtypes.proto.qtype import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES, QType

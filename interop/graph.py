@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 
@@ -29,6 +30,7 @@ PASSED_CONSTANT_OPS = ("Identity", "Cast")  # a constant through these is still 
 _CASTABLE = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8,
                        TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32, TensorProto.INT64})
 _CAST_LIMIT = 1 << 16  # parameters, not weights: a Cast of a large constant is left to the runtime
+_C = onnx.shape_inference.C  # onnx.shape_inference.infer_shapes' own binding: serialized model in, serialized model out
 ORIGIN_KEY = "onnx_qtypes.lift.origin"  # on a main-graph node while the lift runs: its position in the file
 
 
@@ -70,12 +72,47 @@ class Inferred:
 
 
 def infer(model: ModelProto) -> Inferred:
-    """Element types and shapes of every tensor onnx.shape_inference can type."""
+    """Element types and shapes of every tensor onnx.shape_inference can type.
+
+    onnx.shape_inference.infer_shapes, with the inferred model read back as its main graph's declarations only
+    (``declared_bytes.main_graph``): the same answers as ``declared_types`` of the inferred graph, without
+    turning its nodes and initializers into messages again.
+    """
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        inferred = _C.infer_shapes(model.SerializeToString(), False, False, False)  # check_type, strict, data_prop
+        lists = declared_bytes.main_graph(inferred)
     except Exception:  # an inference failure only costs us shapes, never correctness
-        inferred = model
-    return declared_types(inferred.graph)
+        return declared_types(model.graph)
+    elem_types: dict[str, int] = {}
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for init in model.graph.initializer:  # inference leaves the initializers as they are
+        elem_types[init.name] = init.data_type
+        shapes[init.name] = tuple(init.dims)
+    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # most declarations share a type
+    for kind in ("input", "output", "value_info"):
+        for name, type_bytes in lists[kind]:
+            found = read.get(type_bytes, read)
+            if found is read:
+                found = read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
+            if found is None:
+                continue
+            elem_type, shape = found
+            if elem_type and name not in elem_types:
+                elem_types[name] = elem_type
+            if shape is not None and name not in shapes:
+                shapes[name] = shape
+    return Inferred(elem_types, shapes)
+
+
+def _tensor_type(type_proto: onnx.TypeProto) -> tuple[int, tuple[int | None, ...] | None] | None:
+    """(elem_type, shape or None) of a tensor type, as ``declared_types`` reads it; None for other types."""
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor_type = type_proto.tensor_type
+    shape = None
+    if tensor_type.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+    return tensor_type.elem_type, shape
 
 
 def declared_types(graph: GraphProto) -> Inferred:

@@ -16,6 +16,8 @@ sorts what it cannot turn into two kinds:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnx import TensorProto
 
@@ -188,21 +190,24 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
         found.append(exc)
         axis_ = granular = None
     scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
-    bad = next((v for v in scale_values if scale_problem(v)), None)
+    fine = all(map(math.isfinite, scale_values)) and 0.0 not in scale_values  # scale_problem's test, in C loops
+    bad = None if fine else next((v for v in scale_values if scale_problem(v)), None)
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
         found.append(MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale)))
     if found:
         return None
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
-    kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    schema = Schema.ASYMMETRIC
     if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any(zp_values):
-        kwargs["schema"] = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
+        schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
+    scale_tensor = zero_point_tensor = None
     if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
-        kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
-                      zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)
+        scale_tensor = _own_initializer(ix, scale, data)
+        zero_point_tensor = _own_initializer(ix, zero_point, data) if zero_point else None
     # Unvalidated: the fields are the same either way (a zero point outside a narrowed range is typed as written,
     # and the checker reports it), and the values were judged above.
-    return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+    return QType.from_values(STORAGE_BY_DATA_TYPE[storage], scale_values, zp_values, axis_, granular,
+                             EXPRESSED_BY_DATA_TYPE[expressed], schema, scale_tensor, zero_point_tensor)
 
 
 def _granularity(where: str, scale: str, scales: np.ndarray, zero_point: str | None, zero_points: np.ndarray | None,

@@ -28,7 +28,7 @@ from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.op_versions import file_problems
-from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file, in_read_file
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
 from onnx_qtypes.interop.left import summary as summary_of_left
@@ -64,11 +64,12 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    read = as_model(model)
-    try:
-        found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
-    except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
-        raise in_file(exc, read.source) from None
+    with collector_paused():  # tens of thousands of small objects and no cycles: see checker.engine
+        read = as_model(model)
+        try:
+            found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
+        except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
+            raise in_file(exc, read.source) from None
     if read.orders:  # a graph the reader sorted: every place back where the file has it
         found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics))
     return found

@@ -15,6 +15,7 @@ markers replaced by the storage types, declarations by UNDEFINED.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -44,8 +45,20 @@ def plain_data_type(value: int) -> int:
     return value if storage is None else storage
 
 
+# Byte-aligned types whose raw_data numpy reads as it is: what numpy_helper.to_array returns for them, without its
+# per-call dtype lookups (thousands of scales and zero points per model).
+_RAW_DTYPES = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"), TensorProto.INT8: np.dtype("i1"),
+               TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"), TensorProto.UINT16: np.dtype("<u2"),
+               TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8")}
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
 def tensor_array(tensor: TensorProto) -> np.ndarray:
     """numpy_helper.to_array, reading a marked tensor as its storage type."""
+    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
+    if (dtype is not None and _LITTLE_ENDIAN and tensor.HasField("raw_data") and not tensor.HasField("segment")
+            and tensor.data_location != TensorProto.EXTERNAL):
+        return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(tensor.dims)
     storage = marked_storage(tensor.data_type)
     if storage is None:
         return numpy_helper.to_array(tensor)

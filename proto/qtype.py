@@ -109,6 +109,8 @@ EXPRESSED_BY_DATA_TYPE = {e.data_type: e for e in EXPRESSED_TYPES.values()}
 
 def _is_int(value: object) -> bool:
     # bool is an int subclass and 3.0 hashes like 3: dict lookups alone would take True for FLOAT, 3.0 for INT8
+    if type(value) is int:  # the common case, without the abstract base class's slower test
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
@@ -879,6 +881,27 @@ class QType:
         if self.storage_max != st.max:
             msg.storage_max = self.storage_max  # type: ignore[assignment]
         return msg
+
+    @classmethod
+    def from_values(
+        cls, storage: StorageType, scale: list[float], zero_point: list[int], axis: int | None,
+        block_size: int | None, expressed: ExpressedType, schema: Schema = Schema.ASYMMETRIC,
+        scale_tensor: str | None = None, zero_point_tensor: str | None = None,
+    ) -> QType:
+        """``QType(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=..., validate=False)``
+        for values already of their field types (Python floats and ints, as numpy's ``tolist`` gives them, known
+        storage and expressed types), without coercing each again: the lift reads thousands of them."""
+        if (not all(type(v) is float for v in scale) or not all(type(v) is int for v in zero_point)
+                or any(n is not None and (type(n) is not str or not n) for n in (scale_tensor, zero_point_tensor))
+                or not all(v is None or type(v) is int for v in (axis, block_size))):
+            return cls(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=expressed.data_type,
+                       scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor, validate=False)
+        qtype = object.__new__(cls)
+        object.__getattribute__(qtype, "__dict__").update(
+            storage=storage.name, scale=tuple(scale), zero_point=tuple(zero_point) or (0,) * len(scale), axis=axis,
+            block_size=block_size, schema=schema, storage_min=storage.min, storage_max=storage.max,
+            expressed=expressed.name, statistics=None, scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor)
+        return qtype
 
     @classmethod
     def from_proto(
