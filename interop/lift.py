@@ -43,7 +43,8 @@ from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
-from onnx_qtypes.proto.encoding import to_wire_form
+from onnx_qtypes.proto.encoding import marker, to_wire_form
+from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType, TensorStatistics
@@ -461,9 +462,9 @@ def _declare(
         metadata.strip(vi)
     order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
     declared = set()
+    shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
-        vi = graph.value_info.add()
-        vi.CopyFrom(_typed_value_info(name, types[name], work, folded, docs.get(name, "")))
+        _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes)
         declared.add(name)
     for name, vi in interface.items():
         if name in types:
@@ -493,11 +494,23 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
     return None
 
 
-def _typed_value_info(name: str, qtype: QType, work: GraphIndex, folded: Folded, doc: str) -> ValueInfoProto:
-    shape = _shape(name, work, folded)
-    vi = helper.make_tensor_value_info(name, qtype.storage_type.data_type, None if shape is None else list(shape), doc)
-    write_qtype(vi, qtype)
-    return vi
+def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
+                          shapes: dict[tuple[int | None, ...] | None, bytes]) -> None:
+    """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
+    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization)."""
+    if shape not in shapes:
+        made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
+        shapes[shape] = made.shape.SerializeToString()
+    view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=qtype.to_proto())
+    if shape is not None:
+        view.shape = shapes[shape]
+    if qtype.statistics is not None:
+        view.statistics.CopyFrom(qtype.statistics.to_proto())
+    vi = graph.value_info.add()
+    vi.name = name
+    if doc:
+        vi.doc_string = doc
+    vi.type.tensor_type.MergeFromString(view.SerializeToString())
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:

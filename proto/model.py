@@ -484,13 +484,17 @@ def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict
 _EXTENSION_TAG = re.compile(rb"[\xc0-\xcf](?:\x3e|\xbe[\x80-\xff]*\x00)")
 
 
-def may_declare_extension(model: ModelProto) -> bool:
-    """False when no declaration of the main graph or its subgraphs holds the extension (field 1000 or 1001),
-    read from the declarations' bytes in one search; True when one may (then decoding decides)."""
-    for _, graph in iter_graphs(model):
-        for declarations in (graph.input, graph.output, graph.value_info):
-            if declarations and _EXTENSION_TAG.search(b"".join([vi.SerializeToString() for vi in declarations])):
-                return True  # (a match across two declarations' bytes only costs the decoding)
+def may_declare_extension(model: ModelProto, *, functions: bool = False) -> bool:
+    """False when no declaration of the main graph or its subgraphs (and with ``functions`` of the model's
+    functions) holds the extension (field 1000 or 1001), read from the declarations' bytes in one search; True
+    when one may (then decoding decides)."""
+    lists = [declarations for _, graph in iter_graphs(model)
+             for declarations in (graph.input, graph.output, graph.value_info)]
+    if functions:
+        lists += [function.value_info for function in model.functions]
+    for declarations in lists:
+        if declarations and _EXTENSION_TAG.search(b"".join([vi.SerializeToString() for vi in declarations])):
+            return True  # (a match across two declarations' bytes only costs the decoding)
     return False
 
 
