@@ -71,12 +71,14 @@ class Inferred:
     shapes: dict[str, tuple[int | None, ...]]
 
 
-def infer(model: ModelProto) -> Inferred:
+def infer(model: ModelProto, *, initializers: bool = True) -> Inferred:
     """Element types and shapes of every tensor onnx.shape_inference can type.
 
     onnx.shape_inference.infer_shapes, with the inferred model read back as its main graph's declarations only
     (``declared_bytes.main_graph``): the same answers as ``declared_types`` of the inferred graph, without
-    turning its nodes and initializers into messages again.
+    turning its nodes and initializers into messages again. ``initializers`` False leaves the initializers'
+    own types out (a GraphIndex of ``model.graph`` states them itself; a declaration of the same name, which
+    they would hide, is then in the result, and the index hides it).
     """
     try:
         inferred = _C.infer_shapes(model.SerializeToString(), False, False, False)  # check_type, strict, data_prop
@@ -85,7 +87,7 @@ def infer(model: ModelProto) -> Inferred:
         return declared_types(model.graph)
     elem_types: dict[str, int] = {}
     shapes: dict[str, tuple[int | None, ...]] = {}
-    for init in model.graph.initializer:  # inference leaves the initializers as they are
+    for init in model.graph.initializer if initializers else ():  # inference leaves the initializers as they are
         elem_types[init.name] = init.data_type
         shapes[init.name] = tuple(init.dims)
     read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # most declarations share a type

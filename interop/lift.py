@@ -128,8 +128,12 @@ def lift_model(
     """
     source, where = read_model(model, "lift")
     try:
-        result = _lift(source, _statistics(statistics), tolerant)
-        to_wire_form(result.model)  # the typed model carries the fail-closed markers
+        result, declared = _lift(source, _statistics(statistics), tolerant)
+        # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
+        # unless a name is declared twice: then which of them is typed is for each declaration to say)
+        graph = result.model.graph
+        names = [vi.name for vi in (*graph.input, *graph.output, *graph.value_info)]
+        to_wire_form(result.model, main_graph_storage=declared if len(set(names)) == len(names) else None)
         return result
     except MalformedQDQError as exc:
         if where:
@@ -141,23 +145,25 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False) -> LiftResult:
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False
+          ) -> tuple[LiftResult, dict[str, int] | None]:
+    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
     result = LiftResult(model)
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
-        return result
+        return result, None
     left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
         typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
-        result.left = left.collect(model.graph, typed, {**_named(result.warnings), **reasons})
+        result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
         left.strip(model.graph)
     if result.left:
         result.notes.append(left.summary(result.left))
     elif not result.warnings and not result.typed_tensors and not result.statistics:
         result.notes.append("the model has no quantization; it lifts to itself")
-    return result
+    return result, typed
 
 
 _NAMED = re.compile(r"^(?:[\w.]+ )?(?:'.*' )?\(/graph/node/(\d+)\): (.*?)(?:; left as it was)?$", re.S)
@@ -173,8 +179,8 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
-               reasons: dict[int, str]) -> set[str]:
-    """The lift's steps, in place; returns the names of the tensors it declared quantized."""
+               reasons: dict[int, str]) -> dict[str, int]:
+    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types."""
     result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
@@ -195,7 +201,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
-    ix = GraphIndex(graph, infer(model), opset=default_opset(model))
+    ix = GraphIndex(graph, infer(model, initializers=False), opset=default_opset(model))
     left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
     reasons.update((left.origin(ix.nodes[i]), why) for i, why in integer.left if left.origin(ix.nodes[i]) is not None)
     rec = recognise(ix, tolerant)
@@ -209,7 +215,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
         _attach_float_statistics(graph, stats, result)
-        return set()
+        return {}
     expanded = expand(ix, rec)
     parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
                        | narrowed.unread)
@@ -449,9 +455,9 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
-) -> set[str]:
-    """Typed declarations for quantized tensors, statistics, and no stale entries; returns the names declared
-    quantized."""
+) -> dict[str, int]:
+    """Typed declarations for quantized tensors, statistics, and no stale entries; returns the tensors declared
+    quantized, with their storage data types."""
     names = final.tensor_names()
     interface = {vi.name: vi for vi in (*graph.input, *graph.output)}
     kept = [_copy(vi) for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
@@ -461,15 +467,15 @@ def _declare(
     for vi in _declarations(graph):
         metadata.strip(vi)
     order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
-    declared = set()
+    declared: dict[str, int] = {}
     shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
         _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes)
-        declared.add(name)
+        declared[name] = types[name].storage_type.data_type
     for name, vi in interface.items():
         if name in types:
             write_qtype(vi, types[name])
-            declared.add(name)
+            declared[name] = types[name].storage_type.data_type
     by_name = {vi.name: vi for vi in _declarations(graph)}
     for name, stats in statistics.items():
         vi = by_name.get(name)
@@ -480,7 +486,7 @@ def _declare(
         _fits_statistics(name, stats, _shape(name, work, folded) or static_shape(vi))
         if name in types:
             write_qtype(vi, types[name].with_statistics(stats))
-            declared.add(name)
+            declared[name] = types[name].storage_type.data_type
         elif vi.type.tensor_type.elem_type != TensorProto.UNDEFINED:
             write_statistics(vi, stats)
     return declared

@@ -75,6 +75,12 @@ def read_parameters(
     type (QuantizeLinear's input, DequantizeLinear's output_dtype), the expressed type when the scale is
     FLOAT8E8M0 (a microscaling block scale, opset 24), which is not one.
     """
+    scales = ix.constant(scale)
+    if scales is not None:
+        key = _key(ix, data, scale, scales, zero_point, axis, block_size, storage, data_type, real_type)
+        known = ix.memo.get(key)
+        if known is not None:  # the same parameters read before (a QuantizeLinear's DequantizeLinear): one object
+            return known
     where = _Where(ix, node_index, data)
 
     def at(rule: str, parameter: str | None) -> dict:
@@ -83,16 +89,11 @@ def read_parameters(
         named = {"scale": scale, "zero_point": zero_point}.get(parameter or "", parameter)
         return {"rule": rule, "node": node_index, "tensor": data, "parameter": named}
 
-    scales = ix.constant(scale)
     if scales is None:
         raise Unrecognized(
             f"{where}: scale {scale!r} is not a constant (a graph input, or computed at run time), "
             "so the tensor has no static type"
         )
-    key = _key(ix, data, scale, scales, zero_point, axis, block_size, storage, data_type, real_type)
-    known = ix.memo.get(key)
-    if known is not None:  # the same parameters read before (a QuantizeLinear's DequantizeLinear): one object
-        return known
     found: list[MalformedQDQError] = []  # independent problems: each is reported, not only the first
     try:
         qtype = _read(ix, where, at, found, data, scale, scales, zero_point, axis, block_size, storage, data_type,
