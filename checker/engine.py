@@ -26,7 +26,7 @@ def as_model(model: Any) -> ReadModel:
     """``model`` read the one shared way (``proto.reader``): sorted, names and tensor sizes checked."""
     if not isinstance(model, (ReadModel, ModelProto, bytes, bytearray, memoryview, str, os.PathLike)):
         raise QTypesError(f"checker: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
-    return read_model(model, "checker")
+    return read_model(model, "checker", external_data="lazy")  # weights read where they lie, one at a time
 
 
 def in_read_file(d: Diagnostic, read: ReadModel) -> Diagnostic:

@@ -38,6 +38,7 @@ from onnx_qtypes.interop.qoperator import operands, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
+from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.model import may_declare_extension, read_view
 from onnx_qtypes.proto.reader import ReadModel
 
@@ -65,7 +66,9 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    with collector_paused():  # tens of thousands of small objects and no cycles: see checker.engine
+    # tens of thousands of small objects and no cycles (checker.engine); weights the in-memory lift computes
+    # (MatMulNBits repacked) wait in a temporary folder while they are checked
+    with collector_paused(), spill_folder():
         read = as_model(model)
         try:
             found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))

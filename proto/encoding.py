@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
+from onnx_qtypes.proto import external
 from onnx_qtypes.proto.parameter_tensors import unique_name
 from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
 
@@ -55,7 +56,10 @@ _LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 def tensor_array(tensor: TensorProto) -> np.ndarray:
-    """numpy_helper.to_array, reading a marked tensor as its storage type."""
+    """numpy_helper.to_array, reading a marked tensor as its storage type, and a tensor left in its external file
+    (``proto.external``) where it lies: byte-aligned types mapped from the file, others read as once loaded."""
+    if external.is_lazy(tensor):
+        return _lazy_array(tensor)
     dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
     if (dtype is not None and _LITTLE_ENDIAN and tensor.HasField("raw_data") and not tensor.HasField("segment")
             and tensor.data_location != TensorProto.EXTERNAL):
@@ -68,6 +72,19 @@ def tensor_array(tensor: TensorProto) -> np.ndarray:
         return numpy_helper.to_array(tensor)
     finally:
         tensor.data_type = marker(storage)
+
+
+def _lazy_array(tensor: TensorProto) -> np.ndarray:
+    data = external.tensor_bytes(tensor)
+    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
+    if dtype is not None and _LITTLE_ENDIAN and not tensor.HasField("segment") and data.size % dtype.itemsize == 0:
+        return data.view(dtype).reshape(tensor.dims)  # as np.frombuffer(raw_data) would give it, without the read
+    loaded = TensorProto()  # the tensor as loading it would have made it
+    loaded.CopyFrom(tensor)
+    loaded.ClearField("data_location")
+    del loaded.external_data[:]
+    loaded.raw_data = data.tobytes()
+    return tensor_array(loaded)
 
 
 def mark_tensor(tensor: TensorProto, storage: int) -> None:

@@ -51,9 +51,12 @@ class ReadModel:
 
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,
-               who: str = "") -> ReadModel:
+               who: str = "", *, external_data: bool | str = True) -> ReadModel:
     """Read ``model`` (a path, bytes, a ModelProto, or a ReadModel as returned before) the one shared way.
 
+    ``external_data``: a file's external data read into memory (True), or left in its files, checked alike and
+    read where it lies ("lazy", ``proto.external``: what check, lift and lower do, so that a model of billions
+    of weights never has them all in memory).
     Raises ModelLoadError naming the file (or ``who`` for objects and bytes) and the field at fault.
     """
     if isinstance(model, ReadModel):
@@ -63,7 +66,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     elif isinstance(model, (bytes, bytearray, memoryview)):
         proto, source = load(bytes(model)), "<bytes>"
     elif isinstance(model, (str, os.PathLike)):
-        proto, source = load(model), os.fspath(model)
+        proto, source = load(model, load_external_data=external_data), os.fspath(model)
     else:
         raise QTypesError(f"{who or 'read'}: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
     where = source if not source.startswith("<") else who
