@@ -24,7 +24,7 @@ lift runs on each form; lower on lift's output (typed, parameters by reference).
 Deliver 5): peak memory well below the weight bytes for every command.
 
 Run: python benchmarks/bench_large_model.py [--layers 4] [--hidden 4096] [--intermediate 11008] [--block 32]
-     [--forms matmulnbits qdq] [--commands check show lift lower] [--keep DIR]
+     [--forms matmulnbits qdq] [--commands check show lift lower] [--keep DIR] [--source CHECKOUT]
 """
 
 from __future__ import annotations
@@ -144,10 +144,10 @@ class Run(NamedTuple):
     stderr: str
 
 
-def run(argv: list[str]) -> Run:
+def run(argv: list[str], cwd: str | None = None) -> Run:
     """One process: wall time and peak resident memory (ru_maxrss, its own), exit code."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     stderr = process.stderr.read() if process.stderr else ""
@@ -190,6 +190,9 @@ def main() -> int:
     parser.add_argument("--commands", nargs="+", default=["check", "show", "lift", "lower"],
                         choices=["check", "show", "lift", "lower"])
     parser.add_argument("--keep", metavar="DIR", help="build the models in DIR and keep them (default: a temp dir)")
+    parser.add_argument("--source", metavar="CHECKOUT",
+                        help="run onnx-qtypes from this source checkout (e.g. another commit's worktree, for a before/"
+                             "after comparison; default: the installed package)")
     args = parser.parse_args()
     root = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="bench_large_model."))
     root.mkdir(parents=True, exist_ok=True)
@@ -213,7 +216,7 @@ def main() -> int:
                     print(f"| {form} | {command} | (no {source.name}: lift first) | | | | | | | |", flush=True)
                     continue
                 out = folder / ("lifted.onnx" if command == "lift" else "lowered.onnx")
-                mine = run(ours(command, source, out))
+                mine = run(ours(command, source, out), cwd=args.source)
                 label, argv = peer(command, source, folder / "peer.onnx")
                 theirs = run(argv)
                 for leftover in ("peer.onnx", "peer.onnx.data"):
