@@ -108,13 +108,20 @@ _SPILL: contextvars.ContextVar[pathlib.Path | None] = contextvars.ContextVar("on
 
 
 @contextlib.contextmanager
-def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Path]:
+def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Path | None]:
     """While open, ``spill`` moves large computed tensors into a temporary folder (in ``parent``), removed on
-    leaving: whatever holds those tensors must be written (``save``) before then."""
-    try:
-        made = tempfile.TemporaryDirectory(prefix=".qtypes-spill-", dir=parent)
-    except OSError:  # no such folder, or not ours to write in (a device's, /dev): the system's temporary folder
-        made = tempfile.TemporaryDirectory(prefix=".qtypes-spill-")
+    leaving: whatever holds those tensors must be written (``save``) before then. Where no folder can be made
+    at all, tensors stay in memory (None)."""
+    made = None
+    for where in (parent, None):  # no such folder, or not ours to write in (/dev): the system's temporary folder
+        try:
+            made = tempfile.TemporaryDirectory(prefix=".qtypes-spill-", dir=where)
+            break
+        except OSError:
+            continue
+    if made is None:
+        yield None
+        return
     with made as folder:
         token = _SPILL.set(pathlib.Path(folder))
         try:
