@@ -126,7 +126,7 @@ def lift_model(
     rule, node, tensor and parameter) and is left as it was, instead of the first one being raised; what is
     well formed is lifted. ``check`` reads a QDQ model so.
     """
-    source, where = read_model(model, "lift", external_data="lazy")  # weights stay in their files (proto.external)
+    source, where = read_model(model, "lift")
     try:
         result, declared = _lift(source, _statistics(statistics), tolerant)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
