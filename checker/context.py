@@ -16,11 +16,13 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
 
-from onnx_qtypes.checker import declared_bytes, float_view
+from onnx_qtypes.checker import float_view
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
+from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view, quantized_declarations
 from onnx_qtypes.proto.parameter_references import FIELDS, has_references, listing, read_references
@@ -135,7 +137,9 @@ class ConstantRef:
         if tensor is not None:
             self.dims, self.data_type = tuple(tensor.dims[:]), plain_data_type(tensor.data_type)
             self.marked = self.data_type != tensor.data_type
-            self.external = tensor.data_location == TensorProto.EXTERNAL
+            # external data the reader left unread (a ModelProto given as it is); data left in its file by the
+            # reader (proto.external) is read where it lies, as if loaded
+            self.external = tensor.data_location == TensorProto.EXTERNAL and not is_lazy(tensor)
         else:
             self.dims = (len(onnx.helper.get_attribute_value(attribute)),) \
                 if attribute is not None and attribute.name.endswith("s") else ()
@@ -517,7 +521,9 @@ class Context:
                 array = np.asarray(onnx.helper.get_attribute_value(const.attribute))
             elif not const.external:
                 array = _tensor_to_array(const)
-        self._arrays[key] = array
+        if array is None or array.nbytes < _KEPT_BYTES or const is None or const.tensor is None \
+                or not is_lazy(const.tensor):
+            self._arrays[key] = array  # (a large weight in its file is read again when asked again: never all)
         return array
 
     def is_constant(self, scope: str, name: str) -> bool:
@@ -643,6 +649,7 @@ def _tensor_to_array(const: ConstantRef) -> np.ndarray:
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None
 
 
+_KEPT_BYTES = 16 << 20  # constant_array keeps arrays below this; larger ones read from their file are not kept
 _RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
     TensorProto.INT8: np.dtype("i1"), TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"),
     TensorProto.UINT16: np.dtype("<u2"), TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8"),

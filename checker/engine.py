@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -25,7 +26,7 @@ def as_model(model: Any) -> ReadModel:
     """``model`` read the one shared way (``proto.reader``): sorted, names and tensor sizes checked."""
     if not isinstance(model, (ReadModel, ModelProto, bytes, bytearray, memoryview, str, os.PathLike)):
         raise QTypesError(f"checker: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
-    return read_model(model, "checker")
+    return read_model(model, "checker", external_data="lazy")  # weights read where they lie, one at a time
 
 
 def in_read_file(d: Diagnostic, read: ReadModel) -> Diagnostic:
@@ -62,6 +63,18 @@ class _CollectorPause:
         if self.paused and self.was_enabled:
             gc.enable()
         self.paused = False
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cycle collector paused for a whole computation that hands nothing over until it ends (``diagnose``:
+    the in-memory lift, then the checker), as ``_CollectorPause`` says why."""
+    collector = _CollectorPause()
+    collector.pause()
+    try:
+        yield
+    finally:
+        collector.resume()
 
 
 def iter_diagnostics(

@@ -3,7 +3,8 @@
 The float view is the model a stock ONNX tool understands: every quantized
 tensor takes its expressed type (the main graph's value_info is left out:
 declarations are read from the typed model, inference fills the gaps), quantized initializers become graph inputs
-of that type (their integers carry no shape information), and the boundary
+of that type (their integers carry no shape information), so do initializers whose data the reader left in
+their files (parameters by reference of a large model), and the boundary
 ops whose integer side is quantized (QuantizeLinear / DequantizeLinear)
 become Identity — in the float view they map a real value to itself.
 Shapes are then inferred by onnx.shape_inference, never by hand.
@@ -19,9 +20,10 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-from onnx_qtypes.checker import declared_bytes
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto import iter_graphs
 from onnx_qtypes.proto.encoding import unmark_tensor
+from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, EXPRESSED_TYPES
 
@@ -88,7 +90,12 @@ def build(ctx: Context) -> ModelProto:
     new_input = _InputMaker(graph)
     for init in ctx.initializers:
         qtype = ctx.qtype("", init.name)
-        if qtype is None:
+        if qtype is None and is_lazy(init.tensor):
+            # data left in its file by the reader (its location is relative to a folder onnx.checker does not
+            # know): the view gets an input of its type and shape, as it gets for a quantized initializer
+            if init.name not in inputs:
+                new_input(init.name, init.data_type, init.dims)
+        elif qtype is None:
             graph.initializer.append(init.tensor)
             unmark_tensor(graph.initializer[-1])  # a boundary zero point: the view reads its storage type
         elif init.name not in inputs:

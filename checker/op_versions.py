@@ -156,8 +156,8 @@ def file_problems(model: ModelProto) -> Iterator[tuple[str, NodeProto, Problem]]
             inputs, outputs = node.input[:], node.output[:]
             opset = opset_of(node, opsets)
             scale = (inputs if node.op_type != "DynamicQuantizeLinear" else outputs)[1:2]
-            signature = (node.op_type, opset, tuple(a.name for a in node.attribute),
-                         tuple(types.get(i) for i in inputs), tuple(types.get(o) for o in outputs),
+            signature = (node.op_type, opset, tuple([a.name for a in node.attribute]),
+                         tuple(map(types.get, inputs)), tuple(map(types.get, outputs)),
                          bool(scale) and (counts.get(scale[0]) or 0) > 1)
             if signature in clean:
                 continue
@@ -186,7 +186,8 @@ def _file_types(graph: GraphProto) -> tuple[dict[str, int], dict[str, int]]:
         if tensor_type.HasField("shape") and None not in dims:
             counts[vi.name] = math.prod(dims)
     for tensor in graph.initializer:
-        types[tensor.name], counts[tensor.name] = plain_data_type(tensor.data_type), math.prod(tensor.dims)
+        name, data_type = tensor.name, tensor.data_type
+        types[name], counts[name] = plain_data_type(data_type), math.prod(tensor.dims[:])
     for node in graph.node:
         if node.op_type == "Constant" and node.output:
             for attribute in node.attribute:

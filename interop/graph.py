@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 
@@ -29,6 +30,7 @@ PASSED_CONSTANT_OPS = ("Identity", "Cast")  # a constant through these is still 
 _CASTABLE = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8,
                        TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32, TensorProto.INT64})
 _CAST_LIMIT = 1 << 16  # parameters, not weights: a Cast of a large constant is left to the runtime
+_C = onnx.shape_inference.C  # onnx.shape_inference.infer_shapes' own binding: serialized model in, serialized model out
 ORIGIN_KEY = "onnx_qtypes.lift.origin"  # on a main-graph node while the lift runs: its position in the file
 
 
@@ -69,13 +71,50 @@ class Inferred:
     shapes: dict[str, tuple[int | None, ...]]
 
 
-def infer(model: ModelProto) -> Inferred:
-    """Element types and shapes of every tensor onnx.shape_inference can type."""
+def infer(model: ModelProto, *, initializers: bool = True) -> Inferred:
+    """Element types and shapes of every tensor onnx.shape_inference can type.
+
+    onnx.shape_inference.infer_shapes, with the inferred model read back as its main graph's declarations only
+    (``declared_bytes.main_graph``): the same answers as ``declared_types`` of the inferred graph, without
+    turning its nodes and initializers into messages again. ``initializers`` False leaves the initializers'
+    own types out (a GraphIndex of ``model.graph`` states them itself; a declaration of the same name, which
+    they would hide, is then in the result, and the index hides it).
+    """
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        inferred = _C.infer_shapes(model.SerializeToString(), False, False, False)  # check_type, strict, data_prop
+        lists = declared_bytes.main_graph(inferred)
     except Exception:  # an inference failure only costs us shapes, never correctness
-        inferred = model
-    return declared_types(inferred.graph)
+        return declared_types(model.graph)
+    elem_types: dict[str, int] = {}
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for init in model.graph.initializer if initializers else ():  # inference leaves the initializers as they are
+        elem_types[init.name] = init.data_type
+        shapes[init.name] = tuple(init.dims)
+    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # most declarations share a type
+    for kind in ("input", "output", "value_info"):
+        for name, type_bytes in lists[kind]:
+            found = read.get(type_bytes, read)
+            if found is read:
+                found = read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
+            if found is None:
+                continue
+            elem_type, shape = found
+            if elem_type and name not in elem_types:
+                elem_types[name] = elem_type
+            if shape is not None and name not in shapes:
+                shapes[name] = shape
+    return Inferred(elem_types, shapes)
+
+
+def _tensor_type(type_proto: onnx.TypeProto) -> tuple[int, tuple[int | None, ...] | None] | None:
+    """(elem_type, shape or None) of a tensor type, as ``declared_types`` reads it; None for other types."""
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor_type = type_proto.tensor_type
+    shape = None
+    if tensor_type.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+    return tensor_type.elem_type, shape
 
 
 def declared_types(graph: GraphProto) -> Inferred:
@@ -115,25 +154,28 @@ class GraphIndex:
         self.consumers: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.outer_refs: set[str] = set()
         self._constant_nodes: dict[str, NodeProto] = {}
-        for i, node in enumerate(self.nodes):
-            for j, name in enumerate(node.input):
+        consumers, producer = self.consumers, self.producer
+        for i, node in enumerate(self.nodes):  # (the loop every lift step pays for: protobuf read once per field)
+            for j, name in enumerate(node.input[:]):
                 if name:
-                    self.consumers[name].append((i, j))
-            for name in node.output:
+                    consumers[name].append((i, j))
+            outputs = node.output[:]
+            for name in outputs:
                 if name:
-                    self.producer[name] = i
-            if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
-                self._constant_nodes[node.output[0]] = node
-            if has_subgraph(node):
+                    producer[name] = i
+            if outputs and node.op_type == "Constant" and node.domain in STANDARD_DOMAINS:
+                self._constant_nodes[outputs[0]] = node
+            if node.attribute and has_subgraph(node):
                 self.outer_refs.update(_subgraph_names(node))
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
         for name, init in self.initializers.items():
             self.elem_types[name] = plain_data_type(init.data_type)
-            self.shapes[name] = tuple(init.dims)
+            self.shapes[name] = tuple(init.dims[:])
         self._arrays: dict[str, np.ndarray | None] = {}
         self._derived: dict[str, TensorProto | None] = {}
         self._tensor_names: set[str] | None = None
+        self.memo: dict[tuple, object] = {}  # answers that depend only on this graph, shared by the steps reading it
 
     # -- constants
     def constant_tensor(self, name: str) -> TensorProto | None:

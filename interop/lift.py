@@ -29,7 +29,7 @@ from onnx_qtypes.interop import left, metadata, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
-from onnx_qtypes.interop.expand import expand
+from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
                                       replace_nodes)
@@ -43,7 +43,8 @@ from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
-from onnx_qtypes.proto.encoding import to_wire_form
+from onnx_qtypes.proto.encoding import marker, to_wire_form
+from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType
@@ -128,8 +129,12 @@ def lift_model(
     """
     source, where = read_model(model, "lift")
     try:
-        result = _lift(source, _statistics(statistics), tolerant)
-        to_wire_form(result.model)  # the typed model carries the fail-closed markers
+        result, declared = _lift(source, _statistics(statistics), tolerant)
+        # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
+        # unless a name is declared twice: then which of them is typed is for each declaration to say)
+        graph = result.model.graph
+        names = [vi.name for vi in (*graph.input, *graph.output, *graph.value_info)]
+        to_wire_form(result.model, main_graph_storage=declared if len(set(names)) == len(names) else None)
         return result
     except MalformedQDQError as exc:
         if where:
@@ -141,23 +146,25 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False) -> LiftResult:
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False
+          ) -> tuple[LiftResult, dict[str, int] | None]:
+    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
     result = LiftResult(model)
     if quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
-        return result
+        return result, None
     left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
-        _lift_body(model, stats, tolerant, result, reasons)
-        result.left = left.collect(model.graph, set(quantized_tensors(model)), {**_named(result.warnings), **reasons})
+        typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
+        result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
         left.strip(model.graph)
     if result.left:
         result.notes.append(left.summary(result.left))
     elif not result.warnings and not result.typed_tensors and not result.statistics:
         result.notes.append("the model has no quantization; it lifts to itself")
-    return result
+    return result, typed
 
 
 _NAMED = re.compile(r"^(?:[\w.]+ )?(?:'.*' )?\(/graph/node/(\d+)\): (.*?)(?:; left as it was)?$", re.S)
@@ -173,7 +180,8 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
-               reasons: dict[int, str]) -> None:
+               reasons: dict[int, str]) -> dict[str, int]:
+    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types."""
     result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
@@ -194,7 +202,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
-    ix = GraphIndex(graph, infer(model), opset=default_opset(model))
+    ix = GraphIndex(graph, infer(model, initializers=False), opset=default_opset(model))
     left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
     reasons.update((left.origin(ix.nodes[i]), why) for i, why in integer.left if left.origin(ix.nodes[i]) is not None)
     rec = recognise(ix, tolerant)
@@ -208,13 +216,16 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
         _attach_float_statistics(graph, stats, result)
-        return
+        return {}
     expanded = expand(ix, rec)
     parameter_names = (_parameter_names(ix) | {t.name for t in expanded.initializers} | clip_bounds | dynamic.parameters
                        | narrowed.unread)
-    replace_nodes(graph, expanded.nodes)
-    graph.initializer.extend(expanded.initializers)
-    work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
+    if _unchanged(expanded, ix):  # plain QDQ: nothing was expanded, the index of the graph still holds
+        work = ix
+    else:
+        replace_nodes(graph, expanded.nodes)
+        graph.initializer.extend(expanded.initializers)
+        work = GraphIndex(graph, infer(model) if expanded.qlinear or expanded.synthetic else _reuse(ix))
     folded = fold(work, expanded.roles, expanded.keep_output_name, rec.types)
     folded.aliases.update(expanded.synthetic)
     replace_nodes(graph, folded.nodes)
@@ -224,7 +235,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     types = _restore_declared(types, folded, declared, result)
     types = _narrow(types, folded, narrowed.ranges)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
-    _declare(graph, final, work, types, folded, targets)
+    declared = _declare(graph, final, work, types, folded, targets)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
     _drop_unused(model, final, parameter_names - named)
 
@@ -234,6 +245,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
+    return declared
 
 
 def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
@@ -251,6 +263,12 @@ def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int
 
 def _reuse(ix: GraphIndex) -> Inferred:
     return Inferred(ix.elem_types, ix.shapes)
+
+
+def _unchanged(expanded: Expanded, ix: GraphIndex) -> bool:
+    """Whether ``expand`` kept every node of the indexed graph as it was (and added no parameters)."""
+    return (not expanded.initializers and len(expanded.nodes) == len(ix.nodes)
+            and all(a is b for a, b in zip(expanded.nodes, ix.nodes)))
 
 
 def _subgraph_warnings(model: ModelProto) -> list[str]:
@@ -438,8 +456,9 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
-) -> None:
-    """Typed declarations for quantized tensors, statistics, and no stale entries."""
+) -> dict[str, int]:
+    """Typed declarations for quantized tensors, statistics, and no stale entries; returns the tensors declared
+    quantized, with their storage data types."""
     names = final.tensor_names()
     interface = {vi.name: vi for vi in (*graph.input, *graph.output)}
     kept = [_copy(vi) for vi in graph.value_info if vi.name in names and vi.name not in types and vi.name not in interface]
@@ -449,12 +468,15 @@ def _declare(
     for vi in _declarations(graph):
         metadata.strip(vi)
     order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
+    declared: dict[str, int] = {}
+    shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
-        vi = graph.value_info.add()
-        vi.CopyFrom(_typed_value_info(name, types[name], work, folded, docs.get(name, "")))
+        _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes)
+        declared[name] = types[name].storage_type.data_type
     for name, vi in interface.items():
         if name in types:
             write_qtype(vi, types[name])
+            declared[name] = types[name].storage_type.data_type
     by_name = {vi.name: vi for vi in _declarations(graph)}
     for name, stats in statistics.items():
         vi = by_name.get(name)
@@ -465,8 +487,10 @@ def _declare(
         _fits_statistics(name, stats, _shape(name, work, folded) or static_shape(vi))
         if name in types:
             write_qtype(vi, types[name].with_statistics(stats))
+            declared[name] = types[name].storage_type.data_type
         elif vi.type.tensor_type.elem_type != TensorProto.UNDEFINED:
             write_statistics(vi, stats)
+    return declared
 
 
 def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...] | None:
@@ -477,11 +501,23 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
     return None
 
 
-def _typed_value_info(name: str, qtype: QType, work: GraphIndex, folded: Folded, doc: str) -> ValueInfoProto:
-    shape = _shape(name, work, folded)
-    vi = helper.make_tensor_value_info(name, qtype.storage_type.data_type, None if shape is None else list(shape), doc)
-    write_qtype(vi, qtype)
-    return vi
+def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
+                          shapes: dict[tuple[int | None, ...] | None, bytes]) -> None:
+    """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
+    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization)."""
+    if shape not in shapes:
+        made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
+        shapes[shape] = made.shape.SerializeToString()
+    view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=qtype.to_proto())
+    if shape is not None:
+        view.shape = shapes[shape]
+    if qtype.statistics is not None:
+        view.statistics.CopyFrom(qtype.statistics.to_proto())
+    vi = graph.value_info.add()
+    vi.name = name
+    if doc:
+        vi.doc_string = doc
+    vi.type.tensor_type.MergeFromString(view.SerializeToString())
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:

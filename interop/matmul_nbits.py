@@ -32,6 +32,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
+from onnx_qtypes.proto.external import spill
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
 OP = "MatMulNBits"
@@ -210,6 +211,7 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
         zp_name = names.fresh(f"{weight}_zero_point")
         made.append(numpy_helper.from_array(np.ascontiguousarray(zero_points.T).astype(storage.np_dtype), zp_name))
         dq_inputs.append(zp_name)
+    spill(made[0])  # out of memory into the command's spill folder, if one is open: a model of many such weights
     ix.graph.initializer.extend(made)
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
     dq = metadata.mark_inserted(helper.make_node("DequantizeLinear", dq_inputs, [dequantized], axis=0, block_size=block,

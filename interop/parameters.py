@@ -16,12 +16,13 @@ sorts what it cannot turn into two kinds:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnx import TensorProto
 
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex
-from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.encoding import stored_outside_type
 from onnx_qtypes.proto.parameter_layout import block_count
 from onnx_qtypes.proto.qtype import QType
@@ -71,7 +72,13 @@ def read_parameters(
     type (QuantizeLinear's input, DequantizeLinear's output_dtype), the expressed type when the scale is
     FLOAT8E8M0 (a microscaling block scale, opset 24), which is not one.
     """
-    where = f"{ix.label(node_index)}, tensor {data!r}"
+    scales = ix.constant(scale)
+    if scales is not None:
+        key = _key(ix, data, scale, scales, zero_point, axis, block_size, storage, data_type, real_type)
+        known = ix.memo.get(key)
+        if known is not None:  # the same parameters read before (a QuantizeLinear's DequantizeLinear): one object
+            return known
+    where = _Where(ix, node_index, data)
 
     def at(rule: str, parameter: str | None) -> dict:
         """What a MalformedQDQError says besides its message: the rule it breaks, the node, the tensor and the
@@ -79,7 +86,6 @@ def read_parameters(
         named = {"scale": scale, "zero_point": zero_point}.get(parameter or "", parameter)
         return {"rule": rule, "node": node_index, "tensor": data, "parameter": named}
 
-    scales = ix.constant(scale)
     if scales is None:
         raise Unrecognized(
             f"{where}: scale {scale!r} is not a constant (a graph input, or computed at run time), "
@@ -96,7 +102,36 @@ def read_parameters(
     if found:
         raise _joined(found)
     assert qtype is not None
+    ix.memo[key] = qtype
     return qtype
+
+
+class _Where:
+    """How a message names node ``node_index`` and tensor ``data``, formatted only when a message is made."""
+
+    __slots__ = ("data", "ix", "node_index")
+
+    def __init__(self, ix: GraphIndex, node_index: int, data: str) -> None:
+        self.ix, self.node_index, self.data = ix, node_index, data
+
+    def __str__(self) -> str:
+        return f"{self.ix.label(self.node_index)}, tensor {self.data!r}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _key(ix: GraphIndex, data: str, scale: str, scales: np.ndarray, zero_point: str | None, axis: int | None,
+         block_size: int, storage: int | None, data_type: int | None, real_type: int | None) -> tuple:
+    """What read_parameters' QType depends on. The tensor's shape and axis only count when the scale is not a
+    single value, the tensor itself only when the type may name its parameter initializers (by reference),
+    ``storage`` only without a zero point (the zero point's type is the storage then), ``real_type`` only for a
+    FLOAT8E8M0 scale."""
+    single = scales.size == 1 and scales.ndim <= 1 and not block_size
+    return ("parameters", scale, zero_point, block_size, None if zero_point else storage, data_type,
+            real_type if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 else None,
+            None if single else (axis, ix.shape(data)),
+            data if scales.size > REFERENCE_THRESHOLD else None)
 
 
 def _joined(found: list[MalformedQDQError]) -> MalformedQDQError:
@@ -153,22 +188,24 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
         found.append(exc)
         axis_ = granular = None
     scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
-    bad = next((v for v in scale_values if scale_problem(v)), None)
+    fine = all(map(math.isfinite, scale_values)) and 0.0 not in scale_values  # scale_problem's test, in C loops
+    bad = None if fine else next((v for v in scale_values if scale_problem(v)), None)
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
         found.append(MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale)))
     if found:
         return None
     zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
-    kwargs = dict(axis=axis_, block_size=granular, expressed=expressed)
+    schema = Schema.ASYMMETRIC
     if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any(zp_values):
-        kwargs["schema"] = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
+        schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
+    scale_tensor = zero_point_tensor = None
     if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
-        kwargs.update(scale_tensor=_own_initializer(ix, scale, data),
-                      zero_point_tensor=_own_initializer(ix, zero_point, data) if zero_point else None)
-    try:
-        return QType(storage, scale_values, zp_values, **kwargs)
-    except QTypeError:  # e.g. a zero point outside a narrowed range: typed as written, the checker reports it
-        return QType(storage, scale_values, zp_values, **kwargs, validate=False)
+        scale_tensor = _own_initializer(ix, scale, data)
+        zero_point_tensor = _own_initializer(ix, zero_point, data) if zero_point else None
+    # Unvalidated: the fields are the same either way (a zero point outside a narrowed range is typed as written,
+    # and the checker reports it), and the values were judged above.
+    return QType.from_values(STORAGE_BY_DATA_TYPE[storage], scale_values, zp_values, axis_, granular,
+                             EXPRESSED_BY_DATA_TYPE[expressed], schema, scale_tensor, zero_point_tensor)
 
 
 def _granularity(where: str, scale: str, scales: np.ndarray, zero_point: str | None, zero_points: np.ndarray | None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 from onnx import NodeProto
@@ -30,11 +31,11 @@ from onnx_qtypes.interop.qoperator import Context, Spec, looks_quantized, operan
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
+_QDQ = ("QuantizeLinear", "DequantizeLinear")
 
 
-@dataclasses.dataclass(frozen=True)
-class Evidence:
-    """Node ``node`` writes or reads integer tensor ``tensor`` as ``qtype``."""
+class Evidence(NamedTuple):
+    """Node ``node`` writes or reads integer tensor ``tensor`` as ``qtype`` (a tuple: made once per Q / DQ node)."""
 
     tensor: str
     qtype: QType
@@ -76,37 +77,39 @@ def _input(node: NodeProto, position: int) -> str | None:
     return node.input[position] if len(node.input) > position and node.input[position] else None
 
 
-def _qdq(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp:
-    attrs = attributes(node)
-    if not node.input or not node.input[0]:
+def _qdq(ix: GraphIndex, i: int, node: NodeProto, quantize: bool) -> QuantOp:
+    """A QuantizeLinear (``quantize``) or DequantizeLinear node's evidence (its fields read once: thousands of them)."""
+    inputs, outputs = node.input[:], node.output[:]
+    attrs = attributes(node) if node.attribute else {}
+    if not inputs or not inputs[0]:
         raise Unrecognized(f"{ix.label(i)}: no data input")
-    if len(node.input) < 2 or not node.input[1]:
+    if len(inputs) < 2 or not inputs[1]:
         raise Unrecognized(f"{ix.label(i)}: no scale input")
-    if not node.output or not node.output[0]:
+    if not outputs or not outputs[0]:
         raise Unrecognized(f"{ix.label(i)}: no output")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
-    data = node.output[0] if is_quantize(node) else node.input[0]
+    data = outputs[0] if quantize else inputs[0]
     axis = _int_attribute(ix, i, attrs, "axis", 1, data, "QT108")
     block = _int_attribute(ix, i, attrs, "block_size", 0, data, "QT110")
-    zp = _input(node, 2)
-    if is_quantize(node):
+    zp = inputs[2] if len(inputs) > 2 and inputs[2] else None
+    if quantize:
         storage = _int_attribute(ix, i, attrs, "output_dtype", 0, data, "QT305") or None
         if zp and storage and ix.constant_dtype(zp) not in (None, storage):
             raise MalformedQDQError(f"{ix.label(i)}: output_dtype {storage} differs from the zero point's type",
                                     rule="QT305", node=i, tensor=node.output[0], parameter="output_dtype")
         if not zp and storage is None:
             storage = 2  # UINT8, QuantizeLinear's default output type
-        qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=storage,
-                                data_type=ix.elem_type(data), real_type=ix.elem_type(node.input[0]))
+        qtype = read_parameters(ix, i, data, inputs[1], zp, axis=axis, block_size=block, storage=storage,
+                                data_type=ix.elem_type(data), real_type=ix.elem_type(inputs[0]))
         if qtype.storage_type.is_float and attrs.get("saturate", 1) == 0:  # checker: QT123
             raise Unrecognized(f"{ix.label(i)}: saturate=0 turns values beyond {qtype.storage}'s largest finite "
                                "one into NaN or infinity; a quantized type saturates")
-        return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", node.op_type, bool(zp))])
-    data = node.input[0]
-    qtype = read_parameters(ix, i, data, node.input[1], zp, axis=axis, block_size=block, storage=ix.elem_type(data),
-                            data_type=ix.elem_type(data), real_type=attrs.get("output_dtype") or None)
-    return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", node.op_type, bool(zp))])
+        return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", "QuantizeLinear", bool(zp))])
+    data_type = ix.elem_type(data)
+    qtype = read_parameters(ix, i, data, inputs[1], zp, axis=axis, block_size=block, storage=data_type,
+                            data_type=data_type, real_type=attrs.get("output_dtype") or None)
+    return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", "DequantizeLinear", bool(zp))])
 
 
 def _int_attribute(ix: GraphIndex, i: int, attrs: dict, name: str, default: int, tensor: str, rule: str) -> int:
@@ -198,8 +201,9 @@ def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType])
 
 def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
     """The quantization role of one node, None for an ordinary float op; Unrecognized when it cannot be typed."""
-    if is_quantize(node) or is_dequantize(node):
-        return _qdq(ix, i, node)
+    op_type = node.op_type
+    if op_type in _QDQ and node.domain in QDQ_DOMAINS:
+        return _qdq(ix, i, node, op_type == "QuantizeLinear")
     spec = spec_for(node)
     if spec is not None:
         return _qlinear(ix, i, node, spec)

@@ -12,15 +12,17 @@ from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.names import first_non_utf8_string, not_utf8_error
 
 
-def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes, who: str) -> tuple[ModelProto, str]:
+def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes, who: str, *,
+               external_data: bool | str = True) -> tuple[ModelProto, str]:
     """A private copy of ``model`` and the path it came from ("" for objects and bytes).
 
     Refuses (QTypesError naming the field) a model with a string field that
     is not UTF-8: every name lift and lower read or write is a ``str``.
+    ``external_data``: as ``proto.reader.read_model`` takes it ("lazy": the weights stay in their files).
     """
     if not isinstance(model, (ReadModel, ModelProto, str, os.PathLike, bytes, bytearray, memoryview)):
         raise QTypesError(f"{who}: expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
-    read = read_model_once(model, who)  # the one shared reader (a ReadModel: read already), as every command
+    read = read_model_once(model, who, external_data=external_data)  # the one shared reader, as every command
     source, where = read.model, read.path
     if source is model or isinstance(model, ReadModel):  # the caller's object: lift and lower change a copy
         source = ModelProto()

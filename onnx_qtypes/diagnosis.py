@@ -19,6 +19,7 @@ subgraph. The user's file is never written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -28,7 +29,7 @@ from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.op_versions import file_problems
-from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, in_file, in_read_file
+from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex, declared_types
 from onnx_qtypes.interop.left import summary as summary_of_left
@@ -37,7 +38,8 @@ from onnx_qtypes.interop.qoperator import operands, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
-from onnx_qtypes.proto.model import read_view
+from onnx_qtypes.proto.external import spill_folder
+from onnx_qtypes.proto.model import may_declare_extension, read_view
 from onnx_qtypes.proto.reader import ReadModel
 
 ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
@@ -64,11 +66,14 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
     Raises QTypesError when the model cannot be read (not a finding).
     """
-    read = as_model(model)
-    try:
-        found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
-    except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
-        raise in_file(exc, read.source) from None
+    # tens of thousands of small objects and no cycles (checker.engine); weights the in-memory lift computes
+    # (MatMulNBits repacked) wait in a temporary folder while they are checked
+    with collector_paused(), spill_folder():
+        read = as_model(model)
+        try:
+            found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
+        except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
+            raise in_file(exc, read.source) from None
     if read.orders:  # a graph the reader sorted: every place back where the file has it
         found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics))
     return found
@@ -193,6 +198,8 @@ def _inferred(model: ModelProto) -> ModelProto:
 
 def _is_typed(model: ModelProto) -> bool:
     """True when any declaration carries the extension (a quantized type or statistics), even a malformed one."""
+    if not may_declare_extension(model, functions=True):
+        return False
     for decl in iter_declarations(model):
         if decl.value_info.type.WhichOneof("value") != "tensor_type":
             continue
@@ -253,28 +260,58 @@ class _Locator:
 
     def __init__(self, original: ModelProto, lifted: ModelProto | None, *, graph: GraphProto | None = None,
                  root: str = "/graph") -> None:
-        graph = original.graph if graph is None else graph
+        # The maps below are built on the first finding to place (a clean model has none); neither model changes
+        # while it is checked.
+        self.graph = original.graph if graph is None else graph
         self.root = root
-        self.nodes = list(graph.node)
-        lifted_graph = GraphProto() if lifted is None else lifted.graph
-        self.lifted_nodes = list(lifted_graph.node)
-        self.lifted_declarations = {
-            kind: [vi.name for vi in getattr(lifted_graph, kind)] for kind in ("input", "output", "value_info")
-        }
-        self.lifted_initializers = [t.name for t in lifted_graph.initializer]
-        self.declarations: dict[str, str] = {}
+        self.lifted_graph = GraphProto() if lifted is None else lifted.graph
+
+    @functools.cached_property
+    def nodes(self) -> list[NodeProto]:
+        return list(self.graph.node)
+
+    @functools.cached_property
+    def lifted_nodes(self) -> list[NodeProto]:
+        return list(self.lifted_graph.node)
+
+    @functools.cached_property
+    def lifted_declarations(self) -> dict[str, list[str]]:
+        return {kind: [vi.name for vi in getattr(self.lifted_graph, kind)] for kind in ("input", "output", "value_info")}
+
+    @functools.cached_property
+    def lifted_initializers(self) -> list[str]:
+        return [t.name for t in self.lifted_graph.initializer]
+
+    @functools.cached_property
+    def declarations(self) -> dict[str, str]:
+        declarations: dict[str, str] = {}
         for kind in ("value_info", "output", "input"):  # the interface wins
-            for k, vi in enumerate(getattr(graph, kind)):
-                self.declarations[vi.name] = f"{root}/{kind}/{k}"
-        self.initializers = {t.name: f"{root}/initializer/{k}" for k, t in enumerate(graph.initializer)}
-        self.producer = {name: i for i, n in enumerate(self.nodes) for name in n.output if name}
-        self.names = set(self.producer) | set(self.initializers) | set(self.declarations)
-        self.names.update(name for n in self.nodes for name in n.input if name)
-        # tensor -> nodes that apply its parameters: its QuantizeLinear first, then readers
-        self.appliers: dict[str, list[int]] = {}
+            for k, vi in enumerate(getattr(self.graph, kind)):
+                declarations[vi.name] = f"{self.root}/{kind}/{k}"
+        return declarations
+
+    @functools.cached_property
+    def initializers(self) -> dict[str, str]:
+        return {t.name: f"{self.root}/initializer/{k}" for k, t in enumerate(self.graph.initializer)}
+
+    @functools.cached_property
+    def producer(self) -> dict[str, int]:
+        return {name: i for i, n in enumerate(self.nodes) for name in n.output if name}
+
+    @functools.cached_property
+    def names(self) -> set[str]:
+        names = set(self.producer) | set(self.initializers) | set(self.declarations)
+        names.update(name for n in self.nodes for name in n.input if name)
+        return names
+
+    @functools.cached_property
+    def appliers(self) -> dict[str, list[int]]:
+        """Tensor -> the nodes that apply its parameters: its QuantizeLinear first, then readers."""
+        appliers: dict[str, list[int]] = {}
         for i, node in enumerate(self.nodes):
             for name in self._parameterized(node):
-                self.appliers.setdefault(name, []).append(i)
+                appliers.setdefault(name, []).append(i)
+        return appliers
 
     @staticmethod
     def _parameterized(node: NodeProto) -> list[str]:

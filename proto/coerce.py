@@ -14,6 +14,8 @@ from onnx_qtypes.proto.errors import QTypeError
 
 def is_int(value: object) -> bool:
     # bool is an int subclass and 3.0 hashes like 3: dict lookups alone would take True for FLOAT, 3.0 for INT8
+    if type(value) is int:  # the common case, without the abstract base class's slower test
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 

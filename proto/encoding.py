@@ -15,11 +15,14 @@ markers replaced by the storage types, declarations by UNDEFINED.
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Iterator
 
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
+from onnx_qtypes.proto import external
 from onnx_qtypes.proto.parameter_tensors import unique_name
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 
@@ -44,8 +47,23 @@ def plain_data_type(value: int) -> int:
     return value if storage is None else storage
 
 
+# Byte-aligned types whose raw_data numpy reads as it is: what numpy_helper.to_array returns for them, without its
+# per-call dtype lookups (thousands of scales and zero points per model).
+_RAW_DTYPES = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"), TensorProto.INT8: np.dtype("i1"),
+               TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"), TensorProto.UINT16: np.dtype("<u2"),
+               TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8")}
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
 def tensor_array(tensor: TensorProto) -> np.ndarray:
-    """numpy_helper.to_array, reading a marked tensor as its storage type."""
+    """numpy_helper.to_array, reading a marked tensor as its storage type, and a tensor left in its external file
+    (``proto.external``) where it lies: byte-aligned types mapped from the file, others read as once loaded."""
+    if external.is_lazy(tensor):
+        return _lazy_array(tensor)
+    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
+    if (dtype is not None and _LITTLE_ENDIAN and tensor.HasField("raw_data") and not tensor.HasField("segment")
+            and tensor.data_location != TensorProto.EXTERNAL):
+        return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(tensor.dims)
     storage = marked_storage(tensor.data_type)
     if storage is None:
         return numpy_helper.to_array(tensor)
@@ -54,6 +72,19 @@ def tensor_array(tensor: TensorProto) -> np.ndarray:
         return numpy_helper.to_array(tensor)
     finally:
         tensor.data_type = marker(storage)
+
+
+def _lazy_array(tensor: TensorProto) -> np.ndarray:
+    data = external.tensor_bytes(tensor)
+    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
+    if dtype is not None and _LITTLE_ENDIAN and not tensor.HasField("segment") and data.size % dtype.itemsize == 0:
+        return data.view(dtype).reshape(tensor.dims)  # as np.frombuffer(raw_data) would give it, without the read
+    loaded = TensorProto()  # the tensor as loading it would have made it
+    loaded.CopyFrom(tensor)
+    loaded.ClearField("data_location")
+    del loaded.external_data[:]
+    loaded.raw_data = data.tobytes()
+    return tensor_array(loaded)
 
 
 def mark_tensor(tensor: TensorProto, storage: int) -> None:
@@ -126,24 +157,33 @@ def _constants(graph: GraphProto | object) -> dict[str, TensorProto]:
     return found
 
 
-def to_wire_form(model: ModelProto, names: set[str] | None = None) -> ModelProto:
+def to_wire_form(model: ModelProto, names: set[str] | None = None, *,
+                 main_graph_storage: dict[str, int] | None = None) -> ModelProto:
     """Mark every quantized tensor of ``model`` in place (idempotent): declarations, constants and the zero
     points of boundary QuantizeLinear / DequantizeLinear nodes; a boundary QuantizeLinear without a zero point
     gets one (all zeros, marked) instead of ``output_dtype``. ``names``: only these tensors (set_qtype's).
+    ``main_graph_storage``: the storage data type of every tensor the main graph's own declarations type (each
+    name declared once there), when the caller wrote them (the lift), so that they are not decoded again; None:
+    each declaration is read.
     Returns ``model``."""
-    _wire_changes(model, apply=True, names=names)
+    _wire_changes(model, apply=True, names=names, main_graph_storage=main_graph_storage)
     return model
 
 
-def _wire_changes(model: ModelProto, apply: bool, names: set[str] | None = None) -> int:
+def _wire_changes(model: ModelProto, apply: bool, names: set[str] | None = None,
+                  main_graph_storage: dict[str, int] | None = None) -> int:
     """How many tensors ``to_wire_form`` marks (or, with ``apply``, marked)."""
     changes = 0
-    for graphs, declarations in _scopes(model):
+    graph = model.graph
+    for s, (graphs, declarations) in enumerate(_scopes(model)):
+        # the first scope lists the main graph's own declarations first: those the caller says
+        known = len(graph.input) + len(graph.output) + len(graph.value_info) \
+            if s == 0 and main_graph_storage is not None else 0
         storage: dict[str, int] = {}
-        for vi in declarations:
+        for k, vi in enumerate(declarations):
             if names is not None and vi.name not in names:
                 continue
-            found = _storage_of(vi)
+            found = main_graph_storage.get(vi.name) if k < known else _storage_of(vi)  # type: ignore[union-attr]
             if found is not None:
                 storage.setdefault(vi.name, found)
                 if vi.type.tensor_type.elem_type != marker(found):
@@ -155,21 +195,36 @@ def _wire_changes(model: ModelProto, apply: bool, names: set[str] | None = None)
         constants: dict[str, TensorProto] = {}
         for graph in graphs:
             constants.update(_constants(graph))
-        readers: dict[str, list[NodeProto]] = {}
-        for graph in graphs:
-            for node in graph.node:  # type: ignore[attr-defined]
-                for name in node.input:
-                    readers.setdefault(name, []).append(node)
         for name, tensor in constants.items():
             if name in storage and tensor.data_type == storage[name]:
                 changes += 1
                 if apply:
                     mark_tensor(tensor, storage[name])
-        taken = _names_in(graphs)  # a zero point's marked copy needs a name no tensor of the scope has
+        scope = _Scope(graphs)
         for graph in graphs:
             for node in list(graph.node):  # type: ignore[attr-defined]
-                changes += _mark_boundary(graph, node, storage, constants, readers, apply, taken)
+                changes += _mark_boundary(graph, node, storage, constants, scope, apply)
     return changes
+
+
+class _Scope:
+    """The readers of every name of one scope, and every name in use, built when a boundary node asks."""
+
+    def __init__(self, graphs: list) -> None:
+        self.graphs = graphs
+
+    @functools.cached_property
+    def readers(self) -> dict[str, list[NodeProto]]:
+        readers: dict[str, list[NodeProto]] = {}
+        for graph in self.graphs:
+            for node in graph.node:  # type: ignore[attr-defined]
+                for name in node.input:
+                    readers.setdefault(name, []).append(node)
+        return readers
+
+    @functools.cached_property
+    def taken(self) -> set[str]:
+        return _names_in(self.graphs)  # a zero point's marked copy needs a name no tensor of the scope has
 
 
 def _names_in(graphs: list) -> set[str]:
@@ -186,7 +241,7 @@ def _names_in(graphs: list) -> set[str]:
 
 
 def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: dict[str, TensorProto],
-                   readers: dict[str, list[NodeProto]], apply: bool, taken: set[str]) -> int:
+                   scope: _Scope, apply: bool) -> int:
     if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
         return 0
     ports = node.output if node.op_type == "QuantizeLinear" else node.input
@@ -199,13 +254,13 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
         if zp is None or zp.data_type != st:
             return 0
         if apply:
-            if all(_typed_boundary_zero_point(r, node.input[2], storage) for r in readers.get(node.input[2], [])):
+            if all(_typed_boundary_zero_point(r, node.input[2], storage) for r in scope.readers.get(node.input[2], [])):
                 mark_tensor(zp, st)
             elif hasattr(graph, "initializer"):  # read as plain integers elsewhere: this node gets a marked copy
                 copy = TensorProto()
                 copy.CopyFrom(zp)
-                copy.name = unique_name(f"{node.input[2]}_{quantized}", taken)
-                taken.add(copy.name)
+                copy.name = unique_name(f"{node.input[2]}_{quantized}", scope.taken)
+                scope.taken.add(copy.name)
                 mark_tensor(copy, st)
                 graph.initializer.append(copy)
                 constants[copy.name] = graph.initializer[-1]
@@ -221,8 +276,8 @@ def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: d
         return 1
     scale = constants[node.input[1]]
     zeros = np.zeros(tuple(scale.dims), STORAGE_BY_DATA_TYPE[st].np_dtype)
-    name = unique_name(f"{quantized}_zero_point", taken)
-    taken.add(name)
+    name = unique_name(f"{quantized}_zero_point", scope.taken)
+    scope.taken.add(name)
     zp = numpy_helper.from_array(zeros, name)
     mark_tensor(zp, st)
     graph.initializer.append(zp)

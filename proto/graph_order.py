@@ -21,7 +21,9 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterator
+from itertools import chain, repeat
 
+import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto
 
@@ -64,29 +66,36 @@ def node_names(graph: GraphProto | onnx.FunctionProto) -> tuple[list, list]:
 
 
 def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
-                      names: tuple[list, list] | None = None) -> list[int] | None:
+                      names: tuple[list, list] | None = None,
+                      with_subgraphs: list[int] | None = None) -> list[int] | None:
     """None when ``graph``'s nodes are in topological order already; else the stable order (file indices).
 
     ModelLoadError naming a node on a cycle when there is none. A name the graph also has as an input or
     initializer is there from the start (two definitions of one name are onnx.checker's to report).
-    ``names``: ``node_names(graph)`` when the caller has read them already.
+    ``names``: ``node_names(graph)`` when the caller has read them already; ``with_subgraphs``: the indices of
+    the nodes with a subgraph, when the caller knows them.
     """
     inputs, outputs = names or node_names(graph)
     given = {name if isinstance(name, str) else name.name for name in graph.input}
-    given.update(t.name for t in getattr(graph, "initializer", ()))
+    given.update([t.name for t in getattr(graph, "initializer", ())])
     producer: dict[str, int] = {}
     for i, produced in enumerate(outputs):
         for name in produced:
             if name not in producer:
                 producer[name] = i
-    for name in given:
-        producer.pop(name, None)
+    for name in given.intersection(producer):
+        del producer[name]
     producer.pop("", None)
     nodes = graph.node
-    reads = [(_subgraph_reads(nodes[i]) | set(names)) if nodes[i].attribute and _has_subgraph(nodes[i]) else names
-             for i, names in enumerate(inputs)]
-    get = producer.get
-    if all(get(name, -1) < i for i, names in enumerate(reads) for name in names):
+    if with_subgraphs is None:
+        with_subgraphs = [i for i, node in enumerate(nodes) if node.attribute and _has_subgraph(node)]
+    reads = list(inputs)
+    for i in with_subgraphs:
+        reads[i] = _subgraph_reads(nodes[i]) | set(inputs[i])
+    # in order when every name read is written by an earlier node (or by none): one vector comparison
+    written_at = np.fromiter(map(producer.get, chain.from_iterable(reads), repeat(-1)), dtype=np.int64)
+    read_at = np.repeat(np.arange(len(reads), dtype=np.int64), list(map(len, reads)))
+    if bool(np.all(written_at < read_at)):
         return None
     waiting = [0] * len(reads)
     readers: list[list[int]] = [[] for _ in reads]

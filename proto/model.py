@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
 from onnx import ModelProto, TensorProto, ValueInfoProto
-from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto import external as in_files, onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.errors import (
     MalformedExtensionError,
     ModelLoadError,
@@ -501,6 +502,8 @@ def set_statistics(model: ModelProto, name: str, statistics: TensorStatistics | 
 
 def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict[str, QType]:
     """Every quantized tensor name with its (first declared) type, in model order (``function``: as in get_qtype)."""
+    if function is None and not may_declare_extension(model):
+        return {}  # no declaration holds field 1000 or 1001: nothing to decode (a QDQ or float model)
     out: dict[str, QType] = {}
     parameters = model_parameters(model)
     for decl in (d for decls in _Index(model, function).declarations.values() for d in decls):
@@ -509,6 +512,25 @@ def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict
             if qtype is not None:
                 out[decl.name] = qtype
     return out
+
+
+# Any tag of TypeProto.Tensor field 1000 or 1001 (numbers 8000-8015 as a varint: the shortest form, or one padded
+# with continuation bytes, which protobuf also reads): a declaration without such bytes has neither field.
+_EXTENSION_TAG = re.compile(rb"[\xc0-\xcf](?:\x3e|\xbe[\x80-\xff]*\x00)")
+
+
+def may_declare_extension(model: ModelProto, *, functions: bool = False) -> bool:
+    """False when no declaration of the main graph or its subgraphs (and with ``functions`` of the model's
+    functions) holds the extension (field 1000 or 1001), read from the declarations' bytes in one search; True
+    when one may (then decoding decides)."""
+    lists = [declarations for _, graph in iter_graphs(model)
+             for declarations in (graph.input, graph.output, graph.value_info)]
+    if functions:
+        lists += [function.value_info for function in model.functions]
+    for declarations in lists:
+        if declarations and _EXTENSION_TAG.search(b"".join([vi.SerializeToString() for vi in declarations])):
+            return True  # (a match across two declarations' bytes only costs the decoding)
+    return False
 
 
 # --- loading and saving --------------------------------------------------------
@@ -546,8 +568,12 @@ def _external_tensors(model: ModelProto) -> Iterator[TensorProto]:
             yield tensor
 
 
-def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool = True) -> ModelProto:
+def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool | str = True) -> ModelProto:
     """Read a model from a path or bytes, with its external data.
+
+    ``load_external_data``: True reads every external tensor into memory; "lazy" leaves the data in its files,
+    checked the same way and readable where it lies (``proto.external``: a model of billions of weights);
+    False leaves it unread and unchecked.
 
     Raises ModelLoadError (one line, naming the file) for anything that is not
     a readable ONNX model, and for external data outside the model's folder.
@@ -570,7 +596,12 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool =
                 raise ModelLoadError(f"{path}: tensor {tensor.name!r}: {exc}") from None
             _check_external_location(info.location, base, tensor.name, str(path))
             try:
-                load_external_data_for_tensor(tensor, str(base))
+                if load_external_data == "lazy":
+                    if problem := in_files.extent_problem(tensor, base / info.location):
+                        raise ValueError(problem)
+                    in_files.attach(tensor, base)
+                else:
+                    load_external_data_for_tensor(tensor, str(base))
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ModelLoadError(f"{path}: tensor {tensor.name!r}: cannot read external data ({exc})") from None
     return model
@@ -602,8 +633,10 @@ def save(
     Quantized tensors are written with the fail-closed markers of ``encoding``
     (a model read in the version-1 form is converted on the way out).
     ``external_data`` None means: only when the model would exceed the 2 GiB
-    protobuf limit. External data goes to ``location`` (default
-    ``<file name>.data``) beside the model. ``model`` itself is not modified.
+    protobuf limit, or holds tensors still in the files it was read from
+    (``load(..., load_external_data="lazy")``: those are copied into the new
+    data file in chunks, never all in memory). External data goes to ``location``
+    (default ``<file name>.data``) beside the model. ``model`` itself is not modified.
     """
     if not isinstance(model, ModelProto):
         raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
@@ -612,8 +645,16 @@ def save(
         copy.CopyFrom(model)
         model = to_wire_form(copy)
     target, folder = writable_target(path)
+    lazy = any(in_files.is_lazy(t) for t in _all_tensors(model))
     if external_data is None:
-        external_data = _too_big_for_protobuf(model)
+        external_data = lazy or _too_big_for_protobuf(model)
+    if not external_data and lazy:  # asked for one file: the data read in (a copy of the model holds it)
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        for tensor in _all_tensors(copy):
+            if in_files.is_lazy(tensor):
+                _load_lazy(tensor)
+        model = copy
     if not external_data:
         with atomic_write(target) as fh:
             fh.write(model.SerializeToString())
@@ -632,6 +673,7 @@ def save(
     staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
     try:
         write_external_data_tensors(work, str(staging))
+        _write_lazy(work, staging / location, location)
         with atomic_write(target) as fh:
             fh.write(work.SerializeToString())
             data = staging / location
@@ -645,6 +687,39 @@ def save(
         for child in staging.iterdir():
             child.unlink()
         staging.rmdir()
+
+
+def _all_tensors(model: ModelProto) -> Iterator[TensorProto]:
+    from onnx.external_data_helper import _get_all_tensors
+
+    return _get_all_tensors(model)
+
+
+def _load_lazy(tensor: TensorProto) -> None:
+    """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have."""
+    data = in_files.tensor_bytes(tensor).tobytes()
+    tensor.ClearField("data_location")
+    del tensor.external_data[:]
+    tensor.raw_data = data
+
+
+_ALIGNMENT = 4096  # each copied tensor starts on a page, as onnx aligns large tensors
+
+
+def _write_lazy(model: ModelProto, data_file: pathlib.Path, location: str) -> None:
+    """Append every tensor still in the file it was read from to ``data_file`` (chunk by chunk) and point the
+    tensor at it; nothing else of the model changes."""
+    lazy = [t for t in _all_tensors(model) if in_files.is_lazy(t)]
+    if not lazy:
+        return
+    with open(data_file, "ab") as out:
+        for tensor in lazy:
+            out.write(b"\0" * (-out.tell() % _ALIGNMENT))
+            offset = out.tell()
+            length = in_files.copy_into(tensor, out)
+            del tensor.external_data[:]
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+                tensor.external_data.add(key=key, value=value)
 
 
 def _too_big_for_protobuf(model: ModelProto) -> bool:

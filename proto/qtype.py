@@ -286,6 +286,29 @@ class QType:
         return msg
 
     @classmethod
+    def from_values(
+        cls, storage: StorageType, scale: list[float], zero_point: list[int], axis: int | None,
+        block_size: int | None, expressed: ExpressedType, schema: Schema = Schema.ASYMMETRIC,
+        scale_tensor: str | None = None, zero_point_tensor: str | None = None,
+    ) -> QType:
+        """``QType(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=..., validate=False)``
+        for values already of their field types (Python floats and ints, as numpy's ``tolist`` gives them, known
+        storage and expressed types), without coercing each again: the lift reads thousands of them."""
+        if (not all(type(v) is float for v in scale) or not all(type(v) is int for v in zero_point)
+                or any(n is not None and (type(n) is not str or not n) for n in (scale_tensor, zero_point_tensor))
+                or not all(v is None or type(v) is int for v in (axis, block_size))):
+            return cls(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=expressed.data_type,
+                       scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor, validate=False)
+        qtype = object.__new__(cls)
+        object.__getattribute__(qtype, "__dict__").update(
+            storage=storage.name, scale=tuple(scale), zero_point=tuple(zero_point) or (0,) * len(scale), axis=axis,
+            block_size=block_size, schema=schema, storage_min=storage.min, storage_max=storage.max,
+            expressed=expressed.name, statistics=None, scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor,
+            offset=(), codebook=(), offset_tensor=None)
+        object.__setattr__(qtype, "version", fields_version(qtype))
+        return qtype
+
+    @classmethod
     def from_proto(
         cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
     ) -> QType:

@@ -51,9 +51,12 @@ class ReadModel:
 
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,
-               who: str = "") -> ReadModel:
+               who: str = "", *, external_data: bool | str = True) -> ReadModel:
     """Read ``model`` (a path, bytes, a ModelProto, or a ReadModel as returned before) the one shared way.
 
+    ``external_data``: a file's external data read into memory (True), or left in its files, checked alike and
+    read where it lies ("lazy", ``proto.external``: what check, lift and lower do, so that a model of billions
+    of weights never has them all in memory).
     Raises ModelLoadError naming the file (or ``who`` for objects and bytes) and the field at fault.
     """
     if isinstance(model, ReadModel):
@@ -63,14 +66,15 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     elif isinstance(model, (bytes, bytearray, memoryview)):
         proto, source = load(bytes(model)), "<bytes>"
     elif isinstance(model, (str, os.PathLike)):
-        proto, source = load(model), os.fspath(model)
+        proto, source = load(model, load_external_data=external_data), os.fspath(model)
     else:
         raise QTypesError(f"{who or 'read'}: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
     where = source if not source.startswith("<") else who
     try:
         require_versions(proto)
-        require_sizes(proto)
-        unsorted, negative = _scan(proto), _negative_dims(proto)
+        graphs = list(iter_graphs(proto))  # walked once for the checks below
+        require_sizes(proto, graphs)
+        unsorted, negative = _scan(proto, graphs), _negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
                 copy = ModelProto()
@@ -99,27 +103,30 @@ def require_versions(model: ModelProto) -> None:
                                  "opset version (a non-negative 32-bit integer)")
 
 
-def require_sizes(model: ModelProto) -> None:
-    """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``)."""
-    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model))
+def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> None:
+    """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``).
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
+    graphs = list(iter_graphs(model)) if graphs is None else list(graphs)
     graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
     for pointer, graph in graphs:
         for i, tensor in enumerate(getattr(graph, "initializer", ())):
             if not fits(tensor) and (problem := size_problem(tensor)):
                 raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
-        for n, node in enumerate(graph.node):
-            if node.op_type == "Constant":
-                for a, attr in enumerate(node.attribute):
-                    if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
-                        raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
+        constants = [n for n, op_type in enumerate([node.op_type for node in graph.node]) if op_type == "Constant"]
+        for n in constants:
+            for a, attr in enumerate(graph.node[n].attribute):
+                if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
+                    raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
 
 
-def _scan(model: ModelProto) -> bool:
+def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
     """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
-    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes)."""
+    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
     kinds: set[type] = set()
     unsorted = False
-    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model))
+    main = list(iter_graphs(model)) if graphs is None else graphs
+    graphs = list(main)
     for f, function in enumerate(model.functions):  # a function body, and the If / Loop / Scan bodies inside it
         graphs.append((f"/functions/{f}", function))
         graphs += [g for n, node in enumerate(function.node) if node.attribute
@@ -132,30 +139,35 @@ def _scan(model: ModelProto) -> bool:
         kinds.update(map(type, [n.op_type for n in nodes]))
         kinds.update(map(type, [n.name for n in nodes]))
         kinds.update(map(type, [n.domain for n in nodes]))
-        for n, node in enumerate(nodes):
-            if node.attribute:
-                for a, attribute in enumerate(node.attribute):
+        with_subgraphs = []
+        for n, attributes in enumerate([n.attribute for n in nodes]):
+            if attributes:
+                for a, attribute in enumerate(attributes):
                     kinds.add(type(attribute.name))
                     if attribute.ref_attr_name and not pointer.startswith("/functions/"):
                         raise ModelLoadError(
                             f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
                             f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
                             "graph, not in a function body; give the attribute its value")
-        unsorted = topological_order(graph, pointer, names) is not None or unsorted
-    if bytes in kinds or _other_names_not_text(model):
+                    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
+                            not with_subgraphs or with_subgraphs[-1] != n):
+                        with_subgraphs.append(n)
+        unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
+    if bytes in kinds or _other_names_not_text(model, main):
         require_utf8_names(model, "")  # the walk that locates it
     return unsorted
 
 
-def _negative_dims(model: ModelProto) -> list[onnx.TensorShapeProto.Dimension]:
+def _negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None
+                   ) -> list[onnx.TensorShapeProto.Dimension]:
     """Declared dimensions with a negative dim_value (PaddleOCR writes -1 for "any size").
 
     ONNX has no negative sizes: such a dimension is read as unknown, as onnxruntime reads it. Left as it is,
     onnx.shape_inference aborts the process on some of them (a Slice over a -1 dimension fails a C++ assertion).
     """
     found = []
-    declarations = [vi for _, graph in iter_graphs(model) for kind in ("input", "output", "value_info")
-                    for vi in getattr(graph, kind)]
+    declarations = [vi for _, graph in (iter_graphs(model) if graphs is None else graphs)
+                    for kind in ("input", "output", "value_info") for vi in getattr(graph, kind)]
     declarations += [vi for function in model.functions for vi in function.value_info]
     for vi in declarations:
         types = [vi.type]
@@ -173,13 +185,13 @@ def _negative_dims(model: ModelProto) -> list[onnx.TensorShapeProto.Dimension]:
     return found
 
 
-def _other_names_not_text(model: ModelProto) -> bool:
+def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
     """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes."""
     kinds = {type(getattr(model, f)) for f in MODEL_TEXT_FIELDS} | {type(o.domain) for o in model.opset_import}
-    for _, graph in iter_graphs(model):
+    for _, graph in iter_graphs(model) if graphs is None else graphs:
         kinds.update((type(graph.name), type(graph.doc_string)))
         for kind in ("input", "output", "value_info", "initializer"):
-            kinds.update(type(v.name) for v in getattr(graph, kind))
+            kinds.update(map(type, [v.name for v in getattr(graph, kind)]))
         kinds.update(type(v.values.name) for v in graph.sparse_initializer)
     for function in model.functions:
         kinds.update(map(type, (function.name, function.domain, *function.input, *function.output)))

@@ -14,6 +14,7 @@ import math
 
 from onnx import TensorProto
 
+from onnx_qtypes.proto import external
 from onnx_qtypes.proto.encoding import plain_data_type
 
 # Bits per element of each data type whose values have a fixed width (strings and undefined types aside).
@@ -50,7 +51,8 @@ def size_problem(tensor: TensorProto) -> str | None:
     dims = tuple(tensor.dims)
     if dims and min(dims) < 0:
         return f"dims {list(dims)} contain a negative size"
-    if tensor.data_location == TensorProto.EXTERNAL:
+    lazy = external.is_lazy(tensor)  # in its file: judged by the bytes there, as once loaded into raw_data
+    if tensor.data_location == TensorProto.EXTERNAL and not lazy:
         return None
     data_type = plain_data_type(tensor.data_type)
     count = math.prod(dims)
@@ -61,9 +63,9 @@ def size_problem(tensor: TensorProto) -> str | None:
     bits = BITS.get(data_type)
     if bits is None:  # no reader can make values of it (onnx.checker refuses UNDEFINED too)
         return f"data_type {tensor.data_type} is not an ONNX data type of stored values"
-    if tensor.HasField("raw_data"):
+    if lazy or tensor.HasField("raw_data"):
         need = -(-count * bits // 8)
-        found = len(tensor.raw_data)
+        found = external.stored_length(tensor) if lazy else len(tensor.raw_data)
         return None if found == need else f"dims {list(dims)} need {need} bytes of {name} raw_data, found {found}"
     # one value per entry of the typed field; sub-byte types packed one byte per entry; complex: two entries
     need = count * 2 if data_type in _COMPLEX else (count if bits >= 8 else -(-count * bits // 8))

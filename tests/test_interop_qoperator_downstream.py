@@ -101,8 +101,7 @@ def _qlinear_softmax(model_opset: int, attribute_opset: int, axis: int) -> onnx.
 
 @pytest.mark.parametrize("model_opset, attribute_opset, axis, lifts", [
     (13, 11, 1, False),  # Softmax-11 flattens at axis 1: not Softmax-13 along axis 1
-    pytest.param(11, 11, 1, True, marks=pytest.mark.xfail(
-        strict=True, reason="onnx.reference's Softmax ignores opset < 13 (no flattening): reference_ops' to fix")),
+    (11, 11, 1, True),  # Softmax-11 in a model of opset 11: the same flattening (reference_ops/corrected/softmax.py)
     (13, 11, 2, True),  # the last axis: both versions agree
     (11, 13, -1, True),
     (11, 13, 1, False),

@@ -310,6 +310,41 @@ def test_softsign_of_a_scalar():
     assert y.shape == () and y == np.float32(-0.75)
 
 
+# --- Softmax, LogSoftmax, Hardmax before opset 13 ----------------------------------------------------
+
+
+def _coerced_2d(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """ONNX before opset 13: x as a 2-D matrix [prod(shape[:axis]), prod(shape[axis:])], the op along its rows."""
+    rows = x.astype(np.float64).reshape(int(np.prod(x.shape[:axis % x.ndim])), -1)
+    if op == "Hardmax":
+        out = np.zeros_like(rows)
+        out[np.arange(len(rows)), rows.argmax(axis=1)] = 1
+    else:
+        e = np.exp(rows - rows.max(axis=1, keepdims=True))
+        out = e / e.sum(axis=1, keepdims=True) if op == "Softmax" else np.log(e / e.sum(axis=1, keepdims=True))
+    return out.reshape(x.shape)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset", [11, 13, 21])
+@pytest.mark.parametrize("shape, axis", [((2, 3, 4), None), ((2, 3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1),
+                                         ((2, 3, 4), -2), ((5,), 0), ((2, 3), None), ((2, 2, 3, 2), 2)])
+def test_softmax_family_flattens_before_opset_13_and_not_after(op, opset, shape, axis):
+    """onnx.reference ran opset 13's meaning (along one axis, default -1) at every opset; before 13 ONNX coerces
+    the input to 2-D at axis (default 1) and normalizes whole rows."""
+    x = np.random.default_rng(len(shape) * 10 + (axis or 0)).normal(0, 2, shape).astype(np.float32)
+    attrs = {} if axis is None else {"axis": axis}
+    (y,) = agree(single(op, {"x": x}, ["y"], opset, **attrs), {"x": x})
+    if opset < 13:
+        np.testing.assert_allclose(y, _coerced_2d(op, x, 1 if axis is None else axis), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_before_opset_11_takes_no_negative_axis():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(EvaluationError, match=r"Softmax-10 axis -1 is outside \[0, 1\]"):
+        ours(single("Softmax", {"x": x}, ["y"], 10, axis=-1), {"x": x})
+
+
 # --- ConvTranspose --------------------------------------------------------------------------------
 
 

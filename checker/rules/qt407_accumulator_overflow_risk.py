@@ -74,8 +74,10 @@ def _type_reach(qt: QType) -> int | None:
 
 def _channel_sums(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | None:
     """max over output channels of sum |w - zw| over what one output accumulates, from the constant data."""
+    if qt.is_dynamic or qt.block_size is not None:
+        return None  # (before the data is read: a blocked 4-bit weight of millions of values)
     data = ctx.constant_array(ref.scope, name)
-    if data is None or data.size == 0 or qt.is_dynamic or qt.block_size is not None or data.ndim == 0:
+    if data is None or data.size == 0 or data.ndim == 0:
         return None
     values = data.astype(np.int64)
     if qt.axis is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from onnx_qtypes.interop.left import summary as summary_of_left
@@ -27,6 +28,8 @@ from onnx_qtypes.interop.gguf import is_gguf
 from onnx_qtypes.interop.lift import lift_model
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache
 from onnx_qtypes.proto import save
+from onnx_qtypes.proto.external import spill_folder
+from onnx_qtypes.proto.reader import read_model
 from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, require_regular_file, standard_output
 
 
@@ -47,12 +50,15 @@ def run(args: argparse.Namespace) -> int:
     if args.statistics:  # read first: its errors name that file alone, and come before the model's
         require_regular_file(args.statistics, "a calibration .json file")  # before opening: a FIFO blocks
         statistics = load_calibration_cache(args.statistics)
-    result = lift_model(args.input, statistics=statistics)
-    idle = None
-    if not result.typed_tensors and not result.statistics:
-        idle = keep_when_idle(args.output, args.input, "; ".join(result.notes) or (
-            summary_of_left(result.left) if result.left else "no quantization to lift"))
-    save(result.model, args.output)
+    # the weights stay in their files (proto.external) and those the lift computes (MatMulNBits repacked) wait in a
+    # folder beside OUT, until save copies them into OUT's data file: never all of them in memory
+    with spill_folder(os.path.dirname(os.path.abspath(args.output))):
+        result = lift_model(read_model(args.input, "lift", external_data="lazy"), statistics=statistics)
+        idle = None
+        if not result.typed_tensors and not result.statistics:
+            idle = keep_when_idle(args.output, args.input, "; ".join(result.notes) or (
+                summary_of_left(result.left) if result.left else "no quantization to lift"))
+        save(result.model, args.output)
     if idle:
         print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     if args.format == "json":

@@ -132,6 +132,8 @@ def _corrections():
                             ("e", np.array([-2])), ("a", np.array([-1])), ("t", np.array([-2]))])),
         ("Shape end=-3 on rank 2: not clamped", fd.Trial("Shape", [("x", plane[0, 0])], {"end": -3})),
         ("Softsign of a scalar: fails", fd.Trial("Softsign", [("x", np.array(-3.0, np.float32))])),
+        ("Softmax-11 at axis 1 of 2 x 2 x 2: normalized along axis 1 alone, not over the coerced rows of 4",
+         fd.Trial("Softmax", [("x", np.arange(8, dtype=np.float32).reshape(2, 2, 2))], {"axis": 1}, opset=11)),
         ("ConvTranspose depthwise with bias [10, 20]: B[0] everywhere", fd.Trial("ConvTranspose", [
             ("x", np.ones((1, 2, 1, 1), np.float32)), ("w", np.ones((2, 1, 1, 1), np.float32)),
             ("b", np.array([10, 20], np.float32))], {"group": 2})),

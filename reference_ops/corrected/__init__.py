@@ -19,6 +19,8 @@ from onnx_qtypes.reference_ops.corrected.conv_transpose import ConvTranspose
 from onnx_qtypes.reference_ops.corrected.expand import Expand
 from onnx_qtypes.reference_ops.corrected.gather_elements import GatherElements
 from onnx_qtypes.reference_ops.corrected.global_max_pool import GlobalMaxPool
+from onnx_qtypes.reference_ops.corrected.hardmax import Hardmax
+from onnx_qtypes.reference_ops.corrected.log_softmax import LogSoftmax
 from onnx_qtypes.reference_ops.corrected.loop import Loop
 from onnx_qtypes.reference_ops.corrected.max_pool import MaxPool
 from onnx_qtypes.reference_ops.corrected.pad import Pad
@@ -27,6 +29,7 @@ from onnx_qtypes.reference_ops.corrected.resize import Resize
 from onnx_qtypes.reference_ops.corrected.scan import Scan
 from onnx_qtypes.reference_ops.corrected.shape import Shape
 from onnx_qtypes.reference_ops.corrected.slice import Slice
+from onnx_qtypes.reference_ops.corrected.softmax import Softmax
 from onnx_qtypes.reference_ops.corrected.softsign import Softsign
 from onnx_qtypes.reference_ops.corrected.tile import Tile
 from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
@@ -34,4 +37,5 @@ from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
 __all__ = ["CORRECTED_OPS", "Refused"]
 
 CORRECTED_OPS = [AveragePool, BatchNormalization, ConstantOfShape, ConvTranspose, DequantizeLinear, Expand,
-                 GatherElements, GlobalMaxPool, Loop, MaxPool, Pad, Range, Resize, Scan, Shape, Slice, Softsign, Tile]
+                 GatherElements, GlobalMaxPool, Hardmax, LogSoftmax, Loop, MaxPool, Pad, Range, Resize, Scan, Shape,
+                 Slice, Softmax, Softsign, Tile]

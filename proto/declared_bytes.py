@@ -1,5 +1,8 @@
 """Every declaration of a graph as (name, serialized TypeProto), read with one copy and one parse.
 
+Shared by the checker (every declaration of the model it checks) and the lift (what onnx.shape_inference
+declared: ``main_graph``).
+
 Reading a ValueInfoProto's type through onnx's classes costs a few protobuf
 calls per declaration (``vi.type``, ``.WhichOneof``, ``.SerializeToString``),
 which on a model of thousands of declarations costs more than some rules.
@@ -36,6 +39,10 @@ def _message_classes() -> tuple[type, ...]:
     for kind, number in _KINDS.items():
         lists.field.add(name=kind, number=number, type=types.TYPE_MESSAGE, label=label.LABEL_REPEATED,
                         type_name=".onnx_qtypes_checker.Declaration")
+    # ModelProto read as its main graph's declarations (ModelProto.graph = 7; every other field stays unread)
+    model = file.message_type.add(name="ModelDeclarations")
+    model.field.add(name="graph", number=7, type=types.TYPE_MESSAGE, label=label.LABEL_OPTIONAL,
+                    type_name=".onnx_qtypes_checker.Declarations")
     # TypeProto read with its tensor_type as the extended view (TypeProto.tensor_type = 1; other members unread)
     type_view = file.message_type.add(name="TypeView")
     type_view.field.add(name="tensor_type", number=1, type=types.TYPE_MESSAGE, label=label.LABEL_OPTIONAL,
@@ -46,11 +53,11 @@ def _message_classes() -> tuple[type, ...]:
     except KeyError:
         pool.Add(file)
     return tuple(message_factory.GetMessageClass(pool.FindMessageTypeByName(f"onnx_qtypes_checker.{name}"))
-                 for name in ("Declarations", "TypeView", "Declaration"))
+                 for name in ("Declarations", "TypeView", "Declaration", "ModelDeclarations"))
 
 
 # Declaration is held as well: a class made on demand for each parse would be a reference cycle per run.
-_Declarations, _TypeView, _Declaration = _message_classes()
+_Declarations, _TypeView, _Declaration, _ModelDeclarations = _message_classes()
 
 
 def tensor_type_view(type_bytes: bytes) -> pb.TensorTypeView | None:
@@ -72,3 +79,10 @@ def read(lists: dict[str, Iterable[onnx.ValueInfoProto]]) -> dict[str, list[tupl
         getattr(graph, kind).extend(values)
     parsed = _Declarations.FromString(graph.SerializeToString())
     return {kind: [(d.name, d.type) for d in getattr(parsed, kind)] for kind in lists}
+
+
+def main_graph(model_bytes: bytes) -> dict[str, list[tuple[str, bytes]]]:
+    """kind -> [(name, TypeProto bytes)] of the main graph of a serialized ModelProto, as ``read`` gives them,
+    without reading the nodes or initializers into messages. Raises DecodeError when the bytes do not parse."""
+    graph = _ModelDeclarations.FromString(model_bytes).graph
+    return {kind: [(d.name, d.type) for d in getattr(graph, kind)] for kind in _KINDS}
