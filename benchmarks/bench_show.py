@@ -30,7 +30,7 @@ from bench_checker import build  # noqa: E402
 
 def chain(nodes: int, bins: int):
     from onnx_qtypes.proto.model import write_statistics
-    from onnx_qtypes.proto.qtype import Statistics, TensorStatistics
+    from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 
     typed, _ = build(nodes)
     if bins:

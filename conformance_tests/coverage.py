@@ -23,7 +23,9 @@ from onnx import ModelProto
 
 from onnx_qtypes.proto import iter_declarations, read_qtype
 from onnx_qtypes.proto.model import model_parameters, read_view
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, QType, Schema
+from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
 from onnx_qtypes.proto.versions import KNOWN_VERSIONS
 
 __all__ = ["FIELDS", "REQUIRED", "WEIGHT_READERS", "case_features", "case_tags", "matrix", "missing"]

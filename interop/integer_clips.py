@@ -26,7 +26,7 @@ import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, numpy_helper
 
 from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, attributes, replace_nodes
-from onnx_qtypes.proto.qtype import STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 
 INTEGERS = {TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16,
             TensorProto.UINT16: np.uint16, TensorProto.INT32: np.int32}

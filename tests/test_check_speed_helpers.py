@@ -12,7 +12,8 @@ from onnx_qtypes.proto import write_qtype
 from onnx_qtypes.proto.graph_order import topological_order
 from onnx_qtypes.proto.model import may_declare_extension
 from onnx_qtypes.proto.names import _first_in, first_non_utf8_string
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, Schema
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
 
 
 def _declared(tensor_type_bytes: bytes) -> onnx.ModelProto:

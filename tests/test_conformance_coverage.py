@@ -14,7 +14,8 @@ from onnx_qtypes.conformance import load_cases
 from onnx_qtypes.conformance.coverage import REQUIRED, WEIGHT_READERS, case_features, case_tags, matrix, missing
 from onnx_qtypes.conformance.deviations import normalize_message
 from onnx_qtypes.conformance.status import coverage_section
-from onnx_qtypes.proto.qtype import EXPRESSED_TYPES, STORAGE_TYPES, Schema
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
 
 CASES = load_cases()
 

@@ -22,7 +22,8 @@ import onnx_qtypes.proto.model as proto_model
 from onnx_qtypes.conformance import PASS, ReferenceBackend, load_cases, run_case
 from onnx_qtypes.conformance.coverage import WEIGHT_READERS, case_features
 from onnx_qtypes.proto import load
-from onnx_qtypes.proto.qtype import STORAGE_TYPES, Schema
+from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.reference_ops import definition, evaluator, quant
 
 CASES = load_cases()

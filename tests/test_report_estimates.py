@@ -37,7 +37,7 @@ from onnx_qtypes.calibration.calibrate import statistics_of
 from onnx_qtypes.calibration.parameters import Storage, parameters, round_trip
 from onnx_qtypes.calibration.ranges import choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
-from onnx_qtypes.proto.qtype import Schema
+from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.reference_ops.quant import dequantize, quantize
 from onnx_qtypes.report.range_error import ranges, tensor_error
 

@@ -9,7 +9,7 @@ whole-tensor part only, the JSON and a card everything.
 from __future__ import annotations
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
-from onnx_qtypes.proto.qtype import Statistics, TensorStatistics
+from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
 
 
 class StoredStatistics:

@@ -42,7 +42,7 @@ class Spec:
 
 
 def _storage_info(storage: str):
-    from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+    from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
     return STORAGE_TYPES[storage]
 
@@ -60,13 +60,13 @@ class _Gen:
     """Draws types and data for one case from its own seed."""
 
     def __init__(self, seed: int, storage: str, expressed: str) -> None:
-        from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+        from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
         self.rng = np.random.default_rng(seed)
         self.storage = storage
         self.expressed = expressed
         self.info = STORAGE_TYPES[storage]
-        from onnx_qtypes.proto.qtype import EXPRESSED_TYPES  # noqa: PLC0415
+        from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES  # noqa: PLC0415
 
         self.fdtype = EXPRESSED_TYPES[expressed].np_dtype
         self.fdt = EXPRESSED_TYPES[expressed].data_type
@@ -199,8 +199,8 @@ def _snake(op: str) -> str:
 
 def far_from_ties(x: np.ndarray, qtype) -> np.ndarray:
     """``x`` (in its float type) with every near-tie element for quantizing to ``qtype`` moved to a quarter step
-    off its half-integer, so that a QuantizeLinear of it is exact in every expressed-type division (semantics.md#quantize-precision); exact
-    ties stay."""
+    off its half-integer, so that a QuantizeLinear of it is exact in every expressed-type division
+    (semantics.md#quantize-precision); exact ties stay."""
     from onnx_qtypes.conformance.tolerance import near_ties  # noqa: PLC0415
     from onnx_qtypes.reference_ops.quant import broadcast_parameters  # noqa: PLC0415
 

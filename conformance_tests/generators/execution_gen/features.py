@@ -40,7 +40,7 @@ def blocked(storage: str, expressed: str, shape: tuple, axis: int, block: int, t
 
 def _float_values(storage: str, rng, shape, spread: float = 1.0) -> np.ndarray:
     """Finite values of a float storage type: every magnitude class, signs mixed."""
-    from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+    from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
     st = STORAGE_TYPES[storage]
     raw = rng.normal(0, spread, shape) * rng.choice([st.max / 64, 1.0, st.max / 8, 0.05], size=shape)
@@ -51,7 +51,7 @@ def _features(rm):
     from onnx import TensorProto, helper  # noqa: PLC0415
 
     from onnx_qtypes import QType  # noqa: PLC0415
-    from onnx_qtypes.proto.qtype import STORAGE_TYPES  # noqa: PLC0415
+    from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
     from onnx_qtypes.reference_ops import dynamic_parameters  # noqa: PLC0415
 
     T = rm.T
@@ -329,7 +329,7 @@ def _features(rm):
         return Spec("Poly", [T("x", (2, 3, 4), x)], [T("y", (2, 3, 4), y)], {}, nodes=nodes, functions=[(body, [])],
                     note="a model-local function with an untyped body: evaluated on the reals")
 
-    # -- QuantizeLinear near-ties (semantics.md#quantize-precision) -----------------------------------------------------------------
+    # -- QuantizeLinear near-ties (semantics.md#quantize-precision) -------------------------------------------------------
     def near_tie_quantize(g, v):
         """Elements where dividing in the expressed type (onnx.reference: x / s, then rint; or x * (1 / s)) rounds
         to another integer than the exact quotient, found by search next to every half-integer: each is a

@@ -153,7 +153,7 @@ def _ops(rm):
 
     def boundary_parameters(g, qtype, shape=None) -> list:
         """The scale and zero-point inputs of a QuantizeLinear / DequantizeLinear applying ``qtype``."""
-        from onnx_qtypes.proto.qtype import parameter_shape  # noqa: PLC0415
+        from onnx_qtypes.proto.parameter_layout import parameter_shape  # noqa: PLC0415
 
         scale = np.asarray(qtype.scale, g.fdtype)
         zp = np.asarray(qtype.zero_point).astype(g.info.np_dtype)
