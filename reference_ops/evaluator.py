@@ -46,7 +46,7 @@ from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
-from onnx_qtypes.reference_ops.definition import body_dtype, operator_input, runs_function_body
+from onnx_qtypes.reference_ops.definition import body_dtype, exact_function, operator_input, runs_function_body
 from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
 from onnx_qtypes.reference_ops.feeds import InputSpec, check_feeds, input_specs
 from onnx_qtypes.reference_ops.feeds import kind as element_kind
@@ -392,6 +392,8 @@ class _TypedNode:
         self._out = [session.qtypes.get(n) if n else None for n in node.output]
         self._is_typed = any(self._in) or any(self._out)
         self._kernel = session.kernel(node.op_type) if self._is_typed else None
+        if self._is_typed and (node.domain, node.op_type) not in session.typed_bodies:
+            exact_function(inner)  # a function body (Gelu, HardSwish, a local function) computes on float64 reals
         self._label = f"node {node.name!r} ({node.op_type})" if node.name else f"{node.op_type} node -> {list(node.output)}"
         self._key = node.name or f"{node.op_type}->{','.join(node.output)}"
 
