@@ -205,7 +205,8 @@ class QType:
             )
         if self.axis is None and len(self.scale) != 1:
             raise QTypeError("scale", f"a per-tensor type needs exactly 1 scale, found {len(self.scale)}; set axis")
-        if (bad := first_bad_scale(self.scale, zero_scale_allowed(self.version))) is not None:
+        zero_allowed = zero_scale_allowed(self.version, self.scale_tensor is not None)  # a GGUF block of zeros
+        if (bad := first_bad_scale(self.scale, zero_allowed)) is not None:
             raise QTypeError("scale", scale_problem(bad))
         if problem := offset_problem(self.offset, len(self.scale)):
             raise QTypeError("offset", problem)

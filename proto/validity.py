@@ -85,11 +85,12 @@ def first_bad_scale(scales: Sequence[float], zero_allowed: bool = False) -> floa
     return scales[int(np.argmax(bad))] if bad.any() else None
 
 
-def zero_scale_allowed(version: int) -> bool:
-    """Whether a type of this extension version may have a scale of 0. Version 3 may: its types declare constants
-    only (nothing is quantized into them), and GGUF writes d = 0 for a block of zeros and sub-block scale codes of
-    0 (proposal/spec/llm_formats.md#zero-scales)."""
-    return version >= 3
+def zero_scale_allowed(version: int, referenced: bool) -> bool:
+    """Whether a scale of 0 is valid: only a scale read from a referenced parameter initializer (a narrower float
+    initializer or a quantized parameter tensor) of a version-3 type, which declares a constant (nothing is
+    quantized into it); GGUF writes d = 0 for a block of zeros and sub-block scale codes of 0
+    (proposal/spec/llm_formats.md#zero-scales). A listed scale is never 0, in any version."""
+    return version >= 3 and referenced
 
 
 def offset_problem(offsets: Sequence[float], scale_count: int) -> str | None:

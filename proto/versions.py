@@ -24,6 +24,7 @@ REFERENCES_VERSION = 2
 LLM_FORMATS_VERSION = 3
 # fields a version adds (a field of a later version than the type declares is unknown to that version)
 VERSION_FIELDS = {2: ("scale_tensor", "zero_point_tensor"), 3: ("offset", "offset_tensor", "codebook")}
+_SINGULAR = ("scale_tensor", "zero_point_tensor", "offset_tensor")  # the others are repeated: present when non-empty
 
 
 def fields_version(qtype: Any) -> int:
@@ -49,12 +50,14 @@ def unknown_fields(msg: Message, path: tuple = ()) -> Iterator[tuple[tuple, str]
             f"extension version {msg.version} is not one this reader knows ({', '.join(map(str, KNOWN_VERSIONS))}); "
             "read the model with a newer onnx-qtypes"
         )
-    elif isinstance(msg, pb.QuantizedType):  # a version-3 field in a type declaring version 1 or 2: not its field
+    elif isinstance(msg, pb.QuantizedType):  # a field of a later version than the type declares: not its field
         declared = declared_version(msg)
-        for field in VERSION_FIELDS[LLM_FORMATS_VERSION] if declared < LLM_FORMATS_VERSION else ():
-            if (msg.HasField(field) if field == "offset_tensor" else len(getattr(msg, field))):
-                yield (*path, field), (f"field {field} belongs to extension version {LLM_FORMATS_VERSION}, but the type "
-                                       f"declares version {declared}; a version-{declared} reader does not know it")
+        for version, fields in VERSION_FIELDS.items():
+            for field in fields if declared < version else ():
+                if msg.HasField(field) if field in _SINGULAR else len(getattr(msg, field)):
+                    yield (*path, field), (f"field {field} belongs to extension version {version}, but the "
+                                           f"type declares version {declared}; a version-{declared} reader does "
+                                           f"not know it (write version {version})")
     for field in UnknownFieldSet(msg):
         if isinstance(msg, pb.QuantizedType) and field.field_number == _SCHEMA_FIELD and field.wire_type == 0:
             known = ", ".join(f"{s.name.lower()} ({s.value})" for s in Schema)

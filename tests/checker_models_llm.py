@@ -42,6 +42,22 @@ def _input(msg: pb.QuantizedType) -> onnx.ModelProto:
 LEVELS = [float(v) for v in IQ4_NL_LEVELS]
 
 
+def _listed_scales(scales: list[float]) -> pb.QuantizedType:
+    msg = _v3(offset=[0.0, 1.0, 0.0, 0.0])
+    msg.scale[:] = scales
+    return msg
+
+
+def _referenced_zero_scale() -> onnx.ModelProto:
+    """GGUF's Q4_1 shape: float16 d per block in an initializer (one of them 0), offsets listed."""
+    msg = pb.QuantizedType(storage_type=TensorProto.UINT4, axis=1, block_size=32, version=3, scale_tensor="w_d")
+    msg.offset.extend([0.0, 1.0, 0.0, 0.0])
+    codes = (np.arange(128).reshape(2, 64) % 16).astype(ml_dtypes.uint4)
+    d = np.array([[0.5, 0.0], [0.125, 1.0]], np.float16)
+    return (Graph().init("w", codes, msg).init("w_d", d).node("Identity", ["w"], ["y"], name="read")
+            .output("y", (2, 64)).build())
+
+
 def cases() -> list[Case]:
     return [
         # QT140
@@ -61,6 +77,11 @@ def cases() -> list[Case]:
               message="declares constants only"),
         _fire("QT142", "offset-graph-input", lambda: _input(_v3(offset=[1.0, 2.0, 3.0, 4.0])), f"{X}/version", "x"),
         _miss("QT142", "codebook-weight", lambda: _weight(_v3(codebook=LEVELS))),
+        # QT101 in version 3: a scale read from a referenced initializer may be 0 (a GGUF block of zeros), a listed
+        # one may not
+        _fire("QT101", "listed-zero-scale-version-3", lambda: _weight(_listed_scales([0.5, 0.0, 0.125, 1.0])),
+              f"{W}/scale/1", "w", message="must be finite and non-zero"),
+        _miss("QT101", "referenced-zero-scale-version-3", _referenced_zero_scale),
         _miss("QT142", "version-2-graph-input", lambda: _input(pb.QuantizedType(
             storage_type=TensorProto.UINT4, scale=[0.5], version=2)), quiet=False),
     ]

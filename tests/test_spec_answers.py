@@ -16,6 +16,7 @@ import onnx_qtypes
 from onnx_qtypes import QType
 from onnx_qtypes.proto.model import read_view, write_view
 from onnx_qtypes.reference_ops import ReferenceEvaluator, quant
+from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.reference_ops.errors import FeedError
 
 
@@ -135,3 +136,31 @@ def test_an_all_zero_group_stores_the_zero_point_whatever_the_scale():
     assert quant.quantize(np.zeros(5), resolved).tolist() == [0] * 5
     other = resolved.replace(scale=(1.0,))  # onnxruntime's choice: the stored values are the same
     assert quant.quantize(np.zeros(5), other).tolist() == [0] * 5
+
+
+# --- types.md#versioning: a field of a later version than the type declares is refused -----------------------
+
+
+@pytest.mark.parametrize("version", [None, 2])
+def test_a_field_of_a_later_version_than_declared_is_refused(version):
+    """Version 2 added scale_tensor, version 3 offset: a type declaring an earlier version (absent: 1) that uses one
+    is refused by the checker (QT115, naming the field) and by lower, in both directions alike."""
+    g = Graph("g").init("w", np.arange(12, dtype=np.int8).reshape(4, 3), QType("int8", [0.5] * 4, [1] * 4, axis=0))
+    model = g.node("Identity", ["w"], ["y"], name="id").output("y", (4, 3)).build()
+    field = "scale_tensor" if version is None else "offset"
+    for vi in model.graph.value_info:
+        if vi.name == "w":
+            view = read_view(vi.type.tensor_type)
+            if version is None:
+                del view.quantization.scale[:]
+                view.quantization.scale_tensor = "w_scale"
+                view.quantization.ClearField("version")
+            else:
+                view.quantization.offset[:] = [0.25] * 4
+                view.quantization.version = version
+            write_view(vi.type.tensor_type, view)
+    model.graph.initializer.append(numpy_helper.from_array(np.full(4, 0.5, np.float32), "w_scale"))
+    found = [d for d in onnx_qtypes.diagnose(model).diagnostics if d.rule == "QT115"]
+    assert found and field in found[0].message and "belongs to extension version" in found[0].message
+    with pytest.raises(LowerError, match=field):
+        onnx_qtypes.lower(model)

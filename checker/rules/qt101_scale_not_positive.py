@@ -1,7 +1,9 @@
 """A scale is zero, infinite or NaN.
 
 ## What it checks
-Every scale of a quantized type is finite and non-zero. (The slug, kept
+Every scale of a quantized type is finite and non-zero, except that a
+scale a version-3 type reads from a referenced parameter initializer may
+be 0. (The slug, kept
 as ids and slugs are never renamed, dates from when every negative scale was
 refused too; negative scales are now valid where QT128 and QT409-QT411
 allow them.)
@@ -20,8 +22,9 @@ to 0 or 255.
 ## Valid example
 `int8:float32<scale 0.02, zero_point 0>`; also a per-axis weight with
 scales `[0.02, -0.5]`, as NNCF's symmetric weight compression writes it.
-A version-3 type (an LLM weight format, constants only) may have a
-scale of 0: GGUF writes d = 0 for a block of zeros (QT142).
+A version-3 type (an LLM weight format, constants only, QT142) may have a
+scale of 0 read from a referenced parameter initializer: GGUF writes d = 0
+for a block of zeros. A listed scale is never 0, in any version.
 
 ## Fix
 Recalibrate the tensor. A channel whose values are all zero still needs a
@@ -49,7 +52,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         suspect = ~(np.isfinite(cols.scales) & (cols.scales != 0))  # screen every scale at once
     for decl in cols.owners(suspect):
         scales = np.asarray(decl.qtype.scale, np.float64)
-        zero_allowed = zero_scale_allowed(decl.qtype.version)  # version 3: constants only, a block of zeros
+        # a referenced scale of a version-3 type (a constant) may be 0: GGUF's d of a block of zeros
+        zero_allowed = zero_scale_allowed(decl.qtype.version, decl.qtype.scale_tensor is not None)
         with np.errstate(invalid="ignore"):
             flagged = ~(np.isfinite(scales) & ((scales != 0) | zero_allowed))  # scale_problem's test
         if found := summarize_flagged(flagged, decl.qtype.scale, _problem, "scales"):

@@ -3,8 +3,9 @@
 ## What it checks
 `QuantizedType`, `TensorStatistics` and `Statistics` messages contain only
 the fields `proto/onnx_qtypes.proto` defines, `schema` holds one of its
-enum values, and a `QuantizedType.version` is one this checker knows (1 or
-2; absent means 1).
+enum values, a `QuantizedType.version` is one this checker knows (1, 2 or
+3; absent means 1), and a `QuantizedType` uses only the fields of the
+version it declares (`scale_tensor` needs version 2, `offset` version 3).
 
 ## Why
 Protobuf keeps unknown fields silently. A newer version of the extension may
@@ -17,11 +18,12 @@ closed even when the newer version only changed what a known field means.
 
 ## Invalid example
 `QuantizedType { storage_type: INT8 scale: 0.1 schema: 9 }`, a
-QuantizedType carrying field number 30, or `version: 3`.
+QuantizedType carrying field number 30, `version: 4`, or a `scale_tensor`
+in a type without `version`.
 
 ## Valid example
 `QuantizedType { storage_type: INT8 scale: 0.1 schema: SYMMETRIC }`, with
-no `version` or `version: 2`.
+no `version`, or a `scale_tensor` with `version: 2`.
 
 ## Fix
 Check the model with a checker that knows the newer version, or drop the

@@ -105,7 +105,10 @@ def _referenced(change: str):
     if change == "dims":
         graph.initializer[-1].dims[:] = [2, 2]
     vi = helper.make_tensor_value_info("w", TensorProto.UNDEFINED, SHAPE)
-    _declare(vi, _message(scale=(), zero_point=(), axis=1, scale_tensor="w_scale", version=2))
+    msg = _message(scale=(), zero_point=(), axis=1, scale_tensor="w_scale", version=2)
+    if change == "no-version":  # scale_tensor is a field of version 2; the type declares none (version 1)
+        msg.ClearField("version")
+    _declare(vi, msg)
     graph.value_info.append(vi)
     return model, feeds
 
@@ -133,6 +136,10 @@ def _llm_weight(change: str):
         graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.full((2, 2), 0.5, np.float32), "w_scale"))
     if change == "offsets":
         msg.offset.extend([1.0, 2.0, 3.0])
+    if change == "listed-zero-scale":  # the block scales listed, one of them 0: only a referenced scale may be 0
+        msg.ClearField("scale_tensor")
+        msg.scale.extend([0.5, 0.0, 0.5, 0.5])
+        del graph.initializer[-1]
     if change == "nested":  # the scales a quantized parameter tensor whose own scales are quantized too
         graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.full((2, 2), 3, np.uint8), "w_scale"))
         mark_tensor(graph.initializer[-1], TensorProto.UINT8)
@@ -239,6 +246,12 @@ def cases() -> list[Reject]:
                "the type has offsets, a field of extension version 3, but declares version 2, which does not define "
                "them: a reader of version 2 would not know them, so one of version 3 must not guess either",
                lambda: _llm_weight("version")),
+        Reject("reject-v2-field-without-version", "QT115",
+               "the weight's scales are named by scale_tensor, a field of extension version 2, in a type that "
+               "declares no version (version 1), which does not define it", lambda: _referenced("no-version")),
+        Reject("reject-listed-zero-scale-version-3", "QT101",
+               "a version-3 type lists a scale of 0: only a scale read from a referenced initializer may be 0 (a GGUF "
+               "block of zeros), a listed one never", lambda: _llm_weight("listed-zero-scale")),
         Reject("reject-offset-count-mismatch", "QT140",
                "4 block scales and 3 real-domain offsets: the last block has no offset", lambda: _llm_weight("offsets")),
         Reject("reject-codebook-wrong-length", "QT141",
