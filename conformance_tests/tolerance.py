@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -45,7 +45,7 @@ from onnx_qtypes.proto.encoding import plain_copy
 from onnx_qtypes.proto.model import model_parameters
 from onnx_qtypes.proto.qtype import QType
 
-__all__ = ["Bound", "EXACT_REASONS", "PARAMETER_REASON", "FLOAT_ULPS", "LIPSCHITZ", "ModelView", "NodeBound", "Tolerance", "UNBOUNDED",
+__all__ = ["Bound", "COMPUTED", "EXACT_REASONS", "PARAMETER_REASON", "FLOAT_ULPS", "LIPSCHITZ", "ModelView", "NodeBound", "Tolerance", "UNBOUNDED",
            "float_limit", "near_ties", "node_bounds", "operator_tolerance", "tolerances"]
 
 SPEC = "proposal/spec/semantics.md"
@@ -304,33 +304,28 @@ def _lipschitz(ops: _Operands, i: int) -> Fraction:
     op, attrs = node.op_type, _attrs(node)
     if moves_data(op, attrs.get("mode", b"nearest")) or op in ("DequantizeLinear", "QuantizeLinear"):
         return Fraction(1)
-    if op == "Resize":  # linear interpolation: non-negative weights summing to 1; cubic ones are not
-        if attrs.get("mode") in (b"linear", "linear") and i == 0:
-            return Fraction(1)
-        raise NoBound(f"Resize node {node.name!r} in mode {attrs.get('mode', b'').decode()!r}: no bound")
     if op in LIPSCHITZ:
         return LIPSCHITZ[op]
-    if op == "LeakyRelu":
-        return max(Fraction(1), abs(Fraction(float(attrs.get("alpha", 0.01)))))
-    if op == "HardSigmoid":
-        return abs(Fraction(float(attrs.get("alpha", 0.2))))
-    if op == "Mul":
-        return ops.magnitude(node.input[1 - i])
-    if op == "Div":
-        return _div(ops, i)
-    if op == "Exp":  # exp(x̂) <= exp(max x + R): its largest derivative
-        value = ops.value(node.input[0])
-        if value is None:
-            raise NoBound(f"Exp node {node.name!r}: no bound without the definition's values")
-        top = float(np.max(value, initial=-np.inf)) + float(ops.deviation(node.input[0]))
-        return Fraction(math.exp(top) * (1 + 2.0 ** -40)) if top < 700 else _no(node, "overflows")
-    if op == "ReduceSum":  # every output sums the reduced elements
-        return Fraction(_reduced_elements(ops, attrs))
-    if op == "LayerNormalization":
-        return _layer_norm(ops, i, attrs)
-    if op in ("MatMul", "Gemm", "Conv", "ConvTranspose"):
-        return _weighted(ops, i, attrs)
+    if op in COMPUTED:
+        return COMPUTED[op](ops, i, attrs)
     raise NoBound(f"no Lipschitz bound for {op} (node {node.name!r}) in a chain")
+
+
+def _resize(ops: _Operands, i: int, attrs: dict[str, Any]) -> Fraction:
+    """Linear interpolation: non-negative weights summing to 1 (from the data input); cubic ones are not."""
+    if attrs.get("mode") in (b"linear", "linear") and i == 0:
+        return Fraction(1)
+    raise NoBound(f"Resize node {ops.node.name!r} in mode {attrs.get('mode', b'').decode()!r}: no bound")
+
+
+def _exp(ops: _Operands, i: int, attrs: dict[str, Any]) -> Fraction:
+    """exp(x̂) <= exp(max x + R): its largest derivative, from the definition's values."""
+    node = ops.node
+    value = ops.value(node.input[0])
+    if value is None:
+        raise NoBound(f"Exp node {node.name!r}: no bound without the definition's values")
+    top = float(np.max(value, initial=-np.inf)) + float(ops.deviation(node.input[0]))
+    return Fraction(math.exp(top) * (1 + 2.0 ** -40)) if top < 700 else _no(node, "overflows")
 
 
 def _no(node: NodeProto, why: str) -> Fraction:
@@ -447,6 +442,20 @@ def _l1_norm(op: str, attrs: dict[str, Any], i: int, a: np.ndarray) -> float:
     group = max(1, int(attrs.get("group", 1)))
     grouped = a.reshape(group, a.shape[0] // group, a.shape[1], -1)
     return float(grouped.sum(axis=(1, 3)).max(initial=0))
+
+
+# Lipschitz bounds computed from attributes, shapes or values (semantics.md#chains, the rows after the constant ones)
+COMPUTED: dict[str, Callable[[_Operands, int, dict[str, Any]], Fraction]] = {
+    "LeakyRelu": lambda ops, i, attrs: max(Fraction(1), abs(Fraction(float(attrs.get("alpha", 0.01))))),
+    "HardSigmoid": lambda ops, i, attrs: abs(Fraction(float(attrs.get("alpha", 0.2)))),
+    "Mul": lambda ops, i, attrs: ops.magnitude(ops.node.input[1 - i]),
+    "Div": lambda ops, i, attrs: _div(ops, i),
+    "Exp": _exp,
+    "ReduceSum": lambda ops, i, attrs: Fraction(_reduced_elements(ops, attrs)),
+    "LayerNormalization": _layer_norm,
+    "MatMul": _weighted, "Gemm": _weighted, "Conv": _weighted, "ConvTranspose": _weighted,
+    "Resize": _resize,
+}
 
 
 def node_bounds(view: ModelView, node: NodeProto, carried: Mapping[str, Bound],
