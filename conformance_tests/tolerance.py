@@ -104,6 +104,7 @@ class NoBound(ValueError):
 class Tolerance:
     steps: int
     reason: str = ""
+    judge: str = "value"  # "positive-finite": any positive finite value is right (case.json "judge")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -590,6 +591,7 @@ def tolerances(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = None,
     steps = dict(steps or {})
     bounds: dict[str, Bound] = {}
     paths: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {}  # tensor -> (path, causes, last reason)
+    opens: dict[str, str] = {}  # tensor -> why any positive finite value is right there
     outputs = {vi.name for vi in view.graph.output}
     for node in view.graph.node:
         carried = {n: bounds[n] for n in node.input if n in bounds}
@@ -611,11 +613,16 @@ def tolerances(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = None,
             elif q is None and real and answer.computes and n in outputs:
                 raise ValueError(f"float output {n!r} of {node.op_type} has no step to count its error in")
             bounds[n] = Bound(t, real if q is None else max(real, _reals(t, q)))
+            if answer.open:
+                opens[n] = answer.open
             paths[n] = ((*path, f"{node.op_type} {_num(t)}") if t else path,
                         (*causes, answer.cause) if answer.cause else causes, answer.reason)
     out = {}
     for vi in view.graph.output:
         b = bounds.get(vi.name, Bound())
+        if vi.name in opens:
+            out[vi.name] = Tolerance(0, opens[vi.name], judge="positive-finite")
+            continue
         path, causes, last = paths.get(vi.name, ((), (), ""))
         if not b.steps:
             reason = last or "a graph input passed through unchanged: exact ({})".format(TABLE)

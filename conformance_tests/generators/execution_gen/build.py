@@ -145,6 +145,9 @@ def build_case(rm, case_id: str, seed: int, storage: str, expressed: str, varian
     doc["tolerance_reason"] = "; ".join(dict.fromkeys(r for r in reasons if r))
     if spec.steps:
         doc["steps"] = spec.steps
+    judged = {n: tolerance[n].judge for n in names if n in tolerance and tolerance[n].judge != "value"}
+    if judged:  # a value the definition leaves open (y_scale of DynamicQuantizeLinear on zeros): judged by its kind
+        doc["judge"] = judged
     files = {"model.onnx": model_bytes}
     if qdq_bytes is None:
         doc["qdq_model"] = None

@@ -6,13 +6,21 @@ stride 1, padded), Transpose (exact, or into another type), Softmax. Every opera
 writes a type of its own, fitted to what it computes (a few percent saturate); exact ones keep their input's
 type. The tolerance of the output is not chosen here: onnx_qtypes.conformance.tolerance applies each operator's
 class and carries the error along the path (t_y = e + floor(sum L_i t_i s_i / s_y) + 1, semantics.md#chains).
+
+So that the output varies and the composition is tested, the data and weights are ones the chain rule's bound is
+tight on: the input is smooth (a level per channel, ramps along the rows and columns, a little noise), so that
+averaging keeps its range; each weight is a permutation of channels (Conv: the centre tap; MatMul: of the last
+axis) with gains 0.6-1.2 of either sign plus a few small taps, so that its L1 norm, the bound's L, is close to how
+much it really stretches the values. Each output step is no finer than what one input step moves it (L s_x), and
+with such data that is still a step fine enough for the output to take many values: tests/test_chain_cases.py
+holds every chain's expected output to that.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .common import Spec, _storage_array
+from .common import Spec, _storage_array, _storage_info
 
 SHAPE = (1, 4, 4, 4)
 EXACT = {"relu", "maxpool", "transpose"}  # keep the input's type: exact copy / select
@@ -75,16 +83,61 @@ def _lipschitz(stage: str, weight: np.ndarray | None) -> float:
     return float(LIPSCHITZ.get(op, 1))
 
 
+def _fitted_symmetric(g, w: np.ndarray, axis: int):
+    """A per-axis symmetric type for the weight reals ``w`` (scales with 5 significant bits: exact in every
+    expressed type) and the stored values."""
+    from onnx_qtypes import QType  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.quant import quantize  # noqa: PLC0415
+
+    info = _storage_info(g.weight_storage)
+    moved = np.moveaxis(np.abs(w), axis, 0).reshape(w.shape[axis], -1).max(axis=1)
+    scales = []
+    for top in moved:
+        target = float(top) / info.max
+        exponent = int(np.floor(np.log2(target)))
+        scales.append(float(int(np.ceil(target / 2.0 ** (exponent - 4))) * 2.0 ** (exponent - 4)))
+    qtype = QType(g.weight_storage, scales, [0] * len(scales), axis=axis, schema="symmetric", expressed=g.expressed)
+    return qtype, quantize(w, qtype)
+
+
+def _weight_reals(g, op: str) -> np.ndarray:
+    """A permutation of channels with gains of either sign (0.6-1.2) and three small taps per output."""
+    n = SHAPE[1]
+    perm, gains = g.rng.permutation(n), g.rng.choice([-1.0, 1.0], n) * g.rng.permutation(np.linspace(0.6, 1.2, n))
+    if op == "Conv":  # (out, in, 3, 3): the centre tap of one input channel
+        w = np.zeros((n, n, 3, 3))
+        for o in range(n):
+            w[o, perm[o], 1, 1] = gains[o]
+            for _ in range(3):
+                w[o, g.rng.integers(n), g.rng.integers(3), g.rng.integers(3)] += g.rng.choice([-1, 1]) * g.rng.uniform(0.02, 0.06)
+        return w
+    w = np.zeros((n, n))  # MatMul (K, N) on the last axis: column j reads row perm[j]
+    for j in range(n):
+        w[perm[j], j] = gains[j]
+        for _ in range(2):
+            w[g.rng.integers(n), j] += g.rng.choice([-1, 1]) * g.rng.uniform(0.02, 0.06)
+    return w
+
+
+def _input_reals(g) -> np.ndarray:
+    """A smooth activation in about [-2, 2]: a level per channel, ramps along rows and columns, a little noise."""
+    _, c, h, w = SHAPE
+    levels = g.rng.permutation(np.linspace(-0.8, 0.8, c))
+    return (levels[None, :, None, None] + np.linspace(-0.2, 0.2, h)[None, None, :, None]
+            + np.linspace(-1.2, 1.2, w)[None, None, None, :] + g.rng.normal(0, 0.05, SHAPE))
+
+
 def _chains(rm):
     from onnx_qtypes import QType  # noqa: PLC0415
-    from onnx_qtypes.reference_ops.quant import dequantize  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.quant import dequantize, quantize  # noqa: PLC0415
 
     T = rm.T
 
     def chain(stages):
         def build(g, v):
-            x = g.q()
-            data = g.data(x, SHAPE)
+            x_reals = _input_reals(g)
+            x = g.fit(x_reals)
+            data = quantize(x_reals, x)
             reals = {"x": dequantize(data, x)}
             types = {"x": x}
             inputs, nodes, hidden = [T("x", SHAPE, x)], [], []
@@ -95,11 +148,10 @@ def _chains(rm):
                 operands = [current]
                 for name in extra:
                     if name == "w":  # a per-axis symmetric weight of its own
-                        shape = (4, 4, 3, 3) if op == "Conv" else (4, 4)
-                        w = g.weight(shape, 0 if op == "Conv" else 1)
+                        w, stored = _fitted_symmetric(g, _weight_reals(g, op), 0 if op == "Conv" else 1)
                         wname = f"w{k}"
-                        inputs.append(T(wname, shape, w, value=g.data(w, shape)))
-                        reals[wname] = dequantize(inputs[-1].value, w)
+                        inputs.append(T(wname, stored.shape, w, value=stored))
+                        reals[wname] = dequantize(stored, w)
                         operands.append(wname)
                     else:
                         operands.append(name)  # the residual: the chain's input
@@ -122,7 +174,7 @@ def _chains(rm):
                 current = out
             outputs = [T("y", reals["y"].shape, types["y"])]
             return Spec(nodes[0][0], inputs, outputs, {}, nodes=nodes, hidden=hidden, feeds={"x": _storage_array(data, x)},
-                        features=("chain", f"depth-{len(stages)}"), anchor="one-step",
+                        features=("chain", f"depth-{len(stages)}"), anchor="chains",
                         note=" -> ".join(n[0] for n in nodes) + f" (depth {len(stages)}), judged by the chain rule")
         return build
 

@@ -76,12 +76,13 @@ def _decided(rm):
                     note="NaN is the zero point, +inf and -inf saturate")
 
     def all_zero(g, v):
-        """DynamicQuantizeLinear of zeros: y and y_zero_point are normative, y_scale any positive value (B8)."""
+        """DynamicQuantizeLinear of zeros: y and y_zero_point are normative, y_scale any positive finite value (B8),
+        judged as such (case.json "judge")."""
         nodes = [("DynamicQuantizeLinear", ["x"], ["y", "y_scale", "y_zero_point"], {})]
-        outputs = [T("y", (2, 3, 4), QType("uint8")), T("y_zero_point", (), dtype=TensorProto.UINT8)]
+        outputs = [T("y", (2, 3, 4), QType("uint8")), T("y_scale", ()), T("y_zero_point", (), dtype=TensorProto.UINT8)]
         return Spec("DynamicQuantizeLinear", [T("x", (2, 3, 4))], outputs, {}, nodes=nodes, qdq="plain",
-                    hidden=[T("y_scale", ())], anchor="dynamic-binding", feeds={"x": np.zeros((2, 3, 4), np.float32)},
-                    note="all-zero input: y and y_zero_point are judged, the scale is any positive value")
+                    anchor="all-zero", feeds={"x": np.zeros((2, 3, 4), np.float32)},
+                    note="all-zero input: y and y_zero_point exact, y_scale any positive finite value")
 
     def saturate_0(g, v):
         y = QType("float8e4m3fn", 2.0 ** -2, 0)

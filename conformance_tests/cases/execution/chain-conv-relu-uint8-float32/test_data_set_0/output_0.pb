@@ -1,1 +1,1 @@
-ByJ@$
+ByJ@HHYlHH]zHHd€HIhƒHHHHHHHHHHHHHHHHHM†¾HZ“ÂHc’ÃHk—ÂHHHiHHQpHHX{HHZˆ
