@@ -57,6 +57,8 @@ DM_TYPE = ("The output has the type of the data input, per-axis parameters follo
 # kernels alike); the pages only say which row each operator is in.
 ONE_STEP_NEW_VALUE = "one step; the operator computes a new real value"
 EQUAL_EXACT = "exact with equal input and output parameters; one step where they differ (requantization)"
+MOVES = (f"{EQUAL_EXACT}; exact into a float output; from a float input into a quantized type, one step on near "
+         f"ties only ([it quantizes]({SEM}#quantize-precision), as QuantizeLinear does)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,13 +70,15 @@ class Page:
     inputs: tuple[tuple[str, str], ...]
     outputs: tuple[tuple[str, str], ...]
     constraints: tuple[tuple[str, tuple[str, ...]], ...]  # (text, rule ids); no ids: no rule checks it
-    tolerance: str  # "exact", "one step", or a sentence naming both
+    tolerance: str  # "exact", "one step", "one step on near ties", or a sentence naming them
     example: str = ""  # what the example model shows
 
     @property
     def tolerance_class(self) -> str:
         core = self.tolerance.split(";")[0]
-        return core if core in ("exact", "one step") else "exact / one step"
+        if core in ("exact", "one step", "one step on near ties"):
+            return core
+        return "exact / near ties / one step" if "near ties" in self.tolerance else "exact / one step"
 
     @property
     def tolerance_detail(self) -> str:
@@ -151,7 +155,7 @@ def _average(op: str, slug: str, where: str, example: str) -> Page:
 
 
 def _movement(op: str, slug: str, semantics: str, inputs, constraints, example: str, same=DM_TYPE,
-              tolerance: str = EQUAL_EXACT) -> Page:
+              tolerance: str = MOVES) -> Page:
     return Page(slug, op, (op,), semantics, inputs, (("Y", "quantized (normally X's type), or float"),),
                 (same, *constraints), tolerance, example)
 
@@ -176,7 +180,8 @@ ONE_TYPE_ACROSS = "one type at the node input, body input, body output and node 
 def _control_flow(op: str, semantics: str, inputs, outputs, crossing: str, subgraphs: str, example: str) -> Page:
     return Page(op.lower(), op, (op,), semantics, inputs, outputs,
                 ((crossing, ("QT312",)), (f"All declarations of one tensor, in {subgraphs} too, agree.", ("QT301",))),
-                "exact", example)
+                "exact; the values cross unchanged, and a body whose nodes compute new values gives the node their "
+                "class (one step)", example)
 
 PAGES: tuple[Page, ...] = (
     _conv_like("conv", "Conv", "`W[M, C/group, k…]`", "axis 0", "integer im2col and an exact product",
@@ -308,8 +313,8 @@ PAGES: tuple[Page, ...] = (
         (*BOUNDARY, Q_ZERO_POINT,
          ("A float8 output does not set `saturate = 0` (warning).", ("QT123",)),
          ("A quantized `x` has no negative scale.", ("QT409",))),
-        f"exact from a float input except one step on [near ties]({SEM}#quantize-precision); one step from a "
-        "quantized input (requantization)",
+        f"one step on [near ties]({SEM}#quantize-precision) from a float input, exact on every other element; "
+        "exact from a quantized input of `y`'s own type; one step from one of another type (requantization)",
         "float32 `x` into an int8 type per-axis on axis 1",
     ),
     Page(
@@ -332,8 +337,9 @@ PAGES: tuple[Page, ...] = (
         (("y", "uint8, dynamic, ASYMMETRIC, per-tensor, full range"), ("y_scale, y_zero_point", "float32, uint8")),
         (("A type declared on `y` is dynamic, ASYMMETRIC, per-tensor, over the full uint8 range.", ("QT125",)),
          ("A dynamic type carries no zero points.", ("QT113",))),
-        f"exact; for `y` and `y_zero_point` (on an all-zero input `y_scale` is any positive finite value, "
-        f"[all-zero]({SEM}#all-zero))",
+        f"one step on near ties; `y` is one step off the definition at most on [near ties]({SEM}#quantize-precision) "
+        f"and exact elsewhere, `y_zero_point` and `y_scale` are exact, except that on an all-zero input `y_scale` is "
+        f"any positive finite value ([all-zero]({SEM}#all-zero))",
         "float `x` quantized at run time, then a MatMul with a per-column int8 weight and a float result",
     ),
     _control_flow(
@@ -406,7 +412,7 @@ PAGES = (*PAGES, Page(
       "constants.", ("QT409", "QT410")),
      ("GlobalMaxPool, ReduceMax and ReduceMin read no negative scale: they select by order, and a negative scale "
       "reverses it, as for MaxPool.", ("QT409",))),
-    EQUAL_EXACT, "Transpose → Reshape → Slice → Gather, every tensor of one int8 type",
+    MOVES, "Transpose → Reshape → Slice → Gather, every tensor of one int8 type",
 ))
 
 
