@@ -42,7 +42,7 @@ DEVIATIONS = RESULTS / "deviations.json"
 KNOWN_FORMAT = "onnx-qtypes-known/1"
 KINDS = ("rounding mode", "zero point handling", "fused-kernel arithmetic", "float arithmetic (precision)",
          "unsupported type", "unsupported granularity", "requantization dropped", "data movement error", "saturation",
-         "unsupported operator", "runtime error", "unexplained")
+         "unsupported operator", "runtime error", "dynamic parameters", "unexplained")
 TODO = "TODO:"  # how a drafted reason starts until someone writes it
 
 
