@@ -101,21 +101,24 @@ def _fitted_symmetric(g, w: np.ndarray, axis: int):
 
 
 def _weight_reals(g, op: str) -> np.ndarray:
-    """A permutation of channels with gains of either sign (0.6-1.2) and three small taps per output."""
+    """A permutation of channels with gains of either sign (0.6-1.2) and three small taps per output; an unsigned
+    symmetric weight (zero point 0) holds no negative value, so there gains and taps are positive."""
     n = SHAPE[1]
-    perm, gains = g.rng.permutation(n), g.rng.choice([-1.0, 1.0], n) * g.rng.permutation(np.linspace(0.6, 1.2, n))
+    signed = _storage_info(g.weight_storage).min < 0
+    sign = (lambda k: g.rng.choice([-1.0, 1.0], k)) if signed else (lambda k: np.ones(k))
+    perm, gains = g.rng.permutation(n), sign(n) * g.rng.permutation(np.linspace(0.6, 1.2, n))
     if op == "Conv":  # (out, in, 3, 3): the centre tap of one input channel
         w = np.zeros((n, n, 3, 3))
         for o in range(n):
             w[o, perm[o], 1, 1] = gains[o]
             for _ in range(3):
-                w[o, g.rng.integers(n), g.rng.integers(3), g.rng.integers(3)] += g.rng.choice([-1, 1]) * g.rng.uniform(0.02, 0.06)
+                w[o, g.rng.integers(n), g.rng.integers(3), g.rng.integers(3)] += sign(1)[0] * g.rng.uniform(0.02, 0.06)
         return w
     w = np.zeros((n, n))  # MatMul (K, N) on the last axis: column j reads row perm[j]
     for j in range(n):
         w[perm[j], j] = gains[j]
         for _ in range(2):
-            w[g.rng.integers(n), j] += g.rng.choice([-1, 1]) * g.rng.uniform(0.02, 0.06)
+            w[g.rng.integers(n), j] += sign(1)[0] * g.rng.uniform(0.02, 0.06)
     return w
 
 

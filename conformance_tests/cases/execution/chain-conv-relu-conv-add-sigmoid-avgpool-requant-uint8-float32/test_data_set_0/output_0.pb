@@ -1,1 +1,1 @@
-ByJ@bfmqz~†‹ª®µºÂÅÍÑ.035ADHKglty€…Ž“ƒŽ’œŸ¨«ÉËÑÓàâåæBELP\_ehŒ–™¦©°²
+ByJ@69=?FIORfinqvy€ƒ ,.13JMQT]`ehGHNPZ\acxy}ˆŠŽ$&*,249:PSY[`djl

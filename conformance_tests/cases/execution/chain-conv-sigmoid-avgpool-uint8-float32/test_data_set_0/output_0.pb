@@ -1,1 +1,1 @@
-ByJ@[kˆ•^mŠ—cršet›4?T`5@Vc7C[g9E]i>Sz?U}“F\„™I_†›``_```_`````````
+ByJ@\iŒ^lƒŽdp†fsˆ‘%CW'G[+Nc.RgDW{ŽFY~L_ƒ”Nb„–7Fcs9Heu>Mjz@Ol{
