@@ -1,20 +1,42 @@
-"""The producer corpus: small float models quantized by every producer installed, lifted, run and lowered.
+"""The producer corpus: float models quantized by six producers, each in its own venv; lifted, checked, run, lowered.
 
-    python benchmarks/producer_corpus.py                 # every producer importable here
-    python benchmarks/producer_corpus.py --json out.json --keep DIR
+    python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
+        [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
+        [--producers a,b] [--models a,b]
 
-Producers (each skipped, and said so, when not importable): onnxruntime's quantize_static (QDQ and QOperator,
-per-tensor and per-channel, A16W8, int4 weights, FP8, contrib Q/DQ), quantize_dynamic, MatMulNBitsQuantizer,
-NNCF (quantize and compress_weights), PyTorch FX QAT through torch.onnx.export, Brevitas (QCDQ and QONNX), AMD
-Quark and Intel's onnx-neural-compressor. The float models are the test corpora's (tests/corpus.py,
-tests/corpus_producers.py); nothing is downloaded.
+Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
+the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias at opsets 13
+and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
+and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
+TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats); and the three trained PP-OCR
+models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once).
 
-For each model it reports: whether the lift crashed (anything but the project's own errors), whether it lifted
-whole (no quantization node left) or which nodes it left (counted by op type, each with its reason), the largest
-difference between ``run`` on the lifted model and onnxruntime's unoptimized run of the original (in steps of the
-output's DequantizeLinear scale, when there is one), and whether lower + onnxruntime reproduces the original bit
-for bit (static QDQ models; the original raised to the lowered model's opset 21 first, since onnxruntime's kernels
-of another opset may round differently).
+Producers. In this interpreter (the project's venv): onnxruntime's quantize_static (QDQ and QOperator, per-tensor
+and per-channel, A16W8, contrib Q/DQ, int4 weights, FP8), quantize_dynamic, MatMulNBitsQuantizer, NNCF (quantize,
+compress_weights). In their own interpreters, through benchmarks/producer_recipes.py, which imports nothing of the
+project: PyTorch FX QAT and Brevitas (``--torch-python``), AMD Quark (``--quark-python``: it pins onnx <= 1.22) and
+onnx-neural-compressor (``--inc-python``: it pins numpy < 2). ``--python RECIPE=PY`` sets one recipe's interpreter
+(recipes: torch-floats, torch-fx-qat, brevitas, quark, inc). A producer whose interpreter lacks it is reported as
+not installed.
+
+For each quantized model it reports (the issue-20 criteria):
+
+- crash: anything but the project's own errors out of lift, check, run or lower;
+- lift: whole, or each node left with its reason, and any quantization node left that the lift does not name;
+- run: the lifted model on the reference evaluator against onnxruntime's unoptimized run (ORT_DISABLE_ALL) of the
+  original, tensor by tensor: every operator given onnxruntime's values of its quantized inputs (max steps per
+  operator, the criterion is <= 1), end to end (max steps over the quantized tensors, and the float outputs'
+  largest difference); for files with a producer's custom operators, the producer's interpreter ran onnxruntime
+  with its custom-op library and the final outputs are compared;
+- lower: lower + onnxruntime against onnxruntime on the original (raised to the lowered model's opset 21 when
+  lower), bit for bit; the criterion applies to static QDQ files (a QOperator or integer-op original computes with
+  other kernels);
+- check: every finding of ``check`` on the producer's own file (the file is clean: each finding is suspect), on the
+  lifted form, and for Quark's XINT8 files under the ``vitis-ai-dpu`` profile; per-channel DequantizeLinear before
+  opset 13 in the file and whether QT412 reported it.
+
+Exit status 1 when any model crashed, else 0. Every model, its test input (``<file>.feeds.npz``) and its lifted form
+(DIR/lifted) stay in DIR, so each row's command can be rerun by hand.
 """
 
 from __future__ import annotations
@@ -24,70 +46,105 @@ import contextlib
 import io
 import json
 import logging
+import os
 import pathlib
+import re
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import traceback
-from collections import Counter
+from collections import Counter, defaultdict
 
 import numpy as np
 import onnx
-from onnx import numpy_helper, version_converter
+from onnx import helper, numpy_helper, version_converter
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from onnx_qtypes import diagnose, quantized_tensors  # noqa: E402
 from onnx_qtypes.interop import lift_model, lower  # noqa: E402
 from onnx_qtypes.proto.errors import QTypesError  # noqa: E402
 from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
-from tests.corpus import calibration_samples, corpus_feeds, float_models, run_onnxruntime  # noqa: E402
-from tests import corpus_producers  # noqa: E402
+from producer_recipes import Reader, quiet, samples_of, write_samples  # noqa: E402
+
+RECIPES_SCRIPT = ROOT / "benchmarks" / "producer_recipes.py"
+STAGE_SECONDS = 600  # one stage (lift, check, run, lower) of one model; past it the stage is reported as a hang
 
 
-class _Reader:
-    def __init__(self, samples):
-        self.items = iter(samples)
-
-    def get_next(self):
-        return next(self.items, None)
+# --- float models -------------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _quiet():
-    loggers = [logging.getLogger(), logging.getLogger("nncf")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+def corpus_floats(folder: pathlib.Path) -> None:
+    """The test corpora's float models, with calibration samples and a test input."""
+    from tests import corpus, corpus_producers, corpus_real_inputs
 
-
-def _attempt(label: str, make):
-    """make() or None, saying why the producer refused."""
-    try:
-        with _quiet():
-            return make()
-    except ImportError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a producer refusing a model is reported, not fatal
-        print(f"  {label}: the producer refused ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"[:220])
-        return None
-
-
-def _floats() -> dict[str, tuple[onnx.ModelProto, list, dict]]:
-    """name -> (float model, calibration samples, test feeds)."""
-    out = {name: (model, calibration_samples(name), corpus_feeds(name)) for name, model in float_models().items()}
+    for name, model in corpus.float_models().items():
+        onnx.save(model, folder / f"{name}.onnx")
+        write_samples(folder / f"{name}.npz", corpus.calibration_samples(name), corpus.corpus_feeds(name))
     for opset in (13, 21):
         for name, make in corpus_producers.FLOAT_MODELS.items():
-            samples = [corpus_producers.feeds(1000 + k) for k in range(4)]
-            out[f"{name}{opset}"] = (make(opset), samples, corpus_producers.feeds(0))
-    return out
+            onnx.save(make(opset), folder / f"{name}{opset}.onnx")
+            write_samples(folder / f"{name}{opset}.npz", [corpus_producers.feeds(1000 + k) for k in range(4)],
+                          corpus_producers.feeds(0))
+    for name, make in corpus_real_inputs.FLOAT_MODELS.items():
+        onnx.save(make(), folder / f"{name}.onnx")
+        write_samples(folder / f"{name}.npz", [corpus_real_inputs.feeds(name, 0, seed=100 + k) for k in range(4)],
+                      corpus_real_inputs.feeds(name, 0, seed=0))
 
 
-def ort_static(folder: pathlib.Path, floats) -> dict[str, tuple[onnx.ModelProto, dict]]:
+PPOCR_SHAPES = {"ppocr_det": (1, 3, 64, 64), "ppocr_rec": (1, 3, 48, 160), "ppocr_cls": (1, 3, 48, 192)}
+
+
+def ppocr_floats(folder: pathlib.Path, cache: pathlib.Path) -> None:
+    """The three trained PP-OCR models of the rapidocr_onnxruntime wheel, as the wheel ships them."""
+    from bench_calibration_accuracy import PPOCR, _ppocr_files, _text_page
+
+    files = _ppocr_files(cache)
+    for key, path in files.items():
+        name = key.replace("-", "_")
+        onnx.save(onnx.load(path), folder / f"{name}.onnx")
+        shape, norm = PPOCR_SHAPES[name], PPOCR[key][2]
+        rng = np.random.default_rng(len(name))
+
+        def page():
+            rgb = _text_page(rng, *shape[2:])[None] * rng.uniform(0.9, 1.0, (3, 1, 1)) / 255.0
+            if norm == "imagenet":
+                rgb = (rgb - np.array([0.485, 0.456, 0.406])[:, None, None]) / np.array([0.229, 0.224, 0.225])[:, None, None]
+            else:
+                rgb = (rgb - 0.5) / 0.5
+            return {"x": rgb[None].astype(np.float32)}
+
+        write_samples(folder / f"{name}.npz", [page() for _ in range(4)], page())
+
+
+def _floats(folder: pathlib.Path) -> dict[str, tuple[pathlib.Path, list, dict]]:
+    return {p.stem: (p, *samples_of(p.with_suffix(".npz"))) for p in sorted(folder.glob("*.onnx"))}
+
+
+# --- producers in this interpreter --------------------------------------------------------------------------------
+
+
+def _attempt(made: dict, label: str, target: pathlib.Path, float_name: str, make) -> None:
+    try:
+        with quiet():
+            make()
+        onnx.load(target, load_external_data=False)
+        made[target.stem] = {"path": target, "float": float_name}
+        print(f"  {target.stem}", flush=True)
+    except ImportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a producer refusing a model is a result
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        made.setdefault("__refused__", []).append({"float": float_name, "recipe": label,
+                                                   "error": f"{type(exc).__name__}: {text}"[:300]})
+        print(f"  {target.stem}: refused ({type(exc).__name__}: {text[:140]})", flush=True)
+
+
+def ort_static(floats, out: pathlib.Path) -> dict:
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     settings = {
@@ -103,168 +160,233 @@ def ort_static(folder: pathlib.Path, floats) -> dict[str, tuple[onnx.ModelProto,
         "fp8": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QFLOAT8E4M3FN,
                     weight_type=QuantType.QFLOAT8E4M3FN, calibrate_method=CalibrationMethod.Distribution),
     }
-    out = {}
-    for name, (model, samples, feeds) in floats.items():
-        source = folder / f"{name}.float.onnx"
-        onnx.save(model, source)
+    made: dict = {}
+    for name, (source, calib, _) in floats.items():
         for setting, kwargs in settings.items():
-            target = folder / f"ort-{name}-{setting}.onnx"
-            if _attempt(f"quantize_static {name} {setting}",
-                        lambda: quantize_static(source, target, _Reader(samples), **kwargs) or True):
-                out[target.stem] = (onnx.load(target), feeds)
-    return out
+            target = out / f"ort-{name}-{setting}.onnx"
+            _attempt(made, setting, target, name,
+                     lambda source=source, target=target, calib=calib, kwargs=kwargs:
+                     quantize_static(source, target, Reader(calib), **kwargs))
+    return made
 
 
-def ort_dynamic(folder: pathlib.Path, floats) -> dict:
+def ort_dynamic(floats, out: pathlib.Path) -> dict:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    out = {}
-    for name in ("cnn", "mlp", "attention"):
-        model, _, feeds = floats[name]
-        onnx.save(model, folder / f"{name}.float.onnx")
+    made: dict = {}
+    for name, (source, _, _) in floats.items():
         for weight in ("QInt8", "QUInt8"):
-            target = folder / f"ortdyn-{name}-{weight}.onnx"
-            with _quiet():
-                quantize_dynamic(folder / f"{name}.float.onnx", target, weight_type=QuantType[weight])
-            out[target.stem] = (onnx.load(target), feeds)
-    return out
+            target = out / f"ortdyn-{name}-{weight.lower()}.onnx"
+            _attempt(made, weight, target, name, lambda source=source, target=target, weight=weight:
+                     quantize_dynamic(source, target, weight_type=QuantType[weight]))
+    return made
 
 
-def ort_matmul_nbits(folder: pathlib.Path, floats) -> dict:
+def _constant_matmul(path: pathlib.Path) -> bool:
+    model = onnx.load(path, load_external_data=False)
+    weights = {t.name for t in model.graph.initializer if len(t.dims) == 2}
+    return any(n.op_type == "MatMul" and len(n.input) > 1 and n.input[1] in weights for n in model.graph.node)
+
+
+def ort_matmul_nbits(floats, out: pathlib.Path) -> dict:
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    out = {}
-    for name in ("mlp", "attention"):
-        model, _, feeds = floats[name]
+    made: dict = {}
+    for name, (source, _, _) in floats.items():
+        if not _constant_matmul(source):
+            continue
         for block, symmetric in ((32, False), (16, True)):
-            quantizer = MatMulNBitsQuantizer(onnx.ModelProto.FromString(model.SerializeToString()), block_size=block,
-                                             is_symmetric=symmetric)
-            with _quiet():
+            target = out / f"nbits-{name}-b{block}{'-sym' if symmetric else ''}.onnx"
+
+            def make(source=source, target=target, block=block, symmetric=symmetric):
+                quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=block, is_symmetric=symmetric)
                 quantizer.process()
-            out[f"nbits-{name}-b{block}{'-sym' if symmetric else ''}"] = (quantizer.model.model, feeds)
-    return out
+                onnx.save(quantizer.model.model, target)
+
+            _attempt(made, f"b{block}", target, name, make)
+    return made
 
 
-def nncf_models(folder: pathlib.Path, floats) -> dict:
+def nncf_models(floats, out: pathlib.Path) -> dict:
     import nncf
 
-    out = {}
-    for name in ("cnn", "mlp", "ops21"):
-        model, samples, feeds = floats[name]
-        made = _attempt(f"nncf.quantize {name}", lambda: nncf.quantize(model, nncf.Dataset(samples), subset_size=len(samples)))
-        if made is not None:
-            out[f"nncf-{name}-ptq"] = (made, feeds)
-    for name in ("mlp", "attention"):
-        model, _, feeds = floats[name]
+    made: dict = {}
+    for name, (source, calib, _) in floats.items():
+        target = out / f"nncf-{name}-ptq.onnx"
+        _attempt(made, "ptq", target, name, lambda source=source, target=target, calib=calib: onnx.save(
+            nncf.quantize(onnx.load(source), nncf.Dataset(calib), subset_size=len(calib)), target))
+        if not _constant_matmul(source):
+            continue
         for mode in ("INT8_ASYM", "INT4_SYM"):
             kwargs = {} if mode.startswith("INT8") else {"ratio": 1.0, "group_size": 8, "all_layers": True}
-            made = _attempt(f"nncf.compress_weights {name} {mode}",
-                            lambda: nncf.compress_weights(model, mode=getattr(nncf.CompressWeightsMode, mode), **kwargs))
-            if made is not None:
-                out[f"nncf-{name}-{mode.lower()}"] = (made, feeds)
-    return out
+            target = out / f"nncf-{name}-{mode.lower()}.onnx"
+            _attempt(made, mode, target, name, lambda source=source, target=target, mode=mode, kwargs=kwargs: onnx.save(
+                nncf.compress_weights(onnx.load(source), mode=getattr(nncf.CompressWeightsMode, mode), **kwargs),
+                target))
+    return made
 
 
-def _torch_net():
-    import torch
-    from torch import nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.c1, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
-            self.fc = nn.Linear(8, 5)
-
-        def forward(self, x):
-            x = torch.relu(self.c1(x))
-            x = self.c2(x) + x
-            return self.fc(x.mean((2, 3)))
-
-    torch.manual_seed(0)
-    return Net()
-
-
-def torch_fx_qat(folder: pathlib.Path, floats) -> dict:
-    import torch
-    from torch.ao.quantization import (FakeQuantize, MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
-                                       QConfig, QConfigMapping, disable_observer)
-    from torch.ao.quantization.quantize_fx import prepare_qat_fx
-
-    out = {}
-    x = torch.randn(1, 3, 8, 8)
-    for per_channel in (False, True):
-        observer = MovingAveragePerChannelMinMaxObserver if per_channel else MovingAverageMinMaxObserver
-        weight = FakeQuantize.with_args(observer=observer, quant_min=-128, quant_max=127, dtype=torch.qint8,
-                                        qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric)
-        act = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype=torch.quint8)
-        prepared = prepare_qat_fx(_torch_net().train(), QConfigMapping().set_global(QConfig(activation=act, weight=weight)),
-                                  (x,))
-        for _ in range(4):
-            prepared(torch.randn(1, 3, 8, 8))
-        prepared.apply(disable_observer)
-        prepared.eval()
-        path = folder / f"torch-fxqat-{'pc' if per_channel else 'pt'}.onnx"
-        with _quiet():
-            torch.onnx.export(prepared, (x,), path, opset_version=17, dynamo=False, input_names=["x"], output_names=["y"])
-        out[path.stem] = (onnx.load(path), {"x": np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32)})
-    return out
-
-
-def brevitas_models(folder: pathlib.Path, floats) -> dict:
-    import brevitas.nn as qnn
-    import torch
-    from brevitas.export import export_onnx_qcdq, export_qonnx
-    from brevitas.quant import Int32Bias
-    from torch import nn
-
-    class Net(nn.Module):
-        def __init__(self, bits):
-            super().__init__()
-            self.inp = qnn.QuantIdentity(bit_width=bits, return_quant_tensor=True)
-            self.c1 = qnn.QuantConv2d(3, 8, 3, padding=1, weight_bit_width=bits, bias_quant=Int32Bias, return_quant_tensor=True)
-            self.r = qnn.QuantReLU(bit_width=bits, return_quant_tensor=True)
-            self.fc = qnn.QuantLinear(8 * 8 * 8, 5, bias=True, weight_bit_width=bits, bias_quant=Int32Bias)
-
-        def forward(self, x):
-            return self.fc(self.r(self.c1(self.inp(x))).flatten(1))
-
-    out = {}
-    x = torch.randn(1, 3, 8, 8)
-    feeds = {"x": np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32)}
-    for bits in (8, 4):
-        torch.manual_seed(bits)
-        net = Net(bits).train()
-        for _ in range(4):
-            net(torch.randn(1, 3, 8, 8))
-        net.eval()
-        with _quiet():
-            export_onnx_qcdq(net, x, export_path=folder / f"brevitas-qcdq-{bits}.onnx", input_names=["x"],
-                             output_names=["y"], dynamo=False)
-            export_qonnx(net, x, export_path=folder / f"brevitas-qonnx-{bits}.onnx")
-        out[f"brevitas-qcdq-{bits}"] = (onnx.load(folder / f"brevitas-qcdq-{bits}.onnx"), feeds)
-        qonnx_model = onnx.load(folder / f"brevitas-qonnx-{bits}.onnx")
-        out[f"brevitas-qonnx-{bits}"] = (qonnx_model, {qonnx_model.graph.input[0].name: feeds["x"]})
-    return out
-
-
-PRODUCERS = {
-    "onnxruntime quantize_static": ort_static,
-    "onnxruntime quantize_dynamic": ort_dynamic,
-    "onnxruntime MatMulNBitsQuantizer": ort_matmul_nbits,
-    "NNCF": nncf_models,
-    "PyTorch FX QAT + torch.onnx.export": torch_fx_qat,
-    "Brevitas": brevitas_models,
+IN_PROCESS = {
+    "onnxruntime quantize_static": ("onnxruntime", ort_static),
+    "onnxruntime quantize_dynamic": ("onnxruntime", ort_dynamic),
+    "onnxruntime MatMulNBitsQuantizer": ("onnxruntime", ort_matmul_nbits),
+    "NNCF": ("nncf", nncf_models),
 }
-NOT_COVERED = {  # importable names of producers this script has no recipe for yet
+ELSEWHERE = {  # producer -> recipe of producer_recipes.py
+    "PyTorch FX QAT + torch.onnx.export": "torch-fx-qat",
+    "Brevitas": "brevitas",
     "AMD Quark": "quark",
-    "onnx-neural-compressor": "onnx_neural_compressor",
+    "onnx-neural-compressor": "inc",
 }
+
+
+def run_recipe(recipe: str, python: str, out: pathlib.Path, floats_dir: pathlib.Path | None,
+               models: str | None, log: pathlib.Path) -> tuple[dict | None, str]:
+    """Run one recipe of producer_recipes.py in ``python``; (manifest or None, status)."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [python, str(RECIPES_SCRIPT), recipe, "--out", str(out)]
+    if floats_dir is not None:
+        command += ["--floats", str(floats_dir)]
+    if models:
+        command += ["--models", models]
+    started = time.perf_counter()
+    with open(log, "w") as sink:
+        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    manifest_path = out / "manifest.json"
+    if done.returncode == 3:
+        return None, f"not installed in {python} ({log.read_text().strip().splitlines()[-1]})"
+    if not manifest_path.exists():
+        return None, f"failed (exit {done.returncode}, see {log})"
+    manifest = json.loads(manifest_path.read_text())
+    status = (f"{len(manifest['models'])} models, {len(manifest['refused'])} refused, "
+              f"{time.perf_counter() - started:.0f} s; {manifest['versions']}")
+    if done.returncode:
+        status += f"; exit {done.returncode}, see {log}"
+    return manifest, status
+
+
+# --- examining one model ------------------------------------------------------------------------------------------
+
+
+class StageTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int):
+    def expire(signum, frame):  # noqa: ARG001
+        raise StageTimeout(f"no answer in {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _error(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1][:400]
+
+
+def _is_ours(exc: BaseException) -> bool:
+    return isinstance(exc, QTypesError)
+
+
+def _session(model: onnx.ModelProto):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _ort_run(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    session = _session(model)
+    names = [o.name for o in session.get_outputs()]
+    wanted = {i.name for i in session.get_inputs()}
+    return dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
+
+
+def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """The original with the integer tensor of every tensor the lifted model types as an extra graph output;
+    {typed tensor: original's tensor}. A typed tensor is the QuantizeLinear output's input (QDQ files) or has the
+    same name as a QOperator node's output."""
+    qtypes = quantized_tensors(typed)
+    produced = {o: n for n in original.graph.node for o in n.output}
+    pairs = {}
+    for node in original.graph.node:
+        if node.op_type == "QuantizeLinear" and node.input and node.input[0] in qtypes:
+            pairs[node.input[0]] = node.output[0]
+    for name in qtypes:
+        if name not in pairs and name in produced:
+            node = produced[name]
+            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in ("QuantizeLinear", "QAttention"):
+                pairs[name] = name
+    copy = onnx.ModelProto()
+    copy.CopyFrom(original)
+    have = {o.name for o in copy.graph.output}
+    for typed_name, name in pairs.items():
+        if name not in have:
+            copy.graph.output.append(helper.make_tensor_value_info(name, qtypes[typed_name].storage_type.data_type, None))
+    return copy, pairs
+
+
+def _codes(a) -> np.ndarray:
+    """Storage values as integers one step apart: integers as they are; float8 / float4 codes by their position
+    (sign-magnitude order, +0 and -0 one position apart)."""
+    a = np.asarray(a)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64)
+    if a.dtype.itemsize == 1:  # ml_dtypes float8 / float4 in a byte
+        bits = a.view(np.uint8).astype(np.int64)
+        magnitude, negative = bits & 0x7F, (bits & 0x80) != 0
+        return np.where(negative, -magnitude - 1, magnitude)
+    return a.astype(np.int64)
+
+
+def _like(theirs, ours) -> np.ndarray:
+    """onnxruntime's value in our storage dtype: it hands float8 / float4 storage out as raw uint8 bytes."""
+    theirs, ours = np.asarray(theirs), np.asarray(ours)
+    if ours.dtype.itemsize == 1 and ours.dtype.kind not in "iub" and theirs.dtype == np.uint8:
+        return theirs.view(ours.dtype)
+    return theirs.astype(ours.dtype)
+
+
+def _steps(ours, theirs) -> int:
+    a, b = _codes(ours), _codes(_like(theirs, ours))
+    if a.shape != b.shape:
+        raise ValueError(f"shape {list(a.shape)} against onnxruntime's {list(b.shape)}")
+    return int(np.abs(a - b).max(initial=0))
+
+
+def _per_operator(evaluator, ours: dict, theirs: dict, pairs: dict) -> tuple[int, str]:
+    """Largest steps of any operator's quantized output when it reads onnxruntime's values of its quantized inputs
+    (ours for the rest), and the worst node."""
+    known = {typed: np.asarray(theirs[q]) for typed, q in pairs.items() if q in theirs}
+    worst, where = 0, ""
+    for node in evaluator.rt_nodes_:
+        proto = node.onnx_node
+        if not any(o in known for o in proto.output) or not any(i in known for i in proto.input):
+            continue
+        args = [None if not i else _like(known[i], ours[i]) if i in known else ours[i] for i in proto.input]
+        for o, value in zip(proto.output, node.run(*args)):
+            if o in known:
+                steps = _steps(value, known[o])
+                if steps > worst:
+                    worst, where = steps, f"{proto.op_type} {proto.name or o!r}"
+    return worst, where
 
 
 def _output_step(model: onnx.ModelProto, output: str) -> float | None:
+    inits = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "DequantizeLinear" and node.output and node.output[0] == output and len(node.input) > 1:
-            init = next((t for t in model.graph.initializer if t.name == node.input[1]), None)
+            init = inits.get(node.input[1])
             if init is not None and init.data_type == onnx.TensorProto.FLOAT:
                 return float(np.max(numpy_helper.to_array(init)))
     return None
@@ -282,89 +404,348 @@ def _at_opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto | None:
     return raised
 
 
-def examine(name: str, model: onnx.ModelProto, feeds: dict) -> dict:
-    row: dict = {"model": name}
+QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
+             "MatMulNBits", "Quant", "BipolarQuant", "Trunc", "QuantizeBFP", "DequantizeBFP"}
+STANDARD = ("", "ai.onnx", "ai.onnx.ml")
+
+
+def _quantization_nodes(graph: onnx.GraphProto, typed: set[str]) -> list[onnx.NodeProto]:
+    """Quantization nodes still in a lifted graph, judged here apart from the lift: every Q/DQ that is not a typed
+    boundary, every QLinear / integer / blocked / QONNX node, every custom-domain node whose name says quant."""
+    out = []
+    for node in graph.node:
+        op = node.op_type
+        if op in ("QuantizeLinear", "DequantizeLinear"):
+            side = node.output if op == "QuantizeLinear" else node.input
+            if side and side[0] in typed:
+                continue
+            out.append(node)
+        elif op == "DynamicQuantizeLinear" and node.output and node.output[0] in typed:
+            continue
+        elif op in QUANT_OPS or op.startswith(("QLinear", "QGemm", "QAttention", "QEmbed")) or (
+                node.domain not in STANDARD and node.domain != "com.microsoft" and (
+                    "quant" in op.lower() or op.upper().startswith(("BFP", "MX")))):
+            out.append(node)
+    return out
+
+
+def _per_channel_dq_before_13(model: onnx.ModelProto) -> list[str]:
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset >= 13:
+        return []
+    inits = {t.name: t for t in model.graph.initializer}
+    return [n.name or n.output[0] for n in model.graph.node
+            if n.op_type in ("DequantizeLinear", "QuantizeLinear") and n.domain in STANDARD and len(n.input) > 1
+            and n.input[1] in inits and int(np.prod(inits[n.input[1]].dims)) > 1]
+
+
+def _findings(diagnosis) -> list[dict]:
+    return [{"rule": d.rule, "severity": str(d.severity.value), "message": d.message[:240],
+             "where": (d.location.node or d.location.tensor or "")} for d in diagnosis.diagnostics]
+
+
+def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, folder: pathlib.Path) -> dict:
+    row: dict = {"model": name, "file": str(path)}
+    model = onnx.load(path)
+    row["static_qdq"] = not any(n.op_type.startswith(("QLinear", "QGemm", "QAttention")) or n.op_type in QUANT_OPS - {
+        "QuantizeLinear", "DequantizeLinear"} or n.domain not in STANDARD for n in model.graph.node)
+    row["per_channel_dq_before_13"] = _per_channel_dq_before_13(model)
+    # check on the producer's own file
     try:
-        result = lift_model(model)
-    except QTypesError as exc:
-        return {**row, "lift": f"refused: {exc}"[:300]}
-    except Exception as exc:  # noqa: BLE001 - a crash is what this script looks for
-        return {**row, "lift": "CRASH", "error": "".join(traceback.format_exception_only(exc)).strip()[:300]}
-    row["lift"] = "whole" if not result.left and not result.warnings else "partly"
-    row["left"] = dict(Counter(n.op_type for n in result.left))
-    row["left_nodes"] = [n.line() for n in result.left]
-    row["warnings"] = [w for w in result.warnings if not any(w.startswith(n.label) for n in result.left)]
-    output = model.graph.output[0].name
-    try:
-        theirs = run_onnxruntime(model, feeds, optimize=False)[output]
-    except Exception as exc:  # noqa: BLE001 - onnxruntime cannot run every producer's file (custom ops)
-        row["onnxruntime"] = f"cannot run the original: {str(exc).splitlines()[0][:160]}"
-        return row
-    try:
-        ours = np.asarray(ReferenceEvaluator(result.model).run([output], feeds)[0], dtype=np.float64)
-        diff = float(np.max(np.abs(ours - theirs))) if ours.size else 0.0
-        step = _output_step(model, output)
-        row["run_vs_onnxruntime"] = {"max_abs": diff, "steps": None if not step else diff / step}
+        with _deadline(STAGE_SECONDS):
+            row["check"] = _findings(diagnose(path))
+            if "xint8" in name:
+                row["check_vitis"] = _findings(diagnose(path, profile="vitis-ai-dpu"))
     except Exception as exc:  # noqa: BLE001
-        row["run_vs_onnxruntime"] = f"run failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-    static_qdq = not any(n.op_type.startswith(("QLinear", "QGemm", "DynamicQuantize", "MatMulInteger", "ConvInteger",
-                                               "MatMulNBits")) or n.op_type == "Quant" for n in model.graph.node)
-    if static_qdq and not result.left:
+        row["check"] = [{"rule": "CRASH" if not _is_ours(exc) else "refused", "severity": "error",
+                         "message": _error(exc), "where": ""}]
+    # lift
+    try:
+        with _deadline(STAGE_SECONDS):
+            result = lift_model(model)
+    except Exception as exc:  # noqa: BLE001 - a crash is what this script looks for
+        row["lift"] = ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
+        return row
+    typed = set(quantized_tensors(result.model))
+    row["lift"] = "whole" if not result.left and not result.warnings else "partly"
+    row["summary"] = result.summary()
+    row["left_nodes"] = [n.line() for n in result.left]
+    named = {n.label for n in result.left}
+    row["warnings"] = [w for w in result.warnings if not any(w.startswith(label) for label in named)]
+    still = _quantization_nodes(result.model.graph, typed)
+    row["unnamed_left"] = max(0, len(still) - len(result.left))
+    if row["unnamed_left"]:
+        row["lift"] = "partly"
+        row["unnamed_examples"] = sorted(Counter(f"{n.domain + '.' if n.domain else ''}{n.op_type}" for n in still).items())
+    lifted_path = folder / "lifted" / f"{name}.onnx"
+    lifted_path.parent.mkdir(exist_ok=True)
+    onnx.save(result.model, lifted_path)
+    try:
+        with _deadline(STAGE_SECONDS):
+            row["check_lifted"] = _findings(diagnose(result.model))
+    except Exception as exc:  # noqa: BLE001
+        row["check_lifted"] = [{"rule": "CRASH" if not _is_ours(exc) else "refused", "severity": "error",
+                                "message": _error(exc), "where": ""}]
+    # run: the reference on the lifted model against onnxruntime's unoptimized run of the original
+    outputs = [o.name for o in model.graph.output]
+    theirs, pairs = None, {}
+    try:
+        probe, pairs = _exposed(model, result.model)
+        theirs = _ort_run(probe, feeds)
+    except Exception:  # noqa: BLE001 - the probe may not load; try the file as it is
+        pairs = {}
         try:
-            lowered = lower(result.model)
-            reference = _at_opset(model, 21)
-            same = reference is not None and np.array_equal(run_onnxruntime(lowered, feeds, optimize=False)[output],
-                                                            run_onnxruntime(reference, feeds, optimize=False)[output])
-            row["lower_bit_identical"] = bool(same)
+            theirs = _ort_run(model, feeds)
+        except Exception as exc:  # noqa: BLE001 - custom operators of the producer
+            if expected is not None:
+                theirs = expected
+            else:
+                row["onnxruntime"] = f"cannot run the original: {_error(exc)[:200]}"
+    if theirs is not None:
+        try:
+            with _deadline(STAGE_SECONDS):
+                evaluator = ReferenceEvaluator(result.model)
+                ours = evaluator.run(None, feeds, intermediate=True)
+                run: dict = {"compared_tensors": 0}
+                if pairs:
+                    run["per_operator"], run["worst_operator"] = _per_operator(evaluator, ours, theirs, pairs)
+                    end = [(_steps(ours[t], theirs[q]), t) for t, q in pairs.items() if t in ours and q in theirs]
+                    run["compared_tensors"] = len(end)
+                    run["end_to_end"] = max(end, default=(0, ""))[0]
+                diffs = {}
+                for o in outputs:
+                    a, b = np.asarray(ours[o], np.float64), np.asarray(theirs[o], np.float64)
+                    diffs[o] = float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else (
+                        0.0 if a.shape == b.shape else f"shape {list(a.shape)} vs {list(b.shape)}")
+                run["output_max_abs"] = max(diffs.values(), key=lambda v: v if isinstance(v, float) else 1e300)
+                step = _output_step(model, outputs[0])
+                if step and isinstance(diffs[outputs[0]], float):
+                    run["output_steps"] = diffs[outputs[0]] / step
+                row["run"] = run
         except Exception as exc:  # noqa: BLE001
-            row["lower_bit_identical"] = f"lower failed: {type(exc).__name__}: {str(exc)[:200]}"
+            row["run"] = ("refused: " if _is_ours(exc) else "CRASH: " if not isinstance(
+                exc, StageTimeout) else "HANG: ") + _error(exc)
+    # lower + onnxruntime against the original
+    if not result.left and not row["unnamed_left"]:
+        try:
+            with _deadline(STAGE_SECONDS):
+                lowered = lower(result.model)
+        except Exception as exc:  # noqa: BLE001
+            row["lower"] = ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
+            return row
+        reference = _at_opset(model, 21)
+        try:
+            mine = _ort_run(lowered, feeds)
+        except Exception as exc:  # noqa: BLE001
+            row["lower"] = f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
+            return row
+        try:
+            base = _ort_run(reference, feeds) if reference is not None else expected
+        except Exception:  # noqa: BLE001
+            base = expected
+        if base is None:
+            row["lower"] = "not compared (onnxruntime cannot run the original)"
+            return row
+        same = all(np.array_equal(mine[o], base[o]) for o in outputs)
+        row["lower"] = "identical" if same else "differs: max abs " + ", ".join(
+            f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
+            for o in outputs)
     return row
+
+
+# --- the report ---------------------------------------------------------------------------------------------------
+
+
+def _failures(row: dict) -> list[tuple[str, str]]:
+    """(cause, detail) for every issue-20 criterion the row misses."""
+    out = []
+    lift = row.get("lift", "")
+    if lift.startswith(("CRASH", "refused")):
+        out.append(("lift " + lift.split(":")[0], lift.split(": ", 1)[1]))
+    for line in row.get("left_nodes", []):
+        label, _, reason = line.partition(": ")
+        op = re.sub(r" '.*", "", label)
+        out.append(("left node", f"{op}: {reason}"))
+    for w in row.get("warnings", []):
+        out.append(("lift warning", w[:200]))
+    if row.get("unnamed_left"):
+        out.append(("quantization left without a name", f"{row['unnamed_left']} of {row.get('unnamed_examples')}"))
+    if "onnxruntime" in row:
+        out.append(("original not runnable on onnxruntime", row["onnxruntime"]))
+    run = row.get("run")
+    if isinstance(run, str):
+        out.append(("run " + run.split(":")[0], re.sub(r"'[^']*'", "'…'", run.split(": ", 1)[1])[:200]))
+    elif isinstance(run, dict) and run.get("per_operator", 0) > 1:
+        out.append(("run more than one step per operator", f"{run['per_operator']} steps at {run['worst_operator']}"))
+    lowered = row.get("lower", "")
+    if lowered and lowered != "identical" and row.get("static_qdq"):
+        out.append(("lower + onnxruntime not bit-identical" if lowered.startswith("differs") else
+                    "lower " + lowered.split(":")[0], lowered))
+    elif lowered.startswith(("CRASH", "refused", "onnxruntime cannot")):
+        out.append(("lower " + lowered.split(":")[0], lowered))
+    for key in ("check", "check_lifted", "check_vitis"):
+        for f in row.get(key, []):
+            out.append((f"{key} finding", f"{f['rule']} {f['severity']}: {re.sub(r'[0-9.e+-]{4,}', 'N', f['message'])[:150]}"))
+    return out
+
+
+def _run_text(run) -> str:
+    if isinstance(run, dict):
+        per = run.get("per_operator")
+        parts = [f"op {per}" if per is not None else "op -", f"e2e {run.get('end_to_end', '-')}"]
+        if "output_steps" in run:
+            parts.append(f"out {run['output_steps']:.2f} st")
+        elif isinstance(run.get("output_max_abs"), float):
+            parts.append(f"out {run['output_max_abs']:.2g}")
+        return ", ".join(parts)
+    return str(run or "-")[:60]
+
+
+def report(rows: list[dict], producers: dict[str, str]) -> None:
+    for producer, status in producers.items():
+        print(f"{producer}: {status}")
+    crashes = [r for r in rows if any(str(r.get(k, "")).startswith(("CRASH", "HANG")) for k in ("lift", "run", "lower"))
+               or any(f["rule"] == "CRASH" for k in ("check", "check_lifted") for f in r.get(k, []))]
+    whole = [r for r in rows if r.get("lift") == "whole"]
+    ran = [r for r in rows if isinstance(r.get("run"), dict)]
+    within = [r for r in ran if r["run"].get("per_operator", 0) <= 1]
+    static = [r for r in rows if r.get("static_qdq") and "lower" in r]
+    identical = [r for r in static if r["lower"] == "identical"]
+    clean = [r for r in rows if not r.get("check") and not r.get("check_lifted")]
+    print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
+          f"{len(within)} within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
+          f"{len(static)} static QDQ models lowered; check silent on {len(clean)} (file and lifted form)\n")
+    print("| producer | model | lift | left (by op) | run vs onnxruntime (steps) | lower | check findings (file / lifted) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        left = Counter(re.sub(r" '.*|\(.*", "", line.split(": ")[0]).strip() for line in r.get("left_nodes", []))
+        findings = " / ".join(",".join(f"{k}x{v}" for k, v in sorted(Counter(f["rule"] for f in r.get(key, [])).items()))
+                              or "-" for key in ("check", "check_lifted"))
+        lift = r.get("lift", "")
+        print(f"| {r['producer']} | {r['model']} | {lift[:70]} | {dict(left) or '-'}"
+              f"{' +' + str(r['unnamed_left']) + ' unnamed' if r.get('unnamed_left') else ''} | "
+              f"{_run_text(r.get('run') or r.get('onnxruntime'))} | {str(r.get('lower', '-'))[:40]} | {findings} |")
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in rows:
+        for cause, detail in dict.fromkeys(_failures(r)):
+            groups[(cause, detail)].append(r["model"])
+    print("\nFailures grouped by cause (cause: detail -> models):")
+    for cause in sorted({c for c, _ in groups}):
+        details = {d: m for (c, d), m in groups.items() if c == cause}
+        total = len({m for ms in details.values() for m in ms})
+        print(f"\n## {cause} ({total} models)")
+        for detail, models in sorted(details.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(models[:6]) + (f", ... ({len(models)} in all)" if len(models) > 6 else "")
+            print(f"- {detail[:220]} -> {shown}")
+    flagged = [(r["model"], r["per_channel_dq_before_13"], any(f["rule"] == "QT412" for f in r.get("check", [])))
+               for r in rows if r.get("per_channel_dq_before_13")]
+    print("\nPer-channel Q/DQ before opset 13 (onnx.checker and onnxruntime refuse it): " +
+          (", ".join(f"{m} ({len(n)} nodes, QT412 {'reported' if hit else 'NOT reported'})" for m, n, hit in flagged)
+           or "none in this corpus"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", metavar="DIR", help="the folder for every model and log (default: a temporary one)")
     parser.add_argument("--json", metavar="FILE", help="write every row as JSON")
-    parser.add_argument("--keep", metavar="DIR", help="keep the produced models in DIR")
+    parser.add_argument("--torch-python", help="interpreter for torch-floats, torch-fx-qat and brevitas")
+    parser.add_argument("--quark-python", help="interpreter with amd-quark")
+    parser.add_argument("--inc-python", help="interpreter with onnx-neural-compressor")
+    parser.add_argument("--python", action="append", default=[], metavar="RECIPE=PY",
+                        help="interpreter for one recipe of producer_recipes.py")
+    parser.add_argument("--ppocr-cache", default=os.path.join(os.path.expanduser("~"), ".cache", "onnx-qtypes-bench"),
+                        help="where the rapidocr_onnxruntime wheel is downloaded once")
+    parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
+    parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
+    parser.add_argument("--models", help="comma-separated float model names (default: all)")
     args = parser.parse_args(argv)
-    folder = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="producer-corpus-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    floats = _floats()
-    rows, producers = [], {}
-    for producer, build in PRODUCERS.items():
+    folder = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="producer-corpus-")).resolve()
+    floats_dir = folder / "float"
+    floats_dir.mkdir(parents=True, exist_ok=True)
+    pythons = {"torch-floats": args.torch_python, "torch-fx-qat": args.torch_python, "brevitas": args.torch_python,
+               "quark": args.quark_python, "inc": args.inc_python}
+    for item in args.python:
+        recipe, _, python = item.partition("=")
+        pythons[recipe] = python
+    pythons = {k: v or sys.executable for k, v in pythons.items()}
+    chosen = set(args.models.split(",")) if args.models else None
+    wanted = (lambda p: True) if not args.producers else (
+        lambda p: any(s.lower() in p.lower() for s in args.producers.split(",")))
+
+    producers: dict[str, str] = {}
+    corpus_floats(floats_dir)
+    print("float models:", flush=True)
+    manifest, status = run_recipe("torch-floats", pythons["torch-floats"], floats_dir, None, None,
+                                  folder / "torch-floats.log")
+    producers["float models: torch / torchvision / transformers"] = status
+    if not args.no_ppocr:
         try:
-            models = build(folder, floats)
+            ppocr_floats(floats_dir, pathlib.Path(args.ppocr_cache))
+            producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = "3 models"
+        except Exception as exc:  # noqa: BLE001 - no network: said, not fatal
+            producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = f"not fetched: {_error(exc)}"
+    floats = {k: v for k, v in _floats(floats_dir).items() if chosen is None or k in chosen}
+    print(f"  {len(floats)}: {', '.join(floats)}", flush=True)
+
+    made: dict[str, dict] = {}  # producer -> {model: {"path", "float"}}
+    for producer, (module, build) in IN_PROCESS.items():
+        if not wanted(producer):
+            continue
+        print(f"{producer}:", flush=True)
+        out = folder / module
+        out.mkdir(exist_ok=True)
+        try:
+            started = time.perf_counter()
+            models = build(floats, out)
         except ImportError as exc:
             producers[producer] = f"not installed ({exc.name})"
             continue
-        producers[producer] = f"{len(models)} models"
-        for name, (model, feeds) in models.items():
-            rows.append({"producer": producer, **examine(name, model, feeds)})
-    for producer, module in NOT_COVERED.items():
-        try:
-            __import__(module)
-            producers[producer] = "installed, no recipe in this script yet"
-        except ImportError:
-            producers[producer] = "not installed"
-    for producer, status in producers.items():
-        print(f"{producer}: {status}")
-    whole = sum(r["lift"] == "whole" for r in rows)
-    crashes = [r for r in rows if r["lift"] == "CRASH"]
-    lowered = [r for r in rows if "lower_bit_identical" in r]
-    print(f"\n{len(rows)} models: {whole} lifted whole, {len(rows) - whole - len(crashes)} partly or refused, "
-          f"{len(crashes)} crashed; lower + onnxruntime bit-identical on "
-          f"{sum(r['lower_bit_identical'] is True for r in lowered)} of {len(lowered)} static QDQ models")
-    for r in rows:
-        run = r.get("run_vs_onnxruntime")
-        run_text = (f"{run['steps']:.2f} steps" if isinstance(run, dict) and run["steps"] is not None else
-                    f"{run['max_abs']:.3g} abs" if isinstance(run, dict) else str(run or r.get("onnxruntime", "")))
-        print(f"  {r['model']:40s} {r['lift']:8s} left={r.get('left', {})} run={run_text} "
-              f"lower={r.get('lower_bit_identical', '-')}")
-        for line in r.get("left_nodes", [])[:3] + r.get("warnings", [])[:2]:
-            print(f"      {line[:180]}")
+        refused = models.pop("__refused__", [])
+        producers[producer] = f"{len(models)} models, {len(refused)} refused, {time.perf_counter() - started:.0f} s" + (
+            "".join(f"\n    refused {r['float']} {r['recipe']}: {r['error'][:150]}" for r in refused))
+        made[producer] = models
+    for producer, recipe in ELSEWHERE.items():
+        if not wanted(producer):
+            continue
+        print(f"{producer} ({pythons[recipe]}):", flush=True)
+        uses_floats = recipe in ("quark", "inc")
+        manifest, status = run_recipe(recipe, pythons[recipe], folder / recipe, floats_dir if uses_floats else None,
+                                      ",".join(floats) if uses_floats else None, folder / f"{recipe}.log")
+        producers[producer] = status
+        if manifest is None:
+            continue
+        producers[producer] += "".join(f"\n    refused {r['float']} {r['recipe']}: {r['error'][:150]}"
+                                       for r in manifest["refused"])
+        made[producer] = {m["name"]: {"path": folder / recipe / m["file"], "float": m["float"]}
+                          for m in manifest["models"]}
+
+    rows = []
+    for producer, models in made.items():
+        for name, info in models.items():
+            path = info["path"]
+            npz = floats_dir / f"{info['float']}.npz"
+            feeds = samples_of(npz if npz.exists() else path.with_suffix(".npz"))[1]
+            np.savez(path.with_suffix(".feeds.npz"), **feeds)
+            expected_path = path.parent / f"{path.stem}.ort.npz"
+            expected = dict(np.load(expected_path)) if expected_path.exists() else None
+            started = time.perf_counter()
+            try:
+                row = examine(name, path, feeds, expected, folder)
+            except Exception as exc:  # noqa: BLE001 - the script's own failure on one model must not end the run
+                row = {"model": name, "file": str(path), "lift": f"CRASH (in this script): {_error(exc)}"}
+            row["producer"] = producer
+            row["seconds"] = round(time.perf_counter() - started, 1)
+            rows.append(row)
+            print(f"  {name}: lift {row.get('lift', '')[:60]}, run {_run_text(row.get('run'))}, "
+                  f"lower {str(row.get('lower', '-'))[:40]} ({row['seconds']} s)", flush=True)
+    print()
+    report(rows, producers)
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"producers": producers, "rows": rows}, indent=1))
-    return 1 if crashes else 0
+        pathlib.Path(args.json).write_text(json.dumps({"producers": producers, "rows": rows}, indent=1, default=str))
+    crashed = any(str(r.get(k, "")).startswith(("CRASH", "HANG")) for r in rows for k in ("lift", "run", "lower"))
+    return 1 if crashed else 0
 
 
 if __name__ == "__main__":
+    logging.getLogger("nncf").setLevel(logging.ERROR)
     sys.exit(main())
