@@ -251,7 +251,7 @@ def run_recipe(recipe: str, python: str, out: pathlib.Path, floats_dir: pathlib.
         command += ["--models", models]
     started = time.perf_counter()
     with open(log, "w") as sink:
-        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
+        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, cwd=out,  # producers (Quark) write side files into their working folder
                               env={**os.environ, "PYTHONWARNINGS": "ignore"})
     manifest_path = out / "manifest.json"
     if done.returncode == 3:
