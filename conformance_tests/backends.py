@@ -89,7 +89,8 @@ class ReferenceBackend:
         from onnx_qtypes import __version__
 
         self.kernels = kernels
-        self.name = "reference" if kernels == "definitional" else f"reference-{kernels}"
+        # a vendor's subclass keeps the name it declares
+        self.name = getattr(type(self), "name", None) or ("reference" if kernels == "definitional" else f"reference-{kernels}")
         self.version = __version__
 
     form = "typed"
@@ -118,7 +119,7 @@ class OnnxRuntimeBackend:
             raise BackendError("the onnxruntime backend needs onnxruntime: pip install onnxruntime") from None
         self._ort = onnxruntime
         self.optimize = optimize
-        self.name = "onnxruntime" if optimize else "onnxruntime-unoptimized"
+        self.name = getattr(type(self), "name", None) or ("onnxruntime" if optimize else "onnxruntime-unoptimized")
         self.version = onnxruntime.__version__
 
     form = "qdq"

@@ -721,3 +721,19 @@ def test_quiet_shows_no_progress_bar_even_on_a_terminal(cases_root, capsys, monk
     assert main(["conformance", "--cases", str(cases_root), "-q"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out.count("\n") == 1
+
+
+def test_a_vendor_subclass_of_a_shipped_backend_keeps_its_name():
+    """A vendor wrapping the reference or onnxruntime names its own runtime in reports, not the shipped one's."""
+    from onnx_qtypes.conformance import OnnxRuntimeBackend
+
+    class Mine(ReferenceBackend):
+        name = "my-reference-fork"
+
+    class MyOrt(OnnxRuntimeBackend):
+        name = "my-ort-build"
+
+    assert Mine().name == "my-reference-fork" and ReferenceBackend().name == "reference"
+    assert ReferenceBackend("integer").name == "reference-integer"
+    assert MyOrt(optimize=False).name == "my-ort-build"
+    assert OnnxRuntimeBackend(optimize=False).name == "onnxruntime-unoptimized"
