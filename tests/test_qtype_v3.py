@@ -49,10 +49,12 @@ def test_all_zero_offsets_are_no_offsets():
     assert QType("uint4", [0.5, 0.25], axis=0, offset=[0.0, -0.0]) == QType("uint4", [0.5, 0.25], axis=0)
 
 
-def test_zero_scales_are_valid_in_version_3_only():
-    assert QType("int4", [0.0, 0.5], axis=0, version=3).scale == (0.0, 0.5)
-    with pytest.raises(QTypeError, match="finite and non-zero"):
-        QType("int4", [0.0, 0.5], axis=0)
+def test_zero_scales_are_valid_only_read_from_a_version_3_initializer():
+    """validity.md QT101: a GGUF block of zeros has d = 0, read from the type's scale_tensor; a listed scale is never 0."""
+    assert QType("int4", [0.0, 0.5], axis=0, version=3, scale_tensor="w_d").scale == (0.0, 0.5)
+    for kwargs in ({"version": 3}, {"scale_tensor": "w_d"}, {}):
+        with pytest.raises(QTypeError, match="finite and non-zero"):
+            QType("int4", [0.0, 0.5], axis=0, **kwargs)
 
 
 def test_a_version_3_field_under_version_2_is_unknown_to_that_version():
