@@ -10,7 +10,7 @@ no quantized type expresses is refused by name before anything is written (propo
 The file is read memory-mapped (gguf's ``GGUFReader``) and written tensor by tensor, each in chunks of rows, to
 the external data file ``OUT.data`` when the planes exceed ``INLINE_LIMIT`` bytes (``external`` forces either):
 peak memory is a chunk's working set plus one tensor's small planes, whatever the file's size
-(benchmarks/bench_gguf_lift.py).
+(benchmarks/bench_gguf.py --layers).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ class GGUFLiftResult:
 
 
 def is_gguf(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a regular file starting with GGUF's magic."""
+    """Whether ``path`` is for the GGUF lift: named ``.gguf`` (so that a broken one is told it is no GGUF file, not
+    no ONNX model), or a regular file starting with GGUF's magic."""
+    if os.fspath(path).lower().endswith(".gguf"):
+        return True
     try:
         if not pathlib.Path(path).is_file():
             return False
@@ -80,16 +83,71 @@ def is_gguf(path: str | os.PathLike) -> bool:
 
 
 def open_gguf(path: str | os.PathLike) -> Any:
-    """gguf's memory-mapped reader of ``path``; GGUFError naming the file when it is no readable GGUF."""
+    """gguf's memory-mapped reader of ``path``; GGUFError naming the file (and the tensor, where one is at fault)
+    when it is no readable GGUF: not GGUF at all, cut short, a tensor's data outside the file."""
     require_regular_file(path, "a .gguf file", GGUFError)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise GGUFError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if head != MAGIC:
+        found = "it is empty" if not head else f"it starts with {head!r}, not GGUF's magic {MAGIC!r}"
+        raise GGUFError(f"{path}: not a GGUF file: {found}; give a .gguf file")
     try:
         from gguf import GGUFReader  # noqa: PLC0415 (the optional extra 'gguf')
     except ImportError:
         raise GGUFError(f"{path}: reading GGUF needs the gguf package: pip install 'onnx-qtypes[gguf]'") from None
     try:
-        return GGUFReader(path)
-    except (ValueError, KeyError, IndexError, OSError, OverflowError) as exc:
+        return _located(GGUFReader)(path)
+    except GGUFError:
+        raise
+    except (ValueError, KeyError, IndexError, OSError, OverflowError, MemoryError) as exc:
         raise GGUFError(f"{path}: not a readable GGUF file ({' '.join(str(exc).split())[:160]})") from None
+
+
+def _located(reader: type) -> type:
+    """gguf's reader, made to say where a file is broken: its own reads past the end of the mapping come back
+    short (and fail later as an index or reshape error), so every read is bounded first, and each tensor's data
+    range is checked against the file, by tensor name, before gguf maps it."""
+
+    class LocatedReader(reader):  # type: ignore[misc, valid-type]
+        def __init__(self, path: str | os.PathLike) -> None:
+            self._where = os.fspath(path)
+            super().__init__(path)
+
+        def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> np.ndarray:
+            end = int(offset) + np.dtype(dtype).itemsize * int(count)
+            if end > len(self.data):
+                raise GGUFError(f"{self._where}: the GGUF header is cut short or corrupt: it reads bytes up to {end} "
+                                f"of a {len(self.data)}-byte file (truncated, or a count or length too large)")
+            return super()._get(offset, dtype, count, override_order)
+
+        def _build_tensors(self, start_offs: int, fields: list[Any]) -> None:
+            from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # noqa: PLC0415
+
+            for field in fields:
+                _, name_data, _, dims, raw_dtype, offset = field.parts
+                name = bytes(name_data).decode("utf-8", "backslashreplace")
+                try:
+                    kind = GGMLQuantizationType(int(raw_dtype[0]))
+                except ValueError:
+                    raise GGUFError(f"{self._where}: tensor {name!r} has GGML type id {int(raw_dtype[0])}, which "
+                                    "the gguf package does not know; nothing written") from None
+                block, size = GGML_QUANT_SIZES[kind]
+                if len(dims) and int(dims[0]) % block:
+                    raise GGUFError(f"{self._where}: tensor {name!r}: its rows hold {int(dims[0])} values, not a "
+                                    f"multiple of {kind.name}'s block of {block}; nothing written")
+                count = int(np.prod(dims.astype(object)))  # Python integers: no overflow on corrupt dims
+                start = int(start_offs) + int(offset[0])
+                end = start + count * size // block
+                if end > len(self.data):
+                    raise GGUFError(f"{self._where}: tensor {name!r}: its data (bytes {start} to {end}) lies beyond "
+                                    f"the end of the {len(self.data)}-byte file (truncated, or a corrupt offset "
+                                    "or shape); nothing written")
+            super()._build_tensors(start_offs, fields)
+
+    return LocatedReader
 
 
 def tensor_format(tensor: Any) -> Format | str:

@@ -32,20 +32,6 @@ def every_format(tmp_path_factory):
     return source, folder / "model.onnx", gguf_files.gguf_values(source)
 
 
-def _case(case_id: str) -> tuple[onnx.ModelProto, dict, np.ndarray]:
-    """A committed conformance case's typed model, feeds and expected output."""
-    from builders import ROOT  # noqa: PLC0415
-    from onnx import numpy_helper  # noqa: PLC0415
-
-    folder = ROOT / "conformance_tests" / "cases" / "execution" / case_id
-    feeds = {}
-    for path in sorted((folder / "test_data_set_0").glob("input_*.pb")):
-        tensor = onnx.load_tensor(str(path))
-        feeds[tensor.name] = numpy_helper.to_array(tensor)
-    expected = numpy_helper.to_array(onnx.load_tensor(str(folder / "test_data_set_0" / "output_0.pb")))
-    return onnx_qtypes.load(folder / "model.onnx"), feeds, expected
-
-
 def _values_equal(want: np.ndarray, got: np.ndarray) -> bool:
     return want.shape == got.shape and np.array_equal(want.astype(np.float32), np.asarray(got).astype(np.float32))
 
@@ -157,27 +143,7 @@ def test_the_command_line(tmp_path, every_format):
     assert report["tensors"] == len(gguf_files.every_format()) and report["formats"]["Q4_K"] == 1
     refused = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(source), str(tmp_path / "s.onnx"),
                               "--statistics", str(source)], capture_output=True, text=True)
-    assert refused.returncode == 2 and "--statistics" in refused.stderr
-    truncated = tmp_path / "cut.gguf"
-    truncated.write_bytes(source.read_bytes()[:200])
-    cut = subprocess.run([sys.executable, "-m", "onnx_qtypes", "lift", str(truncated), str(tmp_path / "c.onnx")],
-                         capture_output=True, text=True)
-    assert cut.returncode == 2 and "not a readable GGUF file" in cut.stderr and "Traceback" not in cut.stderr
-
-
-def test_matmulnbits_where_it_is_exact_and_the_float_chain_elsewhere():
-    """--form matmulnbits: a Q4_0 / Q6_K weight (no offset, no codebook) read by MatMul becomes MatMulNBits and
-    onnxruntime computes the case within its tolerance; Q4_K (minimums) keeps its exact DequantizeLinear chain."""
-    ort = pytest.importorskip("onnxruntime")
-    for name, fused in (("q4_0", True), ("q6_k", True), ("q4_k", False)):
-        typed, feeds, expected = _case(f"gguf-matmul-{name}")
-        lowered = onnx_qtypes.lower(typed, form="matmulnbits")
-        assert any(n.op_type == "MatMulNBits" for n in lowered.graph.node) == fused, name
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = ort.InferenceSession(lowered.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        got = session.run(None, feeds)[0]
-        assert np.abs(got.astype(np.int64) - expected.astype(np.int64)).max() <= 1, name
+    assert refused.returncode == 2 and "--statistics" in refused.stderr  # broken files: test_gguf_bad_files.py
 
 
 @pytest.mark.parametrize("name", ["Q4_K", "Q6_K", "IQ4_XS"])
