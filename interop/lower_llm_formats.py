@@ -133,8 +133,8 @@ def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
     qtype = _resolved(weight, lookup)
     if not qtype.is_affine or qtype.storage_type.is_float or qtype.axis is None:
         return False
-    if qtype.block_size and int(np.prod(weight.init.dims)) == qtype.block_size:
-        return False  # one block: no MatMulNBits weight, and the chain writes its one-element scale per-tensor
+    if qtype.block_size and list(weight.init.dims) == [qtype.block_size]:
+        return False  # 1-D, one block: no MatMulNBits weight; the chain writes its one-element scale per-tensor
     name = f"{weight.name}.scale"
     scales = np.asarray(qtype.scale, np.float64)
     if (scales == 0).any():  # a block of zeros (d = 0): scale 1 and codes at the zero point stand for the same 0s
@@ -275,11 +275,11 @@ def _parameter(graph: GraphProto, weight: _Weight, field: str, declared: dict[st
 
 def _dequantize(graph: GraphProto, codes: str, scale: str, zero_point: list[str], out: str, dims: list[int],
                 axis: int, block: int) -> list[NodeProto]:
-    """A blocked DequantizeLinear of ``codes`` (``dims``). When the codes are one block, the scale has one element,
-    which onnxruntime 1.32.0 reads as per-tensor and then refuses with a block_size ("block_size must be 0 for
-    per-tensor quantization"): that block is written per-tensor, its scale (and zero point) reshaped to a scalar,
-    which means the same."""
-    if int(np.prod(dims)) != block:
+    """A blocked DequantizeLinear of ``codes`` (``dims``). When the codes are 1-D and one block, the scale is 1-D of
+    one element, which onnxruntime 1.32.0 reads as per-tensor and then refuses with a block_size ("block_size must
+    be 0 for per-tensor quantization"): that block is written per-tensor, its scale (and zero point) reshaped to a
+    scalar, which means the same."""
+    if dims != [block]:
         return [helper.make_node("DequantizeLinear", [codes, scale, *zero_point], [out], axis=axis, block_size=block,
                                  name=f"{out} dequantize")]
     scalar = f"{out}.scalar_shape"
