@@ -299,11 +299,28 @@ def pack(codes: np.ndarray, bits: int) -> bytes:
     return out.tobytes()
 
 
-def check_chunk(path: str | os.PathLike, name: str, fmt: Format, planes: Planes) -> None:
-    """GGUFError for a block the type cannot hold: an MXFP4 scale byte 0xFF (NaN in OCP MX, 2^128 in ggml)."""
+# the float16 fields of a block, by plane: GGUF's names for them
+HALF_FIELDS = {"scale": "d", "scale_d": "d", "offset": "m", "offset_d": "dmin"}
+
+
+def check_chunk(path: str | os.PathLike, name: str, fmt: Format, planes: Planes, first_block: int = 0) -> None:
+    """GGUFError for a block the type cannot hold (``first_block``: the chunk's first block in the tensor): an MXFP4
+    scale byte 0xFF (NaN in OCP MX, 2^128 in ggml), or a float16 ``d``, ``dmin`` or ``m`` that is infinite or NaN
+    (scales and offsets are finite: QT101, QT140)."""
     if fmt.scale == "e8m0" and (planes.scale == 0xFF).any():
-        raise GGUFError(f"{path}: tensor {name!r}: an MXFP4 block scale is 0xFF, which OCP MX defines as NaN and "
-                        "ggml reads as 2^128; the type refuses it (nothing written)")
+        block = first_block + int(np.argmax((planes.scale == 0xFF).any(axis=1)))
+        raise GGUFError(f"{path}: tensor {name!r}: block {block}: its MXFP4 scale is 0xFF, which OCP MX defines as "
+                        "NaN and ggml reads as 2^128; the type refuses it (nothing written)")
+    for plane, field in HALF_FIELDS.items():
+        values = getattr(planes, plane)
+        if values is None or values.dtype != np.float16 or np.isfinite(values).all():
+            continue
+        bad = ~np.isfinite(values).reshape(len(values), -1).all(axis=1)
+        block = first_block + int(np.argmax(bad))
+        value = values.reshape(len(values), -1)[bad][0]
+        value = value[~np.isfinite(value)][0]
+        raise GGUFError(f"{path}: tensor {name!r}: block {block}: its float16 {field} is {value}, and a type's scales "
+                        "and offsets are finite; nothing written")
 
 
 # --- the typed model ---------------------------------------------------------------------------------------------
@@ -423,8 +440,10 @@ def _lift_quantized(path: str | os.PathLike, tensor: Any, fmt: Format, sink: _Si
     codes = _initializer(name + SUFFIXES["codes"], layout[0][2], shape)
 
     def code_parts() -> Iterator[bytes]:  # the codes stream to the sink; the small planes wait in memory
+        first = 0
         for planes in chunks(tensor, fmt, chunk_values):
-            check_chunk(path, name, fmt, planes)
+            check_chunk(path, name, fmt, planes, first)
+            first += len(planes.codes)
             for plane in small:
                 small[plane].append(plane_bytes(fmt, planes, plane))
             yield plane_bytes(fmt, planes, "codes")

@@ -119,19 +119,34 @@ def test_a_format_no_type_expresses_is_refused_by_name(tmp_path):
     assert list(tmp_path.iterdir()) == [source]  # nothing written
 
 
-def test_an_mxfp4_scale_of_0xff_is_refused_and_nothing_is_written(tmp_path):
-    source = tmp_path / "nan.gguf"
-    data = gguf_files.tensor_bytes(FORMATS["MXFP4"], (2, 64), np.random.default_rng(1))
-    data.reshape(-1, 17)[3, 0] = 0xFF  # NaN in OCP MX, 2^128 in ggml
+# a block field the type cannot hold: (format, byte offset in the block, bytes written there, message)
+UNHOLDABLE = [
+    ("MXFP4", 0, b"\xff", "its MXFP4 scale is 0xFF, which OCP MX defines as NaN"),  # 2^128 in ggml
+    ("Q8_0", 0, np.float16(np.nan).tobytes(), "its float16 d is nan"),
+    ("Q4_1", 2, np.float16(np.inf).tobytes(), "its float16 m is inf"),
+    ("Q4_K", 0, np.float16(-np.inf).tobytes(), "its float16 d is -inf"),
+    ("Q4_K", 2, np.float16(np.nan).tobytes(), "its float16 dmin is nan"),
+]
+
+
+@pytest.mark.parametrize(("kind", "at", "value", "says"), UNHOLDABLE)
+def test_a_block_the_type_cannot_hold_is_refused_by_tensor_and_block(tmp_path, kind, at, value, says):
+    """Scales and offsets are finite (QT101, QT140): lift names the tensor and the block rather than write a model
+    that check refuses. The file is lifted to external data in chunks of one row, the bad block in the last one."""
+    fmt = FORMATS[kind]
+    source = tmp_path / "bad.gguf"
+    data = gguf_files.tensor_bytes(fmt, (4, 512), np.random.default_rng(1))
+    blocks = data.reshape(-1, fmt.block_bytes)
+    blocks[-1, at:at + len(value)] = np.frombuffer(value, np.uint8)
     writer = gguf.GGUFWriter(str(source), "llama")
-    writer.add_tensor("w", data, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+    writer.add_tensor("w", data, raw_dtype=gguf.GGMLQuantizationType[kind])
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(GGUFError, match="tensor 'w': an MXFP4 block scale is 0xFF"):
-        lift_gguf(source, tmp_path / "out.onnx", external=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["nan.gguf"]
+    with pytest.raises(GGUFError, match=f"tensor 'w': block {len(blocks) - 1}: {says}"):
+        lift_gguf(source, tmp_path / "out.onnx", external=True, chunk_values=512)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf"]
 
 
 def test_the_command_line(tmp_path, every_format):
