@@ -192,7 +192,8 @@ def _chain(graph: GraphProto, weight: _Weight, declared: dict[str, pb.QuantizedT
     else:
         lo = msg.storage_min if msg.HasField("storage_min") else storage.min
     if not table and params["offset"] is None:  # one DequantizeLinear: s * (q - zp), exact
-        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), name, dims, axis, block)
+        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), name, dims, axis, block,
+                             f"{name} dequantize")
         return nodes
     if table:
         index = f"{name}.index"
@@ -206,7 +207,8 @@ def _chain(graph: GraphProto, weight: _Weight, declared: dict[str, pb.QuantizedT
         values, scaled = f"{name}.values", True
     else:
         values, scaled = f"{name}.scaled", False
-        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), values, dims, axis, block)
+        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), values, dims, axis, block,
+                             f"{name} dequantize")
     blocked = [*dims[:axis], dims[axis] // block, block, *dims[axis + 1:]]
     graph.initializer.append(numpy_helper.from_array(np.asarray(blocked, np.int64), f"{name}.blocked_shape"))
     graph.initializer.append(numpy_helper.from_array(np.asarray(dims, np.int64), f"{name}.shape"))
@@ -265,7 +267,7 @@ def _parameter(graph: GraphProto, weight: _Weight, field: str, declared: dict[st
         raise LowerError(f"tensor {source!r}: listed zero points on a parameter tensor have no lowering here")
     if inner.HasField("block_size"):
         nodes += _dequantize(graph, source, inner_scale, zp, out, list(lookup(source).dims), inner.axis,
-                             inner.block_size)
+                             inner.block_size, f"{out} dequantize")
     else:
         kwargs = {"axis": inner.axis} if inner.HasField("axis") else {}
         nodes.append(helper.make_node("DequantizeLinear", [source, inner_scale, *zp], [out], name=f"{out} dequantize",
@@ -274,22 +276,21 @@ def _parameter(graph: GraphProto, weight: _Weight, field: str, declared: dict[st
 
 
 def _dequantize(graph: GraphProto, codes: str, scale: str, zero_point: list[str], out: str, dims: list[int],
-                axis: int, block: int) -> list[NodeProto]:
+                axis: int, block: int, node_name: str) -> list[NodeProto]:
     """A blocked DequantizeLinear of ``codes`` (``dims``). When the codes are 1-D and one block, the scale is 1-D of
     one element, which onnxruntime 1.32.0 reads as per-tensor and then refuses with a block_size ("block_size must
     be 0 for per-tensor quantization"): that block is written per-tensor, its scale (and zero point) reshaped to a
     scalar, which means the same."""
     if dims != [block]:
         return [helper.make_node("DequantizeLinear", [codes, scale, *zero_point], [out], axis=axis, block_size=block,
-                                 name=f"{out} dequantize")]
+                                 name=node_name)]
     scalar = f"{out}.scalar_shape"
-    if scalar not in {t.name for t in graph.initializer}:
-        graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), scalar))
+    graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), scalar))
     nodes, names = [], []
     for part in (scale, *zero_point):
         nodes.append(helper.make_node("Reshape", [part, scalar], [f"{part}.scalar"], name=f"{part} scalar"))
         names.append(f"{part}.scalar")
-    nodes.append(helper.make_node("DequantizeLinear", [codes, *names], [out], name=f"{out} dequantize"))
+    nodes.append(helper.make_node("DequantizeLinear", [codes, *names], [out], name=node_name))
     return nodes
 
 
