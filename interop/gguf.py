@@ -508,7 +508,10 @@ def lift_gguf(source: str | os.PathLike, output: str | os.PathLike, *, external:
         sink = _Sink(fh, location)
         for tensor in reader.tensors:
             kind = tensor_format(tensor)
-            if isinstance(kind, Format):
+            if isinstance(kind, Format) and int(tensor.n_elements) == 0:  # no block to type: an empty float32
+                _lift_plain(tensor, "F32", sink, graph)                     # tensor, which is what gguf gives
+                result.formats[kind.name] += 1
+            elif isinstance(kind, Format):
                 _lift_quantized(source, tensor, kind, sink, graph, chunk_values)
                 kinds.add(kind.name)
                 result.formats[kind.name] += 1

@@ -25,12 +25,12 @@ def random_blocks(fmt: Format, count: int, rng: np.random.Generator) -> np.ndarr
     kind = gguf.GGMLQuantizationType[fmt.name]
     if fmt.name in QUANTIZED_BY_GGUF:
         weights = rng.normal(0, 1, (count, fmt.block)).astype(np.float32) * np.float32(2.0 ** rng.integers(-6, 3))
-        weights[0] = 0  # an all-zero block
+        weights[:1] = 0  # an all-zero block
         return gguf.quants.quantize(weights, kind).reshape(count, fmt.block_bytes)
     blocks = rng.integers(0, 256, (count, fmt.block_bytes), dtype=np.uint8)
     for at in fmt.halves:
         values = (rng.normal(0, 1, count) * 2.0 ** rng.integers(-14, -4, count)).astype(np.float16)
-        values[0] = 0  # d = 0 (dmin = 0): a block of zeros (of offsets only)
+        values[:1] = 0  # d = 0 (dmin = 0): a block of zeros (of offsets only)
         blocks[:, at:at + 2] = values.view(np.uint8).reshape(count, 2)
     return blocks
 
@@ -79,8 +79,15 @@ def gguf_values(path: str | pathlib.Path) -> dict[str, np.ndarray]:
     import gguf  # noqa: PLC0415
 
     reader = gguf.GGUFReader(str(path))
-    return {t.name: np.array(t.data) if t.tensor_type.name in ("I8", "I16", "I32", "I64") else  # integers: gguf has no dequantizer
-            gguf.quants.dequantize(np.asarray(t.data), t.tensor_type) for t in reader.tensors}
+    out = {}
+    for t in reader.tensors:
+        if t.tensor_type.name in ("I8", "I16", "I32", "I64"):  # integers: gguf has no dequantizer, nor needs one
+            out[t.name] = np.array(t.data)
+        elif int(t.n_elements) == 0:  # gguf's dequantizer fails on no block at all; its value is no values
+            out[t.name] = np.zeros(tuple(reversed(t.shape.tolist())), np.float32)
+        else:
+            out[t.name] = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type)
+    return out
 
 
 def every_format(rows: int = 3, k: int = 512) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -93,7 +100,7 @@ def every_format(rows: int = 3, k: int = 512) -> list[tuple[str, str, tuple[int,
 def odd_shapes() -> list[tuple[str, str, tuple[int, ...]]]:
     """Tensors of every lifted format in the shapes a real file also holds: 1-D (a norm or bias), one block alone
     (1-D and one row), rows of one block, 3-D (stacked experts), and for the 32-value formats rows that are not a
-    multiple of 256; with F32, F16, BF16, I8 and I32 tensors beside them."""
+    multiple of 256; two empty ones (no block at all); with F32, F16, BF16, I8 and I32 tensors beside them."""
     out = []
     for name, fmt in FORMATS.items():
         b = fmt.block
@@ -101,5 +108,5 @@ def odd_shapes() -> list[tuple[str, str, tuple[int, ...]]]:
         if b < 256:
             shapes["k96"] = (5, 3 * b)  # 96 values a row: no multiple of 256
         out += [(f"{name.lower()}.{kind}", name, shape) for kind, shape in shapes.items()]
-    return [*out, ("norm.f32", "F32", (7,)), ("emb.f16", "F16", (3, 5)), ("r.bf16", "BF16", (2, 3, 4)),
+    return [*out, ("q4_k.empty", "Q4_K", (0, 256)), ("q8_0.empty", "Q8_0", (0, 32)), ("norm.f32", "F32", (7,)), ("emb.f16", "F16", (3, 5)), ("r.bf16", "BF16", (2, 3, 4)),
             ("ids.i32", "I32", (4,)), ("ids.i8", "I8", (2, 2))]
