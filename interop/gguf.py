@@ -159,8 +159,13 @@ def tensor_format(tensor: Any) -> Format | str:
 def refusal(path: str | os.PathLike, reader: Any) -> str | None:
     """Why the file cannot be lifted as a whole (the first tensor at fault, by name), or None."""
     names = {t.name for t in reader.tensors}
+    big_endian = getattr(getattr(reader, "endianess", None), "name", "") == "BIG"
     for tensor in reader.tensors:
         kind = tensor_format(tensor)
+        if big_endian and (isinstance(kind, Format) or kind == "BF16"):
+            return (f"{path}: tensor {tensor.name!r}: a big-endian GGUF file's {getattr(kind, 'name', kind)} blocks "
+                    "keep their float16 / bfloat16 fields in its byte order, which this version does not read "
+                    "(its plain F32, F16 and integer tensors it does); nothing written")
         if kind in ("F16", "BF16") and f"{tensor.name}.{kind.lower()}" in names:
             return (f"{path}: tensor {tensor.name!r}: its initializer would be named {tensor.name}.{kind.lower()}, "
                     "which is another tensor of the file; nothing written")
@@ -470,7 +475,8 @@ def _lift_plain(tensor: Any, kind: str, sink: _Sink, graph: onnx.GraphProto) -> 
     data = np.asarray(tensor.data)
     widened = kind in ("F16", "BF16")
     init = _initializer(tensor.name + (f".{kind.lower()}" if widened else ""), PLAIN[kind], shape)
-    sink.place(init, [np.ascontiguousarray(data).tobytes()])  # BF16 arrives as its bytes, the layout ONNX keeps
+    # little-endian bytes, ONNX's raw_data order (a big-endian file's '>f4' too); BF16 arrives as its bytes
+    sink.place(init, [np.ascontiguousarray(data, data.dtype.newbyteorder("<")).tobytes()])
     graph.initializer.append(init)
     if widened:
         graph.node.append(helper.make_node("Cast", [init.name], [tensor.name], to=TensorProto.FLOAT,

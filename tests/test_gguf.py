@@ -184,3 +184,33 @@ def test_the_blocked_matmul_kernel_gives_a_float_output_the_definitions_value(na
     got = integer.run(None, feeds)[0]
     assert integer.kernel_log == {"mm": "integer"}
     assert got.dtype == want.dtype == np.float32 and np.array_equal(got, want)
+
+
+def test_a_big_endian_file_reads_its_plain_tensors_and_refuses_its_blocks(tmp_path):
+    """gguf writes big-endian files (s390x) with each plain tensor in that byte order: lift stores them as ONNX's
+    little-endian raw data, values unchanged. A quantized block's float16 d is in that order too, which this version
+    does not read: refused by tensor, nothing written."""
+    plain = {"f": np.arange(-3, 5, dtype=np.float32) / 3, "h": np.arange(6, dtype=np.float16) / 7,
+             "i": np.arange(-2, 2, dtype=np.int32)}
+    source = tmp_path / "big.gguf"
+    writer = gguf.GGUFWriter(str(source), "llama", endianess=gguf.GGUFEndian.BIG)
+    for name, value in plain.items():
+        writer.add_tensor(name, value)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    lift_gguf(source, tmp_path / "big.onnx")
+    got = ReferenceEvaluator(onnx_qtypes.load(tmp_path / "big.onnx")).run(list(plain), {})
+    assert all(np.array_equal(g, v.astype(np.float32) if v.dtype == np.float16 else v) for g, v in zip(got, plain.values()))
+    quantized = tmp_path / "big-q.gguf"
+    writer = gguf.GGUFWriter(str(quantized), "llama", endianess=gguf.GGUFEndian.BIG)
+    writer.add_tensor("w", gguf_files.tensor_bytes(FORMATS["Q8_0"], (2, 64), np.random.default_rng(0)),
+                      raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(GGUFError, match="tensor 'w': a big-endian GGUF file's Q8_0 blocks"):
+        lift_gguf(quantized, tmp_path / "q.onnx")
+    assert not (tmp_path / "q.onnx").exists()
