@@ -37,6 +37,17 @@ def lifted(tmp_path_factory):
     return folder, gguf_files.gguf_values(source)
 
 
+@pytest.fixture(scope="module")
+def lowered(lifted):
+    """`onnx-qtypes lower` of the lifted file, by form."""
+    folder = lifted[0]
+    out = {}
+    for form in ("qdq", "matmulnbits"):
+        out[form] = folder / f"lowered-{form}.onnx"
+        assert main(["lower", str(folder / "typed.onnx"), str(out[form]), "--form", form]) == 0
+    return out
+
+
 def _same(want: np.ndarray, got: np.ndarray, *, signed_zeros: bool) -> bool:
     """Equal values of one dtype (float32 for every float tensor) and shape; with ``signed_zeros``, bit for bit."""
     want = want.astype(np.float32) if want.dtype.kind == "f" else want
@@ -79,18 +90,16 @@ def test_run_gives_ggufs_values(lifted, kernels):
 
 
 @pytest.mark.parametrize("form", ["qdq", "matmulnbits"])
-def test_lowered_onnxruntime_gives_ggufs_float32_bits(lifted, form):
+def test_lowered_onnxruntime_gives_ggufs_float32_bits(lifted, lowered, form):
     """After `lower`, onnxruntime's unoptimized CPU path: gguf's float32 values for every shape (a tensor of one
     block too, whose one-element scale onnxruntime reads as per-tensor); bit for bit, signed zeros included, in
     the qdq form. The matmulnbits form gives a block with d = 0 scale 1 and codes at the zero point (MatMulNBits
     takes no zero scale), so its zeros are +0 where gguf's d * q is -0."""
     ort = pytest.importorskip("onnxruntime")
-    folder, want = lifted
-    lowered = folder / f"lowered-{form}.onnx"
-    assert main(["lower", str(folder / "typed.onnx"), str(lowered), "--form", form]) == 0
+    want = lifted[1]
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(str(lowered), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(lowered[form]), options, providers=["CPUExecutionProvider"])
     got = dict(zip(want, session.run(list(want), {})))
     assert [n for n in want if not _same(want[n], np.asarray(got[n]), signed_zeros=form == "qdq")] == []
 
@@ -109,13 +118,13 @@ def _mapping_table() -> dict[str, list[str]]:
     return cells
 
 
-def _lowered_ops(folder, name: str) -> list[str]:
-    model = onnx.load(str(folder / "lowered-qdq.onnx"))
+def _lowered_ops(path, name: str) -> list[str]:
+    model = onnx.load(str(path))
     return [n.op_type for n in model.graph.node if any(o.startswith(f"{name}.") for o in n.output)]
 
 
 @pytest.mark.parametrize("name", FORMATS)
-def test_the_spec_mapping_row_is_what_the_code_does(name, lifted):
+def test_the_spec_mapping_row_is_what_the_code_does(name, lowered):
     """Storage, range, block, offset and codebook columns from the Format; the bytes per 256 values from GGUF's
     block size and the planes lift writes; "lowers to" against the nodes `lower` writes (Add for an offset, Gather
     for a codebook or MXFP4's table)."""
@@ -136,7 +145,7 @@ def test_the_spec_mapping_row_is_what_the_code_does(name, lifted):
         width = storage_type.bits if storage_type else {onnx.TensorProto.FLOAT16: 16}.get(data_type, 8)  # E8M0: 8
         bits += width * int(np.prod(dims))
     assert int(typed_bytes) == bits // 8
-    ops = _lowered_ops(lifted[0], f"{name.lower()}.col")
+    ops = _lowered_ops(lowered["qdq"], f"{name.lower()}.col")
     assert ("Add" in ops) == ("Add" in lowers) and ("Gather" in ops) == ("Gather" in lowers), (ops, lowers)
 
 
