@@ -214,3 +214,15 @@ def test_a_big_endian_file_reads_its_plain_tensors_and_refuses_its_blocks(tmp_pa
     with pytest.raises(GGUFError, match="tensor 'w': a big-endian GGUF file's Q8_0 blocks"):
         lift_gguf(quantized, tmp_path / "q.onnx")
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_a_reader_unaware_of_the_extension_refuses_the_lifted_model(every_format):
+    """Every version-3 weight's codes carry the marker data type: onnx's full check (its shape inference) and
+    onnxruntime, which know no extension, refuse the model rather than read the codes as numbers
+    (llm_formats.md#unaware-readers)."""
+    ort = pytest.importorskip("onnxruntime")
+    typed = every_format[1]
+    with pytest.raises(ValueError, match="Invalid tensor data type 10"):
+        onnx.checker.check_model(onnx.load(str(typed)), full_check=True)
+    with pytest.raises(Exception, match="Load model .* failed"):
+        ort.InferenceSession(str(typed), providers=["CPUExecutionProvider"])
