@@ -10,7 +10,7 @@ no quantized type expresses is refused by name before anything is written (propo
 The file is read memory-mapped (gguf's ``GGUFReader``) and written tensor by tensor, each in chunks of rows, to
 the external data file ``OUT.data`` when the planes exceed ``INLINE_LIMIT`` bytes (``external`` forces either):
 peak memory is a chunk's working set plus one tensor's small planes, whatever the file's size
-(benchmarks/bench_gguf_lift.py).
+(benchmarks/bench_gguf.py --layers).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ class GGUFLiftResult:
 
 
 def is_gguf(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a regular file starting with GGUF's magic."""
+    """Whether ``path`` is for the GGUF lift: named ``.gguf`` (so that a broken one is told it is no GGUF file, not
+    no ONNX model), or a regular file starting with GGUF's magic."""
+    if os.fspath(path).lower().endswith(".gguf"):
+        return True
     try:
         if not pathlib.Path(path).is_file():
             return False
@@ -80,16 +83,71 @@ def is_gguf(path: str | os.PathLike) -> bool:
 
 
 def open_gguf(path: str | os.PathLike) -> Any:
-    """gguf's memory-mapped reader of ``path``; GGUFError naming the file when it is no readable GGUF."""
+    """gguf's memory-mapped reader of ``path``; GGUFError naming the file (and the tensor, where one is at fault)
+    when it is no readable GGUF: not GGUF at all, cut short, a tensor's data outside the file."""
     require_regular_file(path, "a .gguf file", GGUFError)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise GGUFError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if head != MAGIC:
+        found = "it is empty" if not head else f"it starts with {head!r}, not GGUF's magic {MAGIC!r}"
+        raise GGUFError(f"{path}: not a GGUF file: {found}; give a .gguf file")
     try:
         from gguf import GGUFReader  # noqa: PLC0415 (the optional extra 'gguf')
     except ImportError:
         raise GGUFError(f"{path}: reading GGUF needs the gguf package: pip install 'onnx-qtypes[gguf]'") from None
     try:
-        return GGUFReader(path)
-    except (ValueError, KeyError, IndexError, OSError, OverflowError) as exc:
+        return _located(GGUFReader)(path)
+    except GGUFError:
+        raise
+    except (ValueError, KeyError, IndexError, OSError, OverflowError, MemoryError) as exc:
         raise GGUFError(f"{path}: not a readable GGUF file ({' '.join(str(exc).split())[:160]})") from None
+
+
+def _located(reader: type) -> type:
+    """gguf's reader, made to say where a file is broken: its own reads past the end of the mapping come back
+    short (and fail later as an index or reshape error), so every read is bounded first, and each tensor's data
+    range is checked against the file, by tensor name, before gguf maps it."""
+
+    class LocatedReader(reader):  # type: ignore[misc, valid-type]
+        def __init__(self, path: str | os.PathLike) -> None:
+            self._where = os.fspath(path)
+            super().__init__(path)
+
+        def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> np.ndarray:
+            end = int(offset) + np.dtype(dtype).itemsize * int(count)
+            if end > len(self.data):
+                raise GGUFError(f"{self._where}: the GGUF header is cut short or corrupt: it reads bytes up to {end} "
+                                f"of a {len(self.data)}-byte file (truncated, or a count or length too large)")
+            return super()._get(offset, dtype, count, override_order)
+
+        def _build_tensors(self, start_offs: int, fields: list[Any]) -> None:
+            from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # noqa: PLC0415
+
+            for field in fields:
+                _, name_data, _, dims, raw_dtype, offset = field.parts
+                name = bytes(name_data).decode("utf-8", "backslashreplace")
+                try:
+                    kind = GGMLQuantizationType(int(raw_dtype[0]))
+                except ValueError:
+                    raise GGUFError(f"{self._where}: tensor {name!r} has GGML type id {int(raw_dtype[0])}, which "
+                                    "the gguf package does not know; nothing written") from None
+                block, size = GGML_QUANT_SIZES[kind]
+                if len(dims) and int(dims[0]) % block:
+                    raise GGUFError(f"{self._where}: tensor {name!r}: its rows hold {int(dims[0])} values, not a "
+                                    f"multiple of {kind.name}'s block of {block}; nothing written")
+                count = int(np.prod(dims.astype(object)))  # Python integers: no overflow on corrupt dims
+                start = int(start_offs) + int(offset[0])
+                end = start + count * size // block
+                if end > len(self.data):
+                    raise GGUFError(f"{self._where}: tensor {name!r}: its data (bytes {start} to {end}) lies beyond "
+                                    f"the end of the {len(self.data)}-byte file (truncated, or a corrupt offset "
+                                    "or shape); nothing written")
+            super()._build_tensors(start_offs, fields)
+
+    return LocatedReader
 
 
 def tensor_format(tensor: Any) -> Format | str:
@@ -101,8 +159,13 @@ def tensor_format(tensor: Any) -> Format | str:
 def refusal(path: str | os.PathLike, reader: Any) -> str | None:
     """Why the file cannot be lifted as a whole (the first tensor at fault, by name), or None."""
     names = {t.name for t in reader.tensors}
+    big_endian = getattr(getattr(reader, "endianess", None), "name", "") == "BIG"
     for tensor in reader.tensors:
         kind = tensor_format(tensor)
+        if big_endian and (isinstance(kind, Format) or kind == "BF16"):
+            return (f"{path}: tensor {tensor.name!r}: a big-endian GGUF file's {getattr(kind, 'name', kind)} blocks "
+                    "keep their float16 / bfloat16 fields in its byte order, which this version does not read "
+                    "(its plain F32, F16 and integer tensors it does); nothing written")
         if kind in ("F16", "BF16") and f"{tensor.name}.{kind.lower()}" in names:
             return (f"{path}: tensor {tensor.name!r}: its initializer would be named {tensor.name}.{kind.lower()}, "
                     "which is another tensor of the file; nothing written")
@@ -241,11 +304,28 @@ def pack(codes: np.ndarray, bits: int) -> bytes:
     return out.tobytes()
 
 
-def check_chunk(path: str | os.PathLike, name: str, fmt: Format, planes: Planes) -> None:
-    """GGUFError for a block the type cannot hold: an MXFP4 scale byte 0xFF (NaN in OCP MX, 2^128 in ggml)."""
+# the float16 fields of a block, by plane: GGUF's names for them
+HALF_FIELDS = {"scale": "d", "scale_d": "d", "offset": "m", "offset_d": "dmin"}
+
+
+def check_chunk(path: str | os.PathLike, name: str, fmt: Format, planes: Planes, first_block: int = 0) -> None:
+    """GGUFError for a block the type cannot hold (``first_block``: the chunk's first block in the tensor): an MXFP4
+    scale byte 0xFF (NaN in OCP MX, 2^128 in ggml), or a float16 ``d``, ``dmin`` or ``m`` that is infinite or NaN
+    (scales and offsets are finite: QT101, QT140)."""
     if fmt.scale == "e8m0" and (planes.scale == 0xFF).any():
-        raise GGUFError(f"{path}: tensor {name!r}: an MXFP4 block scale is 0xFF, which OCP MX defines as NaN and "
-                        "ggml reads as 2^128; the type refuses it (nothing written)")
+        block = first_block + int(np.argmax((planes.scale == 0xFF).any(axis=1)))
+        raise GGUFError(f"{path}: tensor {name!r}: block {block}: its MXFP4 scale is 0xFF, which OCP MX defines as "
+                        "NaN and ggml reads as 2^128; the type refuses it (nothing written)")
+    for plane, field in HALF_FIELDS.items():
+        values = getattr(planes, plane)
+        if values is None or values.dtype != np.float16 or np.isfinite(values).all():
+            continue
+        bad = ~np.isfinite(values).reshape(len(values), -1).all(axis=1)
+        block = first_block + int(np.argmax(bad))
+        value = values.reshape(len(values), -1)[bad][0]
+        value = value[~np.isfinite(value)][0]
+        raise GGUFError(f"{path}: tensor {name!r}: block {block}: its float16 {field} is {value}, and a type's scales "
+                        "and offsets are finite; nothing written")
 
 
 # --- the typed model ---------------------------------------------------------------------------------------------
@@ -365,8 +445,10 @@ def _lift_quantized(path: str | os.PathLike, tensor: Any, fmt: Format, sink: _Si
     codes = _initializer(name + SUFFIXES["codes"], layout[0][2], shape)
 
     def code_parts() -> Iterator[bytes]:  # the codes stream to the sink; the small planes wait in memory
+        first = 0
         for planes in chunks(tensor, fmt, chunk_values):
-            check_chunk(path, name, fmt, planes)
+            check_chunk(path, name, fmt, planes, first)
+            first += len(planes.codes)
             for plane in small:
                 small[plane].append(plane_bytes(fmt, planes, plane))
             yield plane_bytes(fmt, planes, "codes")
@@ -393,7 +475,8 @@ def _lift_plain(tensor: Any, kind: str, sink: _Sink, graph: onnx.GraphProto) -> 
     data = np.asarray(tensor.data)
     widened = kind in ("F16", "BF16")
     init = _initializer(tensor.name + (f".{kind.lower()}" if widened else ""), PLAIN[kind], shape)
-    sink.place(init, [np.ascontiguousarray(data).tobytes()])  # BF16 arrives as its bytes, the layout ONNX keeps
+    # little-endian bytes, ONNX's raw_data order (a big-endian file's '>f4' too); BF16 arrives as its bytes
+    sink.place(init, [np.ascontiguousarray(data, data.dtype.newbyteorder("<")).tobytes()])
     graph.initializer.append(init)
     if widened:
         graph.node.append(helper.make_node("Cast", [init.name], [tensor.name], to=TensorProto.FLOAT,
@@ -431,7 +514,10 @@ def lift_gguf(source: str | os.PathLike, output: str | os.PathLike, *, external:
         sink = _Sink(fh, location)
         for tensor in reader.tensors:
             kind = tensor_format(tensor)
-            if isinstance(kind, Format):
+            if isinstance(kind, Format) and int(tensor.n_elements) == 0:  # no block to type: an empty float32
+                _lift_plain(tensor, "F32", sink, graph)                     # tensor, which is what gguf gives
+                result.formats[kind.name] += 1
+            elif isinstance(kind, Format):
                 _lift_quantized(source, tensor, kind, sink, graph, chunk_values)
                 kinds.add(kind.name)
                 result.formats[kind.name] += 1

@@ -133,6 +133,8 @@ def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
     qtype = _resolved(weight, lookup)
     if not qtype.is_affine or qtype.storage_type.is_float or qtype.axis is None:
         return False
+    if qtype.block_size and list(weight.init.dims) == [qtype.block_size]:
+        return False  # 1-D, one block: no MatMulNBits weight; the chain writes its one-element scale per-tensor
     name = f"{weight.name}.scale"
     scales = np.asarray(qtype.scale, np.float64)
     if (scales == 0).any():  # a block of zeros (d = 0): scale 1 and codes at the zero point stand for the same 0s
@@ -190,8 +192,8 @@ def _chain(graph: GraphProto, weight: _Weight, declared: dict[str, pb.QuantizedT
     else:
         lo = msg.storage_min if msg.HasField("storage_min") else storage.min
     if not table and params["offset"] is None:  # one DequantizeLinear: s * (q - zp), exact
-        nodes.append(helper.make_node("DequantizeLinear", [codes, params["scale"], *_zero_point(graph, weight)],
-                                      [name], axis=axis, block_size=block, name=f"{name} dequantize"))
+        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), name, dims, axis, block,
+                             f"{name} dequantize")
         return nodes
     if table:
         index = f"{name}.index"
@@ -205,8 +207,8 @@ def _chain(graph: GraphProto, weight: _Weight, declared: dict[str, pb.QuantizedT
         values, scaled = f"{name}.values", True
     else:
         values, scaled = f"{name}.scaled", False
-        nodes.append(helper.make_node("DequantizeLinear", [codes, params["scale"], *_zero_point(graph, weight)],
-                                      [values], axis=axis, block_size=block, name=f"{name} dequantize"))
+        nodes += _dequantize(graph, codes, params["scale"], _zero_point(graph, weight), values, dims, axis, block,
+                             f"{name} dequantize")
     blocked = [*dims[:axis], dims[axis] // block, block, *dims[axis + 1:]]
     graph.initializer.append(numpy_helper.from_array(np.asarray(blocked, np.int64), f"{name}.blocked_shape"))
     graph.initializer.append(numpy_helper.from_array(np.asarray(dims, np.int64), f"{name}.shape"))
@@ -263,11 +265,33 @@ def _parameter(graph: GraphProto, weight: _Weight, field: str, declared: dict[st
     zp = [inner.zero_point_tensor] if inner.HasField("zero_point_tensor") else []
     if not zp and any(inner.zero_point):
         raise LowerError(f"tensor {source!r}: listed zero points on a parameter tensor have no lowering here")
-    kwargs = {"axis": inner.axis, "block_size": inner.block_size} if inner.HasField("block_size") else (
-        {"axis": inner.axis} if inner.HasField("axis") else {})
-    nodes.append(helper.make_node("DequantizeLinear", [source, inner_scale, *zp], [out], name=f"{out} dequantize",
-                                  **kwargs))
+    if inner.HasField("block_size"):
+        nodes += _dequantize(graph, source, inner_scale, zp, out, list(lookup(source).dims), inner.axis,
+                             inner.block_size, f"{out} dequantize")
+    else:
+        kwargs = {"axis": inner.axis} if inner.HasField("axis") else {}
+        nodes.append(helper.make_node("DequantizeLinear", [source, inner_scale, *zp], [out], name=f"{out} dequantize",
+                                      **kwargs))
     return out
+
+
+def _dequantize(graph: GraphProto, codes: str, scale: str, zero_point: list[str], out: str, dims: list[int],
+                axis: int, block: int, node_name: str) -> list[NodeProto]:
+    """A blocked DequantizeLinear of ``codes`` (``dims``). When the codes are 1-D and one block, the scale is 1-D of
+    one element, which onnxruntime 1.32.0 reads as per-tensor and then refuses with a block_size ("block_size must
+    be 0 for per-tensor quantization"): that block is written per-tensor, its scale (and zero point) reshaped to a
+    scalar, which means the same."""
+    if dims != [block]:
+        return [helper.make_node("DequantizeLinear", [codes, scale, *zero_point], [out], axis=axis, block_size=block,
+                                 name=node_name)]
+    scalar = f"{out}.scalar_shape"
+    graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), scalar))
+    nodes, names = [], []
+    for part in (scale, *zero_point):
+        nodes.append(helper.make_node("Reshape", [part, scalar], [f"{part}.scalar"], name=f"{part} scalar"))
+        names.append(f"{part}.scalar")
+    nodes.append(helper.make_node("DequantizeLinear", [codes, *names], [out], name=node_name))
+    return nodes
 
 
 def _inner_scale(graph: GraphProto, source: str, inner: pb.QuantizedType, lookup, nodes: list[NodeProto]) -> str:

@@ -56,3 +56,19 @@ def test_onnxruntime_passes_every_standard_form(cases):
 
     results = run_suite(OnnxRuntimeBackend(optimize=False), cases=cases)
     assert {r.outcome for r in results} == {"pass"}, [(r.id, r.message) for r in results if r.outcome != "pass"]
+
+
+def test_the_integer_kernels_run_every_case_the_spec_gives_one(cases):
+    """The integer mode really runs integer kernels (MatMul's exact block sums, Gather's moved codes) for every
+    format except where the spec says the definition runs (llm_formats.md#execution): MXFP4's float storage, and
+    NF4's MatMul (non-integer levels; its Gather moves codes like any other)."""
+    from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: PLC0415
+
+    definitional = set()
+    for case in cases:
+        evaluator = ReferenceEvaluator(onnx_qtypes.load(case.model_path), kernels="integer")
+        evaluator.run(None, case.feeds())  # its values: test_the_reference_passes_every_case
+        (kernel,) = evaluator.kernel_log.values()
+        if kernel != "integer":
+            definitional.add(case.id)
+    assert definitional == {"gguf-gather-mxfp4", "gguf-matmul-mxfp4", "gguf-matmul-nf4"}
