@@ -128,7 +128,12 @@ def test_usage_errors_exit_2():
     result = run_cli("run", "m.onnx", "--inputs", "in.npz", "--outputs", "o.npz", "--kernels", "fast")
     assert result.returncode == 2 and "invalid choice" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     result = run_cli("run", "m.onnx")
-    assert result.returncode == 2 and "--inputs" in result.stderr
+    assert result.returncode == 2 and "--outputs" in result.stderr
+
+
+def test_inputs_may_be_left_out_only_when_the_model_has_none(add_model, tmp_path, capsys):
+    line = _error(capsys, "run", str(add_model), "--outputs", str(tmp_path / "o.npz"))
+    assert "graph input(s) 'a', 'b'" in line and "--inputs" in line and not (tmp_path / "o.npz").exists()
 
 
 # --- the outputs file may not be the model or the inputs file --------------------------------------

@@ -55,9 +55,10 @@ class InputError(QTypesError):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="path to a typed .onnx model")
-    parser.add_argument("--inputs", required=True, metavar="IN.npz",
+    parser.add_argument("--inputs", metavar="IN.npz",
                         help=".npz (numpy.savez) with one array per graph input, named after it; arrays of another "
-                             "width of the declared kind are converted only when every value is exactly representable")
+                             "width of the declared kind are converted only when every value is exactly representable "
+                             "(may be left out for a model without graph inputs, such as a lifted GGUF file)")
     parser.add_argument("--outputs", required=True, metavar="OUT.npz",
                         help=".npz to write the graph outputs to (not the model or the inputs file)")
     parser.add_argument("--kernels", choices=("definitional", "integer"), default="definitional",
@@ -201,7 +202,13 @@ def run(args: argparse.Namespace) -> int:
         evaluator = ReferenceEvaluator(model, kernels=args.kernels)
     except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
         raise type(exc)(f"{args.model}: {exc}") from None
-    feeds = read_inputs(args.inputs, evaluator.input_specs)
+    if args.inputs is not None:
+        feeds = read_inputs(args.inputs, evaluator.input_specs)
+    elif needed := [spec.name for spec in evaluator.input_specs if spec.required]:
+        wanted = ", ".join(map(repr, needed))
+        raise InputError(f"{args.model}: the model has graph input(s) {wanted}: pass them with --inputs IN.npz")
+    else:
+        feeds = {}
     names = [o.name for o in model.graph.output]
     try:
         values = evaluator.run(names, feeds)
