@@ -1,0 +1,69 @@
+"""Measured numbers the proposal quotes from a benchmark are the numbers its record holds.
+
+A benchmark's results live in one place, its record (benchmarks/README.md, written from what the script
+printed). A text that quotes them names the record; this test reads every number in each quoting passage and
+fails when one is not in the record's section, so a re-run that changes the record makes the quoting text
+fail until it is updated (counts that the tree itself gives are figures instead: tests/test_spec_figures.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from builders import ROOT
+
+BENCHMARKS = "benchmarks/README.md"
+# (text, passage from .. to, record, section from .. to): the passage's numbers must all be in the section
+QUOTES = [
+    ("proposal/spec/semantics.md", "**Measured.** With onnx", "## 9.",
+     BENCHMARKS, "### Agreement", "Part 2 isolates"),
+    ("proposal/spec/semantics.md", "Measured on 10^6 random accumulators", "Ties are rare",
+     BENCHMARKS, "Part 2 isolates", "## Reference ops: `run`"),
+    ("proposal/0001-quantized-element-types.md", "a 7B-class file of", "the suite has a Gather",
+     BENCHMARKS, "Part 2, `python benchmarks/bench_gguf.py --layers", "The written data"),
+    ("proposal/spec/llm_formats.md", "Lifting synthetic LLaMA-2-7B", "`check` passes the result",
+     BENCHMARKS, "Part 2, `python benchmarks/bench_gguf.py --layers", "The written data"),
+    ("proposal/spec/llm_formats.md", "Measured on a 4096 × 4096 weight", "Keeping GGUF's bytes",
+     BENCHMARKS, "## GGUF: storage", "Part 2, `python benchmarks/bench_gguf.py --layers"),
+    ("proposal/alternatives.md", "and 1.028 times that size for Q4_K", "[PR #8214]",
+     BENCHMARKS, "## GGUF: storage", "Part 2, `python benchmarks/bench_gguf.py --layers"),
+    ("proposal/0001-quantized-element-types.md", "`python benchmarks/bench_large_weight.py --repeat 1`",
+     "Readers must resolve", BENCHMARKS, "## Large blocked weights", "## Calibration"),
+    ("proposal/alternatives.md", "int4 weight in blocks of 32 is a", "- *Shape merging*",
+     BENCHMARKS, "## Large blocked weights", "## Calibration"),
+]
+NUMBER = re.compile(r"(?<![\w.§^−-])\d[\d,]*(?:\.\d+)*(?![\d^])")  # not a power's base or exponent (2^-16)
+
+
+def _between(text: str, start: str, end: str, where: str) -> str:
+    i = text.find(start)
+    assert i >= 0, f"{where}: the passage starting {start!r} is gone; update QUOTES"
+    j = text.find(end, i + len(start))
+    assert j >= 0, f"{where}: no {end!r} after {start!r}; update QUOTES"
+    return text[i:j]
+
+
+def _numbers(passage: str, code: bool = True) -> set[str]:
+    # a measured number as written, without the punctuation after it; markdown links, figure spans, section
+    # numbers (§6), powers (10^6), versions (1.23.2) and, in a quoting text, commands in backticks are not
+    # measurements
+    passage = re.sub(r"\]\([^)]*\)|<!-- figure .*?<!-- /figure -->" + ("" if code else r"|`[^`]*`"), "", passage,
+                     flags=re.S)
+    return {n for n in (m.rstrip(".,") for m in NUMBER.findall(passage)) if n.count(".") < 2}
+
+
+@pytest.mark.parametrize("text,start,end,record,section,section_end", QUOTES,
+                         ids=[f"{q[0]}:{q[1][:24]}" for q in QUOTES])
+def test_a_quoted_measurement_is_the_record_s(text, start, end, record, section, section_end):
+    passage = _between((ROOT / text).read_text(encoding="utf-8"), start, end, text)
+    held = _between((ROOT / record).read_text(encoding="utf-8"), section, section_end, record)
+    record_numbers = _numbers(held)
+    missing = sorted(n for n in _numbers(passage, code=False) if n not in record_numbers)
+    assert not missing, f"{text} quotes {missing} beside {start!r}, which {record} ({section}) does not hold"
+    assert record in passage or "recorded in" in passage or "bench_" in passage, \
+        f"{text}: a quoted measurement names its record or command ({start!r})"
+
+
+def test_the_check_sees_a_number_the_record_lacks():
+    assert _numbers("lifts in 19.4 s with 241 MiB") - _numbers("19.3 s, 241 MiB") == {"19.4"}
