@@ -67,3 +67,27 @@ def test_a_quoted_measurement_is_the_record_s(text, start, end, record, section,
 
 def test_the_check_sees_a_number_the_record_lacks():
     assert _numbers("lifts in 19.4 s with 241 MiB") - _numbers("19.3 s, 241 MiB") == {"19.4"}
+
+
+# numbers a text takes from a constant of the code: (text, phrase with the number, the constant's value)
+def _constants() -> list[tuple[str, str, int]]:
+    import numpy as np
+
+    from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
+
+    fuzz = (ROOT / "tests/test_fuzz.py").read_text(encoding="utf-8")
+    mutants = int(re.search(r"^MUTANTS = (\d+)", fuzz, re.M).group(1))
+    samples = len(np.load(ROOT / "examples/float_cnn_samples.npz")["x"])
+    return [
+        ("README.md", "Per-axis and blocked types with more than {:,}", REFERENCE_THRESHOLD),
+        ("proposal/spec/types.md", "listed form up to {:,} parameters", REFERENCE_THRESHOLD),
+        ("proposal/alternatives.md", "above {:,}\n  parameters", REFERENCE_THRESHOLD),
+        ("README.md", "runs a seeded mutation fuzz ({} damaged models", mutants),
+        ("README.md", "a float model + {} samples", samples),
+    ]
+
+
+@pytest.mark.parametrize("text,phrase,value", _constants(), ids=lambda v: str(v)[:40])
+def test_a_number_the_code_fixes_is_the_code_s(text, phrase, value):
+    assert phrase.format(value) in (ROOT / text).read_text(encoding="utf-8"), \
+        f"{text}: expected {phrase.format(value)!r} (the code's value is {value})"
