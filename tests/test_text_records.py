@@ -15,9 +15,12 @@ from builders import ROOT
 
 BENCHMARKS = "benchmarks/README.md"
 ROUNDING = "proposal/experiments/quantize_rounding_agreement.md"
+CHECKER_ACCEPTS = "proposal/experiments/onnx_checker_accepts.md"
 # (text, passage from .. to, record, section from .. to, None: its end): the passage's numbers must all be in
 # the section
 QUOTES = [
+    ("proposal/0001-quantized-element-types.md", "In the same run,", "On\nwell-formed",
+     CHECKER_ACCEPTS, "onnx 1.23.2", None),
     ("proposal/spec/semantics.md", "elements that differ from the exact result, of 10^6:", "On every type",
      ROUNDING, "onnx 1.23.2", None),
     ("proposal/spec/semantics.md", "- onnxruntime 1.32.0's QuantizeLinear at opset 23", "- onnx.reference 1.23.2",
@@ -85,6 +88,9 @@ def _constants() -> list[tuple[str, str, int]]:
 
     from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
 
+    from builders import load_script
+
+    malformed = len(load_script("proposal/experiments/onnx_checker_accepts.py").CASES)
     fuzz = (ROOT / "tests/test_fuzz.py").read_text(encoding="utf-8")
     mutants = int(re.search(r"^MUTANTS = (\d+)", fuzz, re.M).group(1))
     samples = len(np.load(ROOT / "examples/float_cnn_samples.npz")["x"])
@@ -94,6 +100,8 @@ def _constants() -> list[tuple[str, str, int]]:
         ("proposal/alternatives.md", "above {:,}\n  parameters", REFERENCE_THRESHOLD),
         ("README.md", "runs a seeded mutation fuzz ({} damaged models", mutants),
         ("README.md", "a float model + {} samples", samples),
+        ("proposal/0001-quantized-element-types.md", "accepts all {} malformed cases", malformed),
+        ("proposal/0001-quantized-element-types.md", "the {} malformed cases keep passing", malformed),
     ]
 
 
