@@ -16,9 +16,17 @@ from builders import ROOT
 BENCHMARKS = "benchmarks/README.md"
 ROUNDING = "proposal/experiments/quantize_rounding_agreement.md"
 CHECKER_ACCEPTS = "proposal/experiments/onnx_checker_accepts.md"
+NNCF = "proposal/experiments/nncf_negative_scales.md"
+LISTED = "proposal/experiments/listed_parameter_size.md"
+KERNELS = "proposal/experiments/ort_cpu_kernels.md"
 # (text, passage from .. to, record, section from .. to, None: its end): the passage's numbers must all be in
 # the section
 QUOTES = [
+    ("proposal/spec/types.md", "nncf_negative_scales.md)): 29 of 64", "can be negated exactly", NNCF, "onnx", None),
+    ("proposal/spec/types.md", "The reason is size.", "past protobuf's", LISTED, "onnx", None),
+    ("proposal/0001-quantized-element-types.md", "int4 weight in blocks of 32 has 524,288", "if listed",
+     LISTED, "onnx", None),
+    ("proposal/spec/interop.md", "On 1.32.0: 0 of 96", "part 4).", KERNELS, "4. float16 / bfloat16", "5. onnx"),
     ("proposal/0001-quantized-element-types.md", "In the same run,", "On\nwell-formed",
      CHECKER_ACCEPTS, "onnx 1.23.2", None),
     ("proposal/spec/semantics.md", "elements that differ from the exact result, of 10^6:", "On every type",
@@ -73,7 +81,7 @@ def test_a_quoted_measurement_is_the_record_s(text, start, end, record, section,
     missing = sorted(n for n in _numbers(passage, code=False) if n not in record_numbers)
     assert not missing, f"{text} quotes {missing} beside {start!r}, which {record} ({section}) does not hold"
     context = (ROOT / text).read_text(encoding="utf-8")
-    context = context[max(0, context.find(passage) - 600):context.find(passage) + len(passage)]
+    context = context[max(0, context.find(passage) - 600):context.find(passage) + len(passage) + 600]
     named = (record, record.rsplit("/", 1)[-1], record.rsplit("/", 1)[-1].replace(".md", ".py"), "bench_")
     assert any(n in context for n in named), f"{text}: a quoted measurement names its record or command ({start!r})"
 
