@@ -117,3 +117,18 @@ def _constants() -> list[tuple[str, str, int]]:
 def test_a_number_the_code_fixes_is_the_code_s(text, phrase, value):
     assert phrase.format(value) in (ROOT / text).read_text(encoding="utf-8"), \
         f"{text}: expected {phrase.format(value)!r} (the code's value is {value})"
+
+
+def test_the_packing_examples_of_types_md_are_what_onnx_writes():
+    # types.md §1.2 gives one int4 and one int2 example of ONNX's sub-byte order; onnx's own writer must agree
+    import ml_dtypes
+    import numpy as np
+    from onnx import numpy_helper
+
+    text = (ROOT / "proposal/spec/types.md").read_text(encoding="utf-8")
+    examples = re.findall(r"The (int4|int2)\s+values `\[([^\]]+)\]` are\s+the\s+bytes? `([^`]+)`", text)
+    assert {kind for kind, _, _ in examples} == {"int4", "int2"}, examples
+    for kind, values, hexes in examples:
+        numbers = [int(v.replace("−", "-")) for v in values.split(",")]
+        array = np.array(numbers, dtype=getattr(ml_dtypes, kind))
+        assert numpy_helper.from_array(array).raw_data == bytes(int(h, 16) for h in hexes.split()), (kind, hexes)
