@@ -94,6 +94,8 @@ def test_the_check_sees_a_number_the_record_lacks():
 def _constants() -> list[tuple[str, str, int]]:
     import numpy as np
 
+    from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, MSE_STEPS
+    from onnx_qtypes.calibration.running import BINS, CHANNEL_BINS
     from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
 
     from builders import load_script
@@ -109,6 +111,10 @@ def _constants() -> list[tuple[str, str, int]]:
         ("README.md", "runs a seeded mutation fuzz ({} damaged models", mutants),
         ("README.md", "a float model + {} samples", samples),
         ("proposal/0001-quantized-element-types.md", "accepts all {} malformed cases", malformed),
+        ("proposal/spec/calibration.md", "at most {} of them from the minimum's bin", BINS),
+        ("proposal/spec/calibration.md", "min({}, values in the slice) equal bins", CHANNEL_BINS),
+        ("proposal/spec/calibration.md", "(p, default {})", DEFAULT_PERCENTILE),
+        ("proposal/spec/calibration.md", "on a grid of {}, whose", MSE_STEPS),
         ("proposal/0001-quantized-element-types.md", "the {} malformed cases keep passing", malformed),
     ]
 
