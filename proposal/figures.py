@@ -25,7 +25,7 @@ TEXTS = [ROOT / "proposal" / name for name in ("0001-quantized-element-types.md"
     sorted((ROOT / "proposal" / "spec").glob("*.md")) + [ROOT / "README.md", ROOT / "conformance_tests" / "BACKENDS.md"]
 VENDOR_RESULTS = ROOT / "conformance_tests" / "vendor_results"
 ENCODINGS = ROOT / "proposal" / "experiments" / "encodings_vs_tools.json"
-SPAN = re.compile(r"<!-- figure ([a-z0-9:._-]+) -->(.*?)<!-- /figure -->", re.S)
+SPAN = re.compile(r"<!-- figure ([a-z0-9:._+-]+) -->(.*?)<!-- /figure -->", re.S)
 # backend -> how the RFC's table names it, in the table's order; backends recorded later are appended by name
 BACKEND_LABELS = {
     "reference": "reference (definition)",

@@ -97,6 +97,13 @@ def test_the_rfc_quotes_the_suite_through_figures():
         assert f"<!-- figure {name} -->" in rfc
 
 
+@pytest.mark.parametrize("path", TEXTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_figure_marker_is_a_span_the_script_fills(path):
+    text = re.sub(r"`[^`\n]*`", "", path.read_text(encoding="utf-8"))  # a marker named in code is a mention
+    assert text.count("<!-- figure ") == len(figures.SPAN.findall(text)), \
+        f"{path.relative_to(ROOT)}: a figure marker the script does not read (a name with a character it refuses?)"
+
+
 def test_an_unknown_figure_is_refused():
     with pytest.raises(KeyError, match="unknown figure"):
         figures.render("<!-- figure no-such-thing -->1<!-- /figure -->")
