@@ -2,7 +2,9 @@
 
 A figure in a text is a span ``<!-- figure NAME -->VALUE<!-- /figure -->`` (a table spans lines the same way).
 This script recomputes every VALUE from the tree — the case folders under conformance_tests/cases/, the
-checker's rule registry, the recorded conformance results under conformance_tests/results/ — and rewrites the
+checker's rule registry, the recorded conformance results under conformance_tests/results/, the recorded vendor
+deviations under conformance_tests/vendor_results/ and the committed run of
+proposal/experiments/encodings_vs_tools.py (its .json) — and rewrites the
 spans in place, so a count in the text changes when the tree does. tests/test_spec_figures.py fails when a
 committed text differs from what this script writes, and when a count of cases or rules appears in a text
 outside a span. ``--check`` writes nothing and exits 1 when a text would change.
@@ -20,8 +22,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CASES = ROOT / "conformance_tests" / "cases"
 RESULTS = ROOT / "conformance_tests" / "results"
 TEXTS = [ROOT / "proposal" / name for name in ("0001-quantized-element-types.md", "alternatives.md", "README.md")] + \
-    sorted((ROOT / "proposal" / "spec").glob("*.md"))
-SPAN = re.compile(r"<!-- figure ([a-z0-9:._-]+) -->(.*?)<!-- /figure -->", re.S)
+    sorted((ROOT / "proposal" / "spec").glob("*.md")) + [ROOT / "README.md", ROOT / "conformance_tests" / "BACKENDS.md"]
+VENDOR_RESULTS = ROOT / "conformance_tests" / "vendor_results"
+ENCODINGS = ROOT / "proposal" / "experiments" / "encodings_vs_tools.json"
+SPAN = re.compile(r"<!-- figure ([a-z0-9:._+-]+) -->(.*?)<!-- /figure -->", re.S)
 # backend -> how the RFC's table names it, in the table's order; backends recorded later are appended by name
 BACKEND_LABELS = {
     "reference": "reference (definition)",
@@ -94,6 +98,49 @@ def _result(name: str) -> str:
     return _short(str(record["version"])) if field == "version" else _number(int(record["summary"].get(field, 0)))
 
 
+def _operators() -> set[str]:
+    """The ONNX operators the execution cases test (a case's `operator` may be a model-local function's name)."""
+    import onnx.defs  # noqa: PLC0415
+
+    return {c["operator"] for c in _case_documents("execution") if onnx.defs.has(c["operator"])}
+
+
+def _vendor(name: str) -> str:
+    """vendor:<record>:<deviation id>:<session>: the steps a recorded vendor deviation is off
+    (conformance_tests/vendor_results/<record>.json, max_steps of that session: optimized or unoptimized)."""
+    _, record, deviation, session = name.split(":")
+    found = json.loads((VENDOR_RESULTS / f"{record}.json").read_text(encoding="utf-8"))
+    for entry in found["deviations"]:
+        if entry["id"] == deviation:
+            return _number(int(entry["max_steps"][session]))
+    raise KeyError(f"no deviation {deviation!r} in {VENDOR_RESULTS.relative_to(ROOT)}/{record}.json")
+
+
+_LETTERS = {"O": "FAILS OPEN", "i": "kept intact", "l": "closed, lost", "r": "tool refused"}
+
+
+def _encodings(name: str) -> str:
+    """From the committed run of proposal/experiments/encodings_vs_tools.py (its .json record):
+    encodings:models, encodings:tools (stock tools, not the 'none' control: the model as written),
+    encodings:pairs (models x columns, the control included, as the experiment's table counts them),
+    encodings:<encoding> (its fail-open pairs), encodings:<encoding>:<tool>:<i|l|r|O> (models with that verdict)."""
+    run = json.loads(ENCODINGS.read_text(encoding="utf-8"))
+    tools = [t for t in run["tools"] if t != "none"]
+    parts = name.split(":")[1:]
+    if parts == ["models"]:
+        return _number(len(run["models"]))
+    if parts == ["tools"]:
+        return _number(len(tools))
+    if parts == ["pairs"]:
+        return _number(len(run["models"]) * len(run["tools"]))
+    if len(parts) == 1 and parts[0] in run["encodings"]:
+        return _number(sum(r["encoding"] == parts[0] and r["verdict"] == "FAILS OPEN" for r in run["records"]))
+    if len(parts) == 3 and parts[0] in run["encodings"] and parts[1] in run["tools"] and parts[2] in _LETTERS:
+        return _number(sum(r["encoding"] == parts[0] and r["tool"] == parts[1] and r["verdict"] == _LETTERS[parts[2]]
+                           for r in run["records"]))
+    raise KeyError(f"unknown figure {name!r}: encodings:models|tools|pairs|<encoding>|<encoding>:<tool>:<i|l|r|O>")
+
+
 def _rules() -> str:
     from onnx_qtypes.checker import all_rules  # noqa: PLC0415
 
@@ -105,7 +152,8 @@ FIGURES: dict[str, Callable[[], str]] = {
     "checker-cases": lambda: _number(len(_case_documents("checker"))),
     "reject-cases": lambda: _number(len(_case_documents("reject"))),
     "typed-only-cases": lambda: _number(sum(1 for c in _case_documents("execution") if c.get("qdq_model", "") is None)),
-    "operators": lambda: _number(len({c["operator"] for c in _case_documents("execution")})),
+    "operators": lambda: _number(len(_operators())),
+    "function-operators": lambda: _number(len({c["operator"] for c in _case_documents("execution")} - _operators())),
     "rules": _rules,
     "results-table": _results_table,
 }
@@ -114,8 +162,13 @@ FIGURES: dict[str, Callable[[], str]] = {
 def value(name: str) -> str:
     if name.startswith("result:"):
         return _result(name)
+    if name.startswith("vendor:"):
+        return _vendor(name)
+    if name.startswith("encodings:"):
+        return _encodings(name)
     if name not in FIGURES:
-        raise KeyError(f"unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}, result:<backend>:<outcome>")
+        raise KeyError(f"unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}, result:<backend>:<outcome>, "
+                       "vendor:<record>:<deviation>:<session>, encodings:...")
     return FIGURES[name]()
 
 

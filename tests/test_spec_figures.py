@@ -48,6 +48,40 @@ def test_the_figures_count_the_tree():
     assert figures.value("typed-only-cases") == f"{typed_only:,}"
 
 
+def test_operators_are_onnx_operators_and_functions_are_counted_apart():
+    import onnx.defs
+
+    named = {json.loads((d / "case.json").read_text())["operator"]
+             for d in (ROOT / "conformance_tests/cases/execution").iterdir() if (d / "case.json").is_file()}
+    onnx_ops = {op for op in named if onnx.defs.has(op)}
+    assert figures.value("operators") == f"{len(onnx_ops):,}"
+    assert figures.value("function-operators") == f"{len(named - onnx_ops):,}"
+    assert {"Poly", "Requant"} <= named - onnx_ops  # the model-local functions of the function-* cases
+
+
+def test_vendor_figures_read_the_recorded_deviation():
+    record = json.loads((ROOT / "conformance_tests/vendor_results/onnxruntime-1.32.0.json").read_text())
+    entry = next(d for d in record["deviations"] if d["id"] == "gemm-bias-zero-point")
+    optimized = entry["optimized"]
+    steps = max(abs(a - b) for row, ref in zip(optimized, entry["reference"]) for a, b in zip(row, ref))
+    assert figures.value("vendor:onnxruntime-1.32.0:gemm-bias-zero-point:optimized") == f"{steps:,}"
+    with pytest.raises(KeyError, match="no deviation"):
+        figures.value("vendor:onnxruntime-1.32.0:no-such-deviation:optimized")
+
+
+def test_encoding_figures_count_the_committed_run():
+    run = json.loads((ROOT / "proposal/experiments/encodings_vs_tools.json").read_text())
+    assert figures.value("encodings:models") == f"{len(run['models'])}"
+    assert figures.value("encodings:tools") == f"{len(run['tools']) - 1}"  # 'none' is the control, no tool
+    assert "none" in run["tools"]
+    opened = [r for r in run["records"] if r["verdict"] == "FAILS OPEN"]
+    assert figures.value("encodings:a") == f"{sum(r['encoding'] == 'a' for r in opened)}"
+    assert figures.value("encodings:c") == "0"
+    kept = sum(r["encoding"] == "c" and r["tool"] == "extract_model" and r["verdict"] == "kept intact"
+               for r in run["records"])
+    assert figures.value("encodings:c:extract_model:i") == f"{kept}"
+
+
 def test_the_results_table_has_every_recorded_backend():
     table = figures.value("results-table")
     for path in (ROOT / "conformance_tests/results").glob("*.json"):
@@ -61,6 +95,13 @@ def test_the_rfc_quotes_the_suite_through_figures():
     rfc = (ROOT / "proposal/0001-quantized-element-types.md").read_text(encoding="utf-8")
     for name in ("execution-cases", "checker-cases", "reject-cases", "rules", "results-table"):
         assert f"<!-- figure {name} -->" in rfc
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_figure_marker_is_a_span_the_script_fills(path):
+    text = re.sub(r"`[^`\n]*`", "", path.read_text(encoding="utf-8"))  # a marker named in code is a mention
+    assert text.count("<!-- figure ") == len(figures.SPAN.findall(text)), \
+        f"{path.relative_to(ROOT)}: a figure marker the script does not read (a name with a character it refuses?)"
 
 
 def test_an_unknown_figure_is_refused():

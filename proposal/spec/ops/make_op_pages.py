@@ -180,8 +180,8 @@ ONE_TYPE_ACROSS = "one type at the node input, body input, body output and node 
 def _control_flow(op: str, semantics: str, inputs, outputs, crossing: str, subgraphs: str, example: str) -> Page:
     return Page(op.lower(), op, (op,), semantics, inputs, outputs,
                 ((crossing, ("QT312",)), (f"All declarations of one tensor, in {subgraphs} too, agree.", ("QT301",))),
-                "exact; the values cross unchanged, and a body whose nodes compute new values gives the node their "
-                "class (one step)", example)
+                "exact / one step; the values cross unchanged (exact), and a body whose nodes compute new values "
+                "gives the node their class (one step)", example)
 
 PAGES: tuple[Page, ...] = (
     _conv_like("conv", "Conv", "`W[M, C/group, k…]`", "axis 0", "integer im2col and an exact product",
