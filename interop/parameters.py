@@ -6,7 +6,7 @@ and block size. This module turns them into the QType the tensor gets, and
 sorts what it cannot turn into two kinds:
 
 - ``Unrecognized``: a pattern the extension does not type (parameters
-  computed at run time, float8 storage, ...). The lift leaves the node as it
+  computed at run time, ...). The lift leaves the node as it
   was, with a warning.
 - ``MalformedQDQError``: parameters that contradict the tensor they apply to
   (axis out of range, scale count not matching the axis, zero point shaped

@@ -2,8 +2,10 @@
 
 ## What it checks
 The `TensorProto` of an initializer or of a `Constant` node's `value` whose
-name is declared quantized has `data_type` equal to the type's
-`storage_type`.
+name is declared quantized holds the type's storage: its `data_type` is the
+storage type's marker, 1000 + `storage_type`, or, in a file of the first
+release, the storage type itself (QT311 reports that form). Any other data
+type is this error.
 
 ## Why
 Quantized constants hold the storage integers, encoded exactly as a plain
@@ -16,7 +18,8 @@ Initializer `w` with `data_type: FLOAT` and `value_info w:
 int8:float32:axis=0<...>`.
 
 ## Valid example
-Initializer `w` with `data_type: INT8` and the same declaration.
+Initializer `w` with `data_type: 1003` (the marker of INT8) and the same
+declaration.
 
 ## Fix
 Quantize the weights into the storage type (`onnx_qtypes.set_qtype` refuses

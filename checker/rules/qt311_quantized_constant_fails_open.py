@@ -15,8 +15,9 @@ or re-infer types from the nodes (shape inference, the version converter).
 Then the only types left are those of the constants and of what the nodes
 compute from them: an INT8 initializer or an INT8 zero point lets
 onnxruntime run `Add` on stored integers and return plain integer sums
-(measured: 7 fail-open pairs in proposal/experiments/encodings_vs_tools.py
-for marked declarations alone, none once these tensors are marked too).
+(measured by proposal/experiments/encodings_vs_tools.py, recorded in
+encodings_vs_tools.json: fail-open pairs for marked declarations alone,
+none once these tensors are marked too).
 
 ## Invalid example
 `w` an initializer with `data_type: INT8` declared `int8:float32<0.5:0>`; or
