@@ -328,7 +328,7 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         asked = list(dict.fromkeys(parameters.get(n, (n, ""))[0] for n in output_names))
         got = dict(zip(asked, self._run_checked(asked, feeds, attributes, intermediate, check_shape_annotations,
                                                 _bindings)))
-        return [got[n] if n not in parameters else self._parameter_of(got[parameters[n][0]], *parameters[n])
+        return [got[n] if n not in parameters else self.parameter_of(got[parameters[n][0]], *parameters[n])
                 for n in output_names]
 
     def _run_checked(self, *args: Any) -> Any:
@@ -355,7 +355,10 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         return found
 
     @staticmethod
-    def _parameter_of(value: Any, tensor: str, field: str) -> np.ndarray:
+    def parameter_of(value: Any, tensor: str, field: str) -> np.ndarray:
+        """``scale`` or ``zero_point`` of a dynamic output ``value`` as the calling convention returns it
+        (semantics.md#dynamic-binding): shape [] per tensor, else the listed form's values in one dimension; the
+        expressed type's floats, the storage type's integers."""
         resolved = getattr(value, "qtype", None)
         if resolved is None:
             raise EvaluationError(f"output {tensor!r} has a dynamic type but carries no run-time parameters")

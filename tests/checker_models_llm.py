@@ -77,6 +77,8 @@ def cases() -> list[Case]:
               message="declares constants only"),
         _fire("QT142", "offset-graph-input", lambda: _input(_v3(offset=[1.0, 2.0, 3.0, 4.0])), f"{X}/version", "x"),
         _miss("QT142", "codebook-weight", lambda: _weight(_v3(codebook=LEVELS))),
+        # declaring version 3 is enough, with no field of that version used (validity.md#qt142)
+        _fire("QT142", "version-3-alone-graph-input", lambda: _input(_v3()), f"{X}/version", "x"),
         # QT101 in version 3: a scale read from a referenced initializer may be 0 (a GGUF block of zeros), a listed
         # one may not
         _fire("QT101", "listed-zero-scale-version-3", lambda: _weight(_listed_scales([0.5, 0.0, 0.125, 1.0])),

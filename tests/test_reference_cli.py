@@ -72,7 +72,10 @@ def test_dynamic_outputs_carry_their_parameters(tmp_path):
     assert main(["run", str(tmp_path / "m.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz")]) == 0
     with np.load(tmp_path / "o.npz") as data:
         # relu -> [0, 1, 25.5]; uint8 asymmetric: scale 25.5 / 255 = 0.1, zero point 0
-        assert data["y.scale"].tolist() == [np.float32(0.1)] and data["y.zero_point"].tolist() == [0]
+        # the calling convention (semantics.md#dynamic-binding): a per-tensor type's parameters are scalars, the
+        # scale of the expressed type, the zero point of the storage type
+        assert data["y.scale"].shape == () and data["y.scale"].dtype == np.float32 and data["y.scale"] == np.float32(0.1)
+        assert data["y.zero_point"].shape == () and data["y.zero_point"].dtype == np.uint8 and data["y.zero_point"] == 0
         assert data["y"].tolist() == [0, 10, 255]
 
 

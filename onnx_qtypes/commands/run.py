@@ -178,9 +178,9 @@ def output_arrays(evaluator: Any, names: list[str], values: list[Any]) -> dict[s
         real = evaluator.dequantized(name, value)
         arrays[f"{name}.real"] = _plain(real.astype(qtype.expressed_type.np_dtype))
         resolved = getattr(value, "qtype", None)
-        if qtype.is_dynamic and resolved is not None:
-            arrays[f"{name}.scale"] = np.asarray(resolved.scale, qtype.expressed_type.np_dtype).astype(np.float32)
-            arrays[f"{name}.zero_point"] = np.asarray(resolved.zero_point, np.int64)
+        if qtype.is_dynamic and resolved is not None:  # the calling convention's companions (semantics.md §3)
+            for field in ("scale", "zero_point"):
+                arrays[f"{name}.{field}"] = _plain(evaluator.parameter_of(value, name, field))
     return arrays
 
 
