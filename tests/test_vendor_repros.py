@@ -22,8 +22,9 @@ from onnx_qtypes.conformance.deviations import Deviation, load_deviations, scrip
 ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "conformance_tests" / "vendor_repros"
 # runtime folder -> how to read its installed version (the one its deviations are keyed by)
-RUNTIMES = {"tract": lambda: __import__("tract").version(), "iree": lambda: version("iree-base-runtime")}
-ALLOWED_IMPORTS = {"numpy", "onnx", "tract", "iree", "sys", "os", "tempfile", "importlib"}
+RUNTIMES = {"tract": lambda: __import__("tract").version(), "iree": lambda: version("iree-base-runtime"),
+            "onnxruntime": lambda: version("onnxruntime")}
+ALLOWED_IMPORTS = {"numpy", "onnx", "tract", "iree", "onnxruntime", "sys", "os", "tempfile", "importlib"}
 SCRIPTED = [d for d in load_deviations() if d.script]
 
 
