@@ -14,6 +14,8 @@ Run ``python conformance_tests/publish_status.py`` to record every installed bac
 
 from __future__ import annotations
 
+import math
+
 import hashlib
 import json
 import platform
@@ -54,6 +56,16 @@ PAGE = HERE.parent / "proposal" / "status.md"
 COMMAND = "python conformance_tests/publish_status.py"
 FORMAT = 1
 
+
+
+def _steps(value: object) -> float:
+    """A record's max_steps as a number: JSON keeps an infinite distance (NaN against a number) as "inf"."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 def suite_digest(cases: Sequence[ExecutionCase]) -> str:
     """sha256 over every case's case.json, models and test data: a record of another suite is stale."""
@@ -177,9 +189,12 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         f"The suite: {len(cases)} execution cases in `conformance_tests/cases/execution/` ({typed_only} of them "
         "typed-only: standard ONNX cannot express them, see the `qdq_unavailable` reasons below), run on each "
         "backend by `onnx-qtypes conformance --backend NAME`. A case passes when every output is within its "
-        "tolerance in storage steps: 0 where the operator's class is exact, 1 where it computes a new value, and "
-        "along a chain what the chain rule carries (`conformance_tests/tolerance.py`; `tolerance_reason` in each "
-        "`case.json` says why). Vendor runtimes run `model.qdq.onnx`, the standard-ONNX form; the reference "
+        "tolerance in storage steps, its class in the table of proposal/spec/semantics.md §8: 0 where the "
+        "operator's class is exact, 1 where it computes a new value or quantizes a float input (there for the "
+        "near ties of semantics.md §2), and along a chain what the chain rule carries "
+        "(`conformance_tests/tolerance.py`; `tolerance_reason` in each `case.json` says why); a value the "
+        "definition leaves open (the scale DynamicQuantizeLinear picks for an all-zero input) passes as any "
+        "positive finite value (`judge` in `case.json`). Vendor runtimes run `model.qdq.onnx`, the standard-ONNX form; the reference "
         "backends run the typed `model.onnx`.",
         "",
         "## Summary",
@@ -221,9 +236,10 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
         out += [f"### {_label(rec)}", ""]
         for dev, ids in sorted(explained.items(), key=lambda kv: (-len(kv[1]), kv[0].kind)):
             details = rec["details"].get(dev.reproduction, {})
-            worst = max((rec["details"].get(i, {}).get("max_steps") or 0 for i in ids
-                         if isinstance(rec["details"].get(i, {}).get("max_steps"), (int, float))), default=None)
-            out += [f"- **{dev.kind}** — {len(ids)} case(s)" + (f", up to {worst} step(s)" if worst else "") + ". "
+            worst = max((_steps(rec["details"].get(i, {}).get("max_steps")) for i in ids), default=0)
+            reach = "" if not worst else ", some infinitely far (NaN or ±inf)" if worst == math.inf \
+                else f", up to {int(worst) if worst.is_integer() else worst} step(s)"
+            out += [f"- **{dev.kind}** — {len(ids)} case(s)" + reach + ". "
                     + dev.explanation,
                     f"  - Reproduce: `onnx-qtypes conformance --backend {rec['backend']} -k {dev.reproduction}`"
                     + (f" → {details['message']}" if details.get("message") else ""),
