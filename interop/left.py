@@ -112,7 +112,8 @@ def _quark_detail(node: NodeProto, stored: dict[str, int]) -> str:
         code = stored.get(node.input[2])
         if code in (TensorProto.BFLOAT16, TensorProto.FLOAT16):
             name = "bfloat16" if code == TensorProto.BFLOAT16 else "float16"
-            return f"quantization to {name} storage (its zero point is {name}), a storage type the proposal does not define"
+            return (f"quantization to {name} storage (its zero point is {name}), a storage type the proposal does "
+                    "not define")
     return ""
 
 

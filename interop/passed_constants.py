@@ -26,7 +26,8 @@ def materialise(graph: GraphProto, ix: GraphIndex) -> int:
             continue
         for name in node.input[1:3]:
             p = ix.producer.get(name) if name else None
-            if p is None or ix.nodes[p].op_type not in PASSED_CONSTANT_OPS or ix.nodes[p].domain not in STANDARD_DOMAINS:
+            producer = None if p is None else ix.nodes[p]
+            if producer is None or producer.op_type not in PASSED_CONSTANT_OPS or producer.domain not in STANDARD_DOMAINS:
                 continue
             value = ix.constant_tensor(name)
             if value is None:
@@ -34,7 +35,7 @@ def materialise(graph: GraphProto, ix: GraphIndex) -> int:
             tensor = TensorProto()
             tensor.CopyFrom(value)
             tensor.name = name
-            ix.nodes[p].CopyFrom(helper.make_node("Constant", [], [name], name=ix.nodes[p].name, value=tensor))
+            producer.CopyFrom(helper.make_node("Constant", [], [name], name=producer.name, value=tensor))
             turned += 1
     return turned
 
