@@ -27,7 +27,8 @@ def materialise(graph: GraphProto, ix: GraphIndex) -> int:
         for name in node.input[1:3]:
             p = ix.producer.get(name) if name else None
             producer = None if p is None else ix.nodes[p]
-            if producer is None or producer.op_type not in PASSED_CONSTANT_OPS or producer.domain not in STANDARD_DOMAINS:
+            passes = producer is not None and producer.domain in STANDARD_DOMAINS
+            if not passes or producer.op_type not in PASSED_CONSTANT_OPS:
                 continue
             value = ix.constant_tensor(name)
             if value is None:

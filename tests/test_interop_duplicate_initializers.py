@@ -28,8 +28,8 @@ def _shared_bias_model(second_scale: float) -> onnx.ModelProto:
     copies = [_t("b_quantized", numpy_helper.to_array(bias[0]), np.int32), _t("b_scale", second_scale, np.float32),
               _t("b_zero_point", 0, np.int32)]
     inits = [_t("xs", x_scale, np.float32), _t("xz", 0, np.int8),
-             _t("w_quantized", rng.integers(-90, 90, (3, 4)), np.int8), _t("ws", w_scale, np.float32), _t("wz", 0, np.int8), _t("ys", 0.05, np.float32), _t("yz", 0, np.int8),
-             *bias, *copies]
+             _t("w_quantized", rng.integers(-90, 90, (3, 4)), np.int8), _t("ws", w_scale, np.float32),
+             _t("wz", 0, np.int8), _t("ys", 0.05, np.float32), _t("yz", 0, np.int8), *bias, *copies]
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q_x"),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_x"),
