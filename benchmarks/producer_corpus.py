@@ -9,7 +9,8 @@ the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producer
 and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
 and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
 TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats); and the three trained PP-OCR
-models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once).
+models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once), as the wheel ships them and
+(``NAME_prep``) at opset 13 through onnxruntime's recommended ``quant_pre_process``.
 
 Producers. In this interpreter (the project's venv): onnxruntime's quantize_static (QDQ and QOperator, per-tensor
 and per-channel, A16W8, contrib Q/DQ, int4 weights, FP8), quantize_dynamic, MatMulNBitsQuantizer, NNCF (quantize,
@@ -102,12 +103,14 @@ PPOCR_SHAPES = {"ppocr_det": (1, 3, 64, 64), "ppocr_rec": (1, 3, 48, 160), "ppoc
 
 def ppocr_floats(folder: pathlib.Path, cache: pathlib.Path) -> None:
     """The three trained PP-OCR models of the rapidocr_onnxruntime wheel, as the wheel ships them."""
-    from bench_calibration_accuracy import PPOCR, _ppocr_files, _text_page
+    from bench_calibration_accuracy import PPOCR, _ppocr_files, _prepared, _text_page
 
     files = _ppocr_files(cache)
     for key, path in files.items():
         name = key.replace("-", "_")
         onnx.save(onnx.load(path), folder / f"{name}.onnx")
+        with tempfile.TemporaryDirectory() as work:  # as onnxruntime recommends: opset 13, quant_pre_process
+            onnx.save(onnx.load(_prepared(pathlib.Path(path), pathlib.Path(work))), folder / f"{name}_prep.onnx")
         shape, norm = PPOCR_SHAPES[name], PPOCR[key][2]
         rng = np.random.default_rng(len(name))
 
@@ -120,6 +123,7 @@ def ppocr_floats(folder: pathlib.Path, cache: pathlib.Path) -> None:
             return {"x": rgb[None].astype(np.float32)}
 
         write_samples(folder / f"{name}.npz", [page() for _ in range(4)], page())
+        (folder / f"{name}_prep.npz").write_bytes((folder / f"{name}.npz").read_bytes())
 
 
 def _floats(folder: pathlib.Path) -> dict[str, tuple[pathlib.Path, list, dict]]:

@@ -111,10 +111,11 @@ def test_brevitas_qonnx_parameters_and_32_bit_bias_lift_and_compute_what_qonnx_c
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_torch_parameters_through_identity_leave_no_finding_on_the_lifted_model(per_channel):
     """The DequantizeLinear writing the float output stays; it reads the zero point as a plain constant, so check
-    can compare it with the type (QT308 would say it cannot)."""
+    can compare it with the type (QT308 would say it cannot), on the lifted model and on the exporter's file."""
     original = torch_fx_qat(per_channel)
     result = lift_model(original)
     assert [(d.rule, d.message) for d in diagnose(result.model).diagnostics] == []
+    assert [(d.rule, d.message) for d in diagnose(original).diagnostics] == []  # check reads the file through lift
     kept = next(n for n in result.model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == "y")
     producer = next(n for n in result.model.graph.node if kept.input[2] in n.output)
     assert producer.op_type == "Constant"
