@@ -320,7 +320,7 @@ def _ort_run(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
 def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
     """The original with the integer tensor of every tensor the lifted model types as an extra graph output;
     {typed tensor: original's tensor}. A typed tensor is the QuantizeLinear output's input (QDQ files) or has the
-    same name as a QOperator node's output."""
+    same name as a QOperator node's output or of a Clip on the stored integers (QCDQ)."""
     qtypes = quantized_tensors(typed)
     produced = {o: n for n in original.graph.node for o in n.output}
     pairs = {}
@@ -330,8 +330,8 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.Mo
     for name in qtypes:
         if name not in pairs and name in produced:
             node = produced[name]
-            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in ("QuantizeLinear", "QAttention"):
-                pairs[name] = name
+            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in ("QuantizeLinear", "QAttention", "Clip"):
+                pairs[name] = name  # (Clip: QCDQ's clip of the stored integers, the typed tensor)
     copy = onnx.ModelProto()
     copy.CopyFrom(original)
     have = {o.name for o in copy.graph.output}
