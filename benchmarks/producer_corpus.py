@@ -330,8 +330,9 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.Mo
     for name in qtypes:
         if name not in pairs and name in produced:
             node = produced[name]
-            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in ("QuantizeLinear", "QAttention", "Clip"):
-                pairs[name] = name  # (Clip: QCDQ's clip of the stored integers, the typed tensor)
+            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in (
+                    "QuantizeLinear", "QAttention", "Clip"):  # (Clip: QCDQ's clip of the stored integers)
+                pairs[name] = name
     copy = onnx.ModelProto()
     copy.CopyFrom(original)
     have = {o.name for o in copy.graph.output}
