@@ -3,6 +3,7 @@
     python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
         [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
         [--producers a,b] [--models a,b]
+    python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # the report of earlier runs, again
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
 the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias at opsets 13
@@ -620,6 +621,43 @@ def _run_text(run) -> str:
     return str(run or "-")[:60]
 
 
+def _mode(row: dict) -> str:
+    """The producer's setting a row's file was made with: the last part of its name (``ort-cnn-qdq_u8`` -> qdq_u8)."""
+    parts = row["model"].split("-")
+    if parts[0] == "brevitas":
+        return "-".join(parts[1:])  # qcdq-8, qonnx-4
+    if parts[0] == "nbits":
+        return "-".join(parts[2:])  # b32, b16-sym
+    return ("fx_qat_" if parts[:2] == ["torch", "fxqat"] else "") + parts[-1]
+
+
+def by_mode(rows: list[dict]) -> None:
+    """One line per producer and setting: the issue-20 criteria, counted."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["producer"], _mode(r))].append(r)
+    print("| producer | mode | models | lifted whole | refused (file's error) | nodes left, all named | "
+          "run: max steps per operator | lower bit-identical | check findings (file) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (producer, mode), group in groups.items():
+        whole = sum(r.get("lift") == "whole" for r in group)
+        refused = sum(str(r.get("lift", "")).startswith("refused") for r in group)
+        left = sum(len(r.get("left_nodes", [])) for r in group)
+        unnamed = sum(r.get("unnamed_left", 0) for r in group)
+        steps = [r["run"]["per_operator"] for r in group if isinstance(r.get("run"), dict) and "per_operator" in r["run"]]
+        outputs_only = sum(isinstance(r.get("run"), dict) and "per_operator" not in r["run"] for r in group)
+        run = (f"{max(steps)} ({len(steps)} files)" if steps else "-") + (
+            f"; outputs only: {outputs_only}" if outputs_only else "")
+        static = [r for r in group if r.get("static_qdq") and "lower" in r]
+        lowered = [r for r in group if "lower" in r]
+        same = sum(r["lower"] == "identical" for r in lowered)
+        lower_text = f"{same} / {len(lowered)}" + (" (static QDQ)" if static and len(static) == len(lowered) else "")
+        rules = Counter(f["rule"] for r in group for f in r.get("check", []))
+        findings = ", ".join(f"{k} x{v}" for k, v in sorted(rules.items())) or "-"
+        print(f"| {producer} | {mode} | {len(group)} | {whole} | {refused or '-'} | "
+              f"{left}{'' if not unnamed else f' (+{unnamed} UNNAMED)'} | {run} | {lower_text} | {findings} |")
+
+
 def report(rows: list[dict], producers: dict[str, str]) -> None:
     for producer, status in producers.items():
         print(f"{producer}: {status}")
@@ -634,6 +672,8 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
     print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
           f"{len(within)} within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
           f"{len(static)} static QDQ models lowered; check silent on {len(clean)} (file and lifted form)\n")
+    by_mode(rows)
+    print()
     print("| producer | model | lift | left (by op) | run vs onnxruntime (steps) | lower | check findings (file / lifted) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -677,7 +717,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files")
     args = parser.parse_args(argv)
+    if args.report:
+        runs = [json.loads(pathlib.Path(f).read_text()) for f in args.report]
+        report([r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()})
+        return 0
     folder = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="producer-corpus-")).resolve()
     floats_dir = folder / "float"
     floats_dir.mkdir(parents=True, exist_ok=True)
