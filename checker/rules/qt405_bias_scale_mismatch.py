@@ -11,7 +11,9 @@ tools take in float32 that lands below 2^-126 (a dead channel's weight scale,
 as BatchNormalization folding leaves it) keeps fewer significant bits.
 Only per-tensor inputs are compared. Under a profile with `bias_shift`
 (`vitis-ai-dpu`), a bias scale that is that product times an exact power of
-two passes: the target shifts the bias into the accumulator's units.
+two passes: the target shifts the bias into the accumulator's units. A
+constant bias whose stored values are all its zero point is 0 at any scale,
+and passes (AMD Quark gives PyTorch's zero biases scale 1).
 
 ## Why
 The bias is added to the accumulator, whose unit is `x_scale * w_scale[c]`.
@@ -38,7 +40,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.bias import BiasUse, added_by_shift, bias_uses
+from onnx_qtypes.checker.bias import BiasUse, added_by_shift, adds_nothing, bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -78,7 +80,8 @@ def _same_sign(bias: np.ndarray, product: np.ndarray) -> np.ndarray:
 
 @rule("QT405", "bias-scale-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for use in _screen([u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u)]):
+    uses = [u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u) and not adds_nothing(ctx, u)]
+    for use in _screen(uses):
         b, x, w = use.qtype, use.x, use.w
         bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one

@@ -1,4 +1,6 @@
-"""QT405 on a dead channel: onnxruntime's quantize_static on PP-OCR rec after quant_pre_process (BatchNormalization
+"""QT403 / QT405 on biases real producers write, which are right.
+
+QT405 on a dead channel: onnxruntime's quantize_static on PP-OCR rec after quant_pre_process (BatchNormalization
 folded) gives some output channels weight scales near 1e-37; the bias scale it writes, x_scale * w_scale taken in
 float32, is subnormal and so keeps fewer significant bits than 1e-6 relative. That is the product, not a wrong
 scale; a bias scale a few subnormal steps off still is."""
@@ -36,3 +38,18 @@ def test_a_subnormal_float32_product_is_the_bias_scale():
 def test_a_bias_scale_steps_away_from_a_subnormal_product_still_fires():
     (message,) = _qt405(_model(3))
     assert "scale[1]" in message
+
+
+def _with_bias_values(model, values):
+    bias = next(t for t in model.graph.initializer if t.name == "b")  # int8 storage under its marker, as raw bytes
+    bias.raw_data = np.asarray(values, np.int8).tobytes()
+    return model
+
+
+def test_a_bias_that_is_all_zero_points_adds_nothing_at_any_storage_or_scale():
+    """AMD Quark 0.13 A8W8 on PyTorch's zero-initialized out_proj bias: int8, scale 1, every value 0."""
+    quark, weights = QType("int8", 1.0, 0), int8(0.01, 0, schema=Schema.SYMMETRIC)  # per tensor, as A8W8 writes
+    rules = {d.rule for d in iter_diagnostics(_with_bias_values(conv_model(bias=quark, w_q=weights), [0, 0, 0, 0]))}
+    assert rules == set()
+    rules = {d.rule for d in iter_diagnostics(_with_bias_values(conv_model(bias=quark, w_q=weights), [0, 0, 1, 0]))}
+    assert {"QT403", "QT405"} <= rules  # one value that is not 0: the bias adds something, in the wrong units
