@@ -3,13 +3,15 @@
     python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
         [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
         [--producers a,b] [--models a,b]
+    python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # the report of earlier runs, again
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
 the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias at opsets 13
 and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
 and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
 TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats); and the three trained PP-OCR
-models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once).
+models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once), as the wheel ships them and
+(``NAME_prep``) at opset 13 through onnxruntime's recommended ``quant_pre_process``.
 
 Producers. In this interpreter (the project's venv): onnxruntime's quantize_static (QDQ and QOperator, per-tensor
 and per-channel, A16W8, contrib Q/DQ, int4 weights, FP8), quantize_dynamic, MatMulNBitsQuantizer, NNCF (quantize,
@@ -27,7 +29,8 @@ For each quantized model it reports (the issue-20 criteria):
   original, tensor by tensor: every operator given onnxruntime's values of its quantized inputs (max steps per
   operator, the criterion is <= 1), end to end (max steps over the quantized tensors, and the float outputs'
   largest difference); for files with a producer's custom operators, the producer's interpreter ran onnxruntime
-  with its custom-op library and the final outputs are compared;
+  with its custom-op library and the final outputs are compared; for Brevitas's QONNX files (onnxruntime has no
+  QONNX operators) onnxruntime's run of the same net's QCDQ export stands in for the original;
 - lower: lower + onnxruntime against onnxruntime on the original (raised to the lowered model's opset 21 when
   lower), bit for bit; the criterion applies to static QDQ files (a QOperator or integer-op original computes with
   other kernels);
@@ -101,12 +104,14 @@ PPOCR_SHAPES = {"ppocr_det": (1, 3, 64, 64), "ppocr_rec": (1, 3, 48, 160), "ppoc
 
 def ppocr_floats(folder: pathlib.Path, cache: pathlib.Path) -> None:
     """The three trained PP-OCR models of the rapidocr_onnxruntime wheel, as the wheel ships them."""
-    from bench_calibration_accuracy import PPOCR, _ppocr_files, _text_page
+    from bench_calibration_accuracy import PPOCR, _ppocr_files, _prepared, _text_page
 
     files = _ppocr_files(cache)
     for key, path in files.items():
         name = key.replace("-", "_")
         onnx.save(onnx.load(path), folder / f"{name}.onnx")
+        with tempfile.TemporaryDirectory() as work:  # as onnxruntime recommends: opset 13, quant_pre_process
+            onnx.save(onnx.load(_prepared(pathlib.Path(path), pathlib.Path(work))), folder / f"{name}_prep.onnx")
         shape, norm = PPOCR_SHAPES[name], PPOCR[key][2]
         rng = np.random.default_rng(len(name))
 
@@ -119,6 +124,7 @@ def ppocr_floats(folder: pathlib.Path, cache: pathlib.Path) -> None:
             return {"x": rgb[None].astype(np.float32)}
 
         write_samples(folder / f"{name}.npz", [page() for _ in range(4)], page())
+        (folder / f"{name}_prep.npz").write_bytes((folder / f"{name}.npz").read_bytes())
 
 
 def _floats(folder: pathlib.Path) -> dict[str, tuple[pathlib.Path, list, dict]]:
@@ -315,7 +321,7 @@ def _ort_run(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
 def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
     """The original with the integer tensor of every tensor the lifted model types as an extra graph output;
     {typed tensor: original's tensor}. A typed tensor is the QuantizeLinear output's input (QDQ files) or has the
-    same name as a QOperator node's output."""
+    same name as a QOperator node's output or of a Clip on the stored integers (QCDQ)."""
     qtypes = quantized_tensors(typed)
     produced = {o: n for n in original.graph.node for o in n.output}
     pairs = {}
@@ -325,7 +331,8 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.Mo
     for name in qtypes:
         if name not in pairs and name in produced:
             node = produced[name]
-            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in ("QuantizeLinear", "QAttention"):
+            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in (
+                    "QuantizeLinear", "QAttention", "Clip"):  # (Clip: QCDQ's clip of the stored integers)
                 pairs[name] = name
     copy = onnx.ModelProto()
     copy.CopyFrom(original)
@@ -553,6 +560,19 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     return row
 
 
+def _qcdq_stand_in(path: pathlib.Path) -> dict[str, np.ndarray] | None:
+    """For a Brevitas QONNX file (onnxruntime has no QONNX operators): onnxruntime's unoptimized outputs of the same
+    net exported as QCDQ (``brevitas-qcdq-N`` beside ``brevitas-qonnx-N``, the same input values), under the QONNX
+    file's output names. None when there is no such twin."""
+    twin = path.with_name(path.name.replace("brevitas-qonnx-", "brevitas-qcdq-"))
+    if twin == path or not twin.exists():
+        return None
+    model, original = onnx.load(twin), onnx.load(path, load_external_data=False)
+    feeds = dict(np.load(twin.with_suffix(".feeds.npz")))
+    outputs = _ort_run(model, feeds)
+    return dict(zip([o.name for o in original.graph.output], (outputs[o.name] for o in model.graph.output)))
+
+
 # --- the report ---------------------------------------------------------------------------------------------------
 
 
@@ -570,7 +590,7 @@ def _failures(row: dict) -> list[tuple[str, str]]:
         out.append(("lift warning", w[:200]))
     if row.get("unnamed_left"):
         out.append(("quantization left without a name", f"{row['unnamed_left']} of {row.get('unnamed_examples')}"))
-    if "onnxruntime" in row:
+    if "onnxruntime" in row and "compared_with" not in row:
         out.append(("original not runnable on onnxruntime", row["onnxruntime"]))
     run = row.get("run")
     if isinstance(run, str):
@@ -601,6 +621,43 @@ def _run_text(run) -> str:
     return str(run or "-")[:60]
 
 
+def _mode(row: dict) -> str:
+    """The producer's setting a row's file was made with: the last part of its name (``ort-cnn-qdq_u8`` -> qdq_u8)."""
+    parts = row["model"].split("-")
+    if parts[0] == "brevitas":
+        return "-".join(parts[1:])  # qcdq-8, qonnx-4
+    if parts[0] == "nbits":
+        return "-".join(parts[2:])  # b32, b16-sym
+    return ("fx_qat_" if parts[:2] == ["torch", "fxqat"] else "") + parts[-1]
+
+
+def by_mode(rows: list[dict]) -> None:
+    """One line per producer and setting: the issue-20 criteria, counted."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["producer"], _mode(r))].append(r)
+    print("| producer | mode | models | lifted whole | refused (file's error) | nodes left, all named | "
+          "run: max steps per operator | lower bit-identical | check findings (file) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (producer, mode), group in groups.items():
+        whole = sum(r.get("lift") == "whole" for r in group)
+        refused = sum(str(r.get("lift", "")).startswith("refused") for r in group)
+        left = sum(len(r.get("left_nodes", [])) for r in group)
+        unnamed = sum(r.get("unnamed_left", 0) for r in group)
+        steps = [r["run"]["per_operator"] for r in group if isinstance(r.get("run"), dict) and "per_operator" in r["run"]]
+        outputs_only = sum(isinstance(r.get("run"), dict) and "per_operator" not in r["run"] for r in group)
+        run = (f"{max(steps)} ({len(steps)} files)" if steps else "-") + (
+            f"; outputs only: {outputs_only}" if outputs_only else "")
+        static = [r for r in group if r.get("static_qdq") and "lower" in r]
+        lowered = [r for r in group if "lower" in r]
+        same = sum(r["lower"] == "identical" for r in lowered)
+        lower_text = f"{same} / {len(lowered)}" + (" (static QDQ)" if static and len(static) == len(lowered) else "")
+        rules = Counter(f["rule"] for r in group for f in r.get("check", []))
+        findings = ", ".join(f"{k} x{v}" for k, v in sorted(rules.items())) or "-"
+        print(f"| {producer} | {mode} | {len(group)} | {whole} | {refused or '-'} | "
+              f"{left}{'' if not unnamed else f' (+{unnamed} UNNAMED)'} | {run} | {lower_text} | {findings} |")
+
+
 def report(rows: list[dict], producers: dict[str, str]) -> None:
     for producer, status in producers.items():
         print(f"{producer}: {status}")
@@ -615,6 +672,8 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
     print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
           f"{len(within)} within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
           f"{len(static)} static QDQ models lowered; check silent on {len(clean)} (file and lifted form)\n")
+    by_mode(rows)
+    print()
     print("| producer | model | lift | left (by op) | run vs onnxruntime (steps) | lower | check findings (file / lifted) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -658,7 +717,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files")
     args = parser.parse_args(argv)
+    if args.report:
+        runs = [json.loads(pathlib.Path(f).read_text()) for f in args.report]
+        report([r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()})
+        return 0
     folder = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="producer-corpus-")).resolve()
     floats_dir = folder / "float"
     floats_dir.mkdir(parents=True, exist_ok=True)
@@ -728,12 +792,16 @@ def main(argv: list[str] | None = None) -> int:
             np.savez(path.with_suffix(".feeds.npz"), **feeds)
             expected_path = path.parent / f"{path.stem}.ort.npz"
             expected = dict(np.load(expected_path)) if expected_path.exists() else None
+            stand_in = _qcdq_stand_in(path) if expected is None and name.startswith("brevitas-qonnx-") else None
+            expected = expected if stand_in is None else stand_in
             started = time.perf_counter()
             try:
                 row = examine(name, path, feeds, expected, folder)
             except Exception as exc:  # noqa: BLE001 - the script's own failure on one model must not end the run
                 row = {"model": name, "file": str(path), "lift": f"CRASH (in this script): {_error(exc)}"}
             row["producer"] = producer
+            if stand_in is not None:
+                row["compared_with"] = "onnxruntime on the same net's QCDQ export"
             row["seconds"] = round(time.perf_counter() - started, 1)
             rows.append(row)
             print(f"  {name}: lift {row.get('lift', '')[:60]}, run {_run_text(row.get('run'))}, "

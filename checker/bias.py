@@ -53,3 +53,13 @@ def added_by_shift(ctx: Context, use: BiasUse) -> bool:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         ratio = bias / (x.scale[0] * weight)
     return bool(np.all(np.isfinite(ratio) & (ratio > 0) & (np.frexp(ratio)[0] == 0.5)))
+
+
+def adds_nothing(ctx: Context, use: BiasUse) -> bool:
+    """The bias is a constant whose every stored value is its zero point: every real is 0, whatever its storage and
+    scale (AMD Quark writes PyTorch's zero-initialized biases as int8, scale 1), so no kernel has anything to add."""
+    zero_points = set(use.qtype.zero_point)
+    if use.qtype.is_dynamic or len(zero_points) != 1:
+        return False
+    extrema = ctx.constant_extrema(use.ref.scope, use.bias)
+    return extrema is not None and extrema[0] == extrema[1] == zero_points.pop()

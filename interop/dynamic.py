@@ -124,8 +124,9 @@ def _match(ix: GraphIndex, i: int, node: NodeProto) -> _Match | None:
     if len(factors) != 2 or dql.output[1] not in factors:
         return None
     w_scale = factors[1] if factors[0] == dql.output[1] else factors[0]
-    b_dql = _dynamic_source(ix, b, b_zp) if node.op_type == "MatMulInteger" else None
-    if b_dql is not None:  # both operands quantized at run time (quantize_dynamic's MatMulConstBOnly=False)
+    b_dql = _dynamic_source(ix, b, b_zp)
+    if b_dql is not None:  # both operands quantized at run time (quantize_dynamic's MatMulConstBOnly=False, or a
+        # Conv whose weight is a Constant node rather than an initializer, as paddle2onnx writes them)
         return _Match(i, c, m, k, a, b, ACTIVATION, ()) if w_scale == b_dql.output[1] else None
     qtype = _weight_type(ix, node.op_type, b, w_scale, b_zp)
     if qtype is None:

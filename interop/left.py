@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from onnx import GraphProto, NodeProto, StringStringEntryProto
+from onnx import GraphProto, NodeProto, StringStringEntryProto, TensorProto, helper
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, ORIGIN_KEY, QONNX_DOMAINS, STANDARD_DOMAINS, node_label
 QDQ = ("QuantizeLinear", "DequantizeLinear")
@@ -87,18 +87,40 @@ def is_quantization_node(node: NodeProto, typed: set[str]) -> bool:
 def collect(graph: GraphProto, typed: set[str], reasons: dict[int, str]) -> list[LeftNode]:
     """Every quantization node of the file still in ``graph`` (typed: the quantized tensors), in file order."""
     found = []
+    stored = {t.name: t.data_type for t in graph.initializer}
     for node in graph.node:
         at = origin(node)
         if at is None or not is_quantization_node(node, typed):
             continue
-        reason = _default_reason(node) if custom_quantizer(node) else reasons.get(at) or _default_reason(node)
+        reason = _default_reason(node, stored) if custom_quantizer(node) else reasons.get(at) or _default_reason(node)
         found.append(LeftNode(at, node.name, node.op_type, node.domain, reason))
     return sorted(found, key=lambda n: n.index)
 
 
-def _default_reason(node: NodeProto) -> str:
+def _quark_detail(node: NodeProto, stored: dict[str, int]) -> str:
+    """What AMD Quark 0.13's own operators (domain com.amd.quark) compute, read from the node: "" for others."""
+    if node.domain != "com.amd.quark":
+        return ""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    element = attrs.get("element_dtype", b"")
+    element = element.decode(errors="replace") if isinstance(element, bytes) else str(element)
+    if node.op_type in ("MXQuantizeDequantize", "BFPQuantizeDequantize") and "block_size" in attrs:
+        kind = "MX" if node.op_type.startswith("MX") else "block floating point"
+        return (f"{kind} quantize-dequantize of {element or 'its elements'} in blocks of {attrs['block_size']} along "
+                f"axis {attrs.get('axis', '?')}, each block's shared power-of-two scale computed at run time")
+    if node.op_type in ("ExtendedQuantizeLinear", "ExtendedDequantizeLinear") and len(node.input) > 2:
+        code = stored.get(node.input[2])
+        if code in (TensorProto.BFLOAT16, TensorProto.FLOAT16):
+            name = "bfloat16" if code == TensorProto.BFLOAT16 else "float16"
+            return (f"quantization to {name} storage (its zero point is {name}), a storage type the proposal does "
+                    "not define")
+    return ""
+
+
+def _default_reason(node: NodeProto, stored: dict[str, int] | None = None) -> str:
     if custom_quantizer(node):
-        return f"unknown quantization: {node.op_type} ({node.domain}) not lifted"
+        detail = _quark_detail(node, stored or {})
+        return f"unknown quantization: {node.op_type} ({node.domain}) not lifted" + (f": {detail}" if detail else "")
     if node.op_type in QDQ:
         return "its integer tensor is not typed (a quantization node around it is left)"
     return "not a quantization pattern the lift knows"

@@ -25,7 +25,7 @@ from typing import Any, Union
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from onnx_qtypes.interop import left, metadata, qonnx
+from onnx_qtypes.interop import duplicate_initializers, left, metadata, passed_constants, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
 from onnx_qtypes.interop.dynamic import lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
@@ -182,6 +182,7 @@ def _named(messages: list[str]) -> dict[int, str]:
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
                reasons: dict[int, str]) -> dict[str, int]:
     """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types."""
+    result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))  # onnx-neural-compressor's shared biases
     result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
     result.warnings.extend(from_qonnx.warnings)
@@ -237,6 +238,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     targets = _statistics_targets(final, types, folded, stats, declared, result)
     declared = _declare(graph, final, work, types, folded, targets)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
+    passed_constants.materialise(graph, final)  # kept Q / DQ read torch.onnx's Identity(Constant) parameters plainly
     _drop_unused(model, final, parameter_names - named)
 
     result.typed_tensors = len(types)

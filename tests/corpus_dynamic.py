@@ -50,7 +50,20 @@ def conv() -> onnx.ModelProto:
                   [_weights(rng, "w", [4, 3, 3, 3]), _weights(rng, "b", [4], 0.1)])
 
 
-FLOAT_MODELS = {"matmul": matmul, "gemm": gemm, "conv": conv, "mlp": mlp, "cnn": cnn, "attention": attention}
+def conv_constant_weight() -> onnx.ModelProto:
+    """Conv without bias whose weight is a Constant node, as paddle2onnx writes them (PP-OCR cls):
+    quantize_dynamic then quantizes the weight at run time too (DynamicQuantizeLinear on both ConvInteger operands;
+    with a bias it refuses a non-initializer weight)."""
+    rng = np.random.default_rng(707)
+    nodes = [helper.make_node("Constant", [], ["w"], value=_weights(rng, "w", [4, 3, 3, 3])),
+             helper.make_node("Conv", ["x", "w"], ["h"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["h"], ["y"], name="relu")]
+    return _model("conv_constant_weight", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], [])
+
+
+FLOAT_MODELS = {"matmul": matmul, "gemm": gemm, "conv": conv, "mlp": mlp, "cnn": cnn, "attention": attention,
+                "conv_constant_weight": conv_constant_weight}
 # setting -> (quantize_dynamic options, the models it applies to; None: all)
 SETTINGS = {
     "dyn_s8": (dict(weight_type="QInt8"), None),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnx.reference
 import pytest
 from onnx import TensorProto, helper
 
@@ -57,6 +58,12 @@ def _one_step_bound(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> flo
         (a, a_step), (b, b_step) = (_reals(model, n, values) for n in node.input[:2])
         if node.op_type == "Conv":
             bound += a_step * float(np.abs(b).reshape(b.shape[0], -1).sum(axis=1).max())
+            if node.input[1] in values:  # a weight quantized at run time: one step of it over each input window
+                window = onnx.reference.ReferenceEvaluator(helper.make_node(
+                    "Conv", ["a", "w"], ["y"], **{x.name: helper.get_attribute_value(x) for x in node.attribute}))
+                ones = np.ones((1, *b.shape[1:]))
+                bound += b_step * float(window.run(None, {"a": np.abs(a), "w": ones})[0].max()) + (
+                    a_step * b_step * ones.size)
             continue
         bound += a_step * float(np.abs(b).sum(axis=-2).max())
         if node.input[1] in values:  # both operands dynamic: one step of b too, and of both at once
@@ -78,7 +85,7 @@ def test_quantize_dynamic_lifts_to_float_ops_on_typed_operands(name, lifted):
         x, w = (get_qtype(typed, n) for n in node.input[:2])
         assert x == QType("uint8") and x.is_dynamic
         if w.is_dynamic:  # a MatMul of two activations
-            assert w == QType("uint8") and "activations" in name
+            assert w == QType("uint8") and ("activations" in name or name.startswith("conv_constant_weight"))
             continue
         assert w.storage == storage
         if "perchannel" in name and node.op_type == "MatMul":

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, quantized_tensors
+from onnx_qtypes import QType, diagnose, quantized_tensors
 from onnx_qtypes.interop import lift_model, lower
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 from tests.corpus import run_onnxruntime
@@ -106,3 +106,18 @@ def test_brevitas_qonnx_parameters_and_32_bit_bias_lift_and_compute_what_qonnx_c
         theirs = execute_onnx(wrapped, feeds(seed))["y"]
         (ours,) = ReferenceEvaluator(result.model).run(None, feeds(seed))
         assert np.abs(np.asarray(ours) - theirs).max() <= 0.04 * 1.0001  # one step of y
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_torch_parameters_through_identity_leave_no_finding_on_the_lifted_model(per_channel):
+    """The DequantizeLinear writing the float output stays; it reads the zero point as a plain constant, so check
+    can compare it with the type (QT308 would say it cannot), on the lifted model and on the exporter's file."""
+    original = torch_fx_qat(per_channel)
+    result = lift_model(original)
+    assert [(d.rule, d.message) for d in diagnose(result.model).diagnostics] == []
+    assert [(d.rule, d.message) for d in diagnose(original).diagnostics] == []  # check reads the file through lift
+    kept = next(n for n in result.model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == "y")
+    producer = next(n for n in result.model.graph.node if kept.input[2] in n.output)
+    assert producer.op_type == "Constant"
+    theirs = run_onnxruntime(original, feeds(0), optimize=False)["y"]
+    assert np.array_equal(run_onnxruntime(lower(result.model), feeds(0), optimize=False)["y"], theirs)

@@ -98,3 +98,21 @@ def test_a_quantizing_custom_op_is_unknown_quantization_never_no_quantization(tm
 def test_a_float_model_still_says_it_has_no_quantization():
     result = lift_model(_custom("Gelu", "com.example"))
     assert not result.left and "the model has no quantization; it lifts to itself" in result.notes
+
+
+def test_quark_custom_ops_are_named_with_what_they_compute():
+    """AMD Quark 0.13's MX and BF16 schemes as it writes them: the reason says what the node does, read from it."""
+    mx = _custom("MXQuantizeDequantize", "com.amd.quark")
+    mx.graph.node[0].attribute.extend([helper.make_attribute("element_dtype", b"fp4_e2m1"),
+                                       helper.make_attribute("axis", 1), helper.make_attribute("block_size", 32)])
+    (node,) = lift_model(mx).left
+    assert node.reason == ("unknown quantization: MXQuantizeDequantize (com.amd.quark) not lifted: MX "
+                           "quantize-dequantize of fp4_e2m1 in blocks of 32 along axis 1, each block's shared "
+                           "power-of-two scale computed at run time")
+    bf16 = _custom("ExtendedQuantizeLinear", "com.amd.quark")
+    bf16.graph.node[0].input.extend(["s", "z"])
+    bf16.graph.initializer.extend([helper.make_tensor("s", TensorProto.FLOAT, [], [1.0]),
+                                   helper.make_tensor("z", TensorProto.BFLOAT16, [], [0])])
+    (node,) = lift_model(bf16).left
+    assert node.reason.endswith("not lifted: quantization to bfloat16 storage (its zero point is bfloat16), a storage "
+                                "type the proposal does not define")

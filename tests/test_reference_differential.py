@@ -23,6 +23,7 @@ SEEDS = range(2)
 
 # used by the suite or the corpora, covered elsewhere: not one-node float operators
 ELSEWHERE = {
+    "Constant": "computes nothing: its value is the attribute (tests/corpus_dynamic.py conv_constant_weight)",
     "If": "control flow: tests/test_control_flow.py",
     "Loop": "control flow: tests/test_control_flow.py, tests/test_reference_onnx_gaps.py",
     "Scan": "control flow: tests/test_control_flow.py, tests/test_reference_robustness.py",

@@ -7,7 +7,8 @@ storage type INT32.
 Under a profile with `bias_shift` (`vitis-ai-dpu`), a bias of any integer
 storage passes when each of its scales is the accumulator scale of its
 channel times an exact power of two: that target shifts the stored bias into
-the accumulator's units.
+the accumulator's units. A constant bias whose stored values are all its zero
+point adds 0 whatever its storage, and passes.
 
 ## Why
 The bias is added to the int32 accumulator of `sum (x - zx) * (w - zw)`, in
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.bias import added_by_shift, bias_uses
+from onnx_qtypes.checker.bias import added_by_shift, adds_nothing, bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
@@ -41,7 +42,7 @@ from onnx_qtypes.checker.registry import rule
 @rule("QT403", "bias-storage-not-int32", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     for use in bias_uses(ctx):
-        if use.qtype.storage != "int32" and not added_by_shift(ctx, use):
+        if use.qtype.storage != "int32" and not added_by_shift(ctx, use) and not adds_nothing(ctx, use):
             yield Finding(
                 use.ref.location("input", 2),
                 f"bias {use.bias!r} is {use.qtype}; a quantized bias of {use.ref.op_type} must be stored as int32 "

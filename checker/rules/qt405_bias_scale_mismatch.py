@@ -4,11 +4,16 @@
 For a Conv, ConvTranspose or Gemm whose input, weight and bias have static
 types with matching granularity (QT406), every bias scale equals the input
 scale times the weight scale of the same output channel, within a relative
-tolerance of 1e-6: `|b - x*w| <= 1e-6 * min(|b|, |x*w|)`, the product taken
-in double precision (so a negative weight scale needs a negative bias scale).
+tolerance of 1e-6: `|b - x*w| <= 1e-6 * min(|b|, |x*w|) + 2^-149`, the
+product taken in double precision (so a negative weight scale needs a
+negative bias scale). The 2^-149 is one float32 subnormal step: a product
+tools take in float32 that lands below 2^-126 (a dead channel's weight scale,
+as BatchNormalization folding leaves it) keeps fewer significant bits.
 Only per-tensor inputs are compared. Under a profile with `bias_shift`
 (`vitis-ai-dpu`), a bias scale that is that product times an exact power of
-two passes: the target shifts the bias into the accumulator's units.
+two passes: the target shifts the bias into the accumulator's units. A
+constant bias whose stored values are all its zero point is 0 at any scale,
+and passes (AMD Quark gives PyTorch's zero biases scale 1).
 
 ## Why
 The bias is added to the accumulator, whose unit is `x_scale * w_scale[c]`.
@@ -35,13 +40,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from onnx_qtypes.checker.bias import BiasUse, added_by_shift, bias_uses
+from onnx_qtypes.checker.bias import BiasUse, added_by_shift, adds_nothing, bias_uses
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
 
 RELATIVE_TOLERANCE = 1e-6
+SUBNORMAL_STEP = 2.0**-149  # float32's spacing below 2^-126: a float32 product there is that coarse
 
 
 def _compared(use: BiasUse) -> bool:
@@ -62,7 +68,7 @@ def _screen(uses: list[BiasUse]) -> list[BiasUse]:
     weight = np.fromiter(itertools.chain.from_iterable(u.w.scale for u in uses), np.float64, total)
     product = np.repeat(np.fromiter((u.x.scale[0] for u in uses), np.float64, len(uses)), counts) * weight
     with np.errstate(over="ignore", invalid="ignore"):  # half the tolerance: channels near it get the exact test
-        tolerance = RELATIVE_TOLERANCE / 2 * np.minimum(np.abs(bias), np.abs(product))
+        tolerance = RELATIVE_TOLERANCE / 2 * np.minimum(np.abs(bias), np.abs(product)) + SUBNORMAL_STEP / 2
         differ = ~_same_sign(bias, product) | (np.abs(bias - product) > tolerance)
     return [uses[i] for i in np.unique(np.repeat(np.arange(len(uses)), counts)[differ])]
 
@@ -74,12 +80,13 @@ def _same_sign(bias: np.ndarray, product: np.ndarray) -> np.ndarray:
 
 @rule("QT405", "bias-scale-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    for use in _screen([u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u)]):
+    uses = [u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u) and not adds_nothing(ctx, u)]
+    for use in _screen(uses):
         b, x, w = use.qtype, use.x, use.w
         bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one
             bad = np.flatnonzero(~_same_sign(bias, product) | (np.abs(bias - product)
-                                 > RELATIVE_TOLERANCE * np.minimum(np.abs(bias), np.abs(product))))
+                                 > RELATIVE_TOLERANCE * np.minimum(np.abs(bias), np.abs(product)) + SUBNORMAL_STEP))
         if len(bad):
             c = int(bad[0])
             bs, product = b.scale[c], x.scale[0] * w.scale[c]
