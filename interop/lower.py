@@ -77,7 +77,8 @@ from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.encoding import to_plain_form
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
-from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
+from onnx_qtypes.proto.model import (Declaration, ParameterLookup, model_parameters, read_statistics, read_view,
+                                     referenced_values)
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import QType
@@ -242,8 +243,9 @@ def _declared(decl: Declaration, parameters: ParameterLookup) -> QType | None:
             f"declares elem_type UNDEFINED (0); {CHECK_HINT}"
         )
     try:
-        message = inline_parameters(view.quantization, parameters, static_shape(vi), where)
-        return QType.from_proto(message, TensorStatistics.from_proto(view.statistics) if has_s else None)
+        values = referenced_values(view.quantization, parameters, static_shape(vi), where)
+        return QType.from_proto(view.quantization, TensorStatistics.from_proto(view.statistics) if has_s else None,
+                                values=values)
     except ParameterReferenceError as exc:
         raise LowerError(f"{exc}; {CHECK_HINT}") from None
     except QTypeError as exc:

@@ -13,7 +13,7 @@ import os
 import pathlib
 import re
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
@@ -110,8 +110,8 @@ def read_qtype(
         return None
     require_known_fields(view, where)
     stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
-    message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
-    return QType.from_proto(message, stats, validate=validate)
+    values = referenced_values(view.quantization, parameters, static_shape(value_info), where)
+    return QType.from_proto(view.quantization, stats, validate=validate, values=values)
 
 
 def model_parameters(model: ModelProto) -> ParameterLookup:
@@ -169,6 +169,22 @@ def inline_parameters(
     if refs.problem:
         raise ParameterReferenceError(f"{where}: {refs.problem}")
     return listing(msg, refs)
+
+
+def referenced_values(
+    msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
+) -> dict[str, Sequence] | None:
+    """The parameters ``msg`` names by reference, by field, for ``QType.from_proto(msg, values=...)``: held as their
+    initializers hold them (``proto.parameter_values``), never listed; None when ``msg`` lists them.
+    ParameterReferenceError naming the declaration when they cannot be read (as ``inline_parameters``)."""
+    if not has_references(msg):
+        return None
+    if parameters is None:
+        raise ParameterReferenceError(f"{where}: the type names its parameters by reference; read it with the model")
+    refs = read_references(msg, parameters, shape, getattr(parameters, "declared", None))
+    if refs.problem:
+        raise ParameterReferenceError(f"{where}: {refs.problem}")
+    return dict(refs.values)
 
 
 def require_known_fields(view: pb.TensorTypeView, where: str) -> None:

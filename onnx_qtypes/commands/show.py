@@ -22,7 +22,8 @@ import onnx
 from onnx_qtypes.proto import iter_declarations, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
-from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
+from onnx_qtypes.proto.model import (ParameterLookup, model_parameters, read_view, referenced_values,
+                                     require_known_fields)
 from onnx_qtypes.proto.reader import ReadModel, read_model
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
@@ -57,8 +58,8 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
     if view.quantization.HasField("scale_tensor") or view.quantization.HasField("zero_point_tensor"):
         key = value_info.type.SerializeToString()  # the parameters' shape follows the declared shape
     if key not in qtypes:
-        message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
-        qtypes[key] = QType.from_proto(message, validate=False)
+        values = referenced_values(view.quantization, parameters, static_shape(value_info), where)
+        qtypes[key] = QType.from_proto(view.quantization, validate=False, values=values)
     return qtypes[key], stats
 
 
