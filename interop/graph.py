@@ -230,6 +230,10 @@ class GraphIndex:
                                      f"{tensor.data_type} and dims {list(tensor.dims)} ({exc})") from None
         return self._arrays[name]
 
+    def forget(self, name: str) -> None:
+        """Drop the value ``constant`` keeps of ``name`` (a weight read once: its mapped pages given back)."""
+        self._arrays.pop(name, None)
+
     def is_constant(self, name: str) -> bool:
         return self.constant_tensor(name) is not None
 

@@ -23,7 +23,7 @@ import contextvars
 import os
 import pathlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 import numpy as np
@@ -136,12 +136,28 @@ def spill(tensor: TensorProto) -> None:
     folder = _SPILL.get()
     if folder is None or not tensor.HasField("raw_data") or len(tensor.raw_data) < _SPILL_THRESHOLD:
         return
+    raw = tensor.raw_data
+    tensor.ClearField("raw_data")
+    _spilled(tensor, folder, (raw,))
+
+
+def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes]) -> bool:
+    """Write ``tensor``'s data, given in pieces, into the open spill folder (it becomes a lazy external tensor
+    holding their concatenation), never all of it in memory; False, ``chunks`` untouched, without a folder."""
+    folder = _SPILL.get()
+    if folder is None:
+        return False
+    _spilled(tensor, folder, chunks)
+    return True
+
+
+def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes]) -> None:
     path = folder / "spilled.data"
     with open(path, "ab") as out:
         offset = out.tell()
-        out.write(tensor.raw_data)
-    length = len(tensor.raw_data)
-    tensor.ClearField("raw_data")
+        for chunk in chunks:
+            out.write(chunk)
+        length = out.tell() - offset
     tensor.data_location = TensorProto.EXTERNAL
     del tensor.external_data[:]
     for key, value in (("location", path.name), ("offset", str(offset)), ("length", str(length)),
@@ -149,4 +165,4 @@ def spill(tensor: TensorProto) -> None:
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "attach", "copy_into", "is_lazy", "spill", "spill_folder", "stored_length", "tensor_bytes"]
+__all__ = ["BASEPATH", "attach", "copy_into", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes"]
