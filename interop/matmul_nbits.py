@@ -206,8 +206,8 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
         zp_name = names.fresh(f"{weight}_zero_point")
         made.append(numpy_helper.from_array(np.ascontiguousarray(zero_points.T).astype(storage.np_dtype), zp_name))
         dq_inputs.append(zp_name)
-    for tensor in made[1:]:
-        spill(tensor)  # out of memory into the command's spill folder, if one is open: a model of many weights
+    for tensor in made[1:]:  # out of memory into the command's spill folder, if one is open: many weights' worth
+        spill(tensor, in_order=True)
     ix.forget(b)
     ix.graph.initializer.extend(made)
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")

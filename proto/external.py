@@ -130,15 +130,26 @@ def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Pa
             _SPILL.reset(token)
 
 
-def spill(tensor: TensorProto) -> None:
+IN_ORDER = "onnx_qtypes.in_order"  # a spilled tensor save writes where it writes those held in memory
+
+
+def spill(tensor: TensorProto, *, in_order: bool = False) -> None:
     """Move ``tensor``'s raw_data into the open spill folder (it becomes a lazy external tensor); nothing
-    without an open folder, or for a tensor under 1 MiB."""
+    without an open folder, or for a tensor under 1 MiB. ``in_order``: ``save`` writes it among the tensors held
+    in memory, as it would have written it unspilled (the data file is laid out the same either way)."""
     folder = _SPILL.get()
     if folder is None or not tensor.HasField("raw_data") or len(tensor.raw_data) < _SPILL_THRESHOLD:
         return
     raw = tensor.raw_data
     tensor.ClearField("raw_data")
     _spilled(tensor, folder, (raw,))
+    if in_order:
+        tensor.external_data.add(key=IN_ORDER, value="1")
+
+
+def in_order(tensor: TensorProto) -> bool:
+    """Whether ``tensor`` was spilled with ``in_order``."""
+    return tensor.data_location == TensorProto.EXTERNAL and any(e.key == IN_ORDER for e in tensor.external_data)
 
 
 def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes]) -> bool:
@@ -165,4 +176,4 @@ def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes])
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "attach", "copy_into", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes"]
+__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes"]

@@ -675,7 +675,7 @@ def save(
         with atomic_write(target) as fh:
             fh.write(model.SerializeToString())
         return
-    from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+    from onnx.external_data_helper import convert_model_to_external_data
 
     if is_stream(target):  # no folder to put the data file beside a device, FIFO or /dev/stdout
         raise QTypesError(
@@ -688,7 +688,7 @@ def save(
     convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
     staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
     try:
-        write_external_data_tensors(work, str(staging))
+        _write_held(work, staging, location)
         _write_lazy(work, staging / location, location)
         with atomic_write(target) as fh:
             fh.write(work.SerializeToString())
@@ -717,6 +717,24 @@ def _load_lazy(tensor: TensorProto) -> None:
     tensor.ClearField("data_location")
     del tensor.external_data[:]
     tensor.raw_data = data
+
+
+def _write_held(model: ModelProto, staging: pathlib.Path, location: str) -> None:
+    """onnx's write_external_data_tensors (the tensors held in memory, in model order, one after the other), with a
+    tensor spilled ``in_order`` (proto.external) copied from its file where it would have been written."""
+    from onnx.external_data_helper import save_external_data, uses_external_data
+
+    for tensor in _all_tensors(model):
+        if uses_external_data(tensor) and tensor.HasField("raw_data"):
+            save_external_data(tensor, str(staging))
+            tensor.ClearField("raw_data")
+        elif in_files.in_order(tensor):
+            with open(staging / location, "ab") as out:
+                offset = out.tell()
+                length = in_files.copy_into(tensor, out)
+            del tensor.external_data[:]
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+                tensor.external_data.add(key=key, value=value)  # as set_external_data writes them
 
 
 _ALIGNMENT = 4096  # each copied tensor starts on a page, as onnx aligns large tensors
