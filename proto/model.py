@@ -12,6 +12,7 @@ import dataclasses
 import os
 import pathlib
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
@@ -643,6 +644,7 @@ def save(
     external_data: bool | None = None,
     location: str | None = None,
     size_threshold: int = 1024,
+    as_loaded: bool = False,
 ) -> None:
     """Write ``model`` to ``path`` atomically (never a half-written file).
 
@@ -653,6 +655,8 @@ def save(
     (``load(..., load_external_data="lazy")``: those are copied into the new
     data file in chunks, never all in memory). External data goes to ``location``
     (default ``<file name>.data``) beside the model. ``model`` itself is not modified.
+    ``as_loaded``: the file is what it would be had the tensors left in their files been loaded (one file under
+    the 2 GiB limit, their data streamed into it; else external data laid out alike), never all in memory.
     """
     if not isinstance(model, ModelProto):
         raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
@@ -662,15 +666,21 @@ def save(
         model = to_wire_form(copy)
     target, folder = writable_target(path)
     lazy = any(in_files.is_lazy(t) for t in _all_tensors(model))
+    if as_loaded and lazy and external_data is None:
+        size = in_files.loaded_size(model)
+        if size is None:  # a lazy tensor elsewhere than among the main graph's initializers: read them all in
+            model = _loaded_copy(model, as_loaded=True)
+            lazy = False
+        elif size < PROTOBUF_LIMIT:
+            with atomic_write(target) as fh:
+                in_files.write_loaded(model, fh)
+            return
+        else:
+            external_data = True
     if external_data is None:
         external_data = lazy or _too_big_for_protobuf(model)
     if not external_data and lazy:  # asked for one file: the data read in (a copy of the model holds it)
-        copy = ModelProto()
-        copy.CopyFrom(model)
-        for tensor in _all_tensors(copy):
-            if in_files.is_lazy(tensor):
-                _load_lazy(tensor)
-        model = copy
+        model = _loaded_copy(model)
     if not external_data:
         with atomic_write(target) as fh:
             fh.write(model.SerializeToString())
@@ -685,10 +695,14 @@ def save(
     _check_relative(location)
     work = ModelProto()
     work.CopyFrom(model)
+    if as_loaded:  # a tensor too small for the data file is loaded, and kept in the model, as before
+        for tensor in _all_tensors(work):
+            if in_files.is_lazy(tensor) and sys.getsizeof(b"") + in_files.stored_length(tensor) < size_threshold:
+                _load_lazy(tensor, as_loaded=True)
     convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
     staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
     try:
-        _write_held(work, staging, location)
+        _write_held(work, staging, location, as_loaded)
         _write_lazy(work, staging / location, location)
         with atomic_write(target) as fh:
             fh.write(work.SerializeToString())
@@ -711,24 +725,37 @@ def _all_tensors(model: ModelProto) -> Iterator[TensorProto]:
     return _get_all_tensors(model)
 
 
-def _load_lazy(tensor: TensorProto) -> None:
-    """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have."""
+def _load_lazy(tensor: TensorProto, as_loaded: bool = False) -> None:
+    """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have (``as_loaded``:
+    with data_location DEFAULT written, as onnx's loader leaves it)."""
     data = in_files.tensor_bytes(tensor).tobytes()
     tensor.ClearField("data_location")
+    if as_loaded:
+        tensor.data_location = TensorProto.DEFAULT
     del tensor.external_data[:]
     tensor.raw_data = data
 
 
-def _write_held(model: ModelProto, staging: pathlib.Path, location: str) -> None:
+def _loaded_copy(model: ModelProto, as_loaded: bool = False) -> ModelProto:
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for tensor in _all_tensors(copy):
+        if in_files.is_lazy(tensor):
+            _load_lazy(tensor, as_loaded)
+    return copy
+
+
+def _write_held(model: ModelProto, staging: pathlib.Path, location: str, as_loaded: bool = False) -> None:
     """onnx's write_external_data_tensors (the tensors held in memory, in model order, one after the other), with a
-    tensor spilled ``in_order`` (proto.external) copied from its file where it would have been written."""
+    tensor spilled ``in_order`` (proto.external), or with ``as_loaded`` any left in its file, copied from its
+    file where it would have been written."""
     from onnx.external_data_helper import save_external_data, uses_external_data
 
     for tensor in _all_tensors(model):
         if uses_external_data(tensor) and tensor.HasField("raw_data"):
             save_external_data(tensor, str(staging))
             tensor.ClearField("raw_data")
-        elif in_files.in_order(tensor):
+        elif in_files.in_order(tensor) or (as_loaded and in_files.is_lazy(tensor)):
             with open(staging / location, "ab") as out:
                 offset = out.tell()
                 length = in_files.copy_into(tensor, out)
