@@ -10,9 +10,9 @@ external data. Two forms of the same weights:
 - qdq: a blocked int4 DequantizeLinear (axis 0, block_size) feeding a plain MatMul, as the QDQ quantizers
   (onnxruntime's DefaultWeightOnlyQuantizer with QDQ, NNCF) write it.
 
-Each command runs as its own process (`python -m onnx_qtypes`), so its peak resident memory (ru_maxrss of
-that process) is its own, and is compared with the bytes of the weights; its time is compared with a named
-peer run the same way on the same file:
+Each command runs as its own process (`onnx_qtypes`' __main__), so its peak resident memory (VmHWM of that
+process, which it writes at exit; mapped file pages count) is its own, and is compared with the bytes of the
+weights; its time is compared with a named peer run the same way on the same file:
 
 - check: onnx.checker.check_model(path, full_check=True) (reads the graph, checks that the external files
   exist, infers shapes);
@@ -144,15 +144,31 @@ class Run(NamedTuple):
     stderr: str
 
 
+# Each measured process writes its own peak resident memory (VmHWM: file pages it mapped count too) when it exits.
+# Not ru_maxrss: Linux carries the parent's high-water mark into a child at exec (this script's own memory, holding
+# a layer's weights while it writes the model, would be every child's floor).
+PEAK = ("import atexit, os\n"
+        "def _peak():\n"
+        "    with open('/proc/self/status') as status:\n"
+        "        kib = next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))\n"
+        "    with open(os.environ['BENCH_PEAK_FILE'], 'w') as out:\n"
+        "        out.write(str(kib * 1024))\n"
+        "atexit.register(_peak)\n")
+
+
 def run(argv: list[str], cwd: str | None = None) -> Run:
-    """One process: wall time and peak resident memory (ru_maxrss, its own), exit code."""
-    start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    stderr = process.stderr.read() if process.stderr else ""
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, usage.ru_maxrss * 1024, process.returncode, stderr.strip())
+    """One process: wall time, its own peak resident memory (VmHWM at exit), exit code."""
+    with tempfile.NamedTemporaryFile(prefix="bench-peak.", delete=False) as handle:
+        peak_file = handle.name
+    try:
+        start = time.perf_counter()
+        process = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                                 env={**os.environ, "BENCH_PEAK_FILE": peak_file}, check=False)
+        seconds = time.perf_counter() - start
+        text = pathlib.Path(peak_file).read_text()
+        return Run(seconds, int(text) if text else 0, process.returncode, process.stderr.strip())
+    finally:
+        os.unlink(peak_file)
 
 
 PEERS = {
@@ -167,13 +183,14 @@ PEERS = {
 
 
 def ours(command: str, model: pathlib.Path, out: pathlib.Path) -> list[str]:
-    base = [sys.executable, "-m", "onnx_qtypes", command, str(model)]
+    code = PEAK + "import runpy, sys; sys.argv[0] = 'onnx-qtypes'; runpy.run_module('onnx_qtypes', run_name='__main__')"
+    base = [sys.executable, "-c", code, command, str(model)]
     return base + ([str(out)] if command in ("lift", "lower") else [])
 
 
 def peer(command: str, model: pathlib.Path, out: pathlib.Path) -> tuple[str, list[str]]:
     label, code = PEERS["rewrite" if command in ("lift", "lower") else command]
-    return label, [sys.executable, "-c", code, str(model), str(out)]
+    return label, [sys.executable, "-c", PEAK + code, str(model), str(out)]
 
 
 def gib(n: float) -> str:

@@ -208,7 +208,6 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
         dq_inputs.append(zp_name)
     for tensor in made[1:]:  # out of memory into the command's spill folder, if one is open: many weights' worth
         spill(tensor, in_order=True)
-    ix.forget(b)
     ix.graph.initializer.extend(made)
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
     dq = metadata.mark_inserted(helper.make_node("DequantizeLinear", dq_inputs, [dequantized], axis=0, block_size=block,
@@ -250,7 +249,7 @@ def _stored_weight(name: str, storage, packed: np.ndarray, bits: int, k: int, bl
             yield numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype)).raw_data
 
     tensor = TensorProto(name=name, data_type=storage.data_type, dims=[k, n])
-    if not spill_chunks(tensor, pieces()):
+    if not spill_chunks(tensor, pieces(), -(-k * n * bits // 8)):
         tensor.raw_data = b"".join(pieces())
     return tensor
 

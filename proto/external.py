@@ -30,7 +30,7 @@ import numpy as np
 from onnx import TensorProto
 
 BASEPATH = "basepath"  # onnx.external_data_helper's key for the folder a location is relative to
-_CHUNK = 64 << 20  # bytes copied at once
+_CHUNK = 4 << 20  # bytes copied at once
 _SPILL_THRESHOLD = 1 << 20  # tensors smaller than this stay in memory
 
 
@@ -152,11 +152,12 @@ def in_order(tensor: TensorProto) -> bool:
     return tensor.data_location == TensorProto.EXTERNAL and any(e.key == IN_ORDER for e in tensor.external_data)
 
 
-def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes]) -> bool:
-    """Write ``tensor``'s data, given in pieces, into the open spill folder (it becomes a lazy external tensor
-    holding their concatenation), never all of it in memory; False, ``chunks`` untouched, without a folder."""
+def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes], size: int) -> bool:
+    """Write ``tensor``'s data, given in pieces (``size`` bytes in all), into the open spill folder (it becomes a
+    lazy external tensor holding their concatenation), never all of it in memory; False, ``chunks`` untouched,
+    without a folder or for less than 1 MiB (as ``spill``)."""
     folder = _SPILL.get()
-    if folder is None:
+    if folder is None or size < _SPILL_THRESHOLD:
         return False
     _spilled(tensor, folder, chunks)
     return True
