@@ -23,7 +23,7 @@ weights; its time is compared with a named peer run the same way on the same fil
 lift runs on each form; lower on lift's output (typed, parameters by reference). Targets (issue 20,
 Deliver 5): peak memory well below the weight bytes for every command.
 
-Run: python benchmarks/bench_large_model.py [--layers 4] [--hidden 4096] [--intermediate 11008] [--block 32]
+Run: python benchmarks/bench_large_model.py [--layers 2 4 8] [--hidden 4096] [--intermediate 11008] [--block 32]
      [--forms matmulnbits qdq] [--commands check show lift lower] [--keep DIR] [--source CHECKOUT]
 """
 
@@ -199,7 +199,8 @@ def gib(n: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--layers", type=int, nargs="+", default=[4],
+                        help="layer counts, each a model of its own (e.g. 2 4 8: does memory grow with them?)")
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--intermediate", type=int, default=11008)
     parser.add_argument("--block", type=int, default=32)
@@ -213,36 +214,38 @@ def main() -> int:
     args = parser.parse_args()
     root = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="bench_large_model."))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"{args.layers} layers, hidden {args.hidden}, intermediate {args.intermediate}, int4 blocks of "
-          f"{args.block}, float16 scales; onnx {onnx.__version__}")
-    print("| form | command | time | peer | peer time | time / peer | peak memory | peak / weight bytes "
-          "| peer peak | exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"hidden {args.hidden}, intermediate {args.intermediate}, int4 blocks of {args.block}, float16 scales; "
+          f"onnx {onnx.__version__}")
+    print("| layers | form | int4 weights | command | time | peer | peer time | time / peer | peak memory "
+          "| peak / weight bytes | peer peak | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
-        for form in args.forms:
-            folder = root / form
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            model, weight_bytes = build(folder, form, args.layers, args.hidden, args.intermediate, args.block)
-            print(f"| {form} | (model: {gib(weight_bytes)} of int4 weights, "
-                  f"{gib((folder / 'model.onnx.data').stat().st_size)} of external data) | | | | | | | | |", flush=True)
-            inputs = {"check": model, "show": model, "lift": model, "lower": folder / "lifted.onnx"}
-            for command in args.commands:
-                source = inputs[command]
-                if not source.exists():
-                    print(f"| {form} | {command} | (no {source.name}: lift first) | | | | | | | |", flush=True)
-                    continue
-                out = folder / ("lifted.onnx" if command == "lift" else "lowered.onnx")
-                mine = run(ours(command, source, out), cwd=args.source)
-                label, argv = peer(command, source, folder / "peer.onnx")
-                theirs = run(argv)
-                for leftover in ("peer.onnx", "peer.onnx.data"):
-                    (folder / leftover).unlink(missing_ok=True)
-                print(f"| {form} | {command} | {mine.seconds:.1f} s | {label} | {theirs.seconds:.1f} s | "
-                      f"{mine.seconds / theirs.seconds:.2f}x | {gib(mine.peak_bytes)} | "
-                      f"{mine.peak_bytes / weight_bytes:.2f} | {gib(theirs.peak_bytes)} | {mine.code} |", flush=True)
-                if mine.code not in (0, 1):
-                    print(f"    {command}: {mine.stderr.splitlines()[-1] if mine.stderr else ''}", flush=True)
+        for layers in args.layers:
+            for form in args.forms:
+                folder = root / f"{form}-{layers}"
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                model, weight_bytes = build(folder, form, layers, args.hidden, args.intermediate, args.block)
+                inputs = {"check": model, "show": model, "lift": model, "lower": folder / "lifted.onnx"}
+                head = f"| {layers} | {form} | {gib(weight_bytes)} |"
+                for command in args.commands:
+                    source = inputs[command]
+                    if not source.exists():
+                        print(f"{head} {command} | (no {source.name}: lift first) | | | | | | | |", flush=True)
+                        continue
+                    out = folder / ("lifted.onnx" if command == "lift" else "lowered.onnx")
+                    mine = run(ours(command, source, out), cwd=args.source)
+                    label, argv = peer(command, source, folder / "peer.onnx")
+                    theirs = run(argv)
+                    for leftover in ("peer.onnx", "peer.onnx.data"):
+                        (folder / leftover).unlink(missing_ok=True)
+                    print(f"{head} {command} | {mine.seconds:.1f} s | {label} | {theirs.seconds:.1f} s | "
+                          f"{mine.seconds / theirs.seconds:.2f}x | {gib(mine.peak_bytes)} | "
+                          f"{mine.peak_bytes / weight_bytes:.2f} | {gib(theirs.peak_bytes)} | {mine.code} |", flush=True)
+                    if mine.code not in (0, 1):
+                        print(f"    {command}: {mine.stderr.splitlines()[-1] if mine.stderr else ''}", flush=True)
+                if not args.keep:
+                    shutil.rmtree(folder, ignore_errors=True)  # a 32-layer model is 3.5 GB, and its lifted copy
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
