@@ -44,7 +44,7 @@ from onnx_qtypes.proto.parameter_tensors import (
     plan_parameters,
     wants_reference,
 )
-from onnx_qtypes.proto.parameter_references import has_references, listing, read_references
+from onnx_qtypes.proto.parameter_references import References, has_references, listing, read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.versions import unknown_field_problem
@@ -162,14 +162,8 @@ def inline_parameters(
     """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` / ``offset`` (a
     copy; ``msg`` itself when it lists them); ParameterReferenceError naming the declaration when they cannot be
     read. A quantized parameter tensor is read through ``parameters.declared`` (``model_parameters``)."""
-    if not has_references(msg):
-        return msg
-    if parameters is None:
-        raise ParameterReferenceError(f"{where}: the type names its parameters by reference; read it with the model")
-    refs = read_references(msg, parameters, shape, getattr(parameters, "declared", None))
-    if refs.problem:
-        raise ParameterReferenceError(f"{where}: {refs.problem}")
-    return listing(msg, refs)
+    values = referenced_values(msg, parameters, shape, where)
+    return msg if values is None else listing(msg, References(values=values))
 
 
 def referenced_values(
