@@ -521,9 +521,9 @@ class Context:
                 array = np.asarray(onnx.helper.get_attribute_value(const.attribute))
             elif not const.external:
                 array = _tensor_to_array(const)
-        if array is None or array.nbytes < _KEPT_BYTES or const is None or const.tensor is None \
-                or not is_lazy(const.tensor):
-            self._arrays[key] = array  # (a large weight in its file is read again when asked again: never all)
+        if array is None or const is None or const.tensor is None or not is_lazy(const.tensor) \
+                or (array.nbytes < _KEPT_BYTES and not _mapped(array)):
+            self._arrays[key] = array  # (a weight in its file is mapped, or read, again when asked again: never all)
         return array
 
     def is_constant(self, scope: str, name: str) -> bool:
@@ -647,6 +647,15 @@ def _tensor_to_array(const: ConstantRef) -> np.ndarray:
     except (ValueError, TypeError, MemoryError) as exc:
         dims = list(const.dims)
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a mapped file (its pages stay resident while it is kept)."""
+    while array is not None:
+        if isinstance(array, np.memmap):
+            return True
+        array = array.base if isinstance(array.base, np.ndarray) else None
+    return False
 
 
 _KEPT_BYTES = 16 << 20  # constant_array keeps arrays below this; larger ones read from their file are not kept
