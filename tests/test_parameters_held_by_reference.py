@@ -114,3 +114,18 @@ def test_a_matmul_nbits_weight_repacked_in_pieces_is_the_weight_repacked_whole(m
             got_bytes = external.tensor_bytes(got).tobytes() if external.is_lazy(got) else got.raw_data
             assert got_bytes == tensor.raw_data, tensor.name
             assert np.array_equal(tensor_array(got), tensor_array(tensor))
+
+
+def test_lower_past_the_protobuf_limit_lays_out_the_data_file_as_for_the_loaded_model(monkeypatch, tmp_path):
+    from onnx_qtypes.interop.lower import lower_model
+    from onnx_qtypes.proto import model as proto_model
+
+    typed = tmp_path / "typed.onnx"
+    qt.save(qt.lift(_blocked_qdq(1024, 64)), typed, external_data=True)
+    monkeypatch.setattr(proto_model, "PROTOBUF_LIMIT", 4096)  # every lowered model is "too big": external data
+    for folder, result, kwargs in (("want", lower_model(load(typed)).model, {}),
+                                   ("got", lower_model(str(typed), external_data="lazy").model, {"as_loaded": True})):
+        (tmp_path / folder).mkdir()
+        qt.save(result, tmp_path / folder / "lowered.onnx", **kwargs)
+    for name in ("lowered.onnx", "lowered.onnx.data"):
+        assert (tmp_path / "got" / name).read_bytes() == (tmp_path / "want" / name).read_bytes(), name
