@@ -119,7 +119,7 @@ class ParameterValues(Sequence):
         return self._hash
 
     def __add__(self, other: object) -> tuple:
-        return tuple(self) + other if isinstance(other, tuple) else NotImplemented
+        return tuple(self) + tuple(other) if isinstance(other, (tuple, ParameterValues)) else NotImplemented
 
     def __radd__(self, other: object) -> tuple:
         return other + tuple(self) if isinstance(other, tuple) else NotImplemented
