@@ -10,9 +10,9 @@ external data. Two forms of the same weights:
 - qdq: a blocked int4 DequantizeLinear (axis 0, block_size) feeding a plain MatMul, as the QDQ quantizers
   (onnxruntime's DefaultWeightOnlyQuantizer with QDQ, NNCF) write it.
 
-Each command runs as its own process (`python -m onnx_qtypes`), so its peak resident memory (ru_maxrss of
-that process) is its own, and is compared with the bytes of the weights; its time is compared with a named
-peer run the same way on the same file:
+Each command runs as its own process (`onnx_qtypes`' __main__), so its peak resident memory (VmHWM of that
+process, which it writes at exit; mapped file pages count) is its own, and is compared with the bytes of the
+weights; its time is compared with a named peer run the same way on the same file:
 
 - check: onnx.checker.check_model(path, full_check=True) (reads the graph, checks that the external files
   exist, infers shapes);
@@ -23,7 +23,7 @@ peer run the same way on the same file:
 lift runs on each form; lower on lift's output (typed, parameters by reference). Targets (issue 20,
 Deliver 5): peak memory well below the weight bytes for every command.
 
-Run: python benchmarks/bench_large_model.py [--layers 4] [--hidden 4096] [--intermediate 11008] [--block 32]
+Run: python benchmarks/bench_large_model.py [--layers 2 4 8] [--hidden 4096] [--intermediate 11008] [--block 32]
      [--forms matmulnbits qdq] [--commands check show lift lower] [--keep DIR] [--source CHECKOUT]
 """
 
@@ -144,15 +144,31 @@ class Run(NamedTuple):
     stderr: str
 
 
+# Each measured process writes its own peak resident memory (VmHWM: file pages it mapped count too) when it exits.
+# Not ru_maxrss: Linux carries the parent's high-water mark into a child at exec (this script's own memory, holding
+# a layer's weights while it writes the model, would be every child's floor).
+PEAK = ("import atexit, os\n"
+        "def _peak():\n"
+        "    with open('/proc/self/status') as status:\n"
+        "        kib = next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))\n"
+        "    with open(os.environ['BENCH_PEAK_FILE'], 'w') as out:\n"
+        "        out.write(str(kib * 1024))\n"
+        "atexit.register(_peak)\n")
+
+
 def run(argv: list[str], cwd: str | None = None) -> Run:
-    """One process: wall time and peak resident memory (ru_maxrss, its own), exit code."""
-    start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    stderr = process.stderr.read() if process.stderr else ""
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, usage.ru_maxrss * 1024, process.returncode, stderr.strip())
+    """One process: wall time, its own peak resident memory (VmHWM at exit), exit code."""
+    with tempfile.NamedTemporaryFile(prefix="bench-peak.", delete=False) as handle:
+        peak_file = handle.name
+    try:
+        start = time.perf_counter()
+        process = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                                 env={**os.environ, "BENCH_PEAK_FILE": peak_file}, check=False)
+        seconds = time.perf_counter() - start
+        text = pathlib.Path(peak_file).read_text()
+        return Run(seconds, int(text) if text else 0, process.returncode, process.stderr.strip())
+    finally:
+        os.unlink(peak_file)
 
 
 PEERS = {
@@ -167,13 +183,14 @@ PEERS = {
 
 
 def ours(command: str, model: pathlib.Path, out: pathlib.Path) -> list[str]:
-    base = [sys.executable, "-m", "onnx_qtypes", command, str(model)]
+    code = PEAK + "import runpy, sys; sys.argv[0] = 'onnx-qtypes'; runpy.run_module('onnx_qtypes', run_name='__main__')"
+    base = [sys.executable, "-c", code, command, str(model)]
     return base + ([str(out)] if command in ("lift", "lower") else [])
 
 
 def peer(command: str, model: pathlib.Path, out: pathlib.Path) -> tuple[str, list[str]]:
     label, code = PEERS["rewrite" if command in ("lift", "lower") else command]
-    return label, [sys.executable, "-c", code, str(model), str(out)]
+    return label, [sys.executable, "-c", PEAK + code, str(model), str(out)]
 
 
 def gib(n: float) -> str:
@@ -182,7 +199,8 @@ def gib(n: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--layers", type=int, nargs="+", default=[4],
+                        help="layer counts, each a model of its own (e.g. 2 4 8: does memory grow with them?)")
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--intermediate", type=int, default=11008)
     parser.add_argument("--block", type=int, default=32)
@@ -196,36 +214,38 @@ def main() -> int:
     args = parser.parse_args()
     root = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="bench_large_model."))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"{args.layers} layers, hidden {args.hidden}, intermediate {args.intermediate}, int4 blocks of "
-          f"{args.block}, float16 scales; onnx {onnx.__version__}")
-    print("| form | command | time | peer | peer time | time / peer | peak memory | peak / weight bytes "
-          "| peer peak | exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"hidden {args.hidden}, intermediate {args.intermediate}, int4 blocks of {args.block}, float16 scales; "
+          f"onnx {onnx.__version__}")
+    print("| layers | form | int4 weights | command | time | peer | peer time | time / peer | peak memory "
+          "| peak / weight bytes | peer peak | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
-        for form in args.forms:
-            folder = root / form
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            model, weight_bytes = build(folder, form, args.layers, args.hidden, args.intermediate, args.block)
-            print(f"| {form} | (model: {gib(weight_bytes)} of int4 weights, "
-                  f"{gib((folder / 'model.onnx.data').stat().st_size)} of external data) | | | | | | | | |", flush=True)
-            inputs = {"check": model, "show": model, "lift": model, "lower": folder / "lifted.onnx"}
-            for command in args.commands:
-                source = inputs[command]
-                if not source.exists():
-                    print(f"| {form} | {command} | (no {source.name}: lift first) | | | | | | | |", flush=True)
-                    continue
-                out = folder / ("lifted.onnx" if command == "lift" else "lowered.onnx")
-                mine = run(ours(command, source, out), cwd=args.source)
-                label, argv = peer(command, source, folder / "peer.onnx")
-                theirs = run(argv)
-                for leftover in ("peer.onnx", "peer.onnx.data"):
-                    (folder / leftover).unlink(missing_ok=True)
-                print(f"| {form} | {command} | {mine.seconds:.1f} s | {label} | {theirs.seconds:.1f} s | "
-                      f"{mine.seconds / theirs.seconds:.2f}x | {gib(mine.peak_bytes)} | "
-                      f"{mine.peak_bytes / weight_bytes:.2f} | {gib(theirs.peak_bytes)} | {mine.code} |", flush=True)
-                if mine.code not in (0, 1):
-                    print(f"    {command}: {mine.stderr.splitlines()[-1] if mine.stderr else ''}", flush=True)
+        for layers in args.layers:
+            for form in args.forms:
+                folder = root / f"{form}-{layers}"
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                model, weight_bytes = build(folder, form, layers, args.hidden, args.intermediate, args.block)
+                inputs = {"check": model, "show": model, "lift": model, "lower": folder / "lifted.onnx"}
+                head = f"| {layers} | {form} | {gib(weight_bytes)} |"
+                for command in args.commands:
+                    source = inputs[command]
+                    if not source.exists():
+                        print(f"{head} {command} | (no {source.name}: lift first) | | | | | | | |", flush=True)
+                        continue
+                    out = folder / ("lifted.onnx" if command == "lift" else "lowered.onnx")
+                    mine = run(ours(command, source, out), cwd=args.source)
+                    label, argv = peer(command, source, folder / "peer.onnx")
+                    theirs = run(argv)
+                    for leftover in ("peer.onnx", "peer.onnx.data"):
+                        (folder / leftover).unlink(missing_ok=True)
+                    print(f"{head} {command} | {mine.seconds:.1f} s | {label} | {theirs.seconds:.1f} s | "
+                          f"{mine.seconds / theirs.seconds:.2f}x | {gib(mine.peak_bytes)} | "
+                          f"{mine.peak_bytes / weight_bytes:.2f} | {gib(theirs.peak_bytes)} | {mine.code} |", flush=True)
+                    if mine.code not in (0, 1):
+                        print(f"    {command}: {mine.stderr.splitlines()[-1] if mine.stderr else ''}", flush=True)
+                if not args.keep:
+                    shutil.rmtree(folder, ignore_errors=True)  # a 32-layer model is 3.5 GB, and its lifted copy
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -15,12 +15,13 @@ helper still decides every finding.
 from __future__ import annotations
 
 import dataclasses
-import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
 from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.parameter_values import values_array
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
@@ -52,7 +53,8 @@ class Columns:
     rank: np.ndarray  # the declared shape's rank, UNKNOWN without one
     axis_state: np.ndarray  # DIM, DIM_UNKNOWN or NO_DIM
     axis_dim: np.ndarray  # shape[axis] when axis_state is DIM, else 0
-    # every scale and zero point of every row (absent zero points read as 0, as they mean)
+    # every scale and zero point of every row (absent zero points read as 0, as they mean); a type of many
+    # parameters by its distinct values only (``_representatives``)
     scales: np.ndarray  # float64
     scale_owner: np.ndarray  # row, per scale
     zero_points: np.ndarray  # int64
@@ -107,17 +109,34 @@ def _build(ctx: Context) -> Columns:
         ))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), 15).T
     scale_counts, zp_counts = table[1], table[2]
-    scales = np.fromiter(itertools.chain.from_iterable(d.qtype.scale for d in types), np.float64,
-                         int(scale_counts.sum()))
-    zero_points = np.fromiter(itertools.chain.from_iterable(d.qtype.zero_point for d in types), np.int64,
-                              int(zp_counts.sum()))
+    scales = [_representatives(d.qtype.scale, np.float64) for d in types]
+    zero_points = [_representatives(d.qtype.zero_point, np.int64) for d in types]
     index = np.arange(len(types))
     return Columns(
         decls, np.array([row_by_message[id(d.quantization)] for d in decls], dtype=np.intp), types,
         table[0].astype(bool), scale_counts, zp_counts, table[3].astype(bool), table[4], table[5].astype(bool),
-        table[6], table[7].astype(bool), *table[8:], scales, np.repeat(index, scale_counts), zero_points,
-        np.repeat(index, zp_counts),
+        table[6], table[7].astype(bool), *table[8:], _joined(scales, np.float64),
+        np.repeat(index, [v.size for v in scales]), _joined(zero_points, np.int64),
+        np.repeat(index, [v.size for v in zero_points]),
     )
+
+
+# A type with more parameters than this stands in the flat arrays by its distinct values only.
+_DISTINCT_ABOVE = 4096
+
+
+def _representatives(values: Sequence, dtype: type) -> np.ndarray:
+    """A type's parameters as the flat arrays hold them: all of them, or for a large type (a blocked weight's
+    millions of scales, held by reference) its distinct values only, which every screen answers alike (each
+    tests one value at a time, or takes a type's largest): the columns then grow with the number of types, not
+    of parameters, and each type's values are read once, one type at a time."""
+    if len(values) <= _DISTINCT_ABOVE:
+        return values_array(values, dtype)
+    return np.unique(np.asarray(values, dtype=dtype))  # NaNs as one, -0.0 as 0.0: no screen tells them apart
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 def well_formed(ctx: Context, qtype: QType) -> bool:

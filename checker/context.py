@@ -25,7 +25,7 @@ from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.model import parse_view, quantized_declarations
-from onnx_qtypes.proto.parameter_references import FIELDS, has_references, listing, read_references
+from onnx_qtypes.proto.parameter_references import FIELDS, has_references, read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
@@ -181,7 +181,7 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
         vi.type.ParseFromString(data)
         shapes[shape_key] = static_shape(vi)
     shape = shapes[shape_key]
-    values, parameters_at, problem = quantization, None, None
+    values, parameters_at, problem = None, None, None
     if quantization is not None and has_references(quantization):
         values, parameters_at, problem = _referenced(quantization, shape, parameters, declared)
     qtype = None
@@ -189,26 +189,26 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
         type_key = data if parameters_at else quantization.SerializeToString()  # data-movement ops share a type
         qtype = qtypes.get(type_key)
         if qtype is None:
-            qtype = qtypes[type_key] = QType.from_proto(values, validate=False)
+            qtype = qtypes[type_key] = QType.from_proto(quantization, validate=False, values=values)
     elif quantization is not None:
-        qtype = QType.from_proto(values, stats, validate=False)
+        qtype = QType.from_proto(quantization, stats, validate=False, values=values)
     return view.elem_type, shape, qtype, quantization, stats, raw_stats, parameters_at, problem
 
 
 def _referenced(msg: pb.QuantizedType, shape: tuple[int | None, ...] | None,
                 parameters: Callable[[str], tuple[str, TensorProto] | None],
                 declared: Callable[[str], pb.QuantizedType | None] | None = None) -> tuple:
-    """(message with the referenced values listed, {field: initializer pointer}, problem) of a type that names
-    its parameters; the message unchanged when they cannot be read (QT117 says why). ``declared`` gives the type
-    of a quantized parameter tensor (version 3)."""
+    """(the referenced values by field, held as their initializers hold them, {field: initializer pointer},
+    problem) of a type that names its parameters; no values when they cannot be read (QT117 says why).
+    ``declared`` gives the type of a quantized parameter tensor (version 3)."""
     at = {}
     for field in FIELDS:
         if msg.HasField(f"{field}_tensor") and (hit := parameters(getattr(msg, f"{field}_tensor"))) is not None:
             at[field] = hit[0]
     refs = read_references(msg, lambda name: (hit := parameters(name)) and hit[1], shape, declared)
     if refs.problem:
-        return msg, at or None, refs.problem
-    return listing(msg, refs), at, None
+        return None, at or None, refs.problem
+    return dict(refs.values), at, None
 
 
 def _no_initializers(name: str) -> None:
@@ -521,9 +521,9 @@ class Context:
                 array = np.asarray(onnx.helper.get_attribute_value(const.attribute))
             elif not const.external:
                 array = _tensor_to_array(const)
-        if array is None or array.nbytes < _KEPT_BYTES or const is None or const.tensor is None \
-                or not is_lazy(const.tensor):
-            self._arrays[key] = array  # (a large weight in its file is read again when asked again: never all)
+        if array is None or const is None or const.tensor is None or not is_lazy(const.tensor) \
+                or (array.nbytes < _KEPT_BYTES and not _mapped(array)):
+            self._arrays[key] = array  # (a weight in its file is mapped, or read, again when asked again: never all)
         return array
 
     def is_constant(self, scope: str, name: str) -> bool:
@@ -647,6 +647,15 @@ def _tensor_to_array(const: ConstantRef) -> np.ndarray:
     except (ValueError, TypeError, MemoryError) as exc:
         dims = list(const.dims)
         raise ModelLoadError(f"{const.pointer}: tensor {const.name!r}: data does not match dims {dims} ({exc})") from None
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a mapped file (its pages stay resident while it is kept)."""
+    while array is not None:
+        if isinstance(array, np.memmap):
+            return True
+        array = array.base if isinstance(array.base, np.ndarray) else None
+    return False
 
 
 _KEPT_BYTES = 16 << 20  # constant_array keeps arrays below this; larger ones read from their file are not kept

@@ -19,6 +19,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
+from onnx_qtypes.proto.external import is_lazy
 
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
 STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
@@ -224,10 +225,13 @@ class GraphIndex:
         if name not in self._arrays:
             tensor = self.constant_tensor(name)
             try:
-                self._arrays[name] = None if tensor is None else tensor_array(tensor)
+                value = None if tensor is None else tensor_array(tensor)
             except (ValueError, TypeError, KeyError, MemoryError) as exc:  # data unlike dims, an undefined data_type
                 raise ModelLoadError(f"constant {name!r}: its data does not match data_type "
                                      f"{tensor.data_type} and dims {list(tensor.dims)} ({exc})") from None
+            if tensor is not None and is_lazy(tensor):
+                return value  # left in its file: read there again when asked (never all weights held at once)
+            self._arrays[name] = value
         return self._arrays[name]
 
     def is_constant(self, name: str) -> bool:

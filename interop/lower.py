@@ -75,9 +75,11 @@ from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
-from onnx_qtypes.proto.encoding import to_plain_form
+from onnx_qtypes.proto.encoding import tensor_array, to_plain_form
+from onnx_qtypes.proto.external import checkable
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
-from onnx_qtypes.proto.model import Declaration, ParameterLookup, inline_parameters, model_parameters, read_statistics, read_view
+from onnx_qtypes.proto.model import (Declaration, ParameterLookup, model_parameters, read_statistics, read_view,
+                                     referenced_values)
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import QType
@@ -129,13 +131,14 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq", dyna
 
 
 def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq",
-                dynamic_inputs: str = "storage") -> LowerResult:
-    """``lower`` with its report."""
+                dynamic_inputs: str = "storage", *, external_data: bool | str = True) -> LowerResult:
+    """``lower`` with its report. ``external_data="lazy"``: a file's weights stay in their files (proto.external);
+    the result then holds such tensors, which ``proto.save(..., as_loaded=True)`` writes as if they were loaded."""
     if form not in FORMS:
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
     if dynamic_inputs not in DYNAMIC_INPUTS:
         raise LowerError(f"lower: unknown dynamic_inputs {dynamic_inputs!r}; use one of {', '.join(DYNAMIC_INPUTS)}")
-    source, where = read_model(model, "lower")
+    source, where = read_model(model, "lower", external_data=external_data)
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
         inline_typed_functions(source)  # a typed body computes on stored values: its nodes join the main graph
@@ -242,8 +245,9 @@ def _declared(decl: Declaration, parameters: ParameterLookup) -> QType | None:
             f"declares elem_type UNDEFINED (0); {CHECK_HINT}"
         )
     try:
-        message = inline_parameters(view.quantization, parameters, static_shape(vi), where)
-        return QType.from_proto(message, TensorStatistics.from_proto(view.statistics) if has_s else None)
+        values = referenced_values(view.quantization, parameters, static_shape(vi), where)
+        return QType.from_proto(view.quantization, TensorStatistics.from_proto(view.statistics) if has_s else None,
+                                values=values)
     except ParameterReferenceError as exc:
         raise LowerError(f"{exc}; {CHECK_HINT}") from None
     except QTypeError as exc:
@@ -730,7 +734,8 @@ class _Lowering:
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
         try:
-            onnx.checker.check_model(self.model)
+            with checkable(self.model) as checked:  # weights left in their files: checked where they lie
+                onnx.checker.check_model(checked)
         except onnx.checker.ValidationError as exc:
             raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
         bf16 = _bfloat16_scaled(self.model.graph)
@@ -955,7 +960,7 @@ def _widen_floats(graph: onnx.GraphProto, names: Names, node_names: Names) -> No
     for i, t in enumerate(graph.initializer):
         if t.data_type in NARROW_FLOATS:
             graph.initializer[i].CopyFrom(numpy_helper.from_array(
-                numpy_helper.to_array(t).astype(np.float32), t.name))
+                np.asarray(tensor_array(t)).astype(np.float32), t.name))
     for node in graph.node:
         for a in node.attribute:
             if node.op_type == "Constant" and a.name == "value" and a.t.data_type in NARROW_FLOATS:

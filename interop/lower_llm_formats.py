@@ -32,7 +32,7 @@ from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.proto.model import model_parameters, read_view, write_view
-from onnx_qtypes.proto.parameter_references import listing, read_references
+from onnx_qtypes.proto.parameter_references import read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION, declared_version
@@ -112,7 +112,7 @@ def _resolved(weight: _Weight, lookup) -> QType:
     refs = read_references(weight.msg, lookup, tuple(weight.init.dims), getattr(lookup, "declared", None))
     if refs.problem:
         raise LowerError(f"tensor {weight.name!r}: {refs.problem}; run `onnx-qtypes check`")
-    return QType.from_proto(listing(weight.msg, refs))
+    return QType.from_proto(weight.msg, values=refs.values)
 
 
 def _parameter_names(msg: pb.QuantizedType, declared: dict[str, pb.QuantizedType]) -> set[str]:

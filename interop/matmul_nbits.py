@@ -32,7 +32,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
-from onnx_qtypes.proto.external import spill
+from onnx_qtypes.proto.external import spill, spill_chunks
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
 OP = "MatMulNBits"
@@ -171,7 +171,6 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     if ix.elem_type(a) not in (None, scale_type):
         raise _Refused(f"A {a!r} and scales {s!r} differ in type")
     scales = scales.reshape(n, blocks)
-    codes = unpack(packed, bits).reshape(n, blocks * block)[:, :k]  # [N, K]
     half = 1 << (bits - 1)
     if g_idx:
         groups = ix.constant(g_idx)
@@ -186,24 +185,20 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
                        f"reads every zero point as {half} (measured), unlike the operator's text; which one the "
                        "model means is unknown")
     negative = scales < 0  # onnxruntime's symmetric quantizer writes them: s * (c - z) = -s * ((top - c) - (top - z))
+    mirrored = None
     if negative.any():
         top = (1 << bits) - 1
         zero_points = np.full((n, blocks), half, np.int64) if zero_points is None else zero_points
-        codes = np.where(np.repeat(negative, block, axis=1)[:, :k], top - codes, codes)
+        mirrored = negative
         zero_points = np.where(negative, top - zero_points, zero_points)
         scales = np.abs(scales)
         notes.append(f"{ix.label(i)}: {int(negative.sum())} block(s) with a negative scale, stored mirrored "
                      f"(code {top} - c, zero point {top} - z, scale -s: the same values)")
-    if zero_points is not None:
-        storage = STORAGE_TYPES[f"uint{bits}"]
-        stored = codes
-    else:
-        storage = STORAGE_TYPES[f"int{bits}"]
-        stored = codes.astype(np.int16) - half
+    storage = STORAGE_TYPES[f"uint{bits}" if zero_points is not None else f"int{bits}"]
     weight = names.fresh(b.removesuffix(f"_Q{bits}"))  # onnxruntime's quantizer names B <weight>_Q<bits>
     scale_name = names.fresh(f"{weight}_scale")
     made = [
-        numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype), weight),
+        _stored_weight(weight, storage, packed, bits, k, block, mirrored),
         numpy_helper.from_array(np.ascontiguousarray(scales.T), scale_name),
     ]
     dq_inputs = [weight, scale_name]
@@ -211,7 +206,8 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
         zp_name = names.fresh(f"{weight}_zero_point")
         made.append(numpy_helper.from_array(np.ascontiguousarray(zero_points.T).astype(storage.np_dtype), zp_name))
         dq_inputs.append(zp_name)
-    spill(made[0])  # out of memory into the command's spill folder, if one is open: a model of many such weights
+    for tensor in made[1:]:  # out of memory into the command's spill folder, if one is open: many weights' worth
+        spill(tensor, in_order=True)
     ix.graph.initializer.extend(made)
     dequantized = names.fresh(f"{weight}_DequantizeLinear_Output")
     dq = metadata.mark_inserted(helper.make_node("DequantizeLinear", dq_inputs, [dequantized], axis=0, block_size=block,
@@ -228,6 +224,34 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     if bias:
         nodes.append(helper.make_node("Add", [product, bias], [out], name=names.fresh(f"{node.name or out}_bias")))
     return nodes
+
+
+_CODES_AT_ONCE = 1 << 22  # codes unpacked and transposed at a time
+
+
+def _stored_weight(name: str, storage, packed: np.ndarray, bits: int, k: int, block: int,
+                   mirrored: np.ndarray | None) -> TensorProto:
+    """The typed weight W [K, N] of B [N, n_blocks, blob]: codes, mirrored in the blocks of a negative scale, less
+    half the range for signed storage (no zero points). Made a few blocks of K at a time, straight into the
+    spill folder when one is open (proto.external): a large weight is never unpacked whole."""
+    n, blocks = packed.shape[:2]
+    half, top = 1 << (bits - 1), (1 << bits) - 1
+    step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
+
+    def pieces():
+        for b0 in range(0, blocks, step):
+            b1 = min(blocks, b0 + step)
+            rows = min(k, b1 * block) - b0 * block
+            codes = unpack(packed[:, b0:b1], bits).reshape(n, (b1 - b0) * block)[:, :rows]
+            if mirrored is not None:
+                codes = np.where(np.repeat(mirrored[:, b0:b1], block, axis=1)[:, :rows], top - codes, codes)
+            stored = codes if storage.name.startswith("u") else codes.astype(np.int16) - half
+            yield numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype)).raw_data
+
+    tensor = TensorProto(name=name, data_type=storage.data_type, dims=[k, n])
+    if not spill_chunks(tensor, pieces(), -(-k * n * bits // 8)):
+        tensor.raw_data = b"".join(pieces())
+    return tensor
 
 
 def _int_attribute(attrs: dict, name: str, default: int | None = None) -> int:

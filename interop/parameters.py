@@ -16,7 +16,6 @@ sorts what it cannot turn into two kinds:
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from onnx import TensorProto
@@ -24,7 +23,10 @@ from onnx import TensorProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import GraphIndex
 from onnx_qtypes.proto.encoding import stored_outside_type
+from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.parameter_layout import block_count
+from onnx_qtypes.proto.parameter_references import lazy_values
+from onnx_qtypes.proto.parameter_values import ParameterValues, any_nonzero
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE
@@ -187,25 +189,39 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
     except MalformedQDQError as exc:  # a count or axis problem; the scale's values are still read
         found.append(exc)
         axis_ = granular = None
-    scale_values = np.asarray(scales, dtype=np.float64).reshape(-1).tolist()  # Python floats, one vector step
-    fine = all(map(math.isfinite, scale_values)) and 0.0 not in scale_values  # scale_problem's test, in C loops
-    bad = None if fine else next((v for v in scale_values if scale_problem(v)), None)
+    flat = np.asarray(scales, dtype=np.float64).reshape(-1)
+    bad_at = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))  # scale_problem's test, in one vector step
+    bad = float(flat[bad_at[0]]) if bad_at.size else None
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
         found.append(MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale)))
     if found:
         return None
-    zp_values = [0] * len(scale_values) if zero_points is None else zero_points.astype(np.int64).reshape(-1).tolist()
-    schema = Schema.ASYMMETRIC
-    if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any(zp_values):
-        schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
     scale_tensor = zero_point_tensor = None
-    if axis_ is not None and len(scale_values) > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
+    if axis_ is not None and flat.size > REFERENCE_THRESHOLD:  # kept where they are: parameters by reference
         scale_tensor = _own_initializer(ix, scale, data)
         zero_point_tensor = _own_initializer(ix, zero_point, data) if zero_point else None
+    # by reference: held as the initializer holds them (proto.parameter_values), not as Python numbers
+    scale_values = _held(ix, scale, scales, float) if scale_tensor else flat.tolist()
+    del flat
+    zp_values = [] if zero_points is None and scale_tensor else [0] * len(scale_values) if zero_points is None \
+        else _held(ix, zero_point, zero_points, int) if zero_point_tensor \
+        else zero_points.astype(np.int64).reshape(-1).tolist()
+    schema = Schema.ASYMMETRIC
+    if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any_nonzero(zp_values):
+        schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
     # Unvalidated: the fields are the same either way (a zero point outside a narrowed range is typed as written,
     # and the checker reports it), and the values were judged above.
     return QType.from_values(STORAGE_BY_DATA_TYPE[storage], scale_values, zp_values, axis_, granular,
                              EXPRESSED_BY_DATA_TYPE[expressed], schema, scale_tensor, zero_point_tensor)
+
+
+def _held(ix: GraphIndex, name: str, values: np.ndarray, kind: type) -> ParameterValues:
+    """An own initializer's values for a type naming it: mapped from its file on each use when it was left there
+    (proto.external), else the array read already."""
+    tensor = ix.constant_tensor(name)
+    if tensor is not None and is_lazy(tensor):
+        return lazy_values(tensor, kind)
+    return ParameterValues.of_array(values, kind)
 
 
 def _granularity(where: str, scale: str, scales: np.ndarray, zero_point: str | None, zero_points: np.ndarray | None,

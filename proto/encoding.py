@@ -49,7 +49,8 @@ def plain_data_type(value: int) -> int:
 
 # Byte-aligned types whose raw_data numpy reads as it is: what numpy_helper.to_array returns for them, without its
 # per-call dtype lookups (thousands of scales and zero points per model).
-_RAW_DTYPES = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"), TensorProto.INT8: np.dtype("i1"),
+_RAW_DTYPES = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+               TensorProto.FLOAT16: np.dtype("<f2"), TensorProto.INT8: np.dtype("i1"),
                TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"), TensorProto.UINT16: np.dtype("<u2"),
                TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8")}
 _LITTLE_ENDIAN = sys.byteorder == "little"

@@ -23,14 +23,14 @@ import contextvars
 import os
 import pathlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 import numpy as np
 from onnx import TensorProto
 
 BASEPATH = "basepath"  # onnx.external_data_helper's key for the folder a location is relative to
-_CHUNK = 64 << 20  # bytes copied at once
+_CHUNK = 4 << 20  # bytes copied at once
 _SPILL_THRESHOLD = 1 << 20  # tensors smaller than this stay in memory
 
 
@@ -130,18 +130,46 @@ def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Pa
             _SPILL.reset(token)
 
 
-def spill(tensor: TensorProto) -> None:
+IN_ORDER = "onnx_qtypes.in_order"  # a spilled tensor save writes where it writes those held in memory
+
+
+def spill(tensor: TensorProto, *, in_order: bool = False) -> None:
     """Move ``tensor``'s raw_data into the open spill folder (it becomes a lazy external tensor); nothing
-    without an open folder, or for a tensor under 1 MiB."""
+    without an open folder, or for a tensor under 1 MiB. ``in_order``: ``save`` writes it among the tensors held
+    in memory, as it would have written it unspilled (the data file is laid out the same either way)."""
     folder = _SPILL.get()
     if folder is None or not tensor.HasField("raw_data") or len(tensor.raw_data) < _SPILL_THRESHOLD:
         return
+    raw = tensor.raw_data
+    tensor.ClearField("raw_data")
+    _spilled(tensor, folder, (raw,))
+    if in_order:
+        tensor.external_data.add(key=IN_ORDER, value="1")
+
+
+def in_order(tensor: TensorProto) -> bool:
+    """Whether ``tensor`` was spilled with ``in_order``."""
+    return tensor.data_location == TensorProto.EXTERNAL and any(e.key == IN_ORDER for e in tensor.external_data)
+
+
+def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes], size: int) -> bool:
+    """Write ``tensor``'s data, given in pieces (``size`` bytes in all), into the open spill folder (it becomes a
+    lazy external tensor holding their concatenation), never all of it in memory; False, ``chunks`` untouched,
+    without a folder or for less than 1 MiB (as ``spill``)."""
+    folder = _SPILL.get()
+    if folder is None or size < _SPILL_THRESHOLD:
+        return False
+    _spilled(tensor, folder, chunks)
+    return True
+
+
+def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes]) -> None:
     path = folder / "spilled.data"
     with open(path, "ab") as out:
         offset = out.tell()
-        out.write(tensor.raw_data)
-    length = len(tensor.raw_data)
-    tensor.ClearField("raw_data")
+        for chunk in chunks:
+            out.write(chunk)
+        length = out.tell() - offset
     tensor.data_location = TensorProto.EXTERNAL
     del tensor.external_data[:]
     for key, value in (("location", path.name), ("offset", str(offset)), ("length", str(length)),
@@ -149,4 +177,157 @@ def spill(tensor: TensorProto) -> None:
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "attach", "copy_into", "is_lazy", "spill", "spill_folder", "stored_length", "tensor_bytes"]
+__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes"]
+
+
+# --- writing a model as if its lazy tensors had been loaded ------------------------------------------------------
+
+_LEN = 2  # protobuf's wire type of length-delimited fields
+_GRAPH_FIELD, _INITIALIZER_FIELD, _RAW_DATA_FIELD = 7, 5, 9  # ModelProto.graph, GraphProto.initializer, raw_data
+
+
+def loaded_size(model) -> int | None:
+    """The bytes ``model`` would serialize to with every lazy tensor loaded (as ``load`` reads it), or None when a
+    lazy tensor sits elsewhere than among the main graph's initializers (``write_loaded`` writes only those)."""
+    lazy = sum(1 for t in model.graph.initializer if is_lazy(t))
+    if sum(1 for t in _every_tensor(model) if is_lazy(t)) != lazy:
+        return None
+    length = _field_length(_graph_pieces(model.graph))
+    return len(_shell(model, "graph")) + len(_tag(_GRAPH_FIELD)) + len(_varint(length)) + length
+
+
+def write_loaded(model, out: IO[bytes]) -> None:
+    """Write ``model`` serialized, byte for byte as ``SerializeToString`` would with its lazy tensors loaded, each
+    tensor's data copied from its file in chunks (never all in memory); ``loaded_size`` must not be None."""
+    graph = _graph_pieces(model.graph)
+    before, after = _split(_shell(model, "graph"), _GRAPH_FIELD)
+    out.write(before + _tag(_GRAPH_FIELD) + _varint(_field_length(graph)))
+    for piece in graph:
+        if isinstance(piece, bytes):
+            out.write(piece)
+        else:
+            copy_into(piece, out)
+    out.write(after)
+
+
+def _every_tensor(model) -> Iterator[TensorProto]:
+    from onnx.external_data_helper import _get_all_tensors  # noqa: PLC0415 - onnx's own walk, as save uses it
+
+    return _get_all_tensors(model)
+
+
+def _graph_pieces(graph) -> list:
+    """The graph's serialization as bytes, with each lazy tensor's data left as the tensor itself (to copy)."""
+    before, after = _split(_shell(graph, "initializer"), _INITIALIZER_FIELD)
+    pieces: list = [before]
+    for tensor in graph.initializer:
+        if not is_lazy(tensor):
+            body = tensor.SerializeToString()
+            pieces.append(_tag(_INITIALIZER_FIELD) + _varint(len(body)) + body)
+            continue
+        loaded = TensorProto()
+        loaded.CopyFrom(tensor)
+        del loaded.external_data[:]
+        loaded.data_location = TensorProto.DEFAULT  # as onnx's loader leaves a loaded tensor
+        head, tail = _split(loaded.SerializeToString(), _RAW_DATA_FIELD)
+        length = stored_length(tensor)
+        raw_head = _tag(_RAW_DATA_FIELD) + _varint(length)
+        size = len(head) + len(raw_head) + length + len(tail)
+        pieces += [_tag(_INITIALIZER_FIELD) + _varint(size) + head + raw_head, tensor, tail]
+    pieces.append(after)
+    return pieces
+
+
+def _field_length(pieces: list) -> int:
+    return sum(len(p) if isinstance(p, bytes) else stored_length(p) for p in pieces)
+
+
+def _shell(message, field: str) -> bytes:
+    """``message`` serialized without ``field`` (a copy: small, its lazy tensors hold no data)."""
+    shell = type(message)()
+    shell.CopyFrom(message)
+    shell.ClearField(field)
+    return shell.SerializeToString()
+
+
+def _split(data: bytes, field: int) -> tuple[bytes, bytes]:
+    """``data`` (a message's bytes) cut where a field numbered ``field`` goes: after every known field of a lower
+    number (protobuf writes known fields in number order)."""
+    at = 0
+    while at < len(data):
+        start = at
+        key, at = _read_varint(data, at)
+        if key >> 3 > field:
+            return data[:start], data[start:]
+        wire = key & 7
+        if wire == 0:
+            _, at = _read_varint(data, at)
+        elif wire == 1:
+            at += 8
+        elif wire == 2:
+            length, at = _read_varint(data, at)
+            at += length
+        elif wire == 5:
+            at += 4
+        else:
+            raise ValueError(f"wire type {wire} is not written by protobuf")
+    return data, b""
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _tag(field: int) -> bytes:
+    return _varint(field << 3 | _LEN)
+
+
+@contextlib.contextmanager
+def checkable(model) -> Iterator:
+    """What ``onnx.checker.check_model`` can check: ``model`` itself, or, when it holds lazy tensors (whose
+    locations are relative to folders the checker does not know), the path of a copy in a temporary folder
+    where an empty file stands for each data file: the checker asks only that the location name a regular file
+    beside the model, and the reader checked each tensor's file and extent already (nothing is read or copied)."""
+    if not any(is_lazy(t) for t in _every_tensor(model)):
+        yield model
+        return
+    from onnx import ModelProto  # noqa: PLC0415
+
+    copy = ModelProto()
+    copy.CopyFrom(model)  # small: lazy tensors hold no data
+    with tempfile.TemporaryDirectory(prefix=".qtypes-check-") as folder:
+        links: dict[pathlib.Path, str] = {}
+        for tensor in _every_tensor(copy):
+            if not is_lazy(tensor):
+                continue
+            path, offset, length = region(tensor)
+            name = links.get(path)
+            if name is None:
+                name = links[path] = f"data{len(links)}"
+                open(os.path.join(folder, name), "wb").close()  # noqa: SIM115 - the checker only asks for a file
+            del tensor.external_data[:]
+            for key, value in (("location", name), ("offset", str(offset)), ("length", str(length))):
+                tensor.external_data.add(key=key, value=value)
+        target = os.path.join(folder, "model.onnx")
+        with open(target, "wb") as out:
+            out.write(copy.SerializeToString())
+        yield target

@@ -12,8 +12,9 @@ import dataclasses
 import os
 import pathlib
 import re
+import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
@@ -43,7 +44,7 @@ from onnx_qtypes.proto.parameter_tensors import (
     plan_parameters,
     wants_reference,
 )
-from onnx_qtypes.proto.parameter_references import has_references, listing, read_references
+from onnx_qtypes.proto.parameter_references import References, has_references, listing, read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.versions import unknown_field_problem
@@ -110,8 +111,8 @@ def read_qtype(
         return None
     require_known_fields(view, where)
     stats = TensorStatistics.from_proto(view.statistics) if view.HasField("statistics") else None
-    message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
-    return QType.from_proto(message, stats, validate=validate)
+    values = referenced_values(view.quantization, parameters, static_shape(value_info), where)
+    return QType.from_proto(view.quantization, stats, validate=validate, values=values)
 
 
 def model_parameters(model: ModelProto) -> ParameterLookup:
@@ -161,14 +162,24 @@ def inline_parameters(
     """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` / ``offset`` (a
     copy; ``msg`` itself when it lists them); ParameterReferenceError naming the declaration when they cannot be
     read. A quantized parameter tensor is read through ``parameters.declared`` (``model_parameters``)."""
+    values = referenced_values(msg, parameters, shape, where)
+    return msg if values is None else listing(msg, References(values=values))
+
+
+def referenced_values(
+    msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
+) -> dict[str, Sequence] | None:
+    """The parameters ``msg`` names by reference, by field, for ``QType.from_proto(msg, values=...)``: held as their
+    initializers hold them (``proto.parameter_values``), never listed; None when ``msg`` lists them.
+    ParameterReferenceError naming the declaration when they cannot be read (as ``inline_parameters``)."""
     if not has_references(msg):
-        return msg
+        return None
     if parameters is None:
         raise ParameterReferenceError(f"{where}: the type names its parameters by reference; read it with the model")
     refs = read_references(msg, parameters, shape, getattr(parameters, "declared", None))
     if refs.problem:
         raise ParameterReferenceError(f"{where}: {refs.problem}")
-    return listing(msg, refs)
+    return dict(refs.values)
 
 
 def require_known_fields(view: pb.TensorTypeView, where: str) -> None:
@@ -627,6 +638,7 @@ def save(
     external_data: bool | None = None,
     location: str | None = None,
     size_threshold: int = 1024,
+    as_loaded: bool = False,
 ) -> None:
     """Write ``model`` to ``path`` atomically (never a half-written file).
 
@@ -637,6 +649,8 @@ def save(
     (``load(..., load_external_data="lazy")``: those are copied into the new
     data file in chunks, never all in memory). External data goes to ``location``
     (default ``<file name>.data``) beside the model. ``model`` itself is not modified.
+    ``as_loaded``: the file is what it would be had the tensors left in their files been loaded (one file under
+    the 2 GiB limit, their data streamed into it; else external data laid out alike), never all in memory.
     """
     if not isinstance(model, ModelProto):
         raise QTypesError(f"save: expected an onnx.ModelProto, got {type(model).__name__}")
@@ -646,20 +660,26 @@ def save(
         model = to_wire_form(copy)
     target, folder = writable_target(path)
     lazy = any(in_files.is_lazy(t) for t in _all_tensors(model))
+    if as_loaded and lazy and external_data is None:
+        size = in_files.loaded_size(model)
+        if size is None:  # a lazy tensor elsewhere than among the main graph's initializers: read them all in
+            model = _loaded_copy(model, as_loaded=True)
+            lazy = False
+        elif size < PROTOBUF_LIMIT:
+            with atomic_write(target) as fh:
+                in_files.write_loaded(model, fh)
+            return
+        else:
+            external_data = True
     if external_data is None:
         external_data = lazy or _too_big_for_protobuf(model)
     if not external_data and lazy:  # asked for one file: the data read in (a copy of the model holds it)
-        copy = ModelProto()
-        copy.CopyFrom(model)
-        for tensor in _all_tensors(copy):
-            if in_files.is_lazy(tensor):
-                _load_lazy(tensor)
-        model = copy
+        model = _loaded_copy(model)
     if not external_data:
         with atomic_write(target) as fh:
             fh.write(model.SerializeToString())
         return
-    from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+    from onnx.external_data_helper import convert_model_to_external_data
 
     if is_stream(target):  # no folder to put the data file beside a device, FIFO or /dev/stdout
         raise QTypesError(
@@ -669,10 +689,14 @@ def save(
     _check_relative(location)
     work = ModelProto()
     work.CopyFrom(model)
+    if as_loaded:  # a tensor too small for the data file is loaded, and kept in the model, as before
+        for tensor in _all_tensors(work):
+            if in_files.is_lazy(tensor) and sys.getsizeof(b"") + in_files.stored_length(tensor) < size_threshold:
+                _load_lazy(tensor, as_loaded=True)
     convert_model_to_external_data(work, all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)
     staging = pathlib.Path(tempfile.mkdtemp(prefix=".qtypes-", dir=folder))
     try:
-        write_external_data_tensors(work, str(staging))
+        _write_held(work, staging, location, as_loaded)
         _write_lazy(work, staging / location, location)
         with atomic_write(target) as fh:
             fh.write(work.SerializeToString())
@@ -695,12 +719,43 @@ def _all_tensors(model: ModelProto) -> Iterator[TensorProto]:
     return _get_all_tensors(model)
 
 
-def _load_lazy(tensor: TensorProto) -> None:
-    """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have."""
+def _load_lazy(tensor: TensorProto, as_loaded: bool = False) -> None:
+    """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have (``as_loaded``:
+    with data_location DEFAULT written, as onnx's loader leaves it)."""
     data = in_files.tensor_bytes(tensor).tobytes()
     tensor.ClearField("data_location")
+    if as_loaded:
+        tensor.data_location = TensorProto.DEFAULT
     del tensor.external_data[:]
     tensor.raw_data = data
+
+
+def _loaded_copy(model: ModelProto, as_loaded: bool = False) -> ModelProto:
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for tensor in _all_tensors(copy):
+        if in_files.is_lazy(tensor):
+            _load_lazy(tensor, as_loaded)
+    return copy
+
+
+def _write_held(model: ModelProto, staging: pathlib.Path, location: str, as_loaded: bool = False) -> None:
+    """onnx's write_external_data_tensors (the tensors held in memory, in model order, one after the other), with a
+    tensor spilled ``in_order`` (proto.external), or with ``as_loaded`` any left in its file, copied from its
+    file where it would have been written."""
+    from onnx.external_data_helper import save_external_data, uses_external_data
+
+    for tensor in _all_tensors(model):
+        if uses_external_data(tensor) and tensor.HasField("raw_data"):
+            save_external_data(tensor, str(staging))
+            tensor.ClearField("raw_data")
+        elif in_files.in_order(tensor) or (as_loaded and in_files.is_lazy(tensor)):
+            with open(staging / location, "ab") as out:
+                offset = out.tell()
+                length = in_files.copy_into(tensor, out)
+            del tensor.external_data[:]
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+                tensor.external_data.add(key=key, value=value)  # as set_external_data writes them
 
 
 _ALIGNMENT = 4096  # each copied tensor starts on a page, as onnx aligns large tensors

@@ -11,14 +11,16 @@ proposal/spec/llm_formats.md). Such a quantized parameter tensor's own parameter
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto import external, onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import marked_storage, plain_data_type, tensor_array
 from onnx_qtypes.proto.parameter_layout import block_count
+from onnx_qtypes.proto.parameter_values import ParameterValues, mapped_dtype
 from onnx_qtypes.proto.storage_types import EXACT_PARAMETER_TYPES, data_type_name
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION, declared_version
 
@@ -48,7 +50,7 @@ class References:
     cannot be read (``problem``, naming the field first; the arrays are then empty)."""
 
     problem: str | None = None
-    values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    values: dict[str, ParameterValues] = dataclasses.field(default_factory=dict)  # read as tuples, held as stored
     quantized: frozenset[str] = frozenset()  # fields read from a quantized parameter tensor
 
     @property
@@ -133,10 +135,25 @@ def _plain_values(msg: pb.QuantizedType, field: str, where: str, init: Any, vers
         if version < LLM_FORMATS_VERSION:
             return None, (f"{where} holds {data_type_name(data_type)} {field}s for a {data_type_name(wanted)} type, "
                           f"which extension version {LLM_FORMATS_VERSION} allows; the type declares version {version}")
+    kind = int if field == "zero_point" else float
+    if external.is_lazy(init):  # left in its file: mapped on each use, never held (its extent checked on reading)
+        return lazy_values(init, kind), None
     values, problem = _decoded(where, init)
     if problem:
         return None, problem
-    return values.astype(np.int64 if field == "zero_point" else np.float64).reshape(-1), None
+    return ParameterValues.of_array(values, kind), None
+
+
+def lazy_values(init: Any, kind: type) -> ParameterValues:
+    """The values of an initializer left in its external file, read from there on each use."""
+    path, offset, length = external.region(init)
+    dtype = mapped_dtype(plain_data_type(init.data_type))
+    count = math.prod(init.dims)
+    if dtype is not None and not init.HasField("segment") and length == count * dtype.itemsize:
+        return ParameterValues.mapped(path, offset, count, dtype, kind)
+    kept = type(init)()
+    kept.CopyFrom(init)  # its name, type and place: a few bytes
+    return ParameterValues(lambda: tensor_array(kept).reshape(-1), count, kind)
 
 
 def _quantized_values(msg: pb.QuantizedType, where: str, init: Any, lookup: Callable[[str], Any],
@@ -166,7 +183,7 @@ def _quantized_values(msg: pb.QuantizedType, where: str, init: Any, lookup: Call
 
     try:
         qtype = QType.from_proto(listing(inner, refs), validate=True)
-        return dequantize(codes, qtype, tensor=init.name).reshape(-1), None
+        return ParameterValues.of_array(dequantize(codes, qtype, tensor=init.name), float), None
     except Exception as exc:  # noqa: BLE001 - the type's own findings are its declaration's rules
         return None, f"{where}: its quantized type cannot be read ({' '.join(str(exc).split())[:160]})"
 
@@ -180,7 +197,7 @@ def listing(msg: pb.QuantizedType, refs: References | np.ndarray | None, zero_po
     out = pb.QuantizedType()
     out.CopyFrom(msg)
     for field, array in values.items():
-        getattr(out, field)[:] = array.tolist()
+        getattr(out, field)[:] = np.asarray(array).reshape(-1).tolist()
     return out
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.coerce import as_int, as_tuple
+from onnx_qtypes.proto.parameter_values import ParameterValues, any_nonzero
 from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.schema import SCHEMAS_BY_VALUE, Schema
 from onnx_qtypes.proto.statistics import TensorStatistics
@@ -107,10 +108,10 @@ class QType:
         # Unvalidated construction keeps unknown storage / expressed types for reporting.
         st = storage_type(storage) if validate or storage_problem(storage) is None else None
         ex = expressed_type(expressed) if validate or expressed_problem(expressed) is None else None
-        scales = as_tuple(scale, float, "scale")
-        zps = as_tuple(zero_point, int, "zero_point")
+        scales = _parameters(scale, float, "scale")
+        zps = _parameters(zero_point, int, "zero_point")
         if scales and not zps:
-            zps = (0,) * len(scales)
+            zps = _zeros(scales)
         sets = object.__setattr__
         sets(self, "storage", st.name if st else data_type_name(storage))
         sets(self, "scale", scales)
@@ -129,8 +130,8 @@ class QType:
             if name is not None and (not isinstance(name, str) or not name):
                 raise QTypeError(field, f"expected an initializer name (a non-empty str), got {name!r}")
             sets(self, field, name)
-        offsets = as_tuple(offset, float, "offset")
-        sets(self, "offset", offsets if any(offsets) or not all(map(math.isfinite, offsets)) else ())  # 0s: none
+        offsets = _parameters(offset, float, "offset")
+        sets(self, "offset", offsets if _offsets_kept(offsets) else ())  # 0s: none
         sets(self, "codebook", as_tuple(codebook, float, "codebook"))
         declared = as_int(version, "version") if version is not None else 1
         sets(self, "version", max(declared, fields_version(self)))
@@ -154,12 +155,16 @@ class QType:
     def has_negative_scale(self) -> bool:
         """Some scale is negative: real values run against the stored integers' order in those slices
         (cached: a blocked weight has millions of scales, and evaluators ask per node and run)."""
+        if isinstance(self.scale, ParameterValues):  # min over a tuple, in one vector step where no NaN makes the
+            values = self.scale.array()             # order of the scales matter
+            if not np.isnan(values).any():
+                return bool(values.size) and bool(values.min() < 0)
         return bool(self.scale) and min(self.scale) < 0
 
     @property
     def is_affine(self) -> bool:
         """``real = scale * (q - zero_point)`` exactly: no offset, no codebook (what versions 1 and 2 say)."""
-        return not self.codebook and not any(self.offset)
+        return not self.codebook and not any_nonzero(self.offset)
 
     @property
     def granularity(self) -> str:
@@ -265,11 +270,11 @@ class QType:
             msg.scale.extend(self.scale)
         if self.zero_point_tensor is not None:
             msg.zero_point_tensor = self.zero_point_tensor
-        elif any(self.zero_point) or self.scale_tensor is None:
+        elif any_nonzero(self.zero_point) or self.scale_tensor is None:
             msg.zero_point.extend(self.zero_point)
         if self.offset_tensor is not None:
             msg.offset_tensor = self.offset_tensor
-        elif any(self.offset):
+        elif any_nonzero(self.offset):
             msg.offset.extend(self.offset)
         msg.codebook.extend(self.codebook)
         if self.version > 1:
@@ -295,14 +300,18 @@ class QType:
         """``QType(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=..., validate=False)``
         for values already of their field types (Python floats and ints, as numpy's ``tolist`` gives them, known
         storage and expressed types), without coercing each again: the lift reads thousands of them."""
-        if (not all(type(v) is float for v in scale) or not all(type(v) is int for v in zero_point)
+        held = isinstance(scale, ParameterValues)  # by reference: kept as the initializer holds them
+        if held and (not zero_point or isinstance(zero_point, ParameterValues)):
+            pass
+        elif (held or not all(type(v) is float for v in scale) or not all(type(v) is int for v in zero_point)
                 or any(n is not None and (type(n) is not str or not n) for n in (scale_tensor, zero_point_tensor))
                 or not all(v is None or type(v) is int for v in (axis, block_size))):
             return cls(storage.data_type, scale, zero_point, axis, block_size, schema, expressed=expressed.data_type,
                        scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor, validate=False)
         qtype = object.__new__(cls)
         object.__getattribute__(qtype, "__dict__").update(
-            storage=storage.name, scale=tuple(scale), zero_point=tuple(zero_point) or (0,) * len(scale), axis=axis,
+            storage=storage.name, scale=scale if held else tuple(scale),
+            zero_point=(zero_point if held else tuple(zero_point)) or _zeros(scale), axis=axis,
             block_size=block_size, schema=schema, storage_min=storage.min, storage_max=storage.max,
             expressed=expressed.name, statistics=None, scale_tensor=scale_tensor, zero_point_tensor=zero_point_tensor,
             offset=(), codebook=(), offset_tensor=None)
@@ -311,20 +320,24 @@ class QType:
 
     @classmethod
     def from_proto(
-        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True
+        cls, msg: pb.QuantizedType, statistics: TensorStatistics | None = None, *, validate: bool = True,
+        values: dict[str, Sequence] | None = None,
     ) -> QType:
-        """The QType a message declares; ``validate=False`` keeps invalid values for reporting.
+        """The QType a message declares; ``validate=False`` keeps invalid values for reporting. ``values``: the
+        parameters the message names by reference, by field (``parameter_references.read_references``), read in
+        place of the message's lists (the type then holds them as the initializer does: ``ParameterValues``).
 
         Fields this version does not define are not looked at here (``proto.model.require_known_fields``).
         """
         storage = STORAGE_BY_DATA_TYPE.get(msg.storage_type)
         expressed = EXPRESSED_BY_DATA_TYPE.get(msg.expressed_type)
         has = msg.HasField
+        given = values or {}
         if storage is None or expressed is None:  # unknown types: the general constructor names them
             return cls(
                 storage=msg.storage_type,
-                scale=tuple(msg.scale),
-                zero_point=tuple(msg.zero_point),
+                scale=given.get("scale", tuple(msg.scale)),
+                zero_point=given.get("zero_point", tuple(msg.zero_point)),
                 axis=msg.axis if has("axis") else None,
                 block_size=msg.block_size if has("block_size") else None,
                 schema=SCHEMAS_BY_VALUE.get(msg.schema, Schema.ASYMMETRIC),
@@ -334,19 +347,20 @@ class QType:
                 statistics=statistics,
                 scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
                 zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
-                offset=tuple(msg.offset),
+                offset=given.get("offset", tuple(msg.offset)),
                 codebook=tuple(msg.codebook),
                 offset_tensor=msg.offset_tensor if has("offset_tensor") else None,
                 version=msg.version if has("version") else None,
                 validate=validate,
             )
         # Protobuf already typed every field: skip the generic coercion (checker reads thousands of these).
-        scales = tuple(msg.scale[:])  # a slice converts in one call, iteration one element at a time
+        scales = given.get("scale") or tuple(msg.scale[:])  # a slice converts in one call, iteration one at a time
+        offsets = given.get("offset") or tuple(msg.offset[:])
         qtype = object.__new__(cls)
         object.__getattribute__(qtype, "__dict__").update(
             storage=storage.name,
             scale=scales,
-            zero_point=tuple(msg.zero_point[:]) or (0,) * len(scales),
+            zero_point=given.get("zero_point") or tuple(msg.zero_point[:]) or _zeros(scales),
             axis=msg.axis if has("axis") else None,
             block_size=msg.block_size if has("block_size") else None,
             schema=SCHEMAS_BY_VALUE.get(msg.schema, Schema.ASYMMETRIC),
@@ -356,7 +370,7 @@ class QType:
             statistics=statistics,
             scale_tensor=msg.scale_tensor if has("scale_tensor") else None,
             zero_point_tensor=msg.zero_point_tensor if has("zero_point_tensor") else None,
-            offset=tuple(msg.offset[:]) if any(msg.offset) or not all(map(math.isfinite, msg.offset)) else (),
+            offset=offsets if _offsets_kept(offsets) else (),
             codebook=tuple(msg.codebook[:]),
             offset_tensor=msg.offset_tensor if has("offset_tensor") else None,
         )
@@ -377,12 +391,35 @@ class QType:
             extra.append(f"range=[{self.storage_min},{self.storage_max}]")
         if self.schema is not Schema.ASYMMETRIC:
             extra.append(self.schema.name.lower())
-        if any(self.offset):
+        if any_nonzero(self.offset):
             extra.append("offset")
         if self.codebook:
             extra.append(f"codebook[{len(self.codebook)}]")
         tail = (", " + ", ".join(extra)) if extra else ""
         return f"{self.storage}:{self.expressed}<{params}{tail}>"
+
+
+def _parameters(value: Any, kind: type, field: str) -> tuple | ParameterValues:
+    """A parameter field's values: a tuple of Python numbers, or ParameterValues kept as they are (read from an
+    initializer already, of the field's kind)."""
+    if isinstance(value, ParameterValues):
+        if value.kind is not kind:
+            raise QTypeError(field, f"expected {'integers' if kind is int else 'real numbers'}, got {value.kind.__name__}s")
+        return value
+    return as_tuple(value, kind, field)
+
+
+def _zeros(scales: Sequence[float]) -> tuple | ParameterValues:
+    """The zero points of a type that writes none: one 0 per scale (in no memory for scales held by reference)."""
+    return ParameterValues.zeros(len(scales)) if isinstance(scales, ParameterValues) else (0,) * len(scales)
+
+
+def _offsets_kept(offsets: Sequence[float]) -> bool:
+    """Whether offsets say something: one is non-zero or not finite (all 0 means none)."""
+    if isinstance(offsets, ParameterValues):
+        values = offsets.array()
+        return bool(values.any()) or not bool(np.isfinite(values).all())
+    return any(offsets) or not all(map(math.isfinite, offsets))
 
 
 def _format_params(qt: QType, limit: int = 4) -> str:

@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.parameter_values import ParameterValues, any_nonzero, values_array
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import ExpressedType, StorageType
 
@@ -33,7 +34,7 @@ def float_storage_problem(storage: StorageType, zero_points: Sequence[int], lo: 
     range), or None; None for integer storage. Checker: QT121 (zero points), QT122 (range)."""
     if not storage.is_float:
         return None
-    if any(zero_points):
+    if any_nonzero(zero_points):
         bad = next(z for z in zero_points if z != 0)
         return f"zero point {bad} on {storage.name} storage: a float storage type's zero point is 0"
     if (lo, hi) != (storage.min, storage.max):
@@ -80,7 +81,7 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
 def first_bad_scale(scales: Sequence[float], zero_allowed: bool = False) -> float | None:
     """The first scale that is not finite and non-zero (finite, with ``zero_allowed``: a version-3 type, see
     ``zero_scale_allowed``), or None (one vector step for any count)."""
-    values = np.fromiter(scales, dtype=np.float64, count=len(scales))
+    values = values_array(scales, np.float64)
     bad = ~(np.isfinite(values) & ((values != 0) | zero_allowed))
     return scales[int(np.argmax(bad))] if bad.any() else None
 
@@ -101,7 +102,7 @@ def offset_problem(offsets: Sequence[float], scale_count: int) -> str | None:
         return "a dynamic type (no scale) carries no offsets"
     if len(offsets) != scale_count:
         return f"{scale_count} scales need {scale_count} offsets, found {len(offsets)}"
-    values = np.fromiter(offsets, dtype=np.float64, count=len(offsets))
+    values = values_array(offsets, np.float64)
     if not np.isfinite(values).all():
         index = int(np.argmin(np.isfinite(values)))
         return f"offset[{index}] {offsets[index]!r} must be finite"
@@ -123,7 +124,7 @@ def codebook_problem(codebook: Sequence[float], storage: StorageType, lo: int, h
     if not np.isfinite(values).all():
         index = int(np.argmin(np.isfinite(values)))
         return f"codebook[{index}] {codebook[index]!r} must be finite"
-    if any(zero_points):
+    if any_nonzero(zero_points):
         bad = next(z for z in zero_points if z)
         return f"zero point {bad} with a codebook: the codebook's values are the reals' units, every zero point is 0"
     return None
@@ -132,7 +133,7 @@ def codebook_problem(codebook: Sequence[float], storage: StorageType, lo: int, h
 def first_outside(values: Sequence[int], lo: int, hi: int) -> int | None:
     """The first value outside [lo, hi], or None."""
     try:
-        array = np.fromiter(values, dtype=np.int64, count=len(values))
+        array = values_array(values, np.int64)
     except OverflowError:  # beyond int64 is outside every storage range
         return next(v for v in values if not lo <= v <= hi)
     outside = (array < lo) | (array > hi)
@@ -182,7 +183,7 @@ def schema_problem(
     ``lo``, ``hi``: the declared storage range; ``storage``: the storage type, needed only to judge the
     zero points of SYMMETRIC_WITH_UNSIGNED (its symmetric form depends on the type's signedness).
     """
-    if schema.symmetric and any(zero_points):
+    if schema.symmetric and any_nonzero(zero_points):
         bad = next(z for z in zero_points if z != 0)
         return f"schema {schema.name.lower()} requires every zero point to be 0, found {bad}"
     if schema is Schema.SYMMETRIC_WITH_UNSIGNED and zero_points:
@@ -190,13 +191,14 @@ def schema_problem(
             raise TypeError("schema_problem needs the storage type to judge symmetric_with_unsigned zero points")
         centre, bottom = symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)
         allowed = {centre, bottom}
-        if not set(zero_points) <= allowed:
+        if not set(np.unique(values_array(zero_points, np.int64)).tolist() if isinstance(zero_points, ParameterValues)
+                   else zero_points) <= allowed:
             bad = next(z for z in zero_points if z not in allowed)
             either = " or ".join(str(z) for z in sorted(allowed, key=lambda z: z != centre))
             return (f"schema symmetric_with_unsigned requires every zero point to be {either} "
                     f"({centre}: the type's midpoint, symmetric; {bottom}: storage_min, unsigned), found {bad}")
     if schema.pow2:
-        values = np.fromiter(scales, dtype=np.float64, count=len(scales))
+        values = values_array(scales, np.float64)
         mantissa, _ = np.frexp(values)
         not_pow2 = ~(np.isfinite(values) & (values > 0) & (mantissa == 0.5))
         if not_pow2.any():

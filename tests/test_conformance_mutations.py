@@ -96,7 +96,7 @@ def half_away_from_zero(mp):
 
 
 def references_ignored(mp):
-    mp.setattr(proto_model, "inline_parameters", lambda msg, parameters, shape, where: msg)
+    mp.setattr(proto_model, "referenced_values", lambda msg, parameters, shape, where: None)
 
 
 def refuses_version(which):

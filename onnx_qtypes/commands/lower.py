@@ -36,11 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input)
-    result = lower_model(args.input, args.form)
+    # the weights stay in their files (proto.external) and go to OUT a chunk at a time: never all in memory
+    result = lower_model(args.input, args.form, external_data="lazy")
     idle = None
     if not result.typed_tensors:
         idle = keep_when_idle(args.output, args.input, "the model has no quantized types; nothing to lower")
-    save(result.model, args.output)
+    save(result.model, args.output, as_loaded=True)  # the file it was when the weights were read in
     if idle:
         print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     for message in result.warnings:

@@ -21,8 +21,10 @@ import onnx
 
 from onnx_qtypes.proto import iter_declarations, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
+from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
-from onnx_qtypes.proto.model import ParameterLookup, inline_parameters, model_parameters, read_view, require_known_fields
+from onnx_qtypes.proto.model import (ParameterLookup, model_parameters, read_view, referenced_values,
+                                     require_known_fields)
 from onnx_qtypes.proto.reader import ReadModel, read_model
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.relu_readers import MAIN, read_only_by_relu
@@ -57,8 +59,8 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
     if view.quantization.HasField("scale_tensor") or view.quantization.HasField("zero_point_tensor"):
         key = value_info.type.SerializeToString()  # the parameters' shape follows the declared shape
     if key not in qtypes:
-        message = inline_parameters(view.quantization, parameters, static_shape(value_info), where)
-        qtypes[key] = QType.from_proto(message, validate=False)
+        values = referenced_values(view.quantization, parameters, static_shape(value_info), where)
+        qtypes[key] = QType.from_proto(view.quantization, validate=False, values=values)
     return qtypes[key], stats
 
 
@@ -98,7 +100,14 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    read = read_model(args.model)  # as every command reads a model (sizes, names, order)
+    # the weights stay in their files (proto.external), and those a quantizer form's in-memory lift computes
+    # (MatMulNBits repacked) wait in a temporary folder: a large model is never all in memory
+    with spill_folder():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    read = read_model(args.model, external_data="lazy")  # as every command reads a model (sizes, names, order)
     model = read.model
     rows, notes = collect(model, args.model), []
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
