@@ -275,6 +275,16 @@ def _problem(exc: QTypeError) -> str:
     return f"{exc.field}: {exc.problem}"
 
 
+def _one_block_per_tensor(qtype: QType, shape: tuple[int | None, ...] | None) -> QType:
+    """A listed blocked type on a 1-D tensor of one block as the per-tensor type it equals: its one-element 1-D
+    scale is what onnxruntime reads as per-tensor, and it then refuses the block_size ("block_size must be 0 for
+    per-tensor quantization")."""
+    if (qtype.block_size is None or qtype.scale_tensor is not None or qtype.zero_point_tensor is not None
+            or shape is None or len(shape) != 1 or shape[0] is None or shape[0] > qtype.block_size):
+        return qtype
+    return qtype.replace(axis=None, block_size=None)
+
+
 class _Lowering:
     def __init__(self, model: ModelProto, form: str, dynamic_inputs: str = "storage") -> None:
         self.model, self.form, self.dynamic_inputs = model, form, dynamic_inputs
@@ -295,6 +305,7 @@ class _Lowering:
             _widen_floats(self.graph, Names({n for _, g in iter_graphs(model) for n in _names(g)}),
                           Names({n.name for n in self.graph.node if n.name}))
         self.ix = GraphIndex(self.graph, Inferred({}, shapes))
+        self.types = {n: _one_block_per_tensor(q, self.ix.shape(n)) for n, q in self.types.items()}
         self.names = Names(self.ix.all_names())
         self.node_names = Names({n.name for _, g in iter_graphs(model) for n in g.node if n.name})
         self.nodes: list[NodeProto] = []

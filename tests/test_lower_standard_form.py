@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from corpus import run_onnxruntime
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, lower, set_qtype
 from onnx_qtypes.interop.errors import LowerError
@@ -203,3 +203,18 @@ def _narrowed_per_axis_output() -> onnx.ModelProto:
     set_qtype(model, "x", QType("int8", 0.5, 0))
     set_qtype(model, "y", QType("int8", [0.5, 0.25, 1.0], [0, 0, 0], axis=1, storage_min=-127))
     return model
+
+
+@pytest.mark.parametrize("length", [32, 20])
+def test_a_one_block_1d_weight_lowers_to_a_dequantize_onnxruntime_runs(length):
+    """A 1-D blocked weight of one block has a one-element scale, which onnxruntime reads as per-tensor and then
+    refuses with a block_size; lower writes the per-tensor DequantizeLinear it equals."""
+    w = np.arange(length, dtype=np.int8) - 9
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [length])],
+                              [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    set_qtype(model, "w", QType("int8", [0.375], [2], axis=0, block_size=32))
+    got = run_onnxruntime(lower(model), {}, optimize=False)["y"]
+    np.testing.assert_array_equal(got, (w.astype(np.float32) - 2) * np.float32(0.375))
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(["y"], {})[0])
