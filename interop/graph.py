@@ -169,7 +169,8 @@ class GraphIndex:
                 self.outer_refs.update(_subgraph_names(node))
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
-        for name, init in self.initializers.items():
+        for name in self.input_set.intersection(self.initializers):  # the others answer as constants (below)
+            init = self.initializers[name]
             self.elem_types[name] = plain_data_type(init.data_type)
             self.shapes[name] = tuple(init.dims[:])
         self._arrays: dict[str, np.ndarray | None] = {}

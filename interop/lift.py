@@ -579,7 +579,7 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
         replace_nodes(graph, [n for n in graph.node if not dead(n)])
         read = {name for n in graph.node for name in n.input} | final.outer_refs | final.output_set
         parameters |= {name for n in gone for name in n.input if name}  # what fed them may be unread now
-    unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
+    unused = {name for name in final.initializers if name in parameters and name not in read}  # (unchanged since)
     if unused:  # delete in place: the kept initializers may be large, so they are not copied
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):

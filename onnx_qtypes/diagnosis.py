@@ -80,16 +80,16 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
 
 def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
-    view = quantizer_view(read.model)
+    view = quantizer_view(read.model, graphs=read.graphs())  # the reader's walk of the graphs, not another
     if view is None:  # typed, or nothing quantized: located in the model as read, relocated by the caller
-        as_read = ReadModel(read.model, read.source)
+        as_read = ReadModel(read.model, read.source, walked=read.walked)
         return Diagnosis(tuple(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
     if any(r.id == OPSET_RULE for r in active):  # the quantization nodes as the file writes them, not as lifted
-        found.extend(_opset_diagnostics(read.model, profile))
+        found.extend(_opset_diagnostics(read, profile))
         active = [r for r in active if r.id != OPSET_RULE]
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
         lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
@@ -100,11 +100,11 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
 OPSET_RULE = "QT412"
 
 
-def _opset_diagnostics(model: ModelProto, profile: Any) -> Iterator[Diagnostic]:
+def _opset_diagnostics(read: ReadModel, profile: Any) -> Iterator[Diagnostic]:
     """QT412 on every quantization node of the file as written (the lift folds most of them away)."""
     rule = get_rule(OPSET_RULE)
     severity = profile.severity_of(rule.id, rule.severity)
-    for pointer, node, p in file_problems(model):
+    for pointer, node, p in file_problems(read.model, read.graphs()):
         location = Location(pointer + p.where, node=node.name or None, tensor=p.tensor, op_type=node.op_type)
         yield Diagnostic(rule.id, rule.name, severity, p.message, location, rule.help)
 
@@ -131,10 +131,12 @@ class QuantizerView:
         return notes
 
 
-def quantizer_view(model: ModelProto) -> QuantizerView | None:
+def quantizer_view(model: ModelProto, *, graphs: list[tuple[str, GraphProto]] | None = None) -> QuantizerView | None:
     """The tolerant lift of a model with QDQ / QOperator quantization and no quantized types; None for a typed
-    model or one with nothing quantized. ``model`` is not changed."""
-    if _is_typed(model):
+    model or one with nothing quantized. ``model`` is not changed. ``graphs``: ``iter_graphs(model)`` when the
+    caller has it (the reader's walk)."""
+    graphs = list(iter_graphs(model)) if graphs is None else graphs
+    if _is_typed(model, graphs):
         return None
     stamped = ModelProto()
     stamped.CopyFrom(model)
@@ -143,23 +145,24 @@ def quantizer_view(model: ModelProto) -> QuantizerView | None:
     result = lift_model(ReadModel(stamped, "<model>"), tolerant=True)  # read already: not again
     if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
-    return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))
+    return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model, graphs)))
 
 
-def _subgraph_problems(model: ModelProto) -> list[tuple[MalformedQDQError, _Locator]]:
+def _subgraph_problems(model: ModelProto, graphs: list[tuple[str, GraphProto]]
+                       ) -> list[tuple[MalformedQDQError, _Locator]]:
     """The malformed parameters of the quantization nodes in every subgraph (which the lift leaves as they
     were), each with the locator of its subgraph. A parameter may be an initializer of an enclosing graph
     (the names are one scope): those the subgraph's quantization nodes read are visible to it."""
-    subgraphs = [(pointer, graph) for pointer, graph in iter_graphs(model) if pointer != "/graph"
+    subgraphs = [(pointer, graph) for pointer, graph in graphs if pointer != "/graph"
                  and any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node)]
     if not subgraphs:
         return []
     inferred = dict(iter_graphs(_inferred(model)))
-    graphs = dict(iter_graphs(model))
+    by_pointer = dict(graphs)
     found: list[tuple[MalformedQDQError, _Locator]] = []
     for pointer, graph in subgraphs:
         typed = inferred.get(pointer)
-        ix = GraphIndex(_with_outer_parameters(graph, pointer, graphs),
+        ix = GraphIndex(_with_outer_parameters(graph, pointer, by_pointer),
                         declared_types(typed if typed is not None else graph), pointer)
         problems = recognise(ix, tolerant=True).problems
         if problems:
@@ -196,9 +199,10 @@ def _inferred(model: ModelProto) -> ModelProto:
         return model
 
 
-def _is_typed(model: ModelProto) -> bool:
-    """True when any declaration carries the extension (a quantized type or statistics), even a malformed one."""
-    if not may_declare_extension(model, functions=True):
+def _is_typed(model: ModelProto, graphs: list[tuple[str, GraphProto]]) -> bool:
+    """True when any declaration carries the extension (a quantized type or statistics), even a malformed one.
+    ``graphs``: ``iter_graphs(model)``."""
+    if not may_declare_extension(model, functions=True, graphs=graphs):
         return False
     for decl in iter_declarations(model):
         if decl.value_info.type.WhichOneof("value") != "tensor_type":
