@@ -467,7 +467,7 @@ def _declare(
     graph.value_info.extend(kept)
     for vi in _declarations(graph):
         metadata.strip(vi)
-    order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
+    order = [*final.initializers, *final.producer]  # the graph's names in order (its index holds them already)
     declared: dict[str, int] = {}
     shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
