@@ -120,16 +120,19 @@ def lift_model(
     *,
     statistics: StatisticsSource | None = None,
     tolerant: bool = False,
+    keep_origins: bool = False,
 ) -> LiftResult:
     """``lift`` with its report: notes, warnings and counts.
 
     ``tolerant``: every malformed node or pair goes into ``problems`` (each a MalformedQDQError naming its
     rule, node, tensor and parameter) and is left as it was, instead of the first one being raised; what is
     well formed is lifted. ``check`` reads a QDQ model so.
+    ``keep_origins``: every main-graph node of the lifted model that comes from the file keeps the mark of its
+    position there (``interop.graph.ORIGIN_KEY``), by which ``check`` places its findings in the file.
     """
     source, where = read_model(model, "lift")
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
@@ -146,7 +149,7 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False
           ) -> tuple[LiftResult, dict[str, int] | None]:
     """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
     result = LiftResult(model)
@@ -159,7 +162,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
         result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
-        left.strip(model.graph)
+        if not keep_origins:
+            left.strip(model.graph)
     if result.left:
         result.notes.append(left.summary(result.left))
     elif not result.warnings and not result.typed_tensors and not result.statistics:

@@ -25,13 +25,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
+from onnx import GraphProto, ModelProto, NodeProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.op_versions import file_problems
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
-from onnx_qtypes.interop.graph import GraphIndex, declared_types
+from onnx_qtypes.interop.graph import ORIGIN_KEY, GraphIndex, declared_types
 from onnx_qtypes.interop.left import summary as summary_of_left
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
@@ -42,7 +42,6 @@ from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.model import may_declare_extension, read_view
 from onnx_qtypes.proto.reader import ReadModel
 
-ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
 _NODE = re.compile(r"^/graph/node/(\d+)(/.*)?$")
 _DECLARATION = re.compile(r"^/graph/(input|output|value_info)/(\d+)(/type/tensor_type/(.*))?$")
 _INITIALIZER = re.compile(r"^/graph/initializer/(\d+)(/.*)?$")
@@ -138,11 +137,8 @@ def quantizer_view(model: ModelProto, *, graphs: list[tuple[str, GraphProto]] | 
     graphs = list(iter_graphs(model)) if graphs is None else graphs
     if _is_typed(model, graphs):
         return None
-    stamped = ModelProto()
-    stamped.CopyFrom(model)
-    for i, node in enumerate(stamped.graph.node):
-        node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
-    result = lift_model(ReadModel(stamped, "<model>"), tolerant=True)  # read already: not again
+    # read already: not again; lifted nodes keep the mark of their place in the file, for the locator
+    result = lift_model(ReadModel(model, "<model>"), tolerant=True, keep_origins=True)
     if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
     return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model, graphs)))
