@@ -217,7 +217,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
     result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
-    result.warnings.extend(_subgraph_warnings(model))
+    if ix.has_subgraphs:  # (the index has seen every node: without subgraphs, nothing to walk)
+        result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
         _attach_float_statistics(graph, stats, result)
         return {}
