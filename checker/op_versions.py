@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, defs
@@ -141,12 +141,14 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
     return found
 
 
-def file_problems(model: ModelProto) -> Iterator[tuple[str, NodeProto, Problem]]:
+def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | None = None
+                  ) -> Iterator[tuple[str, NodeProto, Problem]]:
     """(node pointer, node, problem) for every quantization node of ``model`` as a QDQ / QOperator file holds it
     (every graph, subgraphs too), element types read from the file itself: initializers, Constants,
-    declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8)."""
+    declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8).
+    ``graphs``: ``iter_graphs(model)`` when the caller has it."""
     opsets = {o.domain or "": o.version for o in model.opset_import}
-    for pointer, graph in iter_graphs(model):
+    for pointer, graph in iter_graphs(model) if graphs is None else graphs:
         nodes = [(n, node) for n, node in enumerate(graph.node) if node.op_type in OPS and node.domain in STANDARD_DOMAINS]
         if not nodes:
             continue

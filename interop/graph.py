@@ -154,6 +154,7 @@ class GraphIndex:
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.outer_refs: set[str] = set()
+        self.has_subgraphs = False  # whether a node holds a graph (If, Loop, Scan)
         self._constant_nodes: dict[str, NodeProto] = {}
         consumers, producer = self.consumers, self.producer
         for i, node in enumerate(self.nodes):  # (the loop every lift step pays for: protobuf read once per field)
@@ -168,9 +169,11 @@ class GraphIndex:
                 self._constant_nodes[outputs[0]] = node
             if node.attribute and has_subgraph(node):
                 self.outer_refs.update(_subgraph_names(node))
+                self.has_subgraphs = True
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
-        for name, init in self.initializers.items():
+        for name in self.input_set.intersection(self.initializers):  # the others answer as constants (below)
+            init = self.initializers[name]
             self.elem_types[name] = plain_data_type(init.data_type)
             self.shapes[name] = tuple(init.dims[:])
         self._arrays: dict[str, np.ndarray | None] = {}

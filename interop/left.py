@@ -43,9 +43,13 @@ class LeftNode:
 
 
 def stamp(graph: GraphProto) -> None:
-    """Mark every node with its position in the file (kept by copies, read by ``collect`` and ``node_label``)."""
+    """Mark every node with its position in the file (kept by copies, read by ``collect`` and ``node_label``, and
+    by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say."""
     for i, node in enumerate(graph.node):
-        if not any(p.key == ORIGIN_KEY for p in node.metadata_props):
+        marks = [p for p in node.metadata_props if p.key == ORIGIN_KEY]
+        for mark in marks:
+            mark.value = str(i)
+        if not marks:
             node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
 
 

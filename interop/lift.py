@@ -120,16 +120,19 @@ def lift_model(
     *,
     statistics: StatisticsSource | None = None,
     tolerant: bool = False,
+    keep_origins: bool = False,
 ) -> LiftResult:
     """``lift`` with its report: notes, warnings and counts.
 
     ``tolerant``: every malformed node or pair goes into ``problems`` (each a MalformedQDQError naming its
     rule, node, tensor and parameter) and is left as it was, instead of the first one being raised; what is
     well formed is lifted. ``check`` reads a QDQ model so.
+    ``keep_origins``: every main-graph node of the lifted model that comes from the file keeps the mark of its
+    position there (``interop.graph.ORIGIN_KEY``), by which ``check`` places its findings in the file.
     """
     source, where = read_model(model, "lift")
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
@@ -146,7 +149,7 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False
           ) -> tuple[LiftResult, dict[str, int] | None]:
     """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
     result = LiftResult(model)
@@ -159,7 +162,8 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
         typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
         result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
-        left.strip(model.graph)
+        if not keep_origins:
+            left.strip(model.graph)
     if result.left:
         result.notes.append(left.summary(result.left))
     elif not result.warnings and not result.typed_tensors and not result.statistics:
@@ -214,7 +218,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
     result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
-    result.warnings.extend(_subgraph_warnings(model))
+    if ix.has_subgraphs:  # (the index has seen every node: without subgraphs, nothing to walk)
+        result.warnings.extend(_subgraph_warnings(model))
     if not rec.types and not dynamic.types:
         _attach_float_statistics(graph, stats, result)
         return {}
@@ -469,7 +474,7 @@ def _declare(
     graph.value_info.extend(kept)
     for vi in _declarations(graph):
         metadata.strip(vi)
-    order = [t.name for t in graph.initializer] + [o for n in graph.node for o in n.output]
+    order = [*final.initializers, *final.producer]  # the graph's names in order (its index holds them already)
     declared: dict[str, int] = {}
     shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
@@ -581,7 +586,7 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
         replace_nodes(graph, [n for n in graph.node if not dead(n)])
         read = {name for n in graph.node for name in n.input} | final.outer_refs | final.output_set
         parameters |= {name for n in gone for name in n.input if name}  # what fed them may be unread now
-    unused = {t.name for t in graph.initializer if t.name in parameters and t.name not in read}
+    unused = {name for name in final.initializers if name in parameters and name not in read}  # (unchanged since)
     if unused:  # delete in place: the kept initializers may be large, so they are not copied
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):

@@ -25,13 +25,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, StringStringEntryProto
+from onnx import GraphProto, ModelProto, NodeProto
 
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.op_versions import file_problems
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
-from onnx_qtypes.interop.graph import GraphIndex, declared_types
+from onnx_qtypes.interop.graph import ORIGIN_KEY, GraphIndex, declared_types
 from onnx_qtypes.interop.left import summary as summary_of_left
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
@@ -42,7 +42,6 @@ from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.model import may_declare_extension, read_view
 from onnx_qtypes.proto.reader import ReadModel
 
-ORIGIN_KEY = "onnx_qtypes.check.origin"  # stamped on the in-memory copy only: node -> its index in the file
 _NODE = re.compile(r"^/graph/node/(\d+)(/.*)?$")
 _DECLARATION = re.compile(r"^/graph/(input|output|value_info)/(\d+)(/type/tensor_type/(.*))?$")
 _INITIALIZER = re.compile(r"^/graph/initializer/(\d+)(/.*)?$")
@@ -80,16 +79,16 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
 
 
 def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagnosis:
-    view = quantizer_view(read.model)
+    view = quantizer_view(read.model, graphs=read.graphs())  # the reader's walk of the graphs, not another
     if view is None:  # typed, or nothing quantized: located in the model as read, relocated by the caller
-        as_read = ReadModel(read.model, read.source)
+        as_read = ReadModel(read.model, read.source, walked=read.walked)
         return Diagnosis(tuple(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else ())
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
     found = list(_problem_diagnostics(problems, profile, {r.id for r in active}))
     if any(r.id == OPSET_RULE for r in active):  # the quantization nodes as the file writes them, not as lifted
-        found.extend(_opset_diagnostics(read.model, profile))
+        found.extend(_opset_diagnostics(read, profile))
         active = [r for r in active if r.id != OPSET_RULE]
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
         lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
@@ -100,11 +99,11 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
 OPSET_RULE = "QT412"
 
 
-def _opset_diagnostics(model: ModelProto, profile: Any) -> Iterator[Diagnostic]:
+def _opset_diagnostics(read: ReadModel, profile: Any) -> Iterator[Diagnostic]:
     """QT412 on every quantization node of the file as written (the lift folds most of them away)."""
     rule = get_rule(OPSET_RULE)
     severity = profile.severity_of(rule.id, rule.severity)
-    for pointer, node, p in file_problems(model):
+    for pointer, node, p in file_problems(read.model, read.graphs()):
         location = Location(pointer + p.where, node=node.name or None, tensor=p.tensor, op_type=node.op_type)
         yield Diagnostic(rule.id, rule.name, severity, p.message, location, rule.help)
 
@@ -131,35 +130,35 @@ class QuantizerView:
         return notes
 
 
-def quantizer_view(model: ModelProto) -> QuantizerView | None:
+def quantizer_view(model: ModelProto, *, graphs: list[tuple[str, GraphProto]] | None = None) -> QuantizerView | None:
     """The tolerant lift of a model with QDQ / QOperator quantization and no quantized types; None for a typed
-    model or one with nothing quantized. ``model`` is not changed."""
-    if _is_typed(model):
+    model or one with nothing quantized. ``model`` is not changed. ``graphs``: ``iter_graphs(model)`` when the
+    caller has it (the reader's walk)."""
+    graphs = list(iter_graphs(model)) if graphs is None else graphs
+    if _is_typed(model, graphs):
         return None
-    stamped = ModelProto()
-    stamped.CopyFrom(model)
-    for i, node in enumerate(stamped.graph.node):
-        node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
-    result = lift_model(ReadModel(stamped, "<model>"), tolerant=True)  # read already: not again
+    # read already: not again; lifted nodes keep the mark of their place in the file, for the locator
+    result = lift_model(ReadModel(model, "<model>"), tolerant=True, keep_origins=True)
     if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
-    return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model)))
+    return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model, graphs)))
 
 
-def _subgraph_problems(model: ModelProto) -> list[tuple[MalformedQDQError, _Locator]]:
+def _subgraph_problems(model: ModelProto, graphs: list[tuple[str, GraphProto]]
+                       ) -> list[tuple[MalformedQDQError, _Locator]]:
     """The malformed parameters of the quantization nodes in every subgraph (which the lift leaves as they
     were), each with the locator of its subgraph. A parameter may be an initializer of an enclosing graph
     (the names are one scope): those the subgraph's quantization nodes read are visible to it."""
-    subgraphs = [(pointer, graph) for pointer, graph in iter_graphs(model) if pointer != "/graph"
+    subgraphs = [(pointer, graph) for pointer, graph in graphs if pointer != "/graph"
                  and any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node)]
     if not subgraphs:
         return []
     inferred = dict(iter_graphs(_inferred(model)))
-    graphs = dict(iter_graphs(model))
+    by_pointer = dict(graphs)
     found: list[tuple[MalformedQDQError, _Locator]] = []
     for pointer, graph in subgraphs:
         typed = inferred.get(pointer)
-        ix = GraphIndex(_with_outer_parameters(graph, pointer, graphs),
+        ix = GraphIndex(_with_outer_parameters(graph, pointer, by_pointer),
                         declared_types(typed if typed is not None else graph), pointer)
         problems = recognise(ix, tolerant=True).problems
         if problems:
@@ -196,9 +195,10 @@ def _inferred(model: ModelProto) -> ModelProto:
         return model
 
 
-def _is_typed(model: ModelProto) -> bool:
-    """True when any declaration carries the extension (a quantized type or statistics), even a malformed one."""
-    if not may_declare_extension(model, functions=True):
+def _is_typed(model: ModelProto, graphs: list[tuple[str, GraphProto]]) -> bool:
+    """True when any declaration carries the extension (a quantized type or statistics), even a malformed one.
+    ``graphs``: ``iter_graphs(model)``."""
+    if not may_declare_extension(model, functions=True, graphs=graphs):
         return False
     for decl in iter_declarations(model):
         if decl.value_info.type.WhichOneof("value") != "tensor_type":

@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import onnx
 from google.protobuf.message import DecodeError, EncodeError
@@ -530,11 +530,12 @@ def quantized_tensors(model: ModelProto, *, function: str | None = None) -> dict
 _EXTENSION_TAG = re.compile(rb"[\xc0-\xcf](?:\x3e|\xbe[\x80-\xff]*\x00)")
 
 
-def may_declare_extension(model: ModelProto, *, functions: bool = False) -> bool:
+def may_declare_extension(model: ModelProto, *, functions: bool = False,
+                          graphs: Iterable[tuple[str, onnx.GraphProto]] | None = None) -> bool:
     """False when no declaration of the main graph or its subgraphs (and with ``functions`` of the model's
     functions) holds the extension (field 1000 or 1001), read from the declarations' bytes in one search; True
-    when one may (then decoding decides)."""
-    lists = [declarations for _, graph in iter_graphs(model)
+    when one may (then decoding decides). ``graphs``: ``iter_graphs(model)`` when the caller has it."""
+    lists = [declarations for _, graph in (iter_graphs(model) if graphs is None else graphs)
              for declarations in (graph.input, graph.output, graph.value_info)]
     if functions:
         lists += [function.value_info for function in model.functions]

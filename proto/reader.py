@@ -40,6 +40,13 @@ class ReadModel:
     model: ModelProto
     source: str  # the path as given, "<bytes>" or "<model>"
     orders: Order = dataclasses.field(default_factory=dict)  # graphs put in topological order (sorted -> file)
+    # every graph of ``model`` (main graph, then subgraphs) with its JSON pointer, as the reader walked them;
+    # None when not walked. Valid while the model's graphs are not rewritten (the commands change copies).
+    walked: tuple[tuple[str, onnx.GraphProto], ...] | None = None
+
+    def graphs(self) -> list[tuple[str, onnx.GraphProto]]:
+        """``iter_graphs(self.model)``, without walking the nodes again when the reader did."""
+        return list(iter_graphs(self.model) if self.walked is None else self.walked)
 
     @property
     def path(self) -> str:
@@ -85,7 +92,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
             return ReadModel(proto, source, sort_graphs(proto) if unsorted else {})
     except ModelLoadError as exc:
         raise ModelLoadError(f"{where}: {exc}" if where else str(exc)) from None
-    return ReadModel(proto, source)
+    return ReadModel(proto, source, walked=tuple(graphs))
 
 
 def require_versions(model: ModelProto) -> None:

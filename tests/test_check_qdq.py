@@ -17,6 +17,7 @@ from onnx_qtypes import diagnose
 from onnx_qtypes.checker import Severity, select_rules
 from onnx_qtypes.checker.float_view import resolve
 from onnx_qtypes.cli import main
+from onnx_qtypes.interop.graph import ORIGIN_KEY
 from onnx_qtypes.proto import iter_graphs
 
 
@@ -90,6 +91,19 @@ def test_a_negative_activation_scale_is_qt410_at_its_quantizer(name):
     i = int(first.location.pointer.split("/")[3])
     assert model.graph.node[i] is quantizer or model.graph.node[i] == quantizer
     assert first.location.pointer.endswith("/input/1") and first.location.tensor == quantizer.input[1]
+
+
+def test_a_file_carrying_the_lifts_own_position_marks_is_located_by_its_real_positions():
+    """check places findings on the lifted form by the marks the lift puts on each node (its position in the file);
+    marks of that key already in the file (bogus, or out of range) are overwritten, never believed."""
+    model = _model("cnn-qdq_u8_pertensor")
+    for k, node in enumerate(model.graph.node):
+        node.metadata_props.add(key=ORIGIN_KEY, value=("not a position", "0", "99999")[k % 3])
+    quantizer = [n for n in model.graph.node if n.op_type == "QuantizeLinear"][1]
+    _set(model, quantizer.input[1], -0.5)
+    first = next(d for d in _errors(model) if d.rule == "QT410")
+    i = int(first.location.pointer.split("/")[3])
+    assert model.graph.node[i] == quantizer and first.location.pointer.endswith("/input/1")
 
 
 def test_a_clean_quantizer_model_has_no_errors_and_says_what_it_checked():
