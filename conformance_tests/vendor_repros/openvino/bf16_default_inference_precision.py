@@ -82,7 +82,8 @@ wants = {"(a) DQ int16 -> MatMul(identity) -> Q": (matmul, X.reshape(1, 8), X.re
              ((X.astype(np.int64) - ZERO_POINT) * np.float64(SCALE)).astype(np.float32)))}
 for name, (model, x, want) in wants.items():
     print(f"\n{name}\n  x = {x.ravel().tolist()}\n  expected y = {want.ravel().tolist()}")
-    for label, config in (("default", {}), ("INFERENCE_PRECISION_HINT f32 (control)", {"INFERENCE_PRECISION_HINT": "f32"})):
+    for label, config in (("default", {}),
+                          ("INFERENCE_PRECISION_HINT f32 (control)", {"INFERENCE_PRECISION_HINT": "f32"})):
         got = run(model, x, config)
         print(f"  {label}: y = {got.ravel().tolist()}")
         if not np.array_equal(got, want):

@@ -7,7 +7,8 @@ default compile fails, 0 once it compiles and matches, 2 when OpenVINO cannot be
 
 Model: x int8 [1, 2, 5, 5] -> DequantizeLinear(0.05, zero point -10 as in the suite's case; 0 compiles) ->
 Conv(W = DequantizeLinear(int8 [3, 2, 3, 3], 0.02, 0), pads 1) -> QuantizeLinear(0.1, -10) -> y int8; the control is
-the same model with uint8 activations (zero point 110). Expected: compiles; y equal to the float32 computation (numpy here).
+the same model with uint8 activations (zero point 110). Expected: compiles; y equal to the float32 computation
+(numpy here).
 Actual (OpenVINO 2026.4.1, CPU with bf16 default): compile_model raises 'No suitable implementations'.
 """
 

@@ -55,7 +55,8 @@ print(f"OpenVINO {ov.get_version()}, numpy {np.__version__}, onnx {onnx.__versio
 f32 = {"INFERENCE_PRECISION_HINT": "f32"}
 control = core.compile_model(core.read_model(model((W.astype(np.int16) - 128).astype(np.int8),
                                                    np.array(-128, np.int8))), "CPU", f32)([X])[0]
-print(f"control, int8 weights w - 128 with zero point -128 (the same reals), f32 hint: y = {control.ravel()[:10].tolist()}...")
+print("control, int8 weights w - 128 with zero point -128 (the same reals), f32 hint: "
+      f"y = {control.ravel()[:10].tolist()}...")
 bad = False
 for label, config in (("default", {}), ("INFERENCE_PRECISION_HINT f32", f32)):
     try:

@@ -53,7 +53,8 @@ for name, (onnx_model, x, want) in CASES.items():
         got = core.compile_model(core.read_model(onnx_model), "CPU", config)([x])[0]
         wrong = np.argwhere(got != want)
         print(f"{name}, {label}: {len(wrong)} of {want.size} differ" + "".join(
-            f"\n  at {tuple(int(i) for i in at)}: x {x[tuple(at)]}, expected {want[tuple(at)]}, OpenVINO {got[tuple(at)]}"
+            f"\n  at {tuple(int(i) for i in at)}: x {x[tuple(at)]}, expected {want[tuple(at)]}, "
+            f"OpenVINO {got[tuple(at)]}"
             for at in wrong))
         if len(wrong) and name not in bad:
             bad.append(name)

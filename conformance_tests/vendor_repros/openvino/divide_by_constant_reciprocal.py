@@ -56,5 +56,6 @@ for name, graph, index in (("(a) DynamicQuantizeLinear y_scale", dynamic, 1),
     print(f"{name}: OpenVINO {float(got).hex()}")
     if got != want:
         bad.append(name)
-print(f"\nREPRODUCED: not the division in {'; '.join(bad)}" if bad else "\nnot reproduced: both scales are the division")
+print(f"\nREPRODUCED: not the division in {'; '.join(bad)}" if bad else
+      "\nnot reproduced: both scales are the division")
 sys.exit(1 if bad else 0)

@@ -23,7 +23,8 @@ except ImportError:
     print("OpenVINO is not installed: pip install openvino")
     sys.exit(2)
 
-X = np.array([1.0, -3.5, 15.0, 16.5, -16.0, -40.0], np.float32)  # x / s: 2^27, ..., 16.5 * 2^27 > 2^31 - 1, -2^31, -40 * 2^27
+# x / s: 2^27, -3.5 * 2^27, 15 * 2^27, 16.5 * 2^27 > 2^31 - 1 (saturates high), -2^31, -40 * 2^27
+X = np.array([1.0, -3.5, 15.0, 16.5, -16.0, -40.0], np.float32)
 SCALE = 2.0 ** -27
 graph = helper.make_graph(
     [helper.make_node("Cast", ["x"], ["x64"], to=TensorProto.DOUBLE),

@@ -37,7 +37,8 @@ def model(name: str) -> tuple[bytes, bytes]:
     storage = getattr(TensorProto, name)
     graph = helper.make_graph(
         [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])], "dequantize",
-        [helper.make_tensor_value_info("x", storage, [4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("x", storage, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
         [numpy_helper.from_array(np.array(0.5, np.float32), "s"), helper.make_tensor("z", storage, [], zero, raw=True)])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=11 if opset > 21 else 10)
     return m.SerializeToString(), raw

@@ -29,7 +29,8 @@ graph = helper.make_graph(
     [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], "quantize",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [X.size])],
     [helper.make_tensor_value_info("y", TensorProto.INT8, [X.size])],
-    [numpy_helper.from_array(np.array(SCALE, np.float32), "s"), numpy_helper.from_array(np.array(ZERO_POINT, np.int8), "z")])
+    [numpy_helper.from_array(np.array(SCALE, np.float32), "s"),
+     numpy_helper.from_array(np.array(ZERO_POINT, np.int8), "z")])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
 
 print(f"OpenVINO {ov.get_version()}, numpy {np.__version__}, onnx {onnx.__version__}")
@@ -37,7 +38,8 @@ steps = np.nan_to_num(X.astype(np.float64) / SCALE, nan=0.0, posinf=1e300, negin
 want = np.clip(np.rint(steps) + ZERO_POINT, -128, 127).astype(np.int64)
 core = ov.Core()
 got = core.compile_model(core.read_model(model.SerializeToString()), "CPU")([X])[0].astype(np.int64)
-print(f"x = {X.tolist()}, scale {SCALE}, zero point {ZERO_POINT}\nexpected y = {want.tolist()}\nOpenVINO y = {got.tolist()}")
+print(f"x = {X.tolist()}, scale {SCALE}, zero point {ZERO_POINT}")
+print(f"expected y = {want.tolist()}\nOpenVINO y = {got.tolist()}")
 wrong = np.flatnonzero(got != want)
 if wrong.size and not np.isnan(X[wrong]).all():
     print("a non-NaN element differs too: something else is wrong")
