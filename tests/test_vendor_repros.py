@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "conformance_tests" / "vendor_repros"
 # runtime folder -> how to read its installed version (the one its deviations are keyed by)
 RUNTIMES = {"tract": lambda: __import__("tract").version(), "iree": lambda: version("iree-base-runtime"),
-            "onnxruntime": lambda: version("onnxruntime")}
-ALLOWED_IMPORTS = {"numpy", "onnx", "tract", "iree", "onnxruntime", "sys", "os", "tempfile", "importlib"}
+            "onnxruntime": lambda: version("onnxruntime"), "openvino": lambda: version("openvino")}
+ALLOWED_IMPORTS = {"numpy", "onnx", "tract", "iree", "onnxruntime", "openvino", "sys", "os", "tempfile", "importlib"}
 SCRIPTED = [d for d in load_deviations() if d.script]
 
 
