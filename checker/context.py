@@ -159,10 +159,12 @@ def _scope_of(pointer: str) -> str:
 def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
             shapes: dict[bytes | None, tuple[int | None, ...] | None],
             parameters: Callable[[str], tuple[str, TensorProto] | None],
-            declared: Callable[[str], pb.QuantizedType | None] | None = None) -> tuple | None:
+            declared: Callable[[str], pb.QuantizedType | None] | None = None,
+            known: dict[bytes, QType] | None = None) -> tuple | None:
     """The Declared fields after the name, from a declaration's serialized TypeProto; None if not a tensor.
 
-    ``where`` (pointer and tensor name) starts the message of a MalformedExtensionError.
+    ``where`` (pointer and tensor name) starts the message of a MalformedExtensionError. ``known``: QTypes
+    made already (the lift's), by their QuantizedType's bytes.
     """
     try:
         view = declared_bytes.tensor_type_view(data)
@@ -188,6 +190,10 @@ def _decode(data: bytes, where: str, qtypes: dict[bytes, QType],
     if quantization is not None and stats is None:
         type_key = data if parameters_at else quantization.SerializeToString()  # data-movement ops share a type
         qtype = qtypes.get(type_key)
+        if qtype is None and not parameters_at and known:
+            qtype = known.get(type_key)
+            if qtype is not None:
+                qtypes[type_key] = qtype
         if qtype is None:
             qtype = qtypes[type_key] = QType.from_proto(quantization, validate=False, values=values)
     elif quantization is not None:
@@ -226,7 +232,10 @@ _CONSTANT_ATTRIBUTES = {"value": onnx.AttributeProto.TENSOR, "value_float": onnx
 class Context:
     """Everything the rules need to know about one model."""
 
-    def __init__(self, model: ModelProto, profile: Profile, source: str = "<model>") -> None:
+    def __init__(self, model: ModelProto, profile: Profile, source: str = "<model>", *,
+                 qtypes: dict[bytes, QType] | None = None) -> None:
+        """``qtypes``: QTypes already made for declarations of ``model``, by their QuantizedType's bytes (those the
+        lift wrote), taken as they are instead of decoded again."""
         self.model = model
         self.profile = profile
         self.source = source
@@ -241,6 +250,7 @@ class Context:
         self.initializers: list[ConstantRef] = []  # the main graph's, in order (duplicate names too)
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
         self._memo: dict[str, object] = {}
+        self._known_qtypes = qtypes or {}
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
@@ -285,7 +295,8 @@ class Context:
                     if new:
                         where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
                         fields = cache[key] = _decode(key, where, qtypes, shapes, lookup,
-                                                      None if function else self._parameter_declaration)
+                                                      None if function else self._parameter_declaration,
+                                                      self._known_qtypes)
                     if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
                         if key:
                             self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))

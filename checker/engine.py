@@ -98,7 +98,7 @@ def iter_diagnostics(
     collector = _CollectorPause()
     collector.pause()
     try:
-        ctx = Context(proto, load_profile(profile), source)
+        ctx = Context(proto, load_profile(profile), source, qtypes=read.qtypes)
         for rule in all_rules() if rules is None else rules:
             severity = ctx.profile.severity_of(rule.id, rule.severity)
             for finding in rule.check(ctx):

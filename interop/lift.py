@@ -67,6 +67,9 @@ class LiftResult:
     statistics: int = 0
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
     left: list[left.LeftNode] = dataclasses.field(default_factory=list)  # quantization nodes of the file still there
+    # the QType of each typed declaration the lift wrote without statistics, by its QuantizedType's bytes: the
+    # checker's index of the lifted model takes these objects instead of decoding them again (checker/context.py)
+    written: dict[bytes, QType] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def summary(self) -> str:
         if not self.typed_tensors:
@@ -241,7 +244,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     types = _restore_declared(types, folded, declared, result)
     types = _narrow(types, folded, narrowed.ranges)
     targets = _statistics_targets(final, types, folded, stats, declared, result)
-    declared = _declare(graph, final, work, types, folded, targets)
+    declared = _declare(graph, final, work, types, folded, targets, result.written)
     named = {n for t in types.values() for n in (t.scale_tensor, t.zero_point_tensor) if n}  # by reference
     passed_constants.materialise(graph, final)  # kept Q / DQ read torch.onnx's Identity(Constant) parameters plainly
     _drop_unused(model, final, parameter_names - named)
@@ -463,6 +466,7 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
+    written: dict[bytes, QType],
 ) -> dict[str, int]:
     """Typed declarations for quantized tensors, statistics, and no stale entries; returns the tensors declared
     quantized, with their storage data types."""
@@ -478,7 +482,7 @@ def _declare(
     declared: dict[str, int] = {}
     shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
-        _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes)
+        _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes, written)
         declared[name] = types[name].storage_type.data_type
     for name, vi in interface.items():
         if name in types:
@@ -509,13 +513,16 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
 
 
 def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
-                          shapes: dict[tuple[int | None, ...] | None, bytes]) -> None:
+                          shapes: dict[tuple[int | None, ...] | None, bytes], written: dict[bytes, QType]) -> None:
     """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
     its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization)."""
     if shape not in shapes:
         made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
         shapes[shape] = made.shape.SerializeToString()
-    view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=qtype.to_proto())
+    quantization = qtype.to_proto()
+    if qtype.statistics is None:
+        written.setdefault(quantization.SerializeToString(), qtype)
+    view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=quantization)
     if shape is not None:
         view.shape = shapes[shape]
     if qtype.statistics is not None:

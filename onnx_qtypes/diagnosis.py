@@ -91,7 +91,7 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
         found.extend(_opset_diagnostics(read, profile))
         active = [r for r in active if r.id != OPSET_RULE]
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
-        lifted = ReadModel(result.model, "<model>")  # made by the lift from a model read already
+        lifted = ReadModel(result.model, "<model>", qtypes=result.written)  # made by the lift from a model read already
         found.extend(where.relocate(d) for d in iter_diagnostics(lifted, profile, rules=active))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import onnx
 from onnx import AttributeProto, ModelProto
@@ -31,6 +32,9 @@ from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
+
+if TYPE_CHECKING:
+    from onnx_qtypes.proto.qtype import QType
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +47,9 @@ class ReadModel:
     # every graph of ``model`` (main graph, then subgraphs) with its JSON pointer, as the reader walked them;
     # None when not walked. Valid while the model's graphs are not rewritten (the commands change copies).
     walked: tuple[tuple[str, onnx.GraphProto], ...] | None = None
+    # QTypes of declarations ``model`` holds, by their QuantizedType's bytes, as the lift that wrote them made them
+    # (LiftResult.written): the checker takes these instead of decoding those bytes again
+    qtypes: dict[bytes, QType] | None = None
 
     def graphs(self) -> list[tuple[str, onnx.GraphProto]]:
         """``iter_graphs(self.model)``, without walking the nodes again when the reader did."""

@@ -142,3 +142,17 @@ def test_per_axis_parameters_follow_selections_in_order():
             g.output("y", (2, len(selected)))
             found = [d for d in iter_diagnostics(g.build()) if d.rule == "QT401"]
             assert bool(found) == fires, (op, extra, out_scales, [d.message for d in found])
+
+
+def test_the_qtypes_the_lift_hands_over_are_those_the_checker_decodes():
+    # check on a QDQ file takes the lift's QType objects (LiftResult.written) instead of decoding the lifted
+    # declarations again: each must be what decoding gives, or findings would change with the route
+    from onnx_qtypes.interop.lift import lift_model  # noqa: PLC0415
+
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "broken_qdq_cnn.onnx"
+    result = lift_model(example, tolerant=True)
+    assert len(result.written) == 4  # the four tensors it types, none with statistics
+    decoded = Context(result.model, load_profile(None))._qtypes
+    handed = Context(result.model, load_profile(None), qtypes=result.written)._qtypes
+    assert handed == decoded
+    assert sum(qt is result.written.get(qt.to_proto().SerializeToString()) for qt in handed.values()) == len(handed)
