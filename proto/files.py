@@ -21,7 +21,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 from onnx_qtypes.proto.errors import QTypesError
@@ -178,6 +178,16 @@ def standard_output() -> Iterator[IO[str]]:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
         raise cannot_write(name, exc) from None
+
+
+def write_report(output: str | os.PathLike | None, chunks: Iterable[str]) -> None:
+    """A command's report: into ``output`` atomically (never half written), or to standard output when None."""
+    if output:
+        with atomic_write(output, "w") as fh:
+            fh.writelines(chunks)
+    else:
+        with standard_output() as out:
+            out.writelines(chunks)
 
 
 def _stdout_name() -> str:

@@ -20,7 +20,7 @@ from onnx_qtypes.checker import builtin_names, load_profile, select_rules
 from onnx_qtypes.checker.emit import FORMAT_NAMES, Report, render
 from onnx_qtypes.diagnosis import diagnose
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
+from onnx_qtypes.proto.files import refuse_overwrite, standard_output, write_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,12 +74,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         reports.append(Report(model, profile.name, found.diagnostics, found.notes))
     text = render(reports, args.format)
-    if args.output:
-        with atomic_write(args.output, "w") as fh:
-            fh.write(text)
-    else:
-        with standard_output() as out:
-            out.write(text)
+    write_report(args.output, [text])
     if unreadable:
         return 2
     return 1 if any(r.errors for r in reports) else 0

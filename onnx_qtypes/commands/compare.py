@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
+from onnx_qtypes.proto.files import refuse_overwrite, write_report
 
 
 class CompareUsageError(QTypesError):
@@ -72,10 +72,5 @@ def run(args: argparse.Namespace) -> int:
     result = compare(args.model, args.backend, args.inputs, seed=args.seed)
     render = {"text": render_text, "json": render_json, "html": render_html}[args.format]
     text = render(result)
-    if args.output:
-        with atomic_write(args.output, "w") as fh:
-            fh.write(text)
-    else:
-        with standard_output() as out:
-            out.write(text)
+    write_report(args.output, [text])
     return result.exit_code

@@ -22,7 +22,7 @@ import onnx
 from onnx_qtypes.proto import iter_declarations, static_shape
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.external import spill_folder
-from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, standard_output
+from onnx_qtypes.proto.files import refuse_overwrite, write_report
 from onnx_qtypes.proto.model import (ParameterLookup, model_parameters, read_view, referenced_values,
                                      require_known_fields)
 from onnx_qtypes.proto.reader import ReadModel, read_model
@@ -123,11 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     # written piece by piece (a tensor or a card at a time): the page or JSON of a large model is never one string
     if args.output:
         refuse_overwrite(args.output, model=args.model)
-        with atomic_write(args.output, "w") as fh:
-            fh.writelines(chunks)
-    else:
-        with standard_output() as out:
-            out.writelines(chunks)
+    write_report(args.output, chunks)
     return 0
 
 
