@@ -37,7 +37,7 @@ from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.parameter_layout import block_count, parameter_shape
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
-from onnx_qtypes.proto.validity import symmetric_with_unsigned_zero_points
+from onnx_qtypes.proto.validity import codebook_problem, offset_problem, symmetric_with_unsigned_zero_points
 
 __all__ = [
     "broadcast_offsets",
@@ -144,6 +144,8 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
     q = np.asarray(q)
     scale, zero_point = parameters_at(qtype, index)
     # no offset is no addition: -0 + 0.0 would turn float storage's -0 (and a negative scale's 0) into +0
+    if qtype.offset and (problem := offset_problem(qtype.offset, len(qtype.scale))):
+        raise QTypeError("offset", problem, tensor)  # a type built unvalidated (the checker's view: QT140)
     offset = np.asarray(qtype.offset, dtype=np.float64)[index] if qtype.offset else None
     if qtype.storage_type.is_float and q.dtype == qtype.storage_type.np_dtype:
         scaled = scale * q.astype(np.float64)  # zero point 0; NaN and inf (where the type has them) stay
@@ -153,6 +155,8 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
     codes = q.astype(np.int64)
     if qtype.codebook:
         lo, hi = storage_range(qtype)
+        if problem := codebook_problem(qtype.codebook, qtype.storage_type, lo, hi, qtype.zero_point):
+            raise QTypeError("codebook", problem, tensor)  # a type built unvalidated (the checker's view: QT141)
         if codes.size and (codes.min() < lo or codes.max() > hi):
             bad = codes.min() if codes.min() < lo else codes.max()
             raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)

@@ -37,6 +37,7 @@ from onnx_qtypes.checker.rules.qt205_histogram_malformed import malformed_histog
 from onnx_qtypes.checker.rules.qt208_range_clips_statistics import clipped_fraction, representable_ranges
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import Statistics, TensorStatistics
+from onnx_qtypes.proto.validity import codebook_problem, offset_problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +114,9 @@ def ranges(qtype: QType) -> list[tuple[float, float]] | None:
         return None
     if len(qtype.zero_point) != len(qtype.scale) or not all(math.isfinite(s) and s != 0 for s in qtype.scale):
         return None  # a negative scale is valid (NNCF's per-channel weights, QT101)
+    if codebook_problem(qtype.codebook, qtype.storage_type, qtype.storage_min, qtype.storage_max, qtype.zero_point) \
+            or offset_problem(qtype.offset, len(qtype.scale)):
+        return None  # QT141's, QT140's
     return [(lo, hi) for lo, hi in representable_ranges(qtype).tolist()]
 
 
