@@ -22,7 +22,6 @@ cannot run is left out (and printed).
 
 from __future__ import annotations
 
-import json
 import pathlib
 import shutil
 import sys
@@ -33,7 +32,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from execution_gen.build import SKIPPED, build_case  # noqa: E402
 from execution_gen.chains import _chains  # noqa: E402
-from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake  # noqa: E402
+from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake, write_documents  # noqa: E402
 from execution_gen.decided import _decided  # noqa: E402
 from execution_gen.features import _bfloat16, _features  # noqa: E402
 from execution_gen.graphs import MIXED, _graphs  # noqa: E402
@@ -98,12 +97,7 @@ def write(folder: pathlib.Path = CASES) -> int:
     if folder.exists():
         shutil.rmtree(folder)
     documents = case_documents()
-    for case_id, (doc, files) in documents.items():
-        target = folder / case_id
-        (target / "test_data_set_0").mkdir(parents=True)
-        (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        for name, data in files.items():
-            (target / name).write_bytes(data)
+    write_documents(folder, documents)
     import gguf_cases  # noqa: PLC0415 (beside this file: the LLM weight-format cases, gguf-*, into the same folder)
 
     return len(documents) + gguf_cases.write(folder)

@@ -18,13 +18,15 @@ tests/test_gguf_cases.py regenerates them and fails on drift.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import shutil
 import sys
 import zlib
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # run as a script too
+from execution_gen.common import from_tests, write_documents  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CASES = ROOT / "conformance_tests" / "cases" / "execution"
@@ -39,12 +41,7 @@ NF4_LEVELS = (-1.0, -0.6961928009986877, -0.5250730514526367, -0.394917488098144
 NF4_BLOCK = 64
 
 def _tests_helpers():
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        import gguf_files  # noqa: PLC0415 (the tests' valid-block writer)
-    finally:
-        sys.path.pop(0)
-    return gguf_files
+    return from_tests("gguf_files")  # the tests' valid-block writer
 
 
 def formats() -> list[str]:
@@ -245,12 +242,7 @@ def write(folder: pathlib.Path = CASES) -> int:
     for old in folder.glob(f"{PREFIX}*"):
         shutil.rmtree(old)
     documents = case_documents()
-    for case_id, (doc, files) in documents.items():
-        target = folder / case_id
-        (target / "test_data_set_0").mkdir(parents=True)
-        (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        for name, data in files.items():
-            (target / name).write_bytes(data)
+    write_documents(folder, documents)
     return len(documents)
 
 

@@ -6,6 +6,8 @@ entry script) plans, builds and writes them.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import json
 import pathlib
 import sys
 
@@ -47,13 +49,27 @@ def _storage_info(storage: str):
     return STORAGE_TYPES[storage]
 
 
-def _helpers():
+def from_tests(module: str):
+    """A module of tests/ (the test builders, the GGUF block writer), imported without leaving tests/ on the path."""
     sys.path.insert(0, str(ROOT / "tests"))
     try:
-        import reference_models  # noqa: PLC0415 (the test builders)
+        return importlib.import_module(module)
     finally:
         sys.path.pop(0)
-    return reference_models
+
+
+def _helpers():
+    return from_tests("reference_models")
+
+
+def write_documents(folder: pathlib.Path, documents: dict[str, tuple[dict, dict[str, bytes]]]) -> None:
+    """Each case's folder: case.json and its files (models, test_data_set_0/*.pb)."""
+    for case_id, (doc, files) in documents.items():
+        target = folder / case_id
+        (target / "test_data_set_0").mkdir(parents=True)
+        (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        for name, data in files.items():
+            (target / name).write_bytes(data)
 
 
 class _Gen:
