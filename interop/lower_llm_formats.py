@@ -33,8 +33,10 @@ from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.proto.model import model_parameters, read_view, write_view
 from onnx_qtypes.proto.parameter_references import read_references
+from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.validity import count_problem
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION, declared_version
 
 FIELDS = ("scale", "offset")
@@ -60,6 +62,7 @@ def lower_llm_formats(model: ModelProto, form: str = "qdq") -> int:
     drop: set[str] = set()
     unused: set[str] = set()
     for weight in weights:
+        _resolved(weight, lookup)  # a type check refuses is refused before anything is rewritten
         if form == "matmulnbits" and _flattened(graph, weight, lookup):
             unused |= _parameter_names(weight.msg, declared)  # the scales are now one float32 initializer
             continue  # a version-2 type: lower writes its DequantizeLinear, fuse its MatMulNBits
@@ -109,10 +112,18 @@ def _weights(graph: GraphProto, declared: dict[str, pb.QuantizedType]) -> list[_
 
 
 def _resolved(weight: _Weight, lookup) -> QType:
+    """The weight's type with its referenced parameters read, checked against the weight's shape: lower runs
+    before any checker, so a type check would refuse is refused here, naming the tensor."""
     refs = read_references(weight.msg, lookup, tuple(weight.init.dims), getattr(lookup, "declared", None))
     if refs.problem:
         raise LowerError(f"tensor {weight.name!r}: {refs.problem}; run `onnx-qtypes check`")
-    return QType.from_proto(weight.msg, values=refs.values)
+    try:
+        qtype = QType.from_proto(weight.msg, values=refs.values)
+    except QTypeError as exc:
+        raise LowerError(f"tensor {weight.name!r}: {exc.field}: {exc.problem}; run `onnx-qtypes check`") from None
+    if problem := count_problem(qtype, tuple(weight.init.dims)):
+        raise LowerError(f"tensor {weight.name!r}: {problem}; run `onnx-qtypes check`")
+    return qtype
 
 
 def _parameter_names(msg: pb.QuantizedType, declared: dict[str, pb.QuantizedType]) -> set[str]:

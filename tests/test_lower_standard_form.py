@@ -218,3 +218,33 @@ def test_a_one_block_1d_weight_lowers_to_a_dequantize_onnxruntime_runs(length):
     got = run_onnxruntime(lower(model), {}, optimize=False)["y"]
     np.testing.assert_array_equal(got, (w.astype(np.float32) - 2) * np.float32(0.375))
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(["y"], {})[0])
+
+
+_V3 = "conformance_tests/cases/checker/QT141-near-miss-iq4-nl-levels/model.onnx"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda q: setattr(q, "block_size", 0), "block_size 0 must be > 0"),
+    (lambda q: setattr(q, "axis", 5), "axis 5 is outside [0, 2)"),
+    (lambda q: setattr(q, "axis", -1), "axis -1 must be >= 0"),
+    (lambda q: (q.ClearField("scale"), q.scale.extend([1.0, 2.0, 3.0])), "needs 4 scales"),
+    (lambda q: (q.ClearField("scale"), setattr(q, "scale_tensor", "nowhere")), "'nowhere' names no initializer"),
+    (lambda q: (q.ClearField("offset"), setattr(q, "offset_tensor", "nowhere")), "'nowhere' names no initializer"),
+], ids=["block-0", "axis-out-of-range", "axis-negative", "scale-count", "scale-tensor-missing", "offset-tensor-missing"])
+@pytest.mark.parametrize("form", ["qdq", "matmulnbits"])
+def test_a_broken_version_3_weight_is_refused_naming_it(change, words, form):
+    """lower runs before any checker: a version-3 weight check would refuse is a LowerError naming the tensor, not
+    an IndexError / ZeroDivisionError or a model onnxruntime then rejects."""
+    from builders import ROOT
+
+    from onnx_qtypes.interop.lower import lower_model
+    from onnx_qtypes.proto.model import read_view, write_view
+
+    model = onnx.load(ROOT / _V3)
+    vi = next(v for v in model.graph.value_info if read_view(v.type.tensor_type).quantization.version == 3)
+    view = read_view(vi.type.tensor_type)
+    change(view.quantization)
+    write_view(vi.type.tensor_type, view)
+    with pytest.raises(LowerError, match="tensor 'w'") as err:
+        lower_model(model, form)
+    assert words in str(err.value)
