@@ -8,8 +8,8 @@ sub-block scales another (itself quantized against its float16 super-block scale
 exact: every value the planes stand for is the value the block stands for.
 
 ``FORMATS`` maps the GGUF type name to its ``Format``; ``Format.unpack(blocks)`` takes a ``(n, bytes per block)``
-uint8 array and returns ``Planes`` laid out per block; ``Format.reals(planes)`` is what those planes mean (exact,
-float64), used by the tests to hold every row of the table to gguf's own dequantizer.
+uint8 array and returns ``Planes`` laid out per block. What the planes mean is the type's one formula,
+``reference_ops/quant.py``'s dequantize on the lifted type (tests hold it to gguf's own dequantizer).
 """
 
 from __future__ import annotations
@@ -68,39 +68,6 @@ class Format:
     halves: tuple[int, ...] = ()  # byte offsets of the block's float16 fields (d, dmin / m)
     codebook: tuple[float, ...] = ()
     note: str = ""
-
-    @property
-    def bits(self) -> int:
-        """Bits a code needs (its range), not the storage type's width."""
-        return int(self.hi - self.lo).bit_length()
-
-    def reals(self, planes: Planes) -> np.ndarray:
-        """The exact real values the planes stand for (float64, (n, block)): the type's formula, per block."""
-        scale = _parameter(self.scale, planes.scale, planes.scale_d)
-        offset = _parameter(self.offset, planes.offset, planes.offset_d) if self.offset is not None else 0.0
-        codes = planes.codes.astype(np.int64)
-        if self.storage == "float4e2m1":
-            import ml_dtypes  # noqa: PLC0415
-
-            values = codes.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
-        elif self.codebook:
-            values = np.asarray(self.codebook, np.float64)[codes - self.lo]
-        else:
-            values = codes.astype(np.float64)
-        per = self.block // self.sub_block
-        shaped = values.reshape(len(values), per, self.sub_block)
-        out = shaped * np.asarray(scale)[..., None] + (np.asarray(offset)[..., None] if self.offset is not None else 0)
-        return out.reshape(len(values), self.block)
-
-
-def _parameter(kind: str | Level, values: np.ndarray, d: np.ndarray | None) -> np.ndarray:
-    if kind == "float16":
-        return values.astype(np.float64)
-    if kind == "e8m0":
-        return np.ldexp(1.0, values.astype(np.int64) - 127)
-    assert isinstance(kind, Level) and d is not None
-    sign = -1.0 if kind.negate else 1.0
-    return values.astype(np.float64) * np.repeat(sign * d.astype(np.float64), kind.per, axis=-1)
 
 
 # --- unpacking: bytes of n blocks (n, block_bytes) -> planes ---------------------------------------------------

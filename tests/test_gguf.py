@@ -37,19 +37,20 @@ def _values_equal(want: np.ndarray, got: np.ndarray) -> bool:
 
 
 @pytest.mark.parametrize("name", FORMATS)
-def test_every_format_decodes_exactly_as_gguf(name):
-    """The planes' exact reals, rounded once to float32, are gguf's float32 values: a product of at most 24
-    significant bits, then one rounding (llm_formats.md#exactness). Zero d and dmin included; the only
-    difference allowed is the sign of a zero, which exact reals do not have."""
+def test_every_format_decodes_exactly_as_gguf(name, tmp_path):
+    """2,000 random blocks of each format (zero d and dmin included), lifted and dequantized by the type's one
+    formula (reference_ops/quant.py), rounded once to float32: gguf's float32 values (llm_formats.md#exactness).
+    The only difference allowed is the sign of a zero, which exact reals do not have."""
     fmt = FORMATS[name]
-    rng = np.random.default_rng(len(name))
-    blocks = gguf_files.random_blocks(fmt, 2000, rng)
-    planes = fmt.unpack(blocks)
-    ours = fmt.reals(planes).astype(np.float32)
-    theirs = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType[name]).reshape(ours.shape)
+    shape = (250, 8 * fmt.block)  # 2,000 blocks
+    gguf_files.write_gguf(tmp_path / "one.gguf", [("w", name, shape)], seed=len(name))
+    lift_gguf(tmp_path / "one.gguf", tmp_path / "one.onnx")
+    ours = np.asarray(ReferenceEvaluator(onnx_qtypes.load(tmp_path / "one.onnx")).run(["w"], {})[0], np.float32)
+    theirs = gguf_files.gguf_values(tmp_path / "one.gguf")["w"].astype(np.float32)
     assert np.array_equal(ours, theirs)
     differ = ours.view(np.uint32) != theirs.view(np.uint32)
     assert (ours[differ] == 0).all()  # +0 here, -0 in gguf where d * 0 has a sign
+    planes = fmt.unpack(gguf_files.random_blocks(fmt, 2000, np.random.default_rng(len(name))))
     if fmt.storage != "float4e2m1":  # integer codes within the declared storage range, and all of it in use
         assert planes.codes.min() >= fmt.lo and planes.codes.max() <= fmt.hi
         assert len(np.unique(planes.codes)) == fmt.hi - fmt.lo + 1 or name in gguf_files.QUANTIZED_BY_GGUF
