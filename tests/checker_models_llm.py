@@ -66,6 +66,10 @@ def cases() -> list[Case]:
         _fire("QT140", "nan-offset", lambda: _weight(_v3(offset=[1.0, 2.0, float("nan"), 0.5])), f"{W}/offset/2",
               "w", message="must be finite"),
         _miss("QT140", "one-offset-per-block", lambda: _weight(_v3(offset=[1.0, -2.0, 0.5, 0.25]))),
+        # zeros count too: a list of 0s means no offset only when it has one per scale
+        _fire("QT140", "three-zero-offsets-for-four-scales", lambda: _weight(_v3(offset=[0.0, 0.0, 0.0])),
+              f"{W}/offset", "w", message="4 scales need 4 offsets"),
+        _miss("QT140", "four-zero-offsets", lambda: _weight(_v3(offset=[0.0, 0.0, 0.0, 0.0]))),
         # QT141
         _fire("QT141", "fifteen-entries", lambda: _weight(_v3(codebook=LEVELS[:15])), f"{W}/codebook", "w",
               message="16 entries"),

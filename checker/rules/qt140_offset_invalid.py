@@ -39,10 +39,13 @@ from onnx_qtypes.proto.validity import offset_problem
 def check(ctx: Context) -> Iterator[Finding]:
     for decl in ctx.distinct_declarations:
         qt = decl.qtype
-        if qt is None or not qt.offset or decl.reference_problem:  # unreadable references: QT117
+        # listed offsets as written: QType drops a list of 0s (no offset), whatever its count
+        listed = list(decl.quantization.offset) if decl.quantization is not None else []
+        offsets = listed or (qt.offset if qt is not None else ())
+        if qt is None or not offsets or decl.reference_problem:  # unreadable references: QT117
             continue
-        if problem := offset_problem(qt.offset, len(qt.scale)):
-            values = np.asarray(qt.offset, np.float64)
+        if problem := offset_problem(offsets, len(qt.scale)):
+            values = np.asarray(offsets, np.float64)
             index = int(np.argmin(np.isfinite(values))) if not np.isfinite(values).all() else None
             where = ("quantization", "offset") if index is None else ("quantization", "offset", index)
             yield Finding(decl_location(decl, *where), problem)
