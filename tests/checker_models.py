@@ -1030,6 +1030,9 @@ def cases() -> list[Case]:
               message="field 30"),
         _fire("QT115", "version-4", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x60\x04")), f"{QF}/version", "q",
               message="extension version 4"),
+        # a field of a later version than the type declares: scale_tensor (version 2) without version
+        _fire("QT115", "scale-tensor-without-version", lambda: one_tensor(qmsg(scale=[0.1], extra=b"\x52\x01s")),
+              f"{QF}/scale_tensor", "q", message="belongs to extension version 2"),
         _miss("QT115", "schema-1", lambda: one_tensor(qmsg(scale=[0.1], schema=pb.SYMMETRIC))),
         # QT128
         _fire("QT128", "uint8-unsigned-form", lambda: one_tensor(qmsg(
