@@ -244,10 +244,7 @@ def test_the_tolerance_of_an_agreeing_node_is_the_suites(tmp_path):
         seen.setdefault(case.operator, case)
     checked = 0
     for case in seen.values():
-        try:
-            result = compare(case.model_path, "reference", case.feeds())
-        except Exception:  # noqa: BLE001 (a case compare cannot take: nothing is compared, nothing to agree on)
-            continue
+        result = compare(case.model_path, "reference", case.feeds())
         for row in result.rows:
             if row.tensor in case.tolerance and row.unit == "steps":
                 assert row.tolerance == case.tolerance[row.tensor], (case.id, row.tensor)
@@ -256,8 +253,11 @@ def test_the_tolerance_of_an_agreeing_node_is_the_suites(tmp_path):
     assert checked >= 30
 
 
-@pytest.mark.parametrize("example", ["loop", "scan"])
-@pytest.mark.parametrize("backend", ["onnxruntime", "onnxruntime-unoptimized", "compare_backends:FromFolder"])
+@pytest.mark.parametrize(("example", "backend"), [
+    *[("loop", b) for b in ("onnxruntime", "onnxruntime-unoptimized", "compare_backends:FromFolder")],
+    # scan runs: judged on onnxruntime's unoptimized path only (its fused kernels are not what the suite asserts)
+    *[("scan", b) for b in ("onnxruntime-unoptimized", "compare_backends:FromFolder")],
+])
 def test_a_model_lower_refuses_is_one_line_and_exit_2_for_a_standard_onnx_backend(example, backend, capsys):
     """lower writes If / Loop / Scan bodies that only move stored values (scan.onnx); loop.onnx's body computes, so a
     backend running standard ONNX cannot run it: one line naming why, never a traceback. The reference runs both."""
@@ -268,7 +268,7 @@ def test_a_model_lower_refuses_is_one_line_and_exit_2_for_a_standard_onnx_backen
         return
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "internal error" not in err and "computes on quantized values" in err, err
-    assert main(["compare", str(OPS / f"{example}.onnx"), "--backend", "reference"]) in (0, 1)
+    assert main(["compare", str(OPS / f"{example}.onnx"), "--backend", "reference"]) == 0
 
 
 def test_reasons_and_page_cite_the_spec_not_decision_numbers(tmp_path, capsys):

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-gguf = pytest.importorskip("gguf")
+import gguf  # in the test extra: an ImportError here is a broken install
 
 import gguf_files  # noqa: E402
 import onnx_qtypes  # noqa: E402
@@ -71,7 +71,7 @@ def test_the_lift_checks_clean_and_runs_to_ggufs_values(every_format):
 def test_lowered_onnxruntime_gives_ggufs_float32_bits(every_format):
     """After lower, onnxruntime's unoptimized CPU path computes every weight to gguf's float32 bits (signed zeros
     included: its DequantizeLinear multiplies in float32 as gguf does)."""
-    ort = pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
     _, typed, want = every_format
     lowered = onnx_qtypes.lower(onnx_qtypes.load(typed))
     assert not any(o.domain not in ("", "ai.onnx") for o in lowered.opset_import)
@@ -221,7 +221,7 @@ def test_a_reader_unaware_of_the_extension_refuses_the_lifted_model(every_format
     """Every version-3 weight's codes carry the marker data type: onnx's full check (its shape inference) and
     onnxruntime, which know no extension, refuse the model rather than read the codes as numbers
     (llm_formats.md#unaware-readers)."""
-    ort = pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
     typed = every_format[1]
     with pytest.raises(ValueError, match="Invalid tensor data type 10"):
         onnx.checker.check_model(onnx.load(str(typed)), full_check=True)

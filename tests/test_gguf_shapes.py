@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 
-gguf = pytest.importorskip("gguf")
+import gguf  # noqa: F401 (in the test extra: an ImportError here is a broken install)
 
 import gguf_files  # noqa: E402
 from builders import ROOT  # noqa: E402
@@ -95,7 +95,7 @@ def test_lowered_onnxruntime_gives_ggufs_float32_bits(lifted, lowered, form):
     block too, whose one-element scale onnxruntime reads as per-tensor); bit for bit, signed zeros included, in
     the qdq form. The matmulnbits form gives a block with d = 0 scale 1 and codes at the zero point (MatMulNBits
     takes no zero scale), so its zeros are +0 where gguf's d * q is -0."""
-    ort = pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
     want = lifted[1]
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -154,7 +154,7 @@ def test_matmulnbits_exactly_where_the_spec_says(name):
     """--form matmulnbits on the format's committed MatMul case: com.microsoft.MatMulNBits of the bit width the
     spec's row names where it names one, the exact DequantizeLinear chain elsewhere; onnxruntime (unoptimized)
     within the case's tolerance either way."""
-    ort = pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
     from onnx import numpy_helper  # noqa: PLC0415
 
     lowers = _mapping_table()[name][-1]
