@@ -14,10 +14,9 @@ Run ``python conformance_tests/publish_status.py`` to record every installed bac
 
 from __future__ import annotations
 
-import math
-
 import hashlib
 import json
+import math
 import platform
 import re
 from collections import Counter, defaultdict
@@ -47,7 +46,7 @@ from .execution_cases import (
     load_cases,
 )
 from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
-from .runner import CaseResult
+from .runner import CaseResult, _rank
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -59,13 +58,10 @@ FORMAT = 1
 
 
 def _steps(value: object) -> float:
-    """A record's max_steps as a number: JSON keeps an infinite distance (NaN against a number) as "inf"."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return 0.0
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    """A record's max_steps as a number (the runner's reading: "inf" is how JSON keeps NaN against a number);
+    none recorded (an error, a shape mismatch) counts 0 here, where only the worst measured distance is shown."""
+    return 0.0 if value is None else _rank(value)
+
 
 def suite_digest(cases: Sequence[ExecutionCase]) -> str:
     """sha256 over every case's case.json, models and test data: a record of another suite is stale."""

@@ -694,7 +694,8 @@ def _near_tie_mask(view: ModelView, node: NodeProto, qtype: QType, values: Mappi
     x = values.get(node.input[0])
     if x is None or np.asarray(x).dtype.kind not in "fV":  # V: ml_dtypes' bfloat16
         return None
-    from onnx_qtypes.reference_ops.quant import broadcast_parameters, dynamic_parameters  # noqa: PLC0415
+    from onnx_qtypes.proto.errors import QTypeError  # noqa: PLC0415
+    from onnx_qtypes.reference_ops.quant import broadcast_parameters, dynamic_parameters, storage_range  # noqa: PLC0415
 
     x = np.asarray(x)
     if qtype.is_dynamic and node.op_type == "QuantizeLinear":  # bound to its scale / zero-point operands
@@ -713,12 +714,12 @@ def _near_tie_mask(view: ModelView, node: NodeProto, qtype: QType, values: Mappi
         return None  # float storage rounds to a non-uniform grid: no half-integer quotient to miss
     try:
         scale, zero_point = broadcast_parameters(qtype, np.shape(x), tensor=node.output[0])
-    except Exception:  # a shape the parameters do not fit: the reference refused it before this
+    except QTypeError:  # a shape the parameters do not fit: the reference refused it before this
         return None
     near = near_ties(x, scale, qtype.expressed)
     with np.errstate(all="ignore"):  # a near-tie whose two candidates saturate to one stored value cannot be off
         below = np.floor(np.asarray(x, np.float64) / scale) + zero_point
-    lo, hi = qtype.storage_min, qtype.storage_max
+    lo, hi = storage_range(qtype)
     return near & (np.clip(below, lo, hi) != np.clip(below + 1, lo, hi))
 
 
