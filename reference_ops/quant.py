@@ -138,6 +138,19 @@ def dequantize(q: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.
     return dequantize_at(q, qtype, parameter_index(qtype, q.shape, tensor), tensor=tensor)
 
 
+def codebook_entries(codes: np.ndarray, qtype: QType, *, tensor: str | None = None) -> np.ndarray:
+    """The codebook entry each code reads (float64): ``codebook[q - storage_min]``, refusing a codebook that does
+    not fit its type (one built unvalidated: the checker's view, QT141) and a code outside the range."""
+    lo, hi = storage_range(qtype)
+    if problem := codebook_problem(qtype.codebook, qtype.storage_type, lo, hi, qtype.zero_point):
+        raise QTypeError("codebook", problem, tensor)
+    codes = np.asarray(codes, np.int64)
+    if codes.size and (codes.min() < lo or codes.max() > hi):
+        bad = codes.min() if codes.min() < lo else codes.max()
+        raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)
+    return np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
+
+
 def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str | None = None) -> np.ndarray:
     """``dequantize`` with each element's parameter index given (broadcastable to ``q``): what a kernel that has
     moved codes and their indices together (Gather of rows of a blocked weight) reads them as."""
@@ -154,13 +167,7 @@ def dequantize_at(q: np.ndarray, qtype: QType, index: np.ndarray, *, tensor: str
         raise QTypeError("storage", f"expected storage integers, got {q.dtype} values", tensor)
     codes = q.astype(np.int64)
     if qtype.codebook:
-        lo, hi = storage_range(qtype)
-        if problem := codebook_problem(qtype.codebook, qtype.storage_type, lo, hi, qtype.zero_point):
-            raise QTypeError("codebook", problem, tensor)  # a type built unvalidated (the checker's view: QT141)
-        if codes.size and (codes.min() < lo or codes.max() > hi):
-            bad = codes.min() if codes.min() < lo else codes.max()
-            raise QTypeError("storage", f"code {int(bad)} is outside the codebook's range [{lo}, {hi}]", tensor)
-        values = np.asarray(qtype.codebook, dtype=np.float64)[codes - lo]
+        values = codebook_entries(codes, qtype, tensor=tensor)
     else:
         values = (codes - zero_point).astype(np.float64)
     return scale * values if offset is None else scale * values + offset

@@ -227,3 +227,38 @@ def test_a_reader_unaware_of_the_extension_refuses_the_lifted_model(every_format
         onnx.checker.check_model(onnx.load(str(typed)), full_check=True)
     with pytest.raises(Exception, match="Load model .* failed"):
         ort.InferenceSession(str(typed), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("name", ["Q3_K", "Q4_K", "Q6_K", "IQ4_XS"])
+def test_the_blocked_matmul_kernel_gives_a_quantized_output_the_definitions_value(name):
+    """The same product into an int8 output: the integer kernel's requantization of sign-flipped terms (negative
+    sub-block scales in Q3_K / Q6_K, -dmin offsets in Q4_K) gives the definition's storage values."""
+    from builders import load_script  # noqa: PLC0415
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
+    from onnx_qtypes import QType  # noqa: PLC0415
+    from onnx_qtypes.proto.model import write_qtype  # noqa: PLC0415
+
+    cases = load_script("conformance_tests/generators/gguf_cases.py")
+    rng = np.random.default_rng(5)
+    feeds = {"a": rng.integers(-128, 128, (3, 512)).astype(np.int8)}
+
+    def model(y_type):
+        inits, infos, weight = cases._weight(name, "b", True, np.random.default_rng(3))
+        a_vi = helper.make_tensor_value_info("a", TensorProto.INT8, [3, 512])
+        write_qtype(a_vi, QType("int8", 2.0 ** -5, 3))
+        y_vi = helper.make_tensor_value_info("y", TensorProto.INT8 if y_type else TensorProto.FLOAT, [3, 8])
+        if y_type:
+            write_qtype(y_vi, y_type)
+        return cases._model([helper.make_node("MatMul", ["a", weight], ["y"], name="mm")], [a_vi], [y_vi], inits,
+                            infos, 21, 10)
+
+    reals = ReferenceEvaluator(model(None)).run(None, feeds)[0].astype(np.float64)
+    y_type = QType("int8", float(np.float32(np.abs(reals).max() / 100)), -4)
+    typed = model(y_type)
+    want = ReferenceEvaluator(typed, kernels="definitional").run(None, feeds)[0]
+    integer = ReferenceEvaluator(typed, kernels="integer")
+    got = integer.run(None, feeds)[0]
+    assert integer.kernel_log == {"mm": "integer"}
+    assert len(np.unique(want)) > 12  # of 24 values: the output varies: a wrong sign or offset would show
+    assert np.array_equal(np.asarray(got), np.asarray(want))

@@ -17,11 +17,12 @@ import math
 
 import numpy as np
 
+from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.ops._matmul import exact_matmul
 from onnx_qtypes.reference_ops.ops._requant import output
-from onnx_qtypes.reference_ops.quant import broadcast_parameters
+from onnx_qtypes.reference_ops.quant import broadcast_parameters, codebook_entries
 
 
 def applies(b_t: QType | None, b_rank: int) -> bool:
@@ -45,6 +46,9 @@ def run(ctx: KernelContext) -> tuple:
     values = _weight_integers(b, b_t)
     k, n = b.shape
     blocks = math.ceil(k / b_t.block_size)
+    if len(b_t.scale) != blocks * n or (b_t.offset and len(b_t.offset) != blocks * n):
+        raise QTypeError("scale", f"a [{k}, {n}] weight in blocks of {b_t.block_size} along K has {blocks * n} "
+                         f"parameters, found {len(b_t.scale)} scales and {len(b_t.offset)} offsets")
     scales = np.asarray(b_t.scale, np.float64).reshape(blocks, n)
     offsets = np.asarray(b_t.offset, np.float64).reshape(blocks, n) if b_t.offset else None
     da = a.astype(np.int64) - a_t.zero_point[0]
@@ -69,7 +73,6 @@ def _weight_integers(b: np.ndarray, b_t: QType) -> np.ndarray:
     if not b_t.codebook:
         _, zero_point = broadcast_parameters(b_t, b.shape)
         return b.astype(np.int64) - zero_point
-    book = np.asarray(b_t.codebook, np.float64)
-    if not np.all(book == np.rint(book)):
+    if not all(float(v).is_integer() for v in b_t.codebook):
         raise Unsupported("a codebook of non-integers (NF4) has no integer kernel")
-    return book.astype(np.int64)[b.astype(np.int64) - b_t.storage_min]
+    return codebook_entries(b, b_t).astype(np.int64)
