@@ -28,7 +28,7 @@ from onnx_qtypes.proto.model import parse_view, quantized_declarations
 from onnx_qtypes.proto.parameter_references import FIELDS, has_references, read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
-from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType
+from onnx_qtypes.proto.storage_types import STORAGE_TYPES, StorageType, byte_dtype
 
 T = TypeVar("T")
 MAIN = ""  # scope of the main graph and its subgraphs (one SSA name space)
@@ -563,7 +563,7 @@ class Context:
     def _raw_extrema(self) -> dict[tuple[str, str], tuple[int, int] | None]:
         groups: dict[np.dtype, list[tuple[tuple[str, str], bytes]]] = {}
         for key, const, _ in self.quantized_constants():
-            dtype = _SMALL_INT_DTYPES.get(const.data_type)
+            dtype = _small_int_dtype(const.data_type)
             if dtype is None or const.tensor is None or const.external:
                 continue
             if raw := const.tensor.raw_data:  # its size was checked against the dims when indexed
@@ -647,7 +647,7 @@ def storage_range(qtype: QType) -> tuple[int, int] | None:
 
 def _tensor_to_array(const: ConstantRef) -> np.ndarray:
     tensor = const.tensor  # its size was checked by the shared reader (proto.reader)
-    dtype = _RAW_DTYPES.get(const.data_type)
+    dtype = byte_dtype(const.data_type)
     if dtype is not None and tensor.HasField("raw_data"):  # byte-aligned raw data: a view, no copy
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(const.dims)
     if const.data_type not in TensorProto.DataType.values():
@@ -669,10 +669,10 @@ def _mapped(array: np.ndarray) -> bool:
     return False
 
 
+def _small_int_dtype(data_type: int) -> np.dtype | None:
+    """The dtype of an integer type of up to 32 bits whose stored bytes numpy reads as they are, else None."""
+    dtype = byte_dtype(data_type)
+    return dtype if dtype is not None and dtype.kind in "iu" and dtype.itemsize <= 4 else None
+
+
 _KEPT_BYTES = 16 << 20  # constant_array keeps arrays below this; larger ones read from their file are not kept
-_RAW_DTYPES = {  # little-endian, as TensorProto.raw_data is
-    TensorProto.INT8: np.dtype("i1"), TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"),
-    TensorProto.UINT16: np.dtype("<u2"), TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8"),
-    TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
-}
-_SMALL_INT_DTYPES = {t: d for t, d in _RAW_DTYPES.items() if d.kind in "iu" and d.itemsize <= 4}

@@ -33,6 +33,7 @@ from onnx_qtypes.proto.encoding import marker
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.files import atomic_write, require_regular_file
 from onnx_qtypes.proto.model import write_view
+from onnx_qtypes.proto.packing import pack
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION
 
@@ -282,26 +283,12 @@ def plane_bytes(fmt: Format, planes: Planes, plane: str) -> bytes:
 def plane_raw(fmt: Format, plane: str, values: np.ndarray) -> bytes:
     """A plane's values (row-major) as raw_data bytes."""
     if plane == "codes":
-        return pack(values, STORAGE_TYPES[fmt.storage].bits)
+        return pack(np.ravel(values), STORAGE_TYPES[fmt.storage].bits).tobytes()
     field, _, part = plane.partition("_")
     if part == "codes":
-        return pack(values, STORAGE_TYPES[getattr(fmt, field).storage].bits)
+        return pack(np.ravel(values), STORAGE_TYPES[getattr(fmt, field).storage].bits).tobytes()
     return np.ascontiguousarray(values).tobytes()
 
-
-def pack(codes: np.ndarray, bits: int) -> bytes:
-    """Codes (row-major) in ONNX's layout for a ``bits``-bit type: 8 bits as bytes, 4 and 2 bits packed with the
-    first element in the lowest bits."""
-    flat = np.ascontiguousarray(codes).reshape(-1).astype(np.int16).astype(np.uint8)
-    if bits == 8:
-        return flat.tobytes()
-    per = 8 // bits
-    mask = (1 << bits) - 1
-    grouped = (flat & mask).reshape(-1, per)
-    out = np.zeros(len(grouped), np.uint8)
-    for i in range(per):
-        out |= grouped[:, i] << np.uint8(i * bits)
-    return out.tobytes()
 
 
 # the float16 fields of a block, by plane: GGUF's names for them

@@ -33,6 +33,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
 from onnx_qtypes.proto.external import spill, spill_chunks
+from onnx_qtypes.proto.packing import pack, unpack
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
 
 OP = "MatMulNBits"
@@ -43,21 +44,6 @@ UNFUSED_KEY = metadata.PREFIX + "read_from"  # on the DequantizeLinear unfuse wr
 
 def is_matmul_nbits(node: NodeProto) -> bool:
     return node.op_type == OP and node.domain == MS_DOMAIN
-
-
-# -- bit packing (low bits first, along the last axis): ONNX's own int4 / int2 layout, so onnx packs it --------
-def unpack(packed: np.ndarray, bits: int) -> np.ndarray:
-    """uint8 [..., n] -> codes [..., n * 8 / bits], the first code of each byte in its lowest bits."""
-    count = packed.size * 8 // bits
-    raw = TensorProto(data_type=STORAGE_TYPES[f"uint{bits}"].data_type, dims=[count],
-                      raw_data=np.ascontiguousarray(packed, np.uint8).tobytes())
-    return numpy_helper.to_array(raw).astype(np.uint8).reshape(*packed.shape[:-1], packed.shape[-1] * 8 // bits)
-
-
-def pack(codes: np.ndarray, bits: int) -> np.ndarray:
-    """codes [..., n] (n a multiple of 8 / bits) -> uint8 [..., n * bits / 8]; the inverse of ``unpack``."""
-    stored = numpy_helper.from_array(np.ascontiguousarray(codes).astype(STORAGE_TYPES[f"uint{bits}"].np_dtype))
-    return np.frombuffer(stored.raw_data, np.uint8).reshape(*codes.shape[:-1], codes.shape[-1] * bits // 8)
 
 
 def _pad_last(values: np.ndarray, multiple: int, fill: int = 0) -> np.ndarray:

@@ -16,7 +16,6 @@ markers replaced by the storage types, declarations by UNDEFINED.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -24,7 +23,7 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto,
 
 from onnx_qtypes.proto import external
 from onnx_qtypes.proto.parameter_tensors import unique_name
-from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE, byte_dtype
 
 MARKER_BASE = 1000
 _BOUNDARY = ("QuantizeLinear", "DequantizeLinear")
@@ -47,22 +46,13 @@ def plain_data_type(value: int) -> int:
     return value if storage is None else storage
 
 
-# Byte-aligned types whose raw_data numpy reads as it is: what numpy_helper.to_array returns for them, without its
-# per-call dtype lookups (thousands of scales and zero points per model).
-_RAW_DTYPES = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
-               TensorProto.FLOAT16: np.dtype("<f2"), TensorProto.INT8: np.dtype("i1"),
-               TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"), TensorProto.UINT16: np.dtype("<u2"),
-               TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8")}
-_LITTLE_ENDIAN = sys.byteorder == "little"
-
-
 def tensor_array(tensor: TensorProto) -> np.ndarray:
     """numpy_helper.to_array, reading a marked tensor as its storage type, and a tensor left in its external file
     (``proto.external``) where it lies: byte-aligned types mapped from the file, others read as once loaded."""
     if external.is_lazy(tensor):
         return _lazy_array(tensor)
-    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
-    if (dtype is not None and _LITTLE_ENDIAN and tensor.HasField("raw_data") and not tensor.HasField("segment")
+    dtype = byte_dtype(plain_data_type(tensor.data_type))
+    if (dtype is not None and tensor.HasField("raw_data") and not tensor.HasField("segment")
             and tensor.data_location != TensorProto.EXTERNAL):
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(tensor.dims)
     storage = marked_storage(tensor.data_type)
@@ -77,8 +67,8 @@ def tensor_array(tensor: TensorProto) -> np.ndarray:
 
 def _lazy_array(tensor: TensorProto) -> np.ndarray:
     data = external.tensor_bytes(tensor)
-    dtype = _RAW_DTYPES.get(plain_data_type(tensor.data_type))
-    if dtype is not None and _LITTLE_ENDIAN and not tensor.HasField("segment") and data.size % dtype.itemsize == 0:
+    dtype = byte_dtype(plain_data_type(tensor.data_type))
+    if dtype is not None and not tensor.HasField("segment") and data.size % dtype.itemsize == 0:
         return data.view(dtype).reshape(tensor.dims)  # as np.frombuffer(raw_data) would give it, without the read
     loaded = TensorProto()  # the tensor as loading it would have made it
     loaded.CopyFrom(tensor)

@@ -20,8 +20,8 @@ import numpy as np
 from onnx_qtypes.proto import external, onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import marked_storage, plain_data_type, tensor_array
 from onnx_qtypes.proto.parameter_layout import block_count
-from onnx_qtypes.proto.parameter_values import ParameterValues, mapped_dtype
-from onnx_qtypes.proto.storage_types import EXACT_PARAMETER_TYPES, data_type_name
+from onnx_qtypes.proto.parameter_values import ParameterValues
+from onnx_qtypes.proto.storage_types import EXACT_PARAMETER_TYPES, byte_dtype, data_type_name
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION, declared_version
 
 FIELDS = ("scale", "zero_point", "offset")
@@ -147,7 +147,7 @@ def _plain_values(msg: pb.QuantizedType, field: str, where: str, init: Any, vers
 def lazy_values(init: Any, kind: type) -> ParameterValues:
     """The values of an initializer left in its external file, read from there on each use."""
     path, offset, length = external.region(init)
-    dtype = mapped_dtype(plain_data_type(init.data_type))
+    dtype = byte_dtype(plain_data_type(init.data_type))
     count = math.prod(init.dims)
     if dtype is not None and not init.HasField("segment") and length == count * dtype.itemsize:
         return ParameterValues.mapped(path, offset, count, dtype, kind)

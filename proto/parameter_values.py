@@ -12,19 +12,12 @@ alike; ``np.asarray`` gives the float64 (int64) values in one step.
 from __future__ import annotations
 
 import pathlib
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
-from onnx import TensorProto
 
 _CHUNK = 1 << 16  # values converted to Python objects at once while iterating
-_MAPPED = {TensorProto.FLOAT16: np.dtype("<f2"), TensorProto.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-           TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"), TensorProto.INT8: np.dtype("i1"),
-           TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"), TensorProto.UINT16: np.dtype("<u2"),
-           TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8")}
 
 
 class ParameterValues(Sequence):
@@ -143,9 +136,5 @@ def any_nonzero(values: Sequence[Any]) -> bool:
     return bool(np.asarray(values).any()) if isinstance(values, ParameterValues) else any(values)
 
 
-def mapped_dtype(data_type: int) -> np.dtype | None:
-    """The numpy dtype an initializer of ``data_type`` maps to byte for byte (little-endian), or None (packed)."""
-    return _MAPPED.get(data_type) if sys.byteorder == "little" else None
 
-
-__all__ = ["ParameterValues", "any_nonzero", "mapped_dtype", "values_array"]
+__all__ = ["ParameterValues", "any_nonzero", "values_array"]

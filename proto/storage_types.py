@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -96,6 +97,22 @@ EXACT_PARAMETER_TYPES: dict[int, tuple[int, ...]] = {
     TensorProto.FLOAT: (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E8M0),
     TensorProto.BFLOAT16: (TensorProto.FLOAT8E8M0,),
 }
+
+
+# Byte-aligned types whose stored bytes (raw_data, external data: little-endian) numpy reads as they are, one value
+# per item: what numpy_helper.to_array gives for them, without its per-call look-ups (thousands of parameters).
+_BYTE_ALIGNED = {TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+                 TensorProto.FLOAT16: np.dtype("<f2"), TensorProto.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+                 TensorProto.INT8: np.dtype("i1"), TensorProto.UINT8: np.dtype("u1"), TensorProto.INT16: np.dtype("<i2"),
+                 TensorProto.UINT16: np.dtype("<u2"), TensorProto.INT32: np.dtype("<i4"),
+                 TensorProto.INT64: np.dtype("<i8")}
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def byte_dtype(data_type: int) -> np.dtype | None:
+    """The numpy dtype that reads ``data_type``'s stored bytes as they are on this machine; None for a packed or
+    other type, and on a big-endian machine (the stored bytes are little-endian)."""
+    return _BYTE_ALIGNED.get(data_type) if _LITTLE_ENDIAN else None
 
 
 def storage_type(value: str | int | StorageType) -> StorageType:
