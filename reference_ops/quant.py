@@ -179,8 +179,11 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate
 
     ``x / scale`` is one correctly rounded float64 division. For float32
     (or narrower) ``x`` and scale with ``|x / scale| < 2**28`` that decides
-    every rounding, ties included, exactly as exact arithmetic would. ±inf
-    saturate; NaN has no quantized value and maps to the zero point.
+    every rounding, ties included, exactly as exact arithmetic would. A
+    type with offsets (GGUF's -dmin) subtracts the offset first, in float64:
+    exact for float32 ``x`` and offset whose binary exponents differ by at
+    most 29 (24 + 29 bits: float64's 53), one more rounding otherwise.
+    ±inf saturate; NaN has no quantized value and maps to the zero point.
     """
     if qtype.codebook:
         raise QTypeError("codebook", "a type with a codebook has no quantize (it declares constants only: "
