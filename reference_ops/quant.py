@@ -180,9 +180,10 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate
     ``x / scale`` is one correctly rounded float64 division. For float32
     (or narrower) ``x`` and scale with ``|x / scale| < 2**28`` that decides
     every rounding, ties included, exactly as exact arithmetic would. A
-    type with offsets (GGUF's -dmin) subtracts the offset first, in float64:
-    exact for float32 ``x`` and offset whose binary exponents differ by at
-    most 29 (24 + 29 bits: float64's 53), one more rounding otherwise.
+    type with offsets (GGUF's -dmin) subtracts the offset first, in float64,
+    then divides: each step correctly rounded, but the difference may need
+    up to 53 bits, so the claim above does not carry over: a value within a
+    float64 rounding of a tie may round as the tie does.
     ±inf saturate; NaN has no quantized value and maps to the zero point.
     """
     if qtype.codebook:
