@@ -102,9 +102,7 @@ def offset_problem(offsets: Sequence[float], scale_count: int) -> str | None:
         return "a dynamic type (no scale) carries no offsets"
     if len(offsets) != scale_count:
         return f"{scale_count} scales need {scale_count} offsets, found {len(offsets)}"
-    values = values_array(offsets, np.float64)
-    if not np.isfinite(values).all():
-        index = int(np.argmin(np.isfinite(values)))
+    if (index := first_not_finite(offsets)) is not None:
         return f"offset[{index}] {offsets[index]!r} must be finite"
     return None
 
@@ -120,14 +118,18 @@ def codebook_problem(codebook: Sequence[float], storage: StorageType, lo: int, h
     if len(codebook) != hi - lo + 1:
         return (f"a codebook over storage range [{lo}, {hi}] has {hi - lo + 1} entries (one per code), "
                 f"found {len(codebook)}")
-    values = np.fromiter(codebook, dtype=np.float64, count=len(codebook))
-    if not np.isfinite(values).all():
-        index = int(np.argmin(np.isfinite(values)))
+    if (index := first_not_finite(codebook)) is not None:
         return f"codebook[{index}] {codebook[index]!r} must be finite"
     if any_nonzero(zero_points):
         bad = next(z for z in zero_points if z)
         return f"zero point {bad} with a codebook: the codebook's values are the reals' units, every zero point is 0"
     return None
+
+
+def first_not_finite(values: Sequence[float]) -> int | None:
+    """The index of the first NaN or infinite value, or None."""
+    finite = np.isfinite(values_array(values, np.float64))
+    return None if finite.all() else int(np.argmin(finite))
 
 
 def first_outside(values: Sequence[int], lo: int, hi: int) -> int | None:

@@ -27,12 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from onnx_qtypes.checker.context import Context, decl_location
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
-from onnx_qtypes.proto.validity import offset_problem
+from onnx_qtypes.proto.validity import first_not_finite, offset_problem
 
 
 @rule("QT140", "offset-invalid", "error")
@@ -45,7 +43,6 @@ def check(ctx: Context) -> Iterator[Finding]:
         if qt is None or not offsets or decl.reference_problem:  # unreadable references: QT117
             continue
         if problem := offset_problem(offsets, len(qt.scale)):
-            values = np.asarray(offsets, np.float64)
-            index = int(np.argmin(np.isfinite(values))) if not np.isfinite(values).all() else None
+            index = first_not_finite(offsets)
             where = ("quantization", "offset") if index is None else ("quantization", "offset", index)
             yield Finding(decl_location(decl, *where), problem)
