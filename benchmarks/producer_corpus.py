@@ -32,8 +32,9 @@ For each quantized model it reports (the issue-20 criteria):
   with its custom-op library and the final outputs are compared; for Brevitas's QONNX files (onnxruntime has no
   QONNX operators) onnxruntime's run of the same net's QCDQ export stands in for the original;
 - lower: lower + onnxruntime against onnxruntime on the original (raised to the lowered model's opset 21 when
-  lower), bit for bit; the criterion applies to static QDQ files (a QOperator or integer-op original computes with
-  other kernels);
+  lower), bit for bit, lowered in the form the original has (``lower --form qoperator`` for a QOperator file,
+  ``--form matmulnbits`` for a MatMulNBits one, QDQ otherwise: each form computes with the kernels its original
+  does, quantize_dynamic's ConvInteger / MatMulInteger included);
 - check: every finding of ``check`` on the producer's own file (the file is clean: each finding is suspect), on the
   lifted form, and for Quark's XINT8 files under the ``vitis-ai-dpu`` profile; per-channel DequantizeLinear before
   opset 13 in the file and whether QT412 reported it.
@@ -70,6 +71,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from onnx_qtypes import diagnose, quantized_tensors  # noqa: E402
 from onnx_qtypes.interop import lift_model, lower  # noqa: E402
+from onnx_qtypes.interop.qoperator import spec_for  # noqa: E402
 from onnx_qtypes.proto.errors import QTypesError  # noqa: E402
 from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
 from producer_recipes import Reader, quiet, samples_of, write_samples  # noqa: E402
@@ -534,30 +536,43 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
                 exc, StageTimeout) else "HANG: ") + _error(exc)
     # lower + onnxruntime against the original
     if not result.left and not row["unnamed_left"]:
-        try:
-            with _deadline(STAGE_SECONDS):
-                lowered = lower(result.model)
-        except Exception as exc:  # noqa: BLE001
-            row["lower"] = ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
-            return row
-        reference = _at_opset(model, 21)
-        try:
-            mine = _ort_run(lowered, feeds)
-        except Exception as exc:  # noqa: BLE001
-            row["lower"] = f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
-            return row
-        try:
-            base = _ort_run(reference, feeds) if reference is not None else expected
-        except Exception:  # noqa: BLE001
-            base = expected
-        if base is None:
-            row["lower"] = "not compared (onnxruntime cannot run the original)"
-            return row
-        same = all(np.array_equal(mine[o], base[o]) for o in outputs)
-        row["lower"] = "identical" if same else "differs: max abs " + ", ".join(
-            f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
-            for o in outputs)
+        row["lower_form"] = original_form(model)
+        row["lower"] = lower_stage(model, result.model, row["lower_form"], feeds, expected, outputs)
     return row
+
+
+def original_form(model: onnx.ModelProto) -> str:
+    """The ``lower`` form that writes back what the original computes with: matmulnbits, qoperator or qdq."""
+    if any(n.op_type == "MatMulNBits" for n in model.graph.node):
+        return "matmulnbits"
+    integer = ("MatMulInteger", "ConvInteger")  # quantize_dynamic's form: the qoperator form writes it back
+    return "qoperator" if any(spec_for(n) is not None or n.op_type in integer for n in model.graph.node) else "qdq"
+
+
+def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, form: str, feeds: dict, expected: dict | None,
+                outputs: list[str]) -> str:
+    """``lower`` of the lifted model in ``form``, run on onnxruntime against its run of the original: "identical",
+    "differs: ...", or why it could not be compared."""
+    try:
+        with _deadline(STAGE_SECONDS):
+            lowered = lower(typed, form=form)
+    except Exception as exc:  # noqa: BLE001
+        return ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
+    reference = _at_opset(model, 21)
+    try:
+        mine = _ort_run(lowered, feeds)
+    except Exception as exc:  # noqa: BLE001
+        return f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
+    try:
+        base = _ort_run(reference, feeds) if reference is not None else expected
+    except Exception:  # noqa: BLE001
+        base = expected
+    if base is None:
+        return "not compared (onnxruntime cannot run the original)"
+    same = all(np.array_equal(mine[o], base[o]) for o in outputs)
+    return "identical" if same else "differs: max abs " + ", ".join(
+        f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
+        for o in outputs)
 
 
 def _qcdq_stand_in(path: pathlib.Path) -> dict[str, np.ndarray] | None:
@@ -598,7 +613,7 @@ def _failures(row: dict) -> list[tuple[str, str]]:
     elif isinstance(run, dict) and run.get("per_operator", 0) > 1:
         out.append(("run more than one step per operator", f"{run['per_operator']} steps at {run['worst_operator']}"))
     lowered = row.get("lower", "")
-    if lowered and lowered != "identical" and row.get("static_qdq"):
+    if lowered and lowered != "identical" and _lower_criterion(row):
         out.append(("lower + onnxruntime not bit-identical" if lowered.startswith("differs") else
                     "lower " + lowered.split(":")[0], lowered))
     elif lowered.startswith(("CRASH", "refused", "onnxruntime cannot")):
@@ -607,6 +622,12 @@ def _failures(row: dict) -> list[tuple[str, str]]:
         for f in row.get(key, []):
             out.append((f"{key} finding", f"{f['rule']} {f['severity']}: {re.sub(r'[0-9.e+-]{4,}', 'N', f['message'])[:150]}"))
     return out
+
+
+def _lower_criterion(row: dict) -> bool:
+    """Whether bit identity after lower is asked of the row: every file lowered in its own form; rows of runs
+    before the forms were chosen: static QDQ files only."""
+    return bool(row.get("static_qdq")) or "lower_form" in row
 
 
 def _run_text(run) -> str:
@@ -648,10 +669,11 @@ def by_mode(rows: list[dict]) -> None:
         outputs_only = sum(isinstance(r.get("run"), dict) and "per_operator" not in r["run"] for r in group)
         run = (f"{max(steps)} ({len(steps)} files)" if steps else "-") + (
             f"; outputs only: {outputs_only}" if outputs_only else "")
-        static = [r for r in group if r.get("static_qdq") and "lower" in r]
         lowered = [r for r in group if "lower" in r]
         same = sum(r["lower"] == "identical" for r in lowered)
-        lower_text = f"{same} / {len(lowered)}" + (" (static QDQ)" if static and len(static) == len(lowered) else "")
+        forms = sorted({r.get("lower_form", "qdq") for r in lowered})
+        lower_text = f"{same} / {len(lowered)}" + (f" ({', '.join(forms)})" if lowered else "") + (
+            "" if all(_lower_criterion(r) for r in lowered) else " (not asked)")
         rules = Counter(f["rule"] for r in group for f in r.get("check", []))
         findings = ", ".join(f"{k} x{v}" for k, v in sorted(rules.items())) or "-"
         print(f"| {producer} | {mode} | {len(group)} | {whole} | {refused or '-'} | "
@@ -666,12 +688,12 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
     whole = [r for r in rows if r.get("lift") == "whole"]
     ran = [r for r in rows if isinstance(r.get("run"), dict)]
     within = [r for r in ran if r["run"].get("per_operator", 0) <= 1]
-    static = [r for r in rows if r.get("static_qdq") and "lower" in r]
+    static = [r for r in rows if _lower_criterion(r) and "lower" in r]
     identical = [r for r in static if r["lower"] == "identical"]
     clean = [r for r in rows if not r.get("check") and not r.get("check_lifted")]
     print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
           f"{len(within)} within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
-          f"{len(static)} static QDQ models lowered; check silent on {len(clean)} (file and lifted form)\n")
+          f"{len(static)} models lowered in their own form; check silent on {len(clean)} (file and lifted form)\n")
     by_mode(rows)
     print()
     print("| producer | model | lift | left (by op) | run vs onnxruntime (steps) | lower | check findings (file / lifted) |")
@@ -703,6 +725,22 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
            or "none in this corpus"))
 
 
+def lower_again(rows: list[dict]) -> None:
+    """Each row's lower stage run again, in place, from the model and feeds an earlier run kept (``--keep``)."""
+    for row in rows:
+        if "lower" not in row:
+            continue
+        path = pathlib.Path(row["file"])
+        expected_path = path.parent / f"{path.stem}.ort.npz"
+        expected = dict(np.load(expected_path)) if expected_path.exists() else None
+        model = onnx.load(path)
+        row["lower_form"] = original_form(model)
+        row["lower"] = lower_stage(model, lift_model(model).model, row["lower_form"],
+                                   dict(np.load(path.with_suffix(".feeds.npz"))), expected,
+                                   [o.name for o in model.graph.output])
+        print(f"{row['model']}: lower --form {row['lower_form']}: {row['lower'][:60]}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", metavar="DIR", help="the folder for every model and log (default: a temporary one)")
@@ -718,10 +756,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files")
+    parser.add_argument("--lower-again", action="store_true",
+                        help="with --report: run each row's lower stage again from its kept file first (--json FILE: "
+                             "write the rows so updated)")
     args = parser.parse_args(argv)
     if args.report:
         runs = [json.loads(pathlib.Path(f).read_text()) for f in args.report]
-        report([r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()})
+        rows, producers = [r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()}
+        if args.lower_again:
+            lower_again(rows)
+            if args.json:
+                pathlib.Path(args.json).write_text(json.dumps({"producers": producers, "rows": rows}, indent=1))
+        report(rows, producers)
         return 0
     folder = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="producer-corpus-")).resolve()
     floats_dir = folder / "float"

@@ -1,7 +1,7 @@
 """Lower a typed model to standard ONNX that runtimes without the extension run.
 
     plain = onnx_qtypes.lower(typed)                    # QDQ for every operator
-    plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul where they apply
+    plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul, ConvInteger / MatMulInteger
     plain = onnx_qtypes.lower(typed, form="matmulnbits")  # com.microsoft.MatMulNBits for blocked MatMul weights
 
 Every operator that reads a quantized tensor reads it through a
@@ -106,6 +106,7 @@ class LowerResult:
     notes: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     qlinear_nodes: int = 0
+    integer_nodes: int = 0  # ConvInteger / MatMulInteger (the qoperator form of a dynamic operand)
     typed_tensors: int = 0  # quantized tensors of the input; none means there was nothing to lower
 
 
@@ -610,7 +611,7 @@ class _Lowering:
         if self.form != "qoperator" or node.domain not in STANDARD_DOMAINS:
             return False
         if node.op_type in ("Conv", "MatMul"):
-            return self._qlinear_reason(node) is None
+            return self._qlinear_reason(node) is None or self._integer_reason(node) is None
         linked = links(node)
         if not linked or not all(n in self.types and not self.types[n].is_dynamic for n in linked):
             return False
@@ -652,6 +653,52 @@ class _Lowering:
             if bias is None or not metadata.same_parameters(bias, expected):
                 return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
         return None
+
+    def _integer_reason(self, node: NodeProto) -> str | None:
+        """Why this Conv / MatMul cannot be ConvInteger / MatMulInteger scaled back to float32, the form
+        quantize_dynamic writes (None: it can): the input is a DynamicQuantizeLinear's output, the weight another
+        one or a static per-tensor int8 / uint8 type (a MatMul weight also per column); the output and any bias stay
+        float. (Two static operands have QLinear operators or QDQ: lift reads this form back only so.)"""
+        if len(node.input) < 2 or (len(node.input) > 2 and node.input[2]) or not node.output:
+            return "a bias input (quantize_dynamic adds it after the scaling)"
+        if not all(n in self.types for n in node.input[:2]) or node.output[0] in self.types:
+            return "not two quantized operands with a float output"
+        if not self.types[node.input[0]].is_dynamic:
+            return "a static input"
+        for k, name in enumerate(node.input[:2]):
+            qtype = self.types[name]
+            if qtype.is_dynamic:
+                producer = self.ix.producer.get(name)
+                made = None if producer is None else self.ix.nodes[producer]
+                if made is None or made.op_type != "DynamicQuantizeLinear" or made.domain not in STANDARD_DOMAINS:
+                    return f"dynamic operand {name!r} is not a DynamicQuantizeLinear's output"
+                continue
+            if qtype.storage not in QLINEAR_STORAGE or qtype.block_size is not None or qtype.expressed != "float32":
+                return f"operand {name!r} is not int8 / uint8 expressed in float32"
+            shape = self.ix.shape(name)
+            per_column = (node.op_type == "MatMul" and k == 1 and shape is not None and len(shape) == 2
+                          and qtype.axis == 1)
+            if qtype.axis is not None and not per_column:
+                return f"operand {name!r} is per-axis (MatMulInteger takes a weight per column only)"
+        return None
+
+    def _emit_integer(self, node: NodeProto) -> None:
+        """quantize_dynamic's form: Mul of the two scales, the integer operator on the stored values and their zero
+        points, Cast to float32, Mul by the scale product."""
+        (a_scale, a_zp), (b_scale, b_zp) = (self._parameters(n) for n in node.input[:2])
+        out = node.output[0]
+        base = node.name or out
+        product, acc = self.names.fresh(f"{base}_quant_scales_mul"), self.names.fresh(f"{out}_output_quantized")
+        wide = self.names.fresh(f"{acc}_cast_output")
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        op = "ConvInteger" if node.op_type == "Conv" else "MatMulInteger"
+        ins = [self.integer_name[node.input[0]], self.integer_name[node.input[1]], a_zp or "", b_zp or ""]
+        fresh = self.node_names.fresh
+        self.nodes += [helper.make_node("Mul", [a_scale, b_scale], [product], name=fresh(f"{base}_scales_mul")),
+                       helper.make_node(op, ins, [acc], name=fresh(f"{base}_quant"), **attrs),
+                       helper.make_node("Cast", [acc], [wide], name=fresh(f"{base}_cast"), to=TensorProto.FLOAT),
+                       helper.make_node("Mul", [wide, product], [out], name=fresh(f"{base}_scaled"))]
+        self.result.integer_nodes += 1
 
     def _emit_qlinear(self, i: int, node: NodeProto) -> None:
         ins = []
@@ -714,7 +761,10 @@ class _Lowering:
                 copy.CopyFrom(node)
                 self.nodes.append(copy)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
-                self._emit_qlinear(i, node)
+                if self._qlinear_reason(node) is None:
+                    self._emit_qlinear(i, node)
+                else:
+                    self._emit_integer(node)
             elif i in self.integer_ops:
                 copy = NodeProto()
                 copy.CopyFrom(node)
@@ -741,6 +791,8 @@ class _Lowering:
         self._set_versions(kept_meta)
         if self.result.qlinear_nodes:
             self.result.notes.append(f"{self.result.qlinear_nodes} QLinearConv / QLinearMatMul node(s)")
+        if self.result.integer_nodes:
+            self.result.notes.append(f"{self.result.integer_nodes} ConvInteger / MatMulInteger node(s)")
         self.result.typed_tensors = len(self.types)
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")

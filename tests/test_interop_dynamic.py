@@ -144,6 +144,40 @@ def test_lowered_dynamic_model_runs_in_onnxruntime_like_the_reference(name, lift
         np.testing.assert_allclose(have, want, rtol=0, atol=bound)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_qoperator_form_writes_the_integer_operators_back_bit_for_bit(name, lifted):
+    """lower's qoperator form writes what quantize_dynamic wrote (ConvInteger / MatMulInteger on the stored values,
+    Cast, Mul by the scale product), so onnxruntime's definition path computes the original's every output bit;
+    lift reads it back to the same typed model."""
+    model = dynamic_models()[name]
+    lowered = lower_model(lifted[name], form="qoperator")
+    integer = ("MatMulInteger", "ConvInteger")
+    assert sum(n.op_type in integer for n in lowered.model.graph.node) == \
+        sum(n.op_type in integer for n in model.graph.node) == lowered.integer_nodes > 0
+    assert "DequantizeLinear" not in {n.op_type for n in lowered.model.graph.node}
+    feeds = dynamic_feeds(name, seed=1)
+    want = run_onnxruntime(model, feeds, optimize=False)
+    got = run_onnxruntime(lowered.model, feeds, optimize=False)
+    for key, values in want.items():
+        assert np.array_equal(got[key], values), key
+    again = lift_model(lowered.model).model
+    assert [n.op_type for n in again.graph.node] == [n.op_type for n in lifted[name].graph.node]
+
+
+def test_qoperator_form_keeps_qdq_where_the_integer_operators_do_not_apply(lifted):
+    """A Conv with its bias inside (quantize_dynamic adds it after the scaling) stays a float Conv on
+    DequantizeLinear outputs; its twin without the bias becomes ConvInteger."""
+    typed = onnx.ModelProto()
+    typed.CopyFrom(lifted["conv-dyn_s8"])
+    conv = next(n for n in typed.graph.node if n.op_type == "Conv")
+    assert lower_model(typed, form="qoperator").integer_nodes == 1
+    typed.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(4, np.float32), "inner_bias"))
+    conv.input.append("inner_bias")
+    lowered = lower_model(typed, form="qoperator")
+    ops = {n.op_type for n in lowered.model.graph.node}
+    assert lowered.integer_nodes == 0 and "ConvInteger" not in ops and {"Conv", "DequantizeLinear"} <= ops
+
+
 @pytest.mark.parametrize("name", ["mlp-dyn_s8", "cnn-dyn_u8_perchannel", "conv-dyn_s8"])
 def test_lift_of_the_lowered_model_gives_the_typed_model_back(name, lifted):
     typed = lifted[name]

@@ -2,8 +2,9 @@
 
 --form qdq (default) writes QuantizeLinear / DequantizeLinear around every
 operator; --form qoperator writes the standard QLinearConv / QLinearMatMul
-where they apply and runs data-movement operators (Reshape, Transpose,
-MaxPool, ...) directly on int8 / uint8 values, QDQ elsewhere; --form
+where they apply, ConvInteger / MatMulInteger where quantize_dynamic wrote
+them, and runs data-movement operators (Reshape, Transpose, MaxPool, ...)
+directly on int8 / uint8 values, QDQ elsewhere; --form
 matmulnbits writes QDQ with every MatMul weight blocked along K (2, 4 or
 8 bits, blocks of 16 or more) as onnxruntime's com.microsoft.MatMulNBits. The output has
 no extension fields (schema, narrowed ranges and statistics are kept in
