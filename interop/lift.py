@@ -255,6 +255,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
+    forms = [f for f, n in (("qoperator", expanded.qlinear + dynamic.lifted), ("matmulnbits", contrib.unfused)) if n]
+    metadata.record_form(model, forms[0] if len(forms) == 1 else None)  # lower's default form: the original's
     return declared
 
 

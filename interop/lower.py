@@ -107,6 +107,7 @@ class LowerResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     qlinear_nodes: int = 0
     integer_nodes: int = 0  # ConvInteger / MatMulInteger (the qoperator form of a dynamic operand)
+    form: str = "qdq"
     typed_tensors: int = 0  # quantized tensors of the input; none means there was nothing to lower
 
 
@@ -114,8 +115,12 @@ class LowerWarning(UserWarning):
     """The lowered model is valid ONNX that a known runtime cannot run (the message says which and why)."""
 
 
-def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq", dynamic_inputs: str = "storage") -> ModelProto:
+def lower(model: ModelProto | str | os.PathLike | bytes, form: str | None = None, dynamic_inputs: str = "storage"
+          ) -> ModelProto:
     """Standard ONNX (no extension fields) computing what the typed ``model`` means.
+
+    ``form``: "qdq", "qoperator" or "matmulnbits"; None: the form of the file ``lift`` read the model from (QOperator
+    and quantize_dynamic files "qoperator", MatMulNBits ones "matmulnbits"), else "qdq".
 
     A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
     ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
@@ -131,15 +136,21 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq", dyna
     return result.model
 
 
-def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq",
+def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None = None,
                 dynamic_inputs: str = "storage", *, external_data: bool | str = True) -> LowerResult:
-    """``lower`` with its report. ``external_data="lazy"``: a file's weights stay in their files (proto.external);
-    the result then holds such tensors, which ``proto.save(..., as_loaded=True)`` writes as if they were loaded."""
-    if form not in FORMS:
+    """``lower`` with its report (``result.form``: the form written). ``external_data="lazy"``: a file's weights
+    stay in their files (proto.external); the result then holds such tensors, which ``proto.save(..., as_loaded=True)``
+    writes as if they were loaded."""
+    if form is not None and form not in FORMS:
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
     if dynamic_inputs not in DYNAMIC_INPUTS:
         raise LowerError(f"lower: unknown dynamic_inputs {dynamic_inputs!r}; use one of {', '.join(DYNAMIC_INPUTS)}")
     source, where = read_model(model, "lower", external_data=external_data)
+    recorded = metadata.take_form(source)  # the private copy: the output does not carry it
+    if form is None and recorded is not None and recorded not in FORMS:
+        raise LowerError(f"{where or 'lower'}: model metadata {metadata.FORM_KEY} is {recorded!r}, not one of "
+                         f"{', '.join(FORMS)}; give the form (--form)")
+    form = form or recorded or "qdq"
     to_plain_form(source)  # a private copy: the markers give way to the storage types standard ONNX uses
     try:
         inline_typed_functions(source)  # a typed body computes on stored values: its nodes join the main graph
@@ -148,8 +159,10 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str = "qdq"
             result = _with_llm(_Lowering(source, "qdq", dynamic_inputs).run(), llm)
             fused = fuse(result.model)
             result.notes.append(f"{fused} MatMulNBits node(s)")
-            return result
-        return _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
+        else:
+            result = _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
+        result.form = form
+        return result
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         if where:
             raise LowerError(f"{where}: {exc}") from None

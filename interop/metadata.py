@@ -22,7 +22,7 @@ metadata, and only when everything else agrees.
 from __future__ import annotations
 
 from google.protobuf import json_format
-from onnx import NodeProto, ValueInfoProto
+from onnx import ModelProto, NodeProto, ValueInfoProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.qtype import QType
@@ -51,6 +51,28 @@ def unmark(node: NodeProto) -> NodeProto:
 
 def inserted_by_lower(node: NodeProto) -> bool:
     return any(p.key == INSERTED_KEY for p in node.metadata_props)
+
+
+# On a model lift wrote from a QOperator / quantize_dynamic file ("qoperator") or a MatMulNBits one ("matmulnbits"),
+# in ModelProto.metadata_props: the form lower writes by default, so that lower(lift(m)) runs m's own kernels.
+FORM_KEY = PREFIX + "lifted_from"
+
+
+def record_form(model: ModelProto, form: str | None) -> None:
+    """Say on ``model`` which form lift read it from (None: QDQ, the default; nothing is written)."""
+    take_form(model)
+    if form is not None:
+        model.metadata_props.add(key=FORM_KEY, value=form)
+
+
+def take_form(model: ModelProto) -> str | None:
+    """The form lift recorded on ``model`` (None when it recorded none), removed from it."""
+    found = [p.value for p in model.metadata_props if p.key == FORM_KEY]
+    if found:
+        kept = [p for p in model.metadata_props if p.key != FORM_KEY]
+        del model.metadata_props[:]
+        model.metadata_props.extend(kept)
+    return found[-1] if found else None
 
 
 class MetadataError(ValueError):

@@ -164,6 +164,25 @@ def test_qoperator_form_writes_the_integer_operators_back_bit_for_bit(name, lift
     assert [n.op_type for n in again.graph.node] == [n.op_type for n in lifted[name].graph.node]
 
 
+def test_lower_writes_the_form_lift_read_by_default(lifted):
+    """lift records the form of the file it read (model metadata_props); lower without a form writes that one back
+    and drops the record; a form given wins; a record lower does not know is refused, naming it."""
+    from onnx_qtypes.interop import metadata
+
+    typed = lifted["mlp-dyn_s8"]
+    assert {p.key: p.value for p in typed.metadata_props}[metadata.FORM_KEY] == "qoperator"
+    default = lower_model(typed)
+    assert default.form == "qoperator" and default.integer_nodes > 0
+    assert metadata.FORM_KEY not in {p.key for p in default.model.metadata_props}
+    assert lower_model(typed, "qdq").integer_nodes == 0
+    bad = onnx.ModelProto()
+    bad.CopyFrom(typed)
+    next(p for p in bad.metadata_props if p.key == metadata.FORM_KEY).value = "qlinear"
+    with pytest.raises(LowerError, match=r"onnx_qtypes.lifted_from is 'qlinear', not one of qdq, qoperator"):
+        lower_model(bad)
+    assert lower_model(bad, "qdq").form == "qdq"
+
+
 def test_qoperator_form_keeps_qdq_where_the_integer_operators_do_not_apply(lifted):
     """A Conv with its bias inside (quantize_dynamic adds it after the scaling) stays a float Conv on
     DequantizeLinear outputs; its twin without the bias becomes ConvInteger."""

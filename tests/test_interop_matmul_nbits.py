@@ -119,7 +119,7 @@ def test_reference_agrees_with_onnxruntime(name: str):
 @pytest.mark.parametrize("name", NAMES)
 def test_lowered_qdq_runs_in_onnxruntime(name: str):
     lifted = _lifted(name)
-    lowered = lower_model(lifted).model
+    lowered = lower_model(lifted, "qdq").model
     ops = [n.op_type for n in lowered.graph.node]
     assert "DequantizeLinear" in ops and "MatMulNBits" not in ops
     dq = next(n for n in lowered.graph.node if n.op_type == "DequantizeLinear")

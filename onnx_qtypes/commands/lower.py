@@ -1,12 +1,16 @@
 """Lower a typed model to standard ONNX that runtimes without the extension run.
 
---form qdq (default) writes QuantizeLinear / DequantizeLinear around every
+--form qdq writes QuantizeLinear / DequantizeLinear around every
 operator; --form qoperator writes the standard QLinearConv / QLinearMatMul
 where they apply, ConvInteger / MatMulInteger where quantize_dynamic wrote
 them, and runs data-movement operators (Reshape, Transpose, MaxPool, ...)
 directly on int8 / uint8 values, QDQ elsewhere; --form
 matmulnbits writes QDQ with every MatMul weight blocked along K (2, 4 or
-8 bits, blocks of 16 or more) as onnxruntime's com.microsoft.MatMulNBits. The output has
+8 bits, blocks of 16 or more) as onnxruntime's com.microsoft.MatMulNBits. Without
+--form, a model lift read from a QOperator or quantize_dynamic file is
+written in the qoperator form, one read from a MatMulNBits file in the
+matmulnbits form (lift records which, in the model's metadata_props), any
+other in the qdq form: lower(lift(m)) then runs m's own kernels. The output has
 no extension fields (schema, narrowed ranges and statistics are kept in
 ValueInfo metadata_props, so `onnx-qtypes lift` restores the typed model)
 and is written at IR 10 / opset 21, which onnxruntime 1.31 loads. A type
@@ -32,7 +36,9 @@ from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_o
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN", help="typed .onnx model")
     parser.add_argument("output", metavar="OUT", help="where to write the standard ONNX model")
-    parser.add_argument("--form", choices=FORMS, default="qdq", help="QDQ everywhere, or QOperator / MatMulNBits where it applies")
+    parser.add_argument("--form", choices=FORMS, default=None,
+                        help="QDQ everywhere, or QOperator / MatMulNBits where it applies (default: the form of the file "
+                             "lift read the model from, else qdq)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,5 +57,5 @@ def run(args: argparse.Namespace) -> int:
     with standard_output() as out:
         for message in result.notes:
             print(f"note: {message}", file=out)
-        print(f"{args.output}: standard ONNX ({args.form}), IR {result.model.ir_version}, opset {opset}", file=out)
+        print(f"{args.output}: standard ONNX ({result.form}), IR {result.model.ir_version}, opset {opset}", file=out)
     return 0
