@@ -32,9 +32,9 @@ For each quantized model it reports (the issue-20 criteria):
   with its custom-op library and the final outputs are compared; for Brevitas's QONNX files (onnxruntime has no
   QONNX operators) onnxruntime's run of the same net's QCDQ export stands in for the original;
 - lower: lower + onnxruntime against onnxruntime on the original (raised to the lowered model's opset 21 when
-  lower), bit for bit, lowered in the form the original has (``lower --form qoperator`` for a QOperator file,
-  ``--form matmulnbits`` for a MatMulNBits one, QDQ otherwise: each form computes with the kernels its original
-  does, quantize_dynamic's ConvInteger / MatMulInteger included);
+  lower), bit for bit, in lower's default form: the form of the file lift read (qoperator for a QOperator or
+  quantize_dynamic file, matmulnbits for a MatMulNBits one, qdq otherwise), so that the lowered model runs the
+  kernels its original runs;
 - check: every finding of ``check`` on the producer's own file (the file is clean: each finding is suspect), on the
   lifted form, and for Quark's XINT8 files under the ``vitis-ai-dpu`` profile; per-channel DequantizeLinear before
   opset 13 in the file and whether QT412 reported it.
@@ -70,8 +70,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from onnx_qtypes import diagnose, quantized_tensors  # noqa: E402
-from onnx_qtypes.interop import lift_model, lower  # noqa: E402
-from onnx_qtypes.interop.qoperator import spec_for  # noqa: E402
+from onnx_qtypes.interop import lift_model  # noqa: E402
+from onnx_qtypes.interop.lower import lower_model  # noqa: E402
 from onnx_qtypes.proto.errors import QTypesError  # noqa: E402
 from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
 from producer_recipes import Reader, quiet, samples_of, write_samples  # noqa: E402
@@ -536,28 +536,25 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
                 exc, StageTimeout) else "HANG: ") + _error(exc)
     # lower + onnxruntime against the original
     if not result.left and not row["unnamed_left"]:
-        row["lower_form"] = original_form(model)
-        row["lower"] = lower_stage(model, result.model, row["lower_form"], feeds, expected, outputs)
+        row["lower_form"], row["lower"] = lower_stage(model, result.model, feeds, expected, outputs)
     return row
 
 
-def original_form(model: onnx.ModelProto) -> str:
-    """The ``lower`` form that writes back what the original computes with: matmulnbits, qoperator or qdq."""
-    if any(n.op_type == "MatMulNBits" for n in model.graph.node):
-        return "matmulnbits"
-    integer = ("MatMulInteger", "ConvInteger")  # quantize_dynamic's form: the qoperator form writes it back
-    return "qoperator" if any(spec_for(n) is not None or n.op_type in integer for n in model.graph.node) else "qdq"
-
-
-def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, form: str, feeds: dict, expected: dict | None,
-                outputs: list[str]) -> str:
-    """``lower`` of the lifted model in ``form``, run on onnxruntime against its run of the original: "identical",
-    "differs: ...", or why it could not be compared."""
+def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict, expected: dict | None,
+                outputs: list[str]) -> tuple[str | None, str]:
+    """``lower`` of the lifted model in its default form (the form of the file lift read), run on onnxruntime
+    against its run of the original: (the form, "identical" / "differs: ..." / why it could not be compared)."""
     try:
         with _deadline(STAGE_SECONDS):
-            lowered = lower(typed, form=form)
+            result = lower_model(typed)
     except Exception as exc:  # noqa: BLE001
-        return ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
+        return None, ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
+    lowered = result.model
+    return result.form, _compare_lowered(model, lowered, feeds, expected, outputs)
+
+
+def _compare_lowered(model: onnx.ModelProto, lowered: onnx.ModelProto, feeds: dict, expected: dict | None,
+                     outputs: list[str]) -> str:
     reference = _at_opset(model, 21)
     try:
         mine = _ort_run(lowered, feeds)
@@ -671,7 +668,7 @@ def by_mode(rows: list[dict]) -> None:
             f"; outputs only: {outputs_only}" if outputs_only else "")
         lowered = [r for r in group if "lower" in r]
         same = sum(r["lower"] == "identical" for r in lowered)
-        forms = sorted({r.get("lower_form", "qdq") for r in lowered})
+        forms = sorted({r.get("lower_form") or "-" for r in lowered})
         lower_text = f"{same} / {len(lowered)}" + (f" ({', '.join(forms)})" if lowered else "") + (
             "" if all(_lower_criterion(r) for r in lowered) else " (not asked)")
         rules = Counter(f["rule"] for r in group for f in r.get("check", []))
@@ -734,10 +731,9 @@ def lower_again(rows: list[dict]) -> None:
         expected_path = path.parent / f"{path.stem}.ort.npz"
         expected = dict(np.load(expected_path)) if expected_path.exists() else None
         model = onnx.load(path)
-        row["lower_form"] = original_form(model)
-        row["lower"] = lower_stage(model, lift_model(model).model, row["lower_form"],
-                                   dict(np.load(path.with_suffix(".feeds.npz"))), expected,
-                                   [o.name for o in model.graph.output])
+        row["lower_form"], row["lower"] = lower_stage(model, lift_model(model).model,
+                                                      dict(np.load(path.with_suffix(".feeds.npz"))), expected,
+                                                      [o.name for o in model.graph.output])
         print(f"{row['model']}: lower --form {row['lower_form']}: {row['lower'][:60]}", flush=True)
 
 
