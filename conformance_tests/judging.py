@@ -8,7 +8,8 @@ codes ordered as the values they stand for, +0 and -0 one position apart
 anything else. Float outputs are compared in steps of the output's
 quantization step when the case knows it (case.json ``steps``: {output:
 step}, else the scale of the quantized input a DequantizeLinear output comes
-from), and must be exactly equal otherwise (NaN equals NaN). An output that
+from), and must be exactly equal otherwise (NaN equals NaN; equal values,
+infinities included, are 0 steps apart either way). An output that
 case.json ``judge`` marks "positive-finite" is judged by that alone (any
 positive finite value of the expected shape and type: a parameter the
 definition leaves open, semantics.md#all-zero). A missing output, or a shape or dtype
