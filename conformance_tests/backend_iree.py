@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .backends import BackendError
+from .backends import BackendError, ModelFileBackend, fed_inputs, feeds_in_order
 from .execution_cases import Case
 
 TARGET = "llvm-cpu"
@@ -31,11 +31,10 @@ class IreeCompileError(Exception):
     """IREE's importer or compiler refused the model: the message is its diagnostics' error lines."""
 
 
-class IreeBackend:
+class IreeBackend(ModelFileBackend):
     """model.qdq.onnx imported by IREE's ONNX importer, compiled for llvm-cpu, run on the local-sync driver."""
 
     name = "iree"
-    form = "qdq"
 
     def __init__(self, target_cpu: str = "host") -> None:
         try:
@@ -56,15 +55,11 @@ class IreeBackend:
         self._config: Any = None  # one driver and device for every case, made on first use
         self._lock = threading.Lock()
 
-    def supports(self, case: Case) -> bool | str:
-        path = case.model_file(self.form)
-        return True if path.is_file() else f"{path.name} missing"
-
     def prepare(self, case: Case) -> Any:
         """Import and compile (in iree-compile's own process, so cases compile in parallel with -j), then load the
         module into a VM context of its own."""
         model = onnx.shape_inference.infer_shapes(onnx.load(str(case.model_file(self.form))))
-        inputs = [v.name for v in model.graph.input if v.name not in {i.name for i in model.graph.initializer}]
+        inputs = fed_inputs(model.graph)
         outputs = {v.name: _declared_dtype(v) for v in model.graph.output}
         binary = self._compile(model)
         rt = self._runtime
@@ -96,10 +91,7 @@ class IreeBackend:
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         function, inputs, outputs, wanted = prepared
-        missing = [n for n in inputs if n not in feeds]
-        if missing:
-            raise BackendError(f"no feed for graph input {missing[0]!r}")
-        results = function(*(np.require(feeds[n], requirements="C") for n in inputs))
+        results = function(*feeds_in_order(inputs, feeds))
         if not isinstance(results, (list, tuple)):
             results = [results]
         values = {name: _as_declared(np.asarray(value.to_host() if hasattr(value, "to_host") else value), dtype)

@@ -19,15 +19,14 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .backends import BackendError
+from .backends import BackendError, ModelFileBackend, fed_inputs, feeds_in_order
 from .execution_cases import Case
 
 
-class TractBackend:
+class TractBackend(ModelFileBackend):
     """model.qdq.onnx through tract's ONNX loader, optimized, on the CPU."""
 
     name = "tract"
-    form = "qdq"
 
     def __init__(self) -> None:
         try:
@@ -37,32 +36,25 @@ class TractBackend:
         self._tract = tract
         self.version = str(tract.version())
 
-    def supports(self, case: Case) -> bool | str:
-        path = case.model_file(self.form)
-        return True if path.is_file() else f"{path.name} missing"
-
     def prepare(self, case: Case) -> Any:
         """A runnable per case (tract objects are not shared between cases, so ``-j`` needs no lock); input facts
         are the graph's declared shapes and types, which every case declares in full."""
         path = case.model_file(self.form)
         graph = onnx.load(str(path), load_external_data=False).graph
-        inputs = [v.name for v in graph.input if v.name not in {i.name for i in graph.initializer}]
-        outputs = [v.name for v in graph.output]
+        inputs, outputs = fed_inputs(graph), [v.name for v in graph.output]
         with _tract_errors(self._tract):
             runnable = self._tract.onnx().load(str(path)).into_model().into_runnable()
         return runnable, inputs, outputs, list(case.outputs)
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         runnable, inputs, outputs, wanted = prepared
-        missing = [n for n in inputs if n not in feeds]
-        if missing:
-            raise BackendError(f"no feed for graph input {missing[0]!r}")
+        arrays = feeds_in_order(inputs, feeds)
         for name in inputs:  # ml_dtypes arrays (float8, float4, bfloat16): tract's Python API has no tensor for them
             if np.asarray(feeds[name]).dtype.kind not in "biuf":
                 raise BackendError(f"graph input {name!r} is {np.asarray(feeds[name]).dtype}: tract's Python API "
                                    "takes bool, integer and float16/32/64 arrays only")
-        with _tract_errors(self._tract):  # np.require keeps a rank-0 feed rank 0 (np.ascontiguousarray makes it 1-D)
-            results = runnable.run([np.require(feeds[n], requirements="C") for n in inputs])
+        with _tract_errors(self._tract):
+            results = runnable.run(arrays)
             values = {name: _to_numpy(tensor) for name, tensor in zip(outputs, results)}
         return {name: values[name] for name in wanted if name in values}
 

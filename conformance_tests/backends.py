@@ -82,7 +82,34 @@ def backend_version(backend: object) -> str:
     return clean_text(getattr(backend, "version", "") or "")
 
 
-class ReferenceBackend:
+class ModelFileBackend:
+    """What the named backends share (backend_tract.py and backend_iree.py too): a backend runs the case's model in
+    its ``form`` and supports every case that has that file."""
+
+    form = "qdq"
+
+    def supports(self, case: Case) -> bool | str:
+        path = case.model_file(self.form)
+        return True if path.is_file() else f"{path.name} missing"
+
+
+def fed_inputs(graph: onnx.GraphProto) -> list[str]:
+    """The graph inputs a caller feeds, in order (an input an initializer also names has its value already)."""
+    constants = {i.name for i in graph.initializer}
+    return [v.name for v in graph.input if v.name not in constants]
+
+
+def feeds_in_order(inputs: Sequence[str], feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """``feeds`` as a list in the order of ``inputs``, C-contiguous (np.require keeps a rank-0 feed rank 0, where
+    np.ascontiguousarray makes it 1-D), for runtimes that take their inputs by position; BackendError naming the
+    first input not fed."""
+    missing = [n for n in inputs if n not in feeds]
+    if missing:
+        raise BackendError(f"no feed for graph input {missing[0]!r}")
+    return [np.require(feeds[n], requirements="C") for n in inputs]
+
+
+class ReferenceBackend(ModelFileBackend):
     """The typed model on onnx_qtypes' ReferenceEvaluator: the definition (or its integer kernels)."""
 
     def __init__(self, kernels: str = "definitional") -> None:
@@ -95,9 +122,6 @@ class ReferenceBackend:
 
     form = "typed"
 
-    def supports(self, case: Case) -> bool | str:
-        return True if case.model_path.is_file() else f"{case.model_path.name} missing"
-
     def prepare(self, case: Case) -> Any:
         from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -109,7 +133,7 @@ class ReferenceBackend:
         return {name: np.array(value) for name, value in zip(names, results)}
 
 
-class OnnxRuntimeBackend:
+class OnnxRuntimeBackend(ModelFileBackend):
     """The standard-ONNX QDQ model on onnxruntime's CPU provider."""
 
     def __init__(self, optimize: bool = True) -> None:
@@ -121,12 +145,6 @@ class OnnxRuntimeBackend:
         self.optimize = optimize
         self.name = getattr(type(self), "name", None) or ("onnxruntime" if optimize else "onnxruntime-unoptimized")
         self.version = onnxruntime.__version__
-
-    form = "qdq"
-
-    def supports(self, case: Case) -> bool | str:
-        path = case.model_file(self.form)
-        return True if path.is_file() else f"{path.name} missing"
 
     def prepare(self, case: Case) -> Any:
         ort = self._ort
@@ -235,7 +253,7 @@ def from_bytes(raw: np.ndarray, data_type: int, shape: tuple[int, ...]) -> np.nd
     return raw[:count * dtype.itemsize].copy().view(dtype).reshape(shape)
 
 
-class OpenVinoBackend:
+class OpenVinoBackend(ModelFileBackend):
     """The standard-ONNX QDQ model through OpenVINO (read_model / compile_model on CPU).
 
     Graph inputs and outputs numpy cannot carry as they are cross as ``openvino.Tensor`` objects of the port's
@@ -258,12 +276,6 @@ class OpenVinoBackend:
         # one call into OpenVINO at a time: its CPU plugin runs its own thread pool, and a suite run with two
         # runner threads on a loaded 2-core machine once stalled in a futex wait for 30 minutes
         self._lock = threading.Lock()
-
-    form = "qdq"
-
-    def supports(self, case: Case) -> bool | str:
-        path = case.model_file(self.form)
-        return True if path.is_file() else f"{path.name} missing"
 
     def prepare(self, case: Case) -> Any:
         path = str(case.model_file(self.form))

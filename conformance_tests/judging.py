@@ -8,7 +8,8 @@ codes ordered as the values they stand for, +0 and -0 one position apart
 anything else. Float outputs are compared in steps of the output's
 quantization step when the case knows it (case.json ``steps``: {output:
 step}, else the scale of the quantized input a DequantizeLinear output comes
-from), and must be exactly equal otherwise (NaN equals NaN). An output that
+from), and must be exactly equal otherwise (NaN equals NaN; equal values,
+infinities included, are 0 steps apart either way). An output that
 case.json ``judge`` marks "positive-finite" is judged by that alone (any
 positive finite value of the expected shape and type: a parameter the
 definition leaves open, semantics.md#all-zero). A missing output, or a shape or dtype
@@ -112,6 +113,41 @@ def grid_position(values: np.ndarray) -> np.ndarray:
     return np.where(sign == 0, magnitude, -magnitude - (1 if negative_zero else 0))
 
 
+# element_steps, beyond_tolerance and not_positive_finite (with grid_position and FLOAT_GRIDS) are numpy only: repro.py
+# copies their source into each standalone repro script, so a bundle judges with this very code, not a copy of it.
+
+
+def element_steps(expected: np.ndarray, actual: np.ndarray, step: object) -> np.ndarray:
+    """Each element's distance from the expected one in steps (float64, the output's shape): storage integers as
+    integer differences; float8 / float4 as positions on their grid; other floats in ``step`` (a number, or an array
+    broadcast over the output) and, with no step, 0 where equal and inf elsewhere. Equal values (infinities
+    included) and NaN against NaN are 0 steps apart; NaN against a number, or a distance that is not a number, inf."""
+    if expected.dtype.kind in "iub":
+        return np.abs(actual.astype(np.int64) - expected.astype(np.int64)).astype(np.float64)
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    nan_a, nan_e = np.isnan(a), np.isnan(e)
+    if expected.dtype.name in FLOAT_GRIDS:
+        diff = np.abs(grid_position(actual) - grid_position(expected)).astype(np.float64)
+        return np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, diff))
+    same = (a == e) | (nan_a & nan_e)
+    with np.errstate(invalid="ignore"):  # inf - inf, or an inf step: not a number, judged inf below
+        diff = np.where(same, 0.0, np.inf if step is None else np.abs(a - e) / step)
+    return np.where(np.isnan(diff), np.inf, diff)
+
+
+def beyond_tolerance(diff: np.ndarray, tolerance: float, expected: np.ndarray) -> np.ndarray:
+    """Which elements are more than ``tolerance`` steps off; a float output's distance in (scale) steps is a
+    quotient of floats, so it gets 1e-9 of slack; integer and grid distances are whole numbers."""
+    slack = 1e-9 if expected.dtype.kind not in "iub" and expected.dtype.name not in FLOAT_GRIDS else 0.0
+    return diff > tolerance + slack
+
+
+def not_positive_finite(actual: np.ndarray) -> np.ndarray:
+    """Which elements fail a "positive-finite" output (a parameter the definition leaves open)."""
+    values = actual.astype(np.float64)
+    return ~(np.isfinite(values) & (values > 0))
+
+
 def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: float, step: object = None,
                  mode: str = "value") -> OutputVerdict:
     expected = widen(np.asarray(expected))
@@ -130,36 +166,23 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
         return OutputVerdict(name, True, 0, 0, 0)
     if mode == "positive-finite":
         return _positive_finite(name, actual)
-    grid = expected.dtype.name in FLOAT_GRIDS
-    if expected.dtype.kind not in "iub" and not grid:
+    if expected.dtype.kind not in "iub" and expected.dtype.name not in FLOAT_GRIDS:
         step = step_array(step, expected.shape)
-    if expected.dtype.kind in "iub":
-        diff = np.abs(actual.astype(np.int64) - expected.astype(np.int64)).astype(np.float64)
-    elif grid:
-        a, e = actual.astype(np.float64), expected.astype(np.float64)
-        nan_a, nan_e = np.isnan(a), np.isnan(e)
-        diff = np.abs(grid_position(actual) - grid_position(expected)).astype(np.float64)
-        diff = np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, diff))
-    elif step is not None:
-        a, e = actual.astype(np.float64), expected.astype(np.float64)
-        both_nan = np.isnan(a) & np.isnan(e)
-        diff = np.where(both_nan, 0.0, np.abs(a - e) / step)
-        diff = np.where(np.isnan(diff), np.inf, diff)
-    else:
-        a, e = actual.astype(np.float64), expected.astype(np.float64)
-        same = (a == e) | (np.isnan(a) & np.isnan(e))
-        bad = int(np.count_nonzero(~same))
-        if bad:
-            where = np.unravel_index(int(np.argmax(~same)), expected.shape)
-            worst = _worst(np.where(same, 0.0, np.inf), expected, actual, exact=True)
-            return OutputVerdict(name, False, None, bad, total,
-                                 f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no step "
-                                 f"known); first at {list(map(int, where))}: {_value(actual[where])}, "
-                                 f"expected {_value(expected[where])}",
-                                 worst)
-        return OutputVerdict(name, True, 0.0, 0, total)
+        if step is None:  # exact comparison: no distance in steps to report
+            same = element_steps(expected, actual, None) == 0
+            bad = int(np.count_nonzero(~same))
+            if bad:
+                where = np.unravel_index(int(np.argmax(~same)), expected.shape)
+                worst = _worst(np.where(same, 0.0, np.inf), expected, actual, exact=True)
+                return OutputVerdict(name, False, None, bad, total,
+                                     f"output {name!r}: {bad} of {total} element(s) differ (exact comparison, no "
+                                     f"step known); first at {list(map(int, where))}: {_value(actual[where])}, "
+                                     f"expected {_value(expected[where])}",
+                                     worst)
+            return OutputVerdict(name, True, 0.0, 0, total)
+    diff = element_steps(expected, actual, step)
     worst = float(np.max(diff))
-    beyond = diff > tolerance + 1e-9 * (is_float(expected.dtype) and not grid)
+    beyond = beyond_tolerance(diff, tolerance, expected)
     bad = int(np.count_nonzero(beyond))
     if bad:
         where = np.unravel_index(int(np.argmax(diff)), expected.shape)
@@ -172,8 +195,7 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
 
 
 def _positive_finite(name: str, actual: np.ndarray) -> OutputVerdict:
-    values = actual.astype(np.float64)
-    bad = ~(np.isfinite(values) & (values > 0))
+    bad = not_positive_finite(actual)
     count = int(np.count_nonzero(bad))
     if not count:
         return OutputVerdict(name, True, 0.0, 0, int(actual.size))

@@ -36,12 +36,12 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-
 from onnx_qtypes.proto.errors import QTypesError
 
+from . import judging
 from .backends import BOUND_BY_TYPE, ResultsBackend, backend_version
-from .execution_cases import DATA_SET, Case
-from .judging import FLOAT_GRIDS, float_steps, grid_position, is_float, step_array
+from .execution_cases import _SUB_BYTE, DATA_SET, Case, widen
+from .judging import FLOAT_GRIDS, float_steps, is_float, step_array
 from .reports import environment
 from .runner import CaseResult, backend_form
 from .text import clean_text
@@ -240,6 +240,12 @@ def _copy_results(backend: ResultsBackend, work: Path, out: dict[str, str], case
     return out
 
 
+# what a repro script judges with: the suite's functions themselves, by source (numpy only), so that it judges as
+# judge_output does (tests/test_repro_judging.py runs both on the same outputs)
+JUDGING_SOURCE = "\n\n".join(inspect.getsource(f) for f in (
+    widen, judging.grid_position, judging.element_steps, judging.beyond_tolerance, judging.not_positive_finite))
+_SUB_BYTE_SOURCE = "{" + ", ".join(f"{k!r}: np.{v.__name__}" for k, v in _SUB_BYTE.items()) + "}"
+
 _HEAD = '''"""Reproduce conformance case {id} on {label}{how}.
 
 Run: python repro.py   (prints each output's deviation in steps; exit 1: the failure reproduces, 0: it does not,
@@ -285,34 +291,25 @@ feeds, expected = load("inputs.npz"), load("expected.npz")
 
 _JUDGE = '''
 
+# The conformance suite's own judging functions, copied in by source (judging.py, execution_cases.py)
 FLOAT_GRIDS = {grids!r}
+_SUB_BYTE = {sub_byte}
 
 
-{grid_position}
-
+{shared}
 def steps_off(name, want, got):
     """How far ``got`` is from ``want``, as the suite judges it: (elements beyond tolerance, largest steps, why)."""
     rule = INFO["judging"][name]
+    want, got = widen(want), widen(got)
     if got.shape != want.shape or got.dtype != want.dtype:
         return want.size, float("inf"), f"{{got.dtype}} {{list(got.shape)}}, expected {{want.dtype}} {{list(want.shape)}}"
     if rule["mode"] == "positive-finite":
-        values = got.astype(np.float64)
-        bad = int(np.count_nonzero(~(np.isfinite(values) & (values > 0))))
+        bad = int(np.count_nonzero(not_positive_finite(got)))
         return bad, 0.0 if not bad else float("inf"), "any positive finite value passes"
-    if want.dtype.kind in "iub":
-        diff = np.abs(got.astype(np.int64) - want.astype(np.int64)).astype(np.float64)
-    elif want.dtype.name in FLOAT_GRIDS:
-        a, e = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
-        diff = np.abs(grid_position(got) - grid_position(want)).astype(np.float64)
-        diff = np.where(a & e, 0.0, np.where(a | e, np.inf, diff))
-    else:
-        a, e = got.astype(np.float64), want.astype(np.float64)
-        same = (a == e) | (np.isnan(a) & np.isnan(e))
-        step = rule["step"]
-        step = dict(np.load(HERE / "steps.npz"))[name] if step == "steps.npz" else step
-        diff = np.where(same, 0.0, np.inf if step is None else np.abs(a - e) / step)
-        diff = np.where(np.isnan(diff), np.inf, diff)
-    beyond = diff > rule["tolerance"] + 1e-9
+    step = rule["step"]
+    step = dict(np.load(HERE / "steps.npz"))[name] if step == "steps.npz" else step
+    diff = element_steps(want, got, step)
+    beyond = beyond_tolerance(diff, rule["tolerance"], want)
     return int(np.count_nonzero(beyond)), float(diff.max()) if diff.size else 0.0, ""
 
 
@@ -443,5 +440,5 @@ def _script(backend: Any, spec: str, case: Case, model: Path | None, source: Map
     how = (" without the conformance suite" if standalone else " from what its runner wrote"
            if isinstance(backend, ResultsBackend) else f" through its backend ({clean_text(spec)})")
     head = _HEAD.format(id=case.id, label=f"{name} {version}".strip(), how=how)
-    judge = _JUDGE.format(grids=FLOAT_GRIDS, grid_position=inspect.getsource(grid_position))
+    judge = _JUDGE.format(grids=FLOAT_GRIDS, sub_byte=_SUB_BYTE_SOURCE, shared=JUDGING_SOURCE)
     return head + body + judge, standalone

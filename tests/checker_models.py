@@ -195,7 +195,7 @@ X_SCALE, W_SCALES = F32, [float(np.float32(s)) for s in (0.01, 0.02, 0.04, 0.005
 
 def conv_model(w_axis: int = 0, bias: Q | None | str = "default", w_q: QType | None = None,
                x_q: QType | None = None, y_q: QType | None = None, k: int = 3, cin: int = 3,
-               w_data: np.ndarray | None = None) -> onnx.ModelProto:
+               w_data: np.ndarray | None = None, b_data: np.ndarray | None = None) -> onnx.ModelProto:
     """x -> Q -> x_q -> Conv(x_q, w, b) -> y_q -> DQ -> y, with per-channel int8 weights and int32 bias."""
     cout = 4
     rng = np.random.default_rng(7)
@@ -214,7 +214,8 @@ def conv_model(w_axis: int = 0, bias: Q | None | str = "default", w_q: QType | N
     inputs = ["x_q", "w"]
     if bias is not None:
         b_storage = bias.storage_type.np_dtype if isinstance(bias, QType) else np.int32
-        g.init("b", rng.integers(-50, 50, size=(cout,)).astype(b_storage), bias)
+        values = b_data if b_data is not None else rng.integers(-50, 50, size=(cout,))
+        g.init("b", np.asarray(values).astype(b_storage), bias)
         inputs.append("b")
     pad = (k - 1) // 2
     g.node("Conv", inputs, ["y_q"], name="conv", pads=[pad] * 4)
@@ -719,6 +720,19 @@ def _negative_weight_conv(bias_sign: int) -> onnx.ModelProto:
     bias = _bias([float(np.float32(X_SCALE) * np.float32(w)) * (bias_sign if s < 0 else 1)
                   for s, w in zip(signs, W_SCALES)])
     return conv_model(w_q=w_q, bias=bias)
+
+
+DEAD_W_SCALE = float(np.float32(1.2e-38))  # a normal float32 weight scale whose product with X_SCALE is subnormal
+
+
+def _dead_channel(steps_off: int) -> dict:
+    """conv_model's arguments with channel 0's weight scale DEAD_W_SCALE and its bias scale the float32 product
+    x_scale * w_scale (2.4e-40, subnormal, 1.66e-6 off the exact product relatively, 0.28 of a subnormal step) moved
+    ``steps_off`` float32 subnormal steps (2^-149) up."""
+    w_scales = [DEAD_W_SCALE, *W_SCALES[1:]]
+    scales = [float(np.float32(X_SCALE) * np.float32(s)) for s in w_scales]
+    scales[0] += steps_off * 2.0**-149
+    return {"w_q": int8(w_scales, [0] * 4, axis=0, schema=Schema.SYMMETRIC), "bias": _bias(scales)}
 
 
 def _bias(scales: Sequence[float] | None = None, zero_point: int = 0, storage: str = "int32",
@@ -1241,6 +1255,15 @@ def cases() -> list[Case]:
         _miss("QT405", "negative-weight-negative-bias", lambda: _negative_weight_conv(bias_sign=-1), quiet=False),
         _miss("QT405", "double-product", lambda: conv_model(bias=_bias([X_SCALE * s for s in W_SCALES])),
               quiet=False),  # the double product is not a float32 value: QT102 warns
+        # a constant bias whose every stored value is its zero point adds 0 at any scale (AMD Quark's scale 1)
+        _miss("QT405", "zero-bias-scale-1", lambda: conv_model(bias=_bias([1.0] * 4), b_data=np.zeros(4))),
+        _fire("QT405", "one-nonzero-bias-scale-1", lambda: conv_model(bias=_bias([1.0] * 4), b_data=[0, 0, 1, 0]),
+              "/graph/node/1/input/2", "b", "conv", message="scale[0]"),
+        # a dead channel's weight scale puts x_scale * w_scale below 2^-126: the float32 product there is
+        # 1.66e-6 off relatively, within one float32 subnormal step (QT102 warns on the subnormal bias scale)
+        _miss("QT405", "subnormal-float32-product", lambda: conv_model(**_dead_channel(0)), quiet=False),
+        _fire("QT405", "subnormal-product-three-steps-off", lambda: conv_model(**_dead_channel(3)),
+              "/graph/node/1/input/2", "b", "conv", message="scale[0]"),
         # QT406
         _fire("QT406", "per-tensor-bias", lambda: conv_model(bias=_bias(per_tensor=True)), "/graph/node/1/input/2", "b",
               "conv"),

@@ -23,8 +23,7 @@ import onnx
 from onnx import TensorProto, helper
 
 try:
-    import iree.compiler as compiler
-    import iree.runtime as runtime
+    from iree import compiler, runtime
     from iree.compiler import ir
     from iree.compiler.extras import onnx_importer
 except ImportError:

@@ -32,8 +32,8 @@ B = np.array([[6, -2, 10], [-14, 2, 0]], np.int8)
 
 
 def model() -> onnx.ModelProto:
-    half = lambda name, value: numpy_helper.from_array(np.array(value, np.float16), name)  # noqa: E731
-    int8 = lambda name, value: numpy_helper.from_array(np.array(value, np.int8), name)  # noqa: E731
+    half = lambda name, value: numpy_helper.from_array(np.array(value, np.float16), name)
+    int8 = lambda name, value: numpy_helper.from_array(np.array(value, np.int8), name)
     graph = helper.make_graph(
         [helper.make_node("DequantizeLinear", ["a", "a_scale", "a_zero_point"], ["a_real"]),
          helper.make_node("DequantizeLinear", ["b", "b_scale", "b_zero_point"], ["b_real"]),
@@ -61,6 +61,12 @@ def first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0][:300]
 
 
+# onnxruntime's own exception types (Fail, InvalidGraph, NotImplemented, ...; each derives from Exception alone):
+# what a refused session raises, and nothing else is taken for a refusal
+ORT_ERRORS = tuple(error for error in vars(ort.capi.onnxruntime_pybind11_state).values()
+                   if isinstance(error, type) and issubclass(error, Exception))
+
+
 ort.set_default_logger_severity(4)  # a refused session raises; its log line would only repeat it
 print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, onnx {onnx.__version__}")
 real = np.concatenate([(A.astype(np.float64) - 1) * 0.5, (B.astype(np.float64) + 2) * 0.25])
@@ -74,7 +80,7 @@ for label, level, config in (("ORT_ENABLE_BASIC (control)", "ORT_ENABLE_BASIC", 
     print(f"{label}: y = {got.tolist()}" + ("" if same else "  (differs: something else is wrong)"))
 try:
     got = session(model()).run(None, feeds)[0]
-except Exception as exc:  # onnxruntime's InvalidGraph / Fail
+except ORT_ERRORS as exc:  # onnxruntime's InvalidGraph / Fail
     print(f"default session: refused: {first_line(exc)}")
     print("\nREPRODUCED: the float16-scale Concat group is fused into QLinearConcat, which refuses float16")
     sys.exit(1)

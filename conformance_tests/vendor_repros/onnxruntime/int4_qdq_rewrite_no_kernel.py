@@ -62,6 +62,12 @@ def first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0][:300]
 
 
+# onnxruntime's own exception types (Fail, InvalidGraph, NotImplemented, ...; each derives from Exception alone):
+# what a refused session raises, and nothing else is taken for a refusal
+ORT_ERRORS = tuple(error for error in vars(ort.capi.onnxruntime_pybind11_state).values()
+                   if isinstance(error, type) and issubclass(error, Exception))
+
+
 ort.set_default_logger_severity(4)  # a refused session raises; its log line would only repeat it
 print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, onnx {onnx.__version__}")
 
@@ -71,7 +77,7 @@ def loads(m: onnx.ModelProto, level: str) -> str:
     try:
         session(m, level)
         return ""
-    except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented
+    except ORT_ERRORS as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented
         return first_line(exc)
 
 
