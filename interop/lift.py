@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import duplicate_initializers, left, metadata, passed_constants, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
@@ -48,7 +48,11 @@ from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import write_statistics
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.reader import WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
+
+
+_TENSOR_TYPE_TAG = b"\x0a"  # TypeProto.tensor_type: field 1, length-delimited
 
 
 class LiftWarning(UserWarning):
@@ -67,9 +71,10 @@ class LiftResult:
     statistics: int = 0
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
     left: list[left.LeftNode] = dataclasses.field(default_factory=list)  # quantization nodes of the file still there
-    # the QType of each typed declaration the lift wrote without statistics, by its QuantizedType's bytes: the
-    # checker's index of the lifted model takes these objects instead of decoding them again (checker/context.py)
-    written: dict[bytes, QType] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    # the QType of each typed declaration the lift wrote without statistics, by its QuantizedType's bytes, and those
+    # declarations decoded (WrittenTypes.declared): the checker's index of the lifted model takes these instead of
+    # decoding them again (checker/context.py)
+    written: WrittenTypes = dataclasses.field(default_factory=WrittenTypes, repr=False, compare=False)
 
     def summary(self) -> str:
         if not self.typed_tensors:
@@ -466,7 +471,7 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
-    written: dict[bytes, QType],
+    written: WrittenTypes,
 ) -> dict[str, int]:
     """Typed declarations for quantized tensors, statistics, and no stale entries; returns the tensors declared
     quantized, with their storage data types."""
@@ -480,7 +485,7 @@ def _declare(
         metadata.strip(vi)
     order = [*final.initializers, *final.producer]  # the graph's names in order (its index holds them already)
     declared: dict[str, int] = {}
-    shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
+    shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]] = {}  # per shape: its bytes, as read
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
         _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes, written)
         declared[name] = types[name].storage_type.data_type
@@ -513,25 +518,46 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
 
 
 def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
-                          shapes: dict[tuple[int | None, ...] | None, bytes], written: dict[bytes, QType]) -> None:
+                          shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]],
+                          written: WrittenTypes) -> None:
     """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
-    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization)."""
+    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization); and, for the
+    checker's index, its QType and decoded fields (``written``)."""
     if shape not in shapes:
         made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
-        shapes[shape] = made.shape.SerializeToString()
+        data = made.shape.SerializeToString()
+        dims = TensorShapeProto.FromString(data).dim  # the shape as the checker reads it back (proto.static_shape)
+        shapes[shape] = data, tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
     quantization = qtype.to_proto()
-    if qtype.statistics is None:
-        written.setdefault(quantization.SerializeToString(), qtype)
+    serialized = quantization.SerializeToString() if qtype.statistics is None else b""
+    known = written.setdefault(serialized, qtype) if qtype.statistics is None else None
     view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=quantization)
     if shape is not None:
-        view.shape = shapes[shape]
+        view.shape = shapes[shape][0]
     if qtype.statistics is not None:
         view.statistics.CopyFrom(qtype.statistics.to_proto())
     vi = graph.value_info.add()
     vi.name = name
     if doc:
         vi.doc_string = doc
-    vi.type.tensor_type.MergeFromString(view.SerializeToString())
+    data = view.SerializeToString()
+    vi.type.tensor_type.MergeFromString(data)
+    if known is not None and qtype.scale_tensor is None and qtype.zero_point_tensor is None \
+            and qtype.offset_tensor is None:  # names no parameter tensor (to_proto writes a *_tensor field for each)
+        size = len(data)
+        key = b"".join((_TENSOR_TYPE_TAG, bytes((size,)) if size < 0x80 else _varint(size), data))  # the TypeProto
+        if key not in written.declared:  # (equal types: the first QType, as the index would take it from ``written``)
+            written.declared[key] = (view.elem_type, None if shape is None else shapes[shape][1], known, serialized)
+
+
+def _varint(value: int) -> bytes:
+    """Protobuf's base-128 encoding of a non-negative integer (a field's length)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:
