@@ -27,18 +27,18 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProt
 
 from onnx_qtypes.interop import duplicate_initializers, left, metadata, passed_constants, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
-from onnx_qtypes.interop.dynamic import lift_dynamic, owned
+from onnx_qtypes.interop.dynamic import INTEGER_OPS, DynamicLift, lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
-                                      replace_nodes)
-from onnx_qtypes.interop.integer_clips import narrow_integer_clips
-from onnx_qtypes.interop.integer_ops import lift_integer_ops
-from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
+from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
+                                      infer, replace_nodes)
+from onnx_qtypes.interop.integer_clips import Narrowed, narrow_integer_clips
+from onnx_qtypes.interop.integer_ops import FLOAT_OP as INTEGER_FLOAT_OP, IntegerLift, lift_integer_ops
+from onnx_qtypes.interop.matmul_nbits import ContribRead, from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
-from onnx_qtypes.interop.qoperator import spec_for
+from onnx_qtypes.interop.qoperator import MICROSOFT as QOPERATOR_MICROSOFT, STANDARD as QOPERATOR_STANDARD, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
@@ -46,9 +46,9 @@ from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, writ
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
-from onnx_qtypes.proto.model import write_statistics
+from onnx_qtypes.proto.model import may_declare_extension, write_statistics
 from onnx_qtypes.proto.qtype import QType
-from onnx_qtypes.proto.reader import WrittenTypes
+from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
 
 
@@ -138,9 +138,11 @@ def lift_model(
     ``keep_origins``: every main-graph node of the lifted model that comes from the file keeps the mark of its
     position there (``interop.graph.ORIGIN_KEY``), by which ``check`` places its findings in the file.
     """
+    # a model the reader walked and found without subgraphs: its copy has none either
+    flat = isinstance(model, ReadModel) and model.walked is not None and len(model.walked) == 1
     source, where = read_model(model, "lift")
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
@@ -157,11 +159,14 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False
-          ) -> tuple[LiftResult, dict[str, int] | None]:
-    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,
+          flat: bool = False) -> tuple[LiftResult, dict[str, int] | None]:
+    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already).
+    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them)."""
     result = LiftResult(model)
-    if quantized_tensors(model):
+    # (quantized_tensors decodes nothing when no declaration may hold the extension: asked here of the main graph,
+    # without the walk for subgraphs it makes first)
+    if (not flat or may_declare_extension(model, graphs=[("/graph", model.graph)])) and quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result, None
     left.stamp(model.graph)  # every node's place in the file, for the report of what stays
@@ -193,25 +198,42 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
                reasons: dict[int, str]) -> dict[str, int]:
-    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types."""
-    result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))  # onnx-neural-compressor's shared biases
-    result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
-    from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
-    result.warnings.extend(from_qonnx.warnings)
-    result.notes.extend(from_qonnx.notes)
-    if from_qonnx.quant_nodes:
-        result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
+    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types.
+
+    A step runs only when the graph holds what it rewrites (``_Kinds``): every other step would leave the graph as
+    it is and say nothing, and a QDQ file of thousands of nodes would be walked once per step to find that out."""
+    kinds = _Kinds(model)
+    names = [t.name for t in model.graph.initializer]
+    if len(set(names)) != len(names):  # onnx-neural-compressor's shared biases
+        result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))
+    if kinds.any(lambda op, domain: domain == MS_DOMAIN and op in ("QuantizeLinear", "DequantizeLinear")):
+        result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
+    if kinds.any(lambda op, domain: domain in QONNX_DOMAINS):
+        from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
+        result.warnings.extend(from_qonnx.warnings)
+        result.notes.extend(from_qonnx.notes)
+        if from_qonnx.quant_nodes:
+            result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
     graph = model.graph
-    contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
-    result.notes.extend(contrib.notes)
-    result.warnings.extend(contrib.warnings)
-    result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
+    contrib = ContribRead([], [], [], 0)  # what read_contrib_weights says of a graph without com.microsoft nodes
+    if kinds.any(lambda op, domain: domain == MS_DOMAIN):
+        contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
+        result.notes.extend(contrib.notes)
+        result.warnings.extend(contrib.warnings)
+    if kinds.any(lambda op, domain: op in QOPERATOR_STANDARD or op in QOPERATOR_MICROSOFT):  # (spec_for's tables)
+        result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
     declared = _metadata(graph)
-    clip_bounds = _drop_range_clips(graph, declared)
-    narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
-    result.notes.extend(narrowed.notes)
-    dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
-    integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
+    clip_bounds = _drop_range_clips(graph, declared) if kinds.any(lambda op, domain: op == "Clip") else set()
+    narrowed = Narrowed()
+    if kinds.any(lambda op, domain: op in ("Clip", "Cast")):
+        narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
+        result.notes.extend(narrowed.notes)
+    dynamic = DynamicLift()
+    if kinds.any(lambda op, domain: op in INTEGER_OPS or op == "DynamicQuantizeLinear"):
+        dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
+    integer = IntegerLift()
+    if kinds.any(lambda op, domain: op in INTEGER_FLOAT_OP):
+        integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
@@ -261,6 +283,24 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
     result.statistics = len(targets)
     return declared
+
+
+class _Kinds:
+    """The (op type, domain) pairs of the main graph's nodes, read again only after a step that ran (it may have changed
+    them)."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.model = model
+        self.pairs: set[tuple[str, str]] | None = None
+
+    def any(self, test) -> bool:  # noqa: ANN001 - (op_type, domain) -> bool
+        """Whether a node passes ``test``; when one does, the caller runs its step and the pairs are read again."""
+        if self.pairs is None:
+            self.pairs = {(n.op_type, n.domain) for n in self.model.graph.node}
+        found = any(test(op, domain) for op, domain in self.pairs)
+        if found:
+            self.pairs = None
+        return found
 
 
 def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
@@ -624,8 +664,9 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):
                 del field[i]
-    if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
-        for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
+    imports = [i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]
+    if imports and not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
+        for i in reversed(imports):
             del model.opset_import[i]
 
 
