@@ -39,7 +39,7 @@ from onnx_qtypes.interop.matmul_nbits import ContribRead, from_contrib_op, read_
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import MICROSOFT as QOPERATOR_MICROSOFT, STANDARD as QOPERATOR_STANDARD, spec_for
-from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.interop.recognise import QDQ_DOMAINS, is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
@@ -52,6 +52,7 @@ from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
 
 
+_QDQ = ("QuantizeLinear", "DequantizeLinear")
 _TENSOR_TYPE_TAG = b"\x0a"  # TypeProto.tensor_type: field 1, length-delimited
 
 
@@ -340,10 +341,9 @@ def _parameter_names(ix: GraphIndex) -> set[str]:
     """Scale / zero-point inputs of every quantization node (candidates for removal once unread)."""
     names: set[str] = set()
     for node in ix.nodes:
-        spec = spec_for(node)
-        if is_quantize(node) or is_dequantize(node):
+        if node.op_type in _QDQ and node.domain in QDQ_DOMAINS:  # is_quantize or is_dequantize, the fields read once
             names.update(node.input[1:3])
-        elif spec is not None:
+        elif (spec := spec_for(node)) is not None:
             positions = {p for o in spec.operands for p in (o.scale, o.zero_point)}
             if spec.variadic:
                 positions = {p for p in range(len(node.input)) if p < 2 or (p - 2) % 3}
