@@ -42,17 +42,23 @@ class LeftNode:
         return f"{self.label}: {self.reason}"
 
 
-def stamp(graph: GraphProto) -> None:
+def stamp(graph: GraphProto) -> bool:
     """Mark every node with its position in the file (kept by copies, read by ``collect`` and ``node_label``, and
-    by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say."""
+    by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say.
+    Returns whether any node carried metadata of its own before (if none did, the mark is all a node carries)."""
+    carried = False
     for i, node in enumerate(graph.node):
         props = node.metadata_props
-        marks = [p for p in props if p.key == ORIGIN_KEY] if props else None  # (most nodes have none)
+        marks = None
+        if props:  # (most nodes have none)
+            carried = True
+            marks = [p for p in props if p.key == ORIGIN_KEY]
         if marks:
             for mark in marks:
                 mark.value = str(i)
         else:
             props.add(key=ORIGIN_KEY, value=str(i))
+    return carried
 
 
 def origin(node: NodeProto) -> int | None:

@@ -170,10 +170,10 @@ def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool 
     if (not flat or may_declare_extension(model, graphs=[("/graph", model.graph)])) and quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result, None
-    left.stamp(model.graph)  # every node's place in the file, for the report of what stays
+    carried = left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
-        typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
+        typed = _lift_body(model, stats, tolerant, result, reasons, carried)  # the quantized types now declared
         result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
         if not keep_origins:
@@ -198,8 +198,9 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
-               reasons: dict[int, str]) -> dict[str, int]:
+               reasons: dict[int, str], carried: bool = True) -> dict[str, int]:
     """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types.
+    ``carried``: whether a node of the file carried metadata of its own (``left.stamp``).
 
     A step runs only when the graph holds what it rewrites (``_Kinds``): every other step would leave the graph as
     it is and say nothing, and a QDQ file of thousands of nodes would be walked once per step to find that out."""
@@ -278,7 +279,9 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     _drop_unused(model, final, parameter_names - named)
 
     result.typed_tensors = len(types)
-    source_nodes = {i for i in folded.removed - expanded.invented if not from_contrib_op(work.nodes[i])}
+    source_nodes = folded.removed - expanded.invented
+    if carried or contrib.unfused:  # (only unfuse marks a node from_contrib_op, unless the file's nodes carry marks)
+        source_nodes = {i for i in source_nodes if not from_contrib_op(work.nodes[i])}
     result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
