@@ -8,7 +8,13 @@ the bytes of the written model and data file), `lower` of lift's output (or of t
 `show --format json` / `check --format json` of the lifted model. Exit codes, standard output and standard error
 are compared as text (temporary paths masked), written models by SHA-256.
 
-Run: python benchmarks/same_results.py BEFORE_CHECKOUT AFTER_CHECKOUT   (e.g. a `git archive main` beside this one)
+With ``--fuzz`` it compares instead, in-process, ``onnx_qtypes.diagnose`` (every finding and note) and
+``lift_model`` (strict, and tolerant as check reads a QDQ file: report, problems, left nodes and the lifted model's
+SHA-256) on the examples, 400 suite models and 1,500 mutants of tests/mutation_fuzz.py (seed 23) — the malformed
+models a speed change to check or lift is most likely to treat differently.
+
+Run: python benchmarks/same_results.py [--fuzz] BEFORE_CHECKOUT AFTER_CHECKOUT   (e.g. a `git archive main` beside
+this one)
 """
 
 from __future__ import annotations
@@ -88,22 +94,82 @@ def record(listing: str, out_path: str) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def fuzz_models(folder: pathlib.Path) -> list[str]:
+    """The --fuzz corpus: the examples, 400 suite models, and 1,500 mutants written to ``folder``."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import mutation_fuzz  # noqa: PLC0415
+
+    seeds = mutation_fuzz.seed_files(400)
+    chosen = [str(p) for p in seeds]
+    for k, m in enumerate(mutation_fuzz.mutants(seeds, 1500, 23)):
+        path = folder / f"mutant{k:04d}.onnx"
+        path.write_bytes(m.data)
+        chosen.append(str(path))
+    return chosen
+
+
+def record_fuzz(listing: str, out_path: str) -> None:
+    """In the checkout this process runs from: diagnose and lift_model of every model, one JSON line each."""
+    import signal  # noqa: PLC0415
+    import warnings  # noqa: PLC0415
+
+    sys.path.insert(0, os.getcwd())
+    from onnx_qtypes import diagnose  # noqa: PLC0415 - this checkout's
+    from onnx_qtypes.interop.lift import lift_model  # noqa: PLC0415
+
+    warnings.simplefilter("ignore")
+
+    def alarm(*_: object) -> None:
+        raise TimeoutError("over 60 s")
+
+    signal.signal(signal.SIGALRM, alarm)
+
+    def guarded(fn):  # noqa: ANN001, ANN202
+        signal.alarm(60)
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - recorded: an error is a result too
+            return [type(exc).__name__, str(exc)]
+        finally:
+            signal.alarm(0)
+
+    def diagnosed(path: str) -> list:
+        d = diagnose(path)
+        return [d.form, list(d.notes), [repr(x) for x in d.diagnostics]]
+
+    def lifted(path: str, **options: bool) -> list:
+        r = lift_model(path, **options)
+        return [hashlib.sha256(r.model.SerializeToString(deterministic=True)).hexdigest(), r.notes, r.warnings,
+                [f"{p!r} {p} {(p.rule, p.node, p.tensor, p.parameter)}" for p in r.problems], [repr(n) for n in r.left],
+                r.typed_tensors, r.removed_quantize, r.removed_dequantize, r.qoperator_nodes, r.statistics]
+
+    with open(out_path, "w") as results:
+        for model in pathlib.Path(listing).read_text().split("\n"):
+            if model:
+                got = {"model": model, "diagnose": guarded(lambda: diagnosed(model)),  # noqa: B023 - called here
+                       "lift": guarded(lambda: lifted(model)),  # noqa: B023
+                       "lift_tolerant": guarded(lambda: lifted(model, tolerant=True, keep_origins=True))}  # noqa: B023
+                results.write(json.dumps(got, default=repr) + "\n")
+
+
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--record":  # the child: record from the current folder
-        record(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 4 and sys.argv[1] in ("--record", "--record-fuzz"):  # the child: record from the current folder
+        (record if sys.argv[1] == "--record" else record_fuzz)(sys.argv[2], sys.argv[3])
         return 0
-    if len(sys.argv) != 3:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    fuzz = sys.argv[1:2] == ["--fuzz"]
+    checkouts = sys.argv[2:] if fuzz else sys.argv[1:]
+    if len(checkouts) != 2:
+        print("\n".join(__doc__.strip().splitlines()[-2:]), file=sys.stderr)
         return 2
     folder = pathlib.Path(tempfile.mkdtemp(prefix="same_results."))
     try:
         listing = folder / "models.txt"
-        listing.write_text("\n".join(models(folder)) + "\n")
+        listing.write_text("\n".join(fuzz_models(folder) if fuzz else models(folder)) + "\n")
         runs = []
-        for k, checkout in enumerate(sys.argv[1:]):
+        for k, checkout in enumerate(checkouts):
             out = folder / f"{k}.jsonl"
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--record", str(listing), str(out)],
-                           cwd=checkout, check=True)
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--record-fuzz" if fuzz else "--record",
+                            str(listing), str(out)], cwd=checkout, check=True)
             runs.append({json.loads(line)["model"]: json.loads(line) for line in out.read_text().splitlines()})
         before, after = runs
         compared = differ = 0

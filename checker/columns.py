@@ -15,6 +15,7 @@ helper still decides every finding.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -109,16 +110,26 @@ def _build(ctx: Context) -> Columns:
         ))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), 15).T
     scale_counts, zp_counts = table[1], table[2]
-    scales = [_representatives(d.qtype.scale, np.float64) for d in types]
-    zero_points = [_representatives(d.qtype.zero_point, np.int64) for d in types]
+    scales, scale_sizes = _flat([d.qtype.scale for d in types], np.float64)
+    zero_points, zero_point_sizes = _flat([d.qtype.zero_point for d in types], np.int64)
     index = np.arange(len(types))
     return Columns(
         decls, np.array([row_by_message[id(d.quantization)] for d in decls], dtype=np.intp), types,
         table[0].astype(bool), scale_counts, zp_counts, table[3].astype(bool), table[4], table[5].astype(bool),
-        table[6], table[7].astype(bool), *table[8:], _joined(scales, np.float64),
-        np.repeat(index, [v.size for v in scales]), _joined(zero_points, np.int64),
-        np.repeat(index, [v.size for v in zero_points]),
+        table[6], table[7].astype(bool), *table[8:], scales, np.repeat(index, scale_sizes), zero_points,
+        np.repeat(index, zero_point_sizes),
     )
+
+
+def _flat(values: list[Sequence], dtype: type) -> tuple[np.ndarray, list[int]]:
+    """Every type's ``_representatives`` joined in one array, and how many each gave. When every type lists its
+    values (a tuple, short enough to stand as it is), they are read in one step, element by element as
+    ``values_array`` reads each tuple."""
+    if all(type(v) is tuple and len(v) <= _DISTINCT_ABOVE for v in values):
+        sizes = [len(v) for v in values]
+        return np.fromiter(itertools.chain.from_iterable(values), dtype=dtype, count=sum(sizes)), sizes
+    parts = [_representatives(v, dtype) for v in values]
+    return _joined(parts, dtype), [v.size for v in parts]
 
 
 # A type with more parameters than this stands in the flat arrays by its distinct values only.

@@ -251,6 +251,8 @@ class Context:
         self._arrays: dict[tuple[str, str], np.ndarray | None] = {}
         self._memo: dict[str, object] = {}
         self._known_qtypes = qtypes or {}
+        # whole declarations the lift wrote, decoded already (proto.reader.WrittenTypes), by TypeProto bytes
+        self._known_declared: dict[bytes, tuple] = getattr(qtypes, "declared", None) or {}
         self.graphs: list[tuple[str, onnx.GraphProto]] = list(iter_graphs(model))  # main graph, then subgraphs
         self._index_declarations()
         self._index_nodes()
@@ -293,10 +295,16 @@ class Context:
                     fields = cache.get(key, cache)
                     new = fields is cache
                     if new:
-                        where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
-                        fields = cache[key] = _decode(key, where, qtypes, shapes, lookup,
-                                                      None if function else self._parameter_declaration,
-                                                      self._known_qtypes)
+                        known = None if function else self._known_declared.get(key)
+                        if known is not None:  # what _decode gives these bytes: no statistics, no references
+                            elem_type, shape, qtype, quantization = known
+                            fields = cache[key] = (elem_type, shape, qtype, pb.QuantizedType.FromString(quantization),
+                                                   None, None, None, None)
+                        else:
+                            where = f"{graph_pointer}/{kind}/{i} (tensor {name!r})"
+                            fields = cache[key] = _decode(key, where, qtypes, shapes, lookup,
+                                                          None if function else self._parameter_declaration,
+                                                          self._known_qtypes)
                     if fields is None:  # not a tensor type; QT116 looks inside sequences, optionals and maps
                         if key:
                             self.other_types.append((f"{graph_pointer}/{kind}/{i}", name, key))

@@ -42,8 +42,20 @@ class Folded:
 
 def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], types: dict[str, QType]) -> Folded:
     nodes = ix.nodes
-    source = {nodes[i].output[0]: nodes[i].input[0] for i, r in roles.items() if r == "dq"}  # DQ output -> integer input
-    inserted = {nodes[i].output[0] for i, r in roles.items() if r == "dq" and metadata.inserted_by_lower(nodes[i])}
+    writers: dict[str, list[int]] = {}  # DQ output -> the DQ nodes writing it
+    source: dict[str, str] = {}  # DQ output -> integer input
+    for i, r in roles.items():
+        if r == "dq":
+            node = nodes[i]
+            out = node.output[0]
+            writers.setdefault(out, []).append(i)
+            source[out] = node.input[0]
+    inserted_by_lower: dict[str, bool] = {}  # DQ output -> whether ``lower`` wrote it (read when first asked)
+
+    def inserted(name: str) -> bool:
+        if name not in inserted_by_lower:
+            inserted_by_lower[name] = any(metadata.inserted_by_lower(nodes[i]) for i in writers[name])
+        return inserted_by_lower[name]
     types = dict(types)
     removed: set[int] = set()
     rename: dict[str, str] = {}
@@ -65,14 +77,16 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
     for i, node in enumerate(nodes):
         if i in roles or node.domain not in STANDARD_DOMAINS or has_subgraph(node):
             continue
-        if not any(name in source for name in node.input):
+        inputs = node.input[:]  # (read once: the node's fields are read below again and again)
+        if source.keys().isdisjoint(inputs):
             continue
-        written_for_it = all(name in inserted for name in node.input if name in source)  # float activations welcome
+        written_for_it = all(inserted(name) for name in inputs if name in source)  # float activations welcome
         if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False or written_for_it
-                   for name in node.input):
+                   for name in inputs):
             continue
         outputs: list[tuple[int, list[int]]] = []
-        for k, name in enumerate(node.output):
+        output_names = node.output[:]
+        for k, name in enumerate(output_names):
             if not name:
                 continue
             qs = quantizers(name)
@@ -83,12 +97,12 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
             # else a float result of quantized inputs (a final MatMul) that lower wrote with DQs of its own
         else:
             folded_ops += 1
-            for j, name in enumerate(node.input):
+            for j, name in enumerate(inputs):
                 if name in source:
                     rewired[name] = rewired.get(name, 0) + 1
                     node.input[j] = source[name]
             for k, qs in outputs:
-                float_name = node.output[k]
+                float_name = output_names[k]
                 q_outputs = [nodes[q].output[0] for q in qs]
                 keep = [o for q, o in zip(qs, q_outputs) if o in ix.output_set] or [
                     o for q, o in zip(qs, q_outputs) if q in keep_output_name
@@ -118,8 +132,10 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
     for i, node in enumerate(nodes):
         if i in removed:
             continue
-        for j, name in enumerate(node.input):
-            if name in rename:
-                node.input[j] = rename[name]
+        inputs = node.input[:]
+        if not rename.keys().isdisjoint(inputs):
+            for j, name in enumerate(inputs):
+                if name in rename:
+                    node.input[j] = rename[name]
         kept.append(node)
     return Folded(kept, types, aliases, origins, removed, folded_ops)

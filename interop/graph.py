@@ -49,9 +49,12 @@ def attributes(node: NodeProto) -> dict[str, object]:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+_SUBGRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+
 def has_subgraph(node: NodeProto) -> bool:
     attributes = node.attribute
-    return bool(attributes) and any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in attributes)
+    return bool(attributes) and any(a.type in _SUBGRAPH_TYPES for a in attributes)
 
 
 def _subgraph_names(node: NodeProto) -> Iterator[str]:
@@ -167,7 +170,8 @@ class GraphIndex:
                     producer[name] = i
             if outputs and node.op_type == "Constant" and node.domain in STANDARD_DOMAINS:
                 self._constant_nodes[outputs[0]] = node
-            if node.attribute and has_subgraph(node):
+            attributes = node.attribute
+            if attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):  # has_subgraph, its fields read once
                 self.outer_refs.update(_subgraph_names(node))
                 self.has_subgraphs = True
         self.elem_types = dict(inferred.elem_types) if inferred else {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from onnx import GraphProto, NodeProto, StringStringEntryProto, TensorProto, helper
+from onnx import GraphProto, NodeProto, TensorProto, helper
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, ORIGIN_KEY, QONNX_DOMAINS, STANDARD_DOMAINS, node_label
 QDQ = ("QuantizeLinear", "DequantizeLinear")
@@ -42,15 +42,23 @@ class LeftNode:
         return f"{self.label}: {self.reason}"
 
 
-def stamp(graph: GraphProto) -> None:
+def stamp(graph: GraphProto) -> bool:
     """Mark every node with its position in the file (kept by copies, read by ``collect`` and ``node_label``, and
-    by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say."""
+    by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say.
+    Returns whether any node carried metadata of its own before (if none did, the mark is all a node carries)."""
+    carried = False
     for i, node in enumerate(graph.node):
-        marks = [p for p in node.metadata_props if p.key == ORIGIN_KEY]
-        for mark in marks:
-            mark.value = str(i)
-        if not marks:
-            node.metadata_props.append(StringStringEntryProto(key=ORIGIN_KEY, value=str(i)))
+        props = node.metadata_props
+        marks = None
+        if props:  # (most nodes have none)
+            carried = True
+            marks = [p for p in props if p.key == ORIGIN_KEY]
+        if marks:
+            for mark in marks:
+                mark.value = str(i)
+        else:
+            props.add(key=ORIGIN_KEY, value=str(i))
+    return carried
 
 
 def origin(node: NodeProto) -> int | None:
@@ -91,12 +99,17 @@ def is_quantization_node(node: NodeProto, typed: set[str]) -> bool:
 def collect(graph: GraphProto, typed: set[str], reasons: dict[int, str]) -> list[LeftNode]:
     """Every quantization node of the file still in ``graph`` (typed: the quantized tensors), in file order."""
     found = []
-    stored = {t.name: t.data_type for t in graph.initializer}
+    stored: dict[str, int] | None = None  # the initializers' data types: read for the first custom quantizer
     for node in graph.node:
         at = origin(node)
         if at is None or not is_quantization_node(node, typed):
             continue
-        reason = _default_reason(node, stored) if custom_quantizer(node) else reasons.get(at) or _default_reason(node)
+        if custom_quantizer(node):
+            if stored is None:
+                stored = {t.name: t.data_type for t in graph.initializer}
+            reason = _default_reason(node, stored)
+        else:
+            reason = reasons.get(at) or _default_reason(node)
         found.append(LeftNode(at, node.name, node.op_type, node.domain, reason))
     return sorted(found, key=lambda n: n.index)
 

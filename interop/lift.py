@@ -23,32 +23,37 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, ValueInfoProto, helper, numpy_helper
 
 from onnx_qtypes.interop import duplicate_initializers, left, metadata, passed_constants, qonnx
 from onnx_qtypes.interop.contrib_qdq import to_standard_domain
-from onnx_qtypes.interop.dynamic import lift_dynamic, owned
+from onnx_qtypes.interop.dynamic import INTEGER_OPS, DynamicLift, lift_dynamic, owned
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, GraphIndex, Inferred, default_opset, infer,
-                                      replace_nodes)
-from onnx_qtypes.interop.integer_clips import narrow_integer_clips
-from onnx_qtypes.interop.integer_ops import lift_integer_ops
-from onnx_qtypes.interop.matmul_nbits import from_contrib_op, read_contrib_weights
+from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
+                                      infer, replace_nodes)
+from onnx_qtypes.interop.integer_clips import Narrowed, narrow_integer_clips
+from onnx_qtypes.interop.integer_ops import FLOAT_OP as INTEGER_FLOAT_OP, IntegerLift, lift_integer_ops
+from onnx_qtypes.interop.matmul_nbits import ContribRead, from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
-from onnx_qtypes.interop.qoperator import spec_for
-from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
+from onnx_qtypes.interop.qoperator import MICROSOFT as QOPERATOR_MICROSOFT, STANDARD as QOPERATOR_STANDARD, spec_for
+from onnx_qtypes.interop.recognise import QDQ_DOMAINS, is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
-from onnx_qtypes.proto.model import write_statistics
+from onnx_qtypes.proto.model import may_declare_extension, write_statistics
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
+
+
+_QDQ = ("QuantizeLinear", "DequantizeLinear")
+_TENSOR_TYPE_TAG = b"\x0a"  # TypeProto.tensor_type: field 1, length-delimited
 
 
 class LiftWarning(UserWarning):
@@ -67,9 +72,10 @@ class LiftResult:
     statistics: int = 0
     problems: list[MalformedQDQError] = dataclasses.field(default_factory=list)  # tolerant lifts only
     left: list[left.LeftNode] = dataclasses.field(default_factory=list)  # quantization nodes of the file still there
-    # the QType of each typed declaration the lift wrote without statistics, by its QuantizedType's bytes: the
-    # checker's index of the lifted model takes these objects instead of decoding them again (checker/context.py)
-    written: dict[bytes, QType] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    # the QType of each typed declaration the lift wrote without statistics, by its QuantizedType's bytes, and those
+    # declarations decoded (WrittenTypes.declared): the checker's index of the lifted model takes these instead of
+    # decoding them again (checker/context.py)
+    written: WrittenTypes = dataclasses.field(default_factory=WrittenTypes, repr=False, compare=False)
 
     def summary(self) -> str:
         if not self.typed_tensors:
@@ -133,9 +139,11 @@ def lift_model(
     ``keep_origins``: every main-graph node of the lifted model that comes from the file keeps the mark of its
     position there (``interop.graph.ORIGIN_KEY``), by which ``check`` places its findings in the file.
     """
+    # a model the reader walked and found without subgraphs: its copy has none either
+    flat = isinstance(model, ReadModel) and model.walked is not None and len(model.walked) == 1
     source, where = read_model(model, "lift")
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
@@ -152,17 +160,20 @@ def lift_model(
         raise
 
 
-def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False
-          ) -> tuple[LiftResult, dict[str, int] | None]:
-    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already)."""
+def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,
+          flat: bool = False) -> tuple[LiftResult, dict[str, int] | None]:
+    """The lift, and the storage type of every tensor it declared quantized (None for a model typed already).
+    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them)."""
     result = LiftResult(model)
-    if quantized_tensors(model):
+    # (quantized_tensors decodes nothing when no declaration may hold the extension: asked here of the main graph,
+    # without the walk for subgraphs it makes first)
+    if (not flat or may_declare_extension(model, graphs=[("/graph", model.graph)])) and quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result, None
-    left.stamp(model.graph)  # every node's place in the file, for the report of what stays
+    carried = left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
-        typed = _lift_body(model, stats, tolerant, result, reasons)  # the quantized types now declared
+        typed = _lift_body(model, stats, tolerant, result, reasons, carried)  # the quantized types now declared
         result.left = left.collect(model.graph, set(typed), {**_named(result.warnings), **reasons})
     finally:
         if not keep_origins:
@@ -187,26 +198,44 @@ def _named(messages: list[str]) -> dict[int, str]:
 
 
 def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool, result: LiftResult,
-               reasons: dict[int, str]) -> dict[str, int]:
-    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types."""
-    result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))  # onnx-neural-compressor's shared biases
-    result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
-    from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
-    result.warnings.extend(from_qonnx.warnings)
-    result.notes.extend(from_qonnx.notes)
-    if from_qonnx.quant_nodes:
-        result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
+               reasons: dict[int, str], carried: bool = True) -> dict[str, int]:
+    """The lift's steps, in place; returns the tensors it declared quantized, with their storage data types.
+    ``carried``: whether a node of the file carried metadata of its own (``left.stamp``).
+
+    A step runs only when the graph holds what it rewrites (``_Kinds``): every other step would leave the graph as
+    it is and say nothing, and a QDQ file of thousands of nodes would be walked once per step to find that out."""
+    kinds = _Kinds(model)
+    names = [t.name for t in model.graph.initializer]
+    if len(set(names)) != len(names):  # onnx-neural-compressor's shared biases
+        result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))
+    if kinds.any(lambda op, domain: domain == MS_DOMAIN and op in ("QuantizeLinear", "DequantizeLinear")):
+        result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
+    if kinds.any(lambda op, domain: domain in QONNX_DOMAINS):
+        from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
+        result.warnings.extend(from_qonnx.warnings)
+        result.notes.extend(from_qonnx.notes)
+        if from_qonnx.quant_nodes:
+            result.notes.append(f"{from_qonnx.quant_nodes} QONNX Quant node(s) read as quantized types")
     graph = model.graph
-    contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
-    result.notes.extend(contrib.notes)
-    result.warnings.extend(contrib.warnings)
-    result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
+    contrib = ContribRead([], [], [], 0)  # what read_contrib_weights says of a graph without com.microsoft nodes
+    if kinds.any(lambda op, domain: domain == MS_DOMAIN):
+        contrib = read_contrib_weights(model)  # MatMulNBits -> blocked DequantizeLinear + MatMul
+        result.notes.extend(contrib.notes)
+        result.warnings.extend(contrib.warnings)
+    if kinds.any(lambda op, domain: op in QOPERATOR_STANDARD or op in QOPERATOR_MICROSOFT):  # (spec_for's tables)
+        result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
     declared = _metadata(graph)
-    clip_bounds = _drop_range_clips(graph, declared)
-    narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
-    result.notes.extend(narrowed.notes)
-    dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
-    integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
+    clip_bounds = _drop_range_clips(graph, declared) if kinds.any(lambda op, domain: op == "Clip") else set()
+    narrowed = Narrowed()
+    if kinds.any(lambda op, domain: op in ("Clip", "Cast")):
+        narrowed = narrow_integer_clips(model)  # QCDQ: Clip / widening Cast on the stored integers
+        result.notes.extend(narrowed.notes)
+    dynamic = DynamicLift()
+    if kinds.any(lambda op, domain: op in INTEGER_OPS or op == "DynamicQuantizeLinear"):
+        dynamic = lift_dynamic(model)  # quantize_dynamic's integer ops -> float ops on dynamic types
+    integer = IntegerLift()
+    if kinds.any(lambda op, domain: op in INTEGER_FLOAT_OP):
+        integer = lift_integer_ops(model, skip=set(dynamic.types))  # ConvInteger / MatMulInteger, static zero points
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
@@ -250,7 +279,9 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     _drop_unused(model, final, parameter_names - named)
 
     result.typed_tensors = len(types)
-    source_nodes = {i for i in folded.removed - expanded.invented if not from_contrib_op(work.nodes[i])}
+    source_nodes = folded.removed - expanded.invented
+    if carried or contrib.unfused:  # (only unfuse marks a node from_contrib_op, unless the file's nodes carry marks)
+        source_nodes = {i for i in source_nodes if not from_contrib_op(work.nodes[i])}
     result.removed_quantize = sum(1 for i in source_nodes if expanded.roles[i] == "q")
     result.removed_dequantize = len(source_nodes) - result.removed_quantize + dynamic.dequantize_removed
     result.qoperator_nodes = expanded.qlinear + contrib.unfused + dynamic.lifted
@@ -258,6 +289,24 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     forms = [f for f, n in (("qoperator", expanded.qlinear + dynamic.lifted), ("matmulnbits", contrib.unfused)) if n]
     metadata.record_form(model, forms[0] if len(forms) == 1 else None)  # lower's default form: the original's
     return declared
+
+
+class _Kinds:
+    """The (op type, domain) pairs of the main graph's nodes, read again only after a step that ran (it may have changed
+    them)."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.model = model
+        self.pairs: set[tuple[str, str]] | None = None
+
+    def any(self, test) -> bool:  # noqa: ANN001 - (op_type, domain) -> bool
+        """Whether a node passes ``test``; when one does, the caller runs its step and the pairs are read again."""
+        if self.pairs is None:
+            self.pairs = {(n.op_type, n.domain) for n in self.model.graph.node}
+        found = any(test(op, domain) for op, domain in self.pairs)
+        if found:
+            self.pairs = None
+        return found
 
 
 def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int, int]]) -> dict[str, QType]:
@@ -297,10 +346,9 @@ def _parameter_names(ix: GraphIndex) -> set[str]:
     """Scale / zero-point inputs of every quantization node (candidates for removal once unread)."""
     names: set[str] = set()
     for node in ix.nodes:
-        spec = spec_for(node)
-        if is_quantize(node) or is_dequantize(node):
+        if node.op_type in _QDQ and node.domain in QDQ_DOMAINS:  # is_quantize or is_dequantize, the fields read once
             names.update(node.input[1:3])
-        elif spec is not None:
+        elif (spec := spec_for(node)) is not None:
             positions = {p for o in spec.operands for p in (o.scale, o.zero_point)}
             if spec.variadic:
                 positions = {p for p in range(len(node.input)) if p < 2 or (p - 2) % 3}
@@ -468,7 +516,7 @@ def _declare(
     types: dict[str, QType],
     folded: Folded,
     statistics: dict[str, TensorStatistics],
-    written: dict[bytes, QType],
+    written: WrittenTypes,
 ) -> dict[str, int]:
     """Typed declarations for quantized tensors, statistics, and no stale entries; returns the tensors declared
     quantized, with their storage data types."""
@@ -482,7 +530,7 @@ def _declare(
         metadata.strip(vi)
     order = [*final.initializers, *final.producer]  # the graph's names in order (its index holds them already)
     declared: dict[str, int] = {}
-    shapes: dict[tuple[int | None, ...] | None, bytes] = {}  # a TensorShapeProto's bytes, per shape
+    shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]] = {}  # per shape: its bytes, as read
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
         _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes, written)
         declared[name] = types[name].storage_type.data_type
@@ -515,25 +563,46 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
 
 
 def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
-                          shapes: dict[tuple[int | None, ...] | None, bytes], written: dict[bytes, QType]) -> None:
+                          shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]],
+                          written: WrittenTypes) -> None:
     """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
-    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization)."""
+    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization); and, for the
+    checker's index, its QType and decoded fields (``written``)."""
     if shape not in shapes:
         made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
-        shapes[shape] = made.shape.SerializeToString()
+        data = made.shape.SerializeToString()
+        dims = TensorShapeProto.FromString(data).dim  # the shape as the checker reads it back (proto.static_shape)
+        shapes[shape] = data, tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
     quantization = qtype.to_proto()
-    if qtype.statistics is None:
-        written.setdefault(quantization.SerializeToString(), qtype)
+    serialized = quantization.SerializeToString() if qtype.statistics is None else b""
+    known = written.setdefault(serialized, qtype) if qtype.statistics is None else None
     view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=quantization)
     if shape is not None:
-        view.shape = shapes[shape]
+        view.shape = shapes[shape][0]
     if qtype.statistics is not None:
         view.statistics.CopyFrom(qtype.statistics.to_proto())
     vi = graph.value_info.add()
     vi.name = name
     if doc:
         vi.doc_string = doc
-    vi.type.tensor_type.MergeFromString(view.SerializeToString())
+    data = view.SerializeToString()
+    vi.type.tensor_type.MergeFromString(data)
+    if known is not None and qtype.scale_tensor is None and qtype.zero_point_tensor is None \
+            and qtype.offset_tensor is None:  # names no parameter tensor (to_proto writes a *_tensor field for each)
+        size = len(data)
+        key = b"".join((_TENSOR_TYPE_TAG, bytes((size,)) if size < 0x80 else _varint(size), data))  # the TypeProto
+        if key not in written.declared:  # (equal types: the first QType, as the index would take it from ``written``)
+            written.declared[key] = (view.elem_type, None if shape is None else shapes[shape][1], known, serialized)
+
+
+def _varint(value: int) -> bytes:
+    """Protobuf's base-128 encoding of a non-negative integer (a field's length)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:
@@ -600,8 +669,9 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
         for field in (graph.initializer, graph.input):
             for i in reversed([i for i, t in enumerate(field) if t.name in unused]):
                 del field[i]
-    if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
-        for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
+    imports = [i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]
+    if imports and not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
+        for i in reversed(imports):
             del model.opset_import[i]
 
 

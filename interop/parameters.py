@@ -16,6 +16,7 @@ sorts what it cannot turn into two kinds:
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
 from onnx import TensorProto
@@ -32,6 +33,9 @@ from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE
 from onnx_qtypes.proto.validity import scale_problem
 from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
+
+
+_FEW = 64  # scales up to this many are checked as a Python list (per-tensor and per-channel parameters)
 
 
 class Unrecognized(Exception):
@@ -75,8 +79,9 @@ def read_parameters(
     FLOAT8E8M0 (a microscaling block scale, opset 24), which is not one.
     """
     scales = ix.constant(scale)
+    scale_dtype = ix.constant_dtype(scale)  # (read once: the key and the reading both ask)
     if scales is not None:
-        key = _key(ix, data, scale, scales, zero_point, axis, block_size, storage, data_type, real_type)
+        key = _key(ix, data, scale, scales, scale_dtype, zero_point, axis, block_size, storage, data_type, real_type)
         known = ix.memo.get(key)
         if known is not None:  # the same parameters read before (a QuantizeLinear's DequantizeLinear): one object
             return known
@@ -95,8 +100,8 @@ def read_parameters(
         )
     found: list[MalformedQDQError] = []  # independent problems: each is reported, not only the first
     try:
-        qtype = _read(ix, where, at, found, data, scale, scales, zero_point, axis, block_size, storage, data_type,
-                      real_type)
+        qtype = _read(ix, where, at, found, data, scale, scales, scale_dtype, zero_point, axis, block_size, storage,
+                      data_type, real_type)
     except Unrecognized:
         if found:  # what was already found malformed is reported, not hidden behind what the lift cannot type
             raise _joined(found) from None
@@ -123,15 +128,15 @@ class _Where:
         return format(str(self), spec)
 
 
-def _key(ix: GraphIndex, data: str, scale: str, scales: np.ndarray, zero_point: str | None, axis: int | None,
-         block_size: int, storage: int | None, data_type: int | None, real_type: int | None) -> tuple:
+def _key(ix: GraphIndex, data: str, scale: str, scales: np.ndarray, scale_dtype: int | None, zero_point: str | None,
+         axis: int | None, block_size: int, storage: int | None, data_type: int | None, real_type: int | None) -> tuple:
     """What read_parameters' QType depends on. The tensor's shape and axis only count when the scale is not a
     single value, the tensor itself only when the type may name its parameter initializers (by reference),
     ``storage`` only without a zero point (the zero point's type is the storage then), ``real_type`` only for a
     FLOAT8E8M0 scale."""
     single = scales.size == 1 and scales.ndim <= 1 and not block_size
     return ("parameters", scale, zero_point, block_size, None if zero_point else storage, data_type,
-            real_type if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 else None,
+            real_type if scale_dtype == TensorProto.FLOAT8E8M0 else None,
             None if single else (axis, ix.shape(data)),
             data if scales.size > REFERENCE_THRESHOLD else None)
 
@@ -144,8 +149,8 @@ def _joined(found: list[MalformedQDQError]) -> MalformedQDQError:
 
 
 def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: str, scale: str,
-          scales: np.ndarray, zero_point: str | None, axis: int | None, block_size: int, storage: int | None,
-          data_type: int | None, real_type: int | None = None) -> QType | None:
+          scales: np.ndarray, scale_dtype: int | None, zero_point: str | None, axis: int | None, block_size: int,
+          storage: int | None, data_type: int | None, real_type: int | None = None) -> QType | None:
     """read_parameters' work: raises Unrecognized, appends each independent MalformedQDQError to ``found``
     (a zero point outside its type; its type unlike the tensor's; a count or axis problem; a bad scale) and
     then returns None."""
@@ -178,7 +183,7 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
             f"{_type_name(storage)}; the zero point has the tensor's type",
             **at("QT305", zero_point),
         ))
-    expressed = ix.constant_dtype(scale)
+    expressed = scale_dtype
     if expressed == TensorProto.FLOAT8E8M0 and real_type in EXPRESSED_BY_DATA_TYPE:  # 2^(e-127): held exactly
         expressed = real_type
     if expressed not in EXPRESSED_BY_DATA_TYPE:
@@ -190,8 +195,12 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
         found.append(exc)
         axis_ = granular = None
     flat = np.asarray(scales, dtype=np.float64).reshape(-1)
-    bad_at = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))  # scale_problem's test, in one vector step
-    bad = float(flat[bad_at[0]]) if bad_at.size else None
+    listed = flat.tolist() if flat.size <= _FEW else None  # a few values: judged as Python floats, fewer numpy calls
+    if listed is not None:
+        bad = next((v for v in listed if not (v != 0 and math.isfinite(v))), None)  # scale_problem's test
+    else:
+        bad_at = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))  # scale_problem's test, in one vector step
+        bad = float(flat[bad_at[0]]) if bad_at.size else None
     if bad is not None:  # onnxruntime divides by it; no type stands for it, so nothing can be lifted
         found.append(MalformedQDQError(f"{where}: scale {scale!r}: {scale_problem(bad)}", **at("QT101", scale)))
     if found:
@@ -201,13 +210,13 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
         scale_tensor = _own_initializer(ix, scale, data)
         zero_point_tensor = _own_initializer(ix, zero_point, data) if zero_point else None
     # by reference: held as the initializer holds them (proto.parameter_values), not as Python numbers
-    scale_values = _held(ix, scale, scales, float) if scale_tensor else flat.tolist()
+    scale_values = _held(ix, scale, scales, float) if scale_tensor else listed if listed is not None else flat.tolist()
     del flat
     zp_values = [] if zero_points is None and scale_tensor else [0] * len(scale_values) if zero_points is None \
         else _held(ix, zero_point, zero_points, int) if zero_point_tensor \
         else zero_points.astype(np.int64).reshape(-1).tolist()
     schema = Schema.ASYMMETRIC
-    if ix.constant_dtype(scale) == TensorProto.FLOAT8E8M0 and not any_nonzero(zp_values):
+    if scale_dtype == TensorProto.FLOAT8E8M0 and not any_nonzero(zp_values):
         schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so
     # Unvalidated: the fields are the same either way (a zero point outside a narrowed range is typed as written,
     # and the checker reports it), and the values were judged above.

@@ -138,7 +138,7 @@ def quantizer_view(model: ModelProto, *, graphs: list[tuple[str, GraphProto]] | 
     if _is_typed(model, graphs):
         return None
     # read already: not again; lifted nodes keep the mark of their place in the file, for the locator
-    result = lift_model(ReadModel(model, "<model>"), tolerant=True, keep_origins=True)
+    result = lift_model(ReadModel(model, "<model>", walked=tuple(graphs)), tolerant=True, keep_origins=True)
     if not result.typed_tensors and not result.problems and not result.warnings and not result.left:  # a float model
         return None
     return QuantizerView(result, _Locator(model, result.model), tuple(_subgraph_problems(model, graphs)))

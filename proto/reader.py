@@ -37,6 +37,18 @@ if TYPE_CHECKING:
     from onnx_qtypes.proto.qtype import QType
 
 
+class WrittenTypes(dict):
+    """The typed declarations a lift wrote, as the checker's index of the lifted model takes them (``ReadModel.qtypes``):
+    the QType of each by its QuantizedType's bytes (the dict), and in ``declared`` the decoded fields of each whose
+    type holds no statistics and names no parameter tensors (element type, shape, QType, QuantizedType bytes), by
+    its whole TypeProto's bytes: the index finds such a declaration there by the bytes it reads and parses only the
+    QuantizedType (its bytes stand in the tuple: the lift keeps no message alive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.declared: dict[bytes, tuple] = {}
+
+
 @dataclasses.dataclass(frozen=True)
 class ReadModel:
     """A model as the shared reader hands it to a command, and the way back to the file's places."""
@@ -213,4 +225,4 @@ def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphP
     return bytes in kinds
 
 
-__all__ = ["ReadModel", "read_model", "require_sizes", "require_versions"]
+__all__ = ["ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]
