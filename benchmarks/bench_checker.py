@@ -15,7 +15,7 @@ about 1,000 / 4,000 / 16,000 nodes each:
 Prints, per size, the median time of each and their ratios; targets: the QDQ form at most 3x onnx.checker
 at 16,000 nodes, the time per node flat from 1,000 to 16,000 (the us/node columns).
 
-Run: python benchmarks/bench_checker.py [--sizes 1000 4000 16000] [--repeat 5]
+Run: python benchmarks/bench_checker.py [--sizes 1000 4000 16000] [--repeat 5] [--floor]
 """
 
 from __future__ import annotations
@@ -163,11 +163,40 @@ def measure(nodes: int, repeat: int) -> dict[str, float]:
             "qdq_us": t["qdq"] / len(qdq.graph.node) * 1e6, "typed_us": t["typed"] / len(typed.graph.node) * 1e6}
 
 
+def floor(nodes: int, repeat: int) -> dict[str, float]:
+    """What any checker of the QDQ file that lifts it in Python pays before its first rule, against the peer:
+    onnx.shape_inference on the file (the lift must type every tensor), one read of every node's op type, inputs
+    and outputs, and every initializer as an array (the lift reads every scale, zero point and weight)."""
+    qdq = build_qdq(nodes)
+    steps = {"infer": lambda: onnx.shape_inference.infer_shapes(qdq),
+             "walk": lambda: [(n.op_type, n.domain, n.input[:], n.output[:]) for n in qdq.graph.node],
+             "arrays": lambda: [numpy_helper.to_array(t) for t in qdq.graph.initializer],
+             "peer": lambda: onnx.checker.check_model(qdq, full_check=True)}
+    runs = {k: [] for k in steps}
+    for _ in range(repeat):
+        for k, fn in steps.items():
+            runs[k].append(_time(fn))
+    t = {k: statistics.median(v) for k, v in runs.items()}
+    return {"nodes": len(qdq.graph.node), **t, **{f"{k}_ratio": t[k] / t["peer"] for k in ("infer", "walk", "arrays")}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 16000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--floor", action="store_true", help="the cost before any rule, against the peer (floor())")
     args = parser.parse_args()
+    if args.floor:
+        print("| QDQ nodes | onnx.checker (full) | shape inference | ratio | walk of the nodes | ratio "
+              "| initializers as arrays | ratio | sum of ratios |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for size in args.sizes:
+            r = floor(size, args.repeat)
+            total = r["infer_ratio"] + r["walk_ratio"] + r["arrays_ratio"]
+            print(f"| {r['nodes']:,} | {r['peer']:.3f} s | {r['infer']:.3f} s | {r['infer_ratio']:.2f}x | "
+                  f"{r['walk']:.3f} s | {r['walk_ratio']:.2f}x | {r['arrays']:.3f} s | {r['arrays_ratio']:.2f}x | "
+                  f"{total:.2f}x |", flush=True)
+        return
     print("| QDQ nodes | check (QDQ) | onnx.checker (QDQ) | ratio | us/node | typed nodes | check (typed) "
           "| onnx.checker (float twin) | ratio | us/node |")
     print("|---|---|---|---|---|---|---|---|---|---|")
