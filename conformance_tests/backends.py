@@ -92,6 +92,10 @@ class ModelFileBackend:
         path = case.model_file(self.form)
         return True if path.is_file() else f"{path.name} missing"
 
+    def _own_name(self, shipped: str) -> str:
+        """``shipped``, or the name a vendor's subclass declares (its reports name its runtime, not ours)."""
+        return getattr(type(self), "name", None) or shipped
+
 
 def fed_inputs(graph: onnx.GraphProto) -> list[str]:
     """The graph inputs a caller feeds, in order (an input an initializer also names has its value already)."""
@@ -116,8 +120,7 @@ class ReferenceBackend(ModelFileBackend):
         from onnx_qtypes import __version__
 
         self.kernels = kernels
-        # a vendor's subclass keeps the name it declares
-        self.name = getattr(type(self), "name", None) or ("reference" if kernels == "definitional" else f"reference-{kernels}")
+        self.name = self._own_name("reference" if kernels == "definitional" else f"reference-{kernels}")
         self.version = __version__
 
     form = "typed"
@@ -143,7 +146,7 @@ class OnnxRuntimeBackend(ModelFileBackend):
             raise BackendError("the onnxruntime backend needs onnxruntime: pip install onnxruntime") from None
         self._ort = onnxruntime
         self.optimize = optimize
-        self.name = getattr(type(self), "name", None) or ("onnxruntime" if optimize else "onnxruntime-unoptimized")
+        self.name = self._own_name("onnxruntime" if optimize else "onnxruntime-unoptimized")
         self.version = onnxruntime.__version__
 
     def prepare(self, case: Case) -> Any:
@@ -269,7 +272,7 @@ class OpenVinoBackend(ModelFileBackend):
             raise BackendError("the openvino backend needs OpenVINO: pip install openvino") from None
         self._ov = openvino
         self.device = device
-        self.name = "openvino"
+        self.name = self._own_name("openvino")
         self.version = getattr(openvino, "__version__", "") or _ov_version(openvino)
         self._core = openvino.Core()
         self._types = _ov_bound_types(openvino)

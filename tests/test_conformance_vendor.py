@@ -737,3 +737,10 @@ def test_a_vendor_subclass_of_a_shipped_backend_keeps_its_name():
     assert ReferenceBackend("integer").name == "reference-integer"
     assert MyOrt(optimize=False).name == "my-ort-build"
     assert OnnxRuntimeBackend(optimize=False).name == "onnxruntime-unoptimized"
+
+    from onnx_qtypes.conformance import OpenVinoBackend
+
+    class MyOv(OpenVinoBackend):
+        name = "my-npu-plugin"
+
+    assert MyOv().name == "my-npu-plugin" and OpenVinoBackend().name == "openvino"
