@@ -503,7 +503,7 @@ def lift_gguf(source: str | os.PathLike, output: str | os.PathLike, *, external:
             kind = tensor_format(tensor)
             if isinstance(kind, Format) and int(tensor.n_elements) == 0:  # no block to type: an empty float32
                 _lift_plain(tensor, "F32", sink, graph)                     # tensor, which is what gguf gives
-                result.formats[kind.name] += 1
+                result.formats["F32"] += 1  # counted as written
             elif isinstance(kind, Format):
                 _lift_quantized(source, tensor, kind, sink, graph, chunk_values)
                 kinds.add(kind.name)

@@ -44,6 +44,7 @@ from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import marker, to_wire_form
+from onnx_qtypes.proto.external import varint
 from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import may_declare_extension, write_statistics
@@ -590,19 +591,10 @@ def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tup
     if known is not None and qtype.scale_tensor is None and qtype.zero_point_tensor is None \
             and qtype.offset_tensor is None:  # names no parameter tensor (to_proto writes a *_tensor field for each)
         size = len(data)
-        key = b"".join((_TENSOR_TYPE_TAG, bytes((size,)) if size < 0x80 else _varint(size), data))  # the TypeProto
+        key = b"".join((_TENSOR_TYPE_TAG, varint(size), data))  # the TypeProto
         if key not in written.declared:  # (equal types: the first QType, as the index would take it from ``written``)
             written.declared[key] = (view.elem_type, None if shape is None else shapes[shape][1], known, serialized)
 
-
-def _varint(value: int) -> bytes:
-    """Protobuf's base-128 encoding of a non-negative integer (a field's length)."""
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:

@@ -85,7 +85,7 @@ from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES, data_type_name
-from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.parameter_layout import parameter_shape, single_block
 from onnx_qtypes.proto.validity import count_problem
 from onnx_qtypes.proto.versions import unknown_field_problem
 from onnx_qtypes.reference_ops.quant import dequantize
@@ -293,8 +293,7 @@ def _one_block_per_tensor(qtype: QType, shape: tuple[int | None, ...] | None) ->
     """A listed blocked type on a 1-D tensor of one block as the per-tensor type it equals: its one-element 1-D
     scale is what onnxruntime reads as per-tensor, and it then refuses the block_size ("block_size must be 0 for
     per-tensor quantization")."""
-    if (qtype.block_size is None or qtype.scale_tensor is not None or qtype.zero_point_tensor is not None
-            or shape is None or len(shape) != 1 or shape[0] is None or shape[0] > qtype.block_size):
+    if qtype.scale_tensor is not None or qtype.zero_point_tensor is not None or not single_block(shape, qtype.block_size):
         return qtype
     return qtype.replace(axis=None, block_size=None)
 

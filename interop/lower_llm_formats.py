@@ -31,6 +31,7 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_h
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import tensor_array
+from onnx_qtypes.proto.parameter_layout import single_block
 from onnx_qtypes.proto.model import model_parameters, read_view, write_view
 from onnx_qtypes.proto.parameter_references import read_references
 from onnx_qtypes.proto.errors import QTypeError
@@ -144,7 +145,7 @@ def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
     qtype = _resolved(weight, lookup)
     if not qtype.is_affine or qtype.storage_type.is_float or qtype.axis is None:
         return False
-    if qtype.block_size and list(weight.init.dims) == [qtype.block_size]:
+    if single_block(list(weight.init.dims), qtype.block_size):
         return False  # 1-D, one block: no MatMulNBits weight; the chain writes its one-element scale per-tensor
     name = f"{weight.name}.scale"
     scales = np.asarray(qtype.scale, np.float64)
@@ -292,7 +293,7 @@ def _dequantize(graph: GraphProto, codes: str, scale: str, zero_point: list[str]
     one element, which onnxruntime 1.32.0 reads as per-tensor and then refuses with a block_size ("block_size must
     be 0 for per-tensor quantization"): that block is written per-tensor, its scale (and zero point) reshaped to a
     scalar, which means the same."""
-    if dims != [block]:
+    if not single_block(dims, block):
         return [helper.make_node("DequantizeLinear", [codes, scale, *zero_point], [out], axis=axis, block_size=block,
                                  name=node_name)]
     scalar = f"{out}.scalar_shape"

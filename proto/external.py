@@ -177,7 +177,7 @@ def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes])
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes"]
+__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes", "varint"]
 
 
 # --- writing a model as if its lazy tensors had been loaded ------------------------------------------------------
@@ -193,7 +193,7 @@ def loaded_size(model) -> int | None:
     if sum(1 for t in _every_tensor(model) if is_lazy(t)) != lazy:
         return None
     length = _field_length(_graph_pieces(model.graph))
-    return len(_shell(model, "graph")) + len(_tag(_GRAPH_FIELD)) + len(_varint(length)) + length
+    return len(_shell(model, "graph")) + len(_tag(_GRAPH_FIELD)) + len(varint(length)) + length
 
 
 def write_loaded(model, out: IO[bytes]) -> None:
@@ -201,7 +201,7 @@ def write_loaded(model, out: IO[bytes]) -> None:
     tensor's data copied from its file in chunks (never all in memory); ``loaded_size`` must not be None."""
     graph = _graph_pieces(model.graph)
     before, after = _split(_shell(model, "graph"), _GRAPH_FIELD)
-    out.write(before + _tag(_GRAPH_FIELD) + _varint(_field_length(graph)))
+    out.write(before + _tag(_GRAPH_FIELD) + varint(_field_length(graph)))
     for piece in graph:
         if isinstance(piece, bytes):
             out.write(piece)
@@ -223,7 +223,7 @@ def _graph_pieces(graph) -> list:
     for tensor in graph.initializer:
         if not is_lazy(tensor):
             body = tensor.SerializeToString()
-            pieces.append(_tag(_INITIALIZER_FIELD) + _varint(len(body)) + body)
+            pieces.append(_tag(_INITIALIZER_FIELD) + varint(len(body)) + body)
             continue
         loaded = TensorProto()
         loaded.CopyFrom(tensor)
@@ -231,9 +231,9 @@ def _graph_pieces(graph) -> list:
         loaded.data_location = TensorProto.DEFAULT  # as onnx's loader leaves a loaded tensor
         head, tail = _split(loaded.SerializeToString(), _RAW_DATA_FIELD)
         length = stored_length(tensor)
-        raw_head = _tag(_RAW_DATA_FIELD) + _varint(length)
+        raw_head = _tag(_RAW_DATA_FIELD) + varint(length)
         size = len(head) + len(raw_head) + length + len(tail)
-        pieces += [_tag(_INITIALIZER_FIELD) + _varint(size) + head + raw_head, tensor, tail]
+        pieces += [_tag(_INITIALIZER_FIELD) + varint(size) + head + raw_head, tensor, tail]
     pieces.append(after)
     return pieces
 
@@ -285,7 +285,8 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """Protobuf's base-128 encoding of a non-negative integer (a field's length, a tag)."""
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -298,7 +299,7 @@ def _varint(value: int) -> bytes:
 
 
 def _tag(field: int) -> bytes:
-    return _varint(field << 3 | _LEN)
+    return varint(field << 3 | _LEN)
 
 
 @contextlib.contextmanager

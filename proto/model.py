@@ -44,7 +44,7 @@ from onnx_qtypes.proto.parameter_tensors import (
     plan_parameters,
     wants_reference,
 )
-from onnx_qtypes.proto.parameter_references import References, has_references, listing, read_references
+from onnx_qtypes.proto.parameter_references import has_references, read_references
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.versions import unknown_field_problem
@@ -156,22 +156,12 @@ def quantized_declarations(model: ModelProto) -> Callable[[str], pb.QuantizedTyp
     return declared
 
 
-def inline_parameters(
-    msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
-) -> pb.QuantizedType:
-    """``msg`` with the parameters it names by reference read into ``scale`` / ``zero_point`` / ``offset`` (a
-    copy; ``msg`` itself when it lists them); ParameterReferenceError naming the declaration when they cannot be
-    read. A quantized parameter tensor is read through ``parameters.declared`` (``model_parameters``)."""
-    values = referenced_values(msg, parameters, shape, where)
-    return msg if values is None else listing(msg, References(values=values))
-
-
 def referenced_values(
     msg: pb.QuantizedType, parameters: ParameterLookup | None, shape: tuple[int | None, ...] | None, where: str
 ) -> dict[str, Sequence] | None:
     """The parameters ``msg`` names by reference, by field, for ``QType.from_proto(msg, values=...)``: held as their
     initializers hold them (``proto.parameter_values``), never listed; None when ``msg`` lists them.
-    ParameterReferenceError naming the declaration when they cannot be read (as ``inline_parameters``)."""
+    ParameterReferenceError naming the declaration when they cannot be read."""
     if not has_references(msg):
         return None
     if parameters is None:

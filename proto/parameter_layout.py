@@ -30,3 +30,10 @@ def parameter_shape(qtype: QType, shape: Sequence[int | None]) -> tuple[int | No
         return (dim,)
     blocks = None if dim is None else block_count(dim, qtype.block_size)
     return tuple(blocks if i == qtype.axis else d for i, d in enumerate(shape))
+
+
+def single_block(shape: Sequence[int | None] | None, block_size: int | None) -> bool:
+    """Whether ``shape`` is 1-D and one block of ``block_size`` covers it: its blocked scale is one element, which
+    onnxruntime (1.32.0) reads as per-tensor and then refuses with a block_size, so writers make it per-tensor."""
+    return (bool(block_size) and shape is not None and len(shape) == 1 and shape[0] is not None
+            and shape[0] <= block_size)

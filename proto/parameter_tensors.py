@@ -4,7 +4,7 @@ A blocked int4 weight of 4096 x 4096 with blocks of 32 has 524,288 scales: liste
 sit in the graph (4 MiB of doubles per weight, 1 GiB for a 7B model, past protobuf's 2 GiB for 70B), where
 external data cannot take them. In an initializer they are data like the weight itself. The type then names
 the initializer (``QuantizedType.scale_tensor`` / ``zero_point_tensor``); readers resolve the name
-(``proto.model.inline_parameters``), writers place the values here.
+(``proto.model.referenced_values``), writers place the values here.
 """
 
 from __future__ import annotations

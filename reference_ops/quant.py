@@ -42,6 +42,7 @@ from onnx_qtypes.proto.validity import codebook_problem, offset_problem, symmetr
 __all__ = [
     "broadcast_offsets",
     "broadcast_parameters",
+    "codebook_entries",
     "dequantize",
     "dequantize_at",
     "dynamic_parameters",

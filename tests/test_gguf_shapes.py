@@ -176,3 +176,18 @@ def test_matmulnbits_exactly_where_the_spec_says(name):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(lowered.SerializeToString(), options, providers=["CPUExecutionProvider"])
     assert np.abs(session.run(None, feeds)[0].astype(np.int64) - expected.astype(np.int64)).max() <= 1, name
+
+
+def test_the_report_counts_each_tensor_as_it_is_written(tmp_path):
+    """An empty quantized tensor has no block to type: written as float32, it is counted as F32, not as its format."""
+    from collections import Counter
+
+    from onnx_qtypes.interop.gguf import lift_gguf
+
+    source = tmp_path / "shapes.gguf"
+    shapes = gguf_files.odd_shapes()
+    gguf_files.write_gguf(source, shapes, seed=5)
+    result = lift_gguf(source, tmp_path / "typed.onnx")
+    want = Counter("F32" if kind in FORMATS and not np.prod(shape) else kind for _, kind, shape in shapes)
+    assert any(kind in FORMATS and not np.prod(shape) for _, kind, shape in shapes)  # the case is there
+    assert result.formats == want

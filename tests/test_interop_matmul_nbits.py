@@ -250,3 +250,10 @@ def test_a_bad_accuracy_level_in_metadata_is_a_located_lower_error(tmp_path):
     matmul.metadata_props.add(key="onnx_qtypes.accuracy_level", value="x")
     with pytest.raises(LowerError, match=r"MatMul .*\(/graph/node/\d+\): metadata onnx_qtypes.accuracy_level is 'x'"):
         lower_model(typed, form="matmulnbits")
+
+
+def test_lower_writes_a_lifted_matmul_nbits_model_back_as_matmul_nbits_by_default():
+    """lift records that it read MatMulNBits (model metadata), so lower without a form fuses the weight back."""
+    lowered = lower_model(_lifted(NAMES[0]))
+    assert lowered.form == "matmulnbits"
+    assert "MatMulNBits" in [n.op_type for n in lowered.model.graph.node]

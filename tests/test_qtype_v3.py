@@ -82,3 +82,15 @@ def test_a_version_2_reader_refuses_a_version_3_type_twice():
     old.ParseFromString(QType("uint4", 0.5, codebook=range(16), offset=0.25).to_proto().SerializeToString())
     assert old.version == 3  # not one of (1, 2)
     assert sorted(f.field_number for f in UnknownFieldSet(old)) == [13, 15]
+
+
+def test_dequantize_refuses_unvalidated_offsets_and_codebooks_naming_the_tensor():
+    """A version-3 type built unvalidated (the checker's view) with an offset count or codebook that does not fit is
+    refused by the one dequantize formula, naming the tensor and the field, never read out of step."""
+    codes = np.zeros((32, 4), np.uint8)  # blocks of 32 along axis 0: 4 scales
+    offsets = QType("uint4", [0.5] * 4, [0] * 4, axis=0, block_size=32, offset=[0.25] * 3, version=3, validate=False)
+    with pytest.raises(QTypeError, match=r"w.*offset.*4 scales need 4 offsets, found 3"):
+        dequantize(codes, offsets, tensor="w")
+    codebook = QType("uint4", 0.5, 0, codebook=[0.0] * 15, version=3, validate=False)
+    with pytest.raises(QTypeError, match=r"w.*codebook.*16 entries .*found 15"):
+        dequantize(codes, codebook, tensor="w")

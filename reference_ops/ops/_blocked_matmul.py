@@ -19,6 +19,7 @@ import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.validity import offset_problem
 from onnx_qtypes.reference_ops.ops._kernel import KernelContext, Unsupported
 from onnx_qtypes.reference_ops.ops._matmul import exact_matmul
 from onnx_qtypes.reference_ops.ops._requant import output
@@ -46,9 +47,11 @@ def run(ctx: KernelContext) -> tuple:
     values = _weight_integers(b, b_t)
     k, n = b.shape
     blocks = math.ceil(k / b_t.block_size)
-    if len(b_t.scale) != blocks * n or (b_t.offset and len(b_t.offset) != blocks * n):
+    if len(b_t.scale) != blocks * n:  # a type built unvalidated (the checker's view)
         raise QTypeError("scale", f"a [{k}, {n}] weight in blocks of {b_t.block_size} along K has {blocks * n} "
-                         f"parameters, found {len(b_t.scale)} scales and {len(b_t.offset)} offsets")
+                         f"scales, found {len(b_t.scale)}", ctx.node.input[1])
+    if b_t.offset and (problem := offset_problem(b_t.offset, len(b_t.scale))):
+        raise QTypeError("offset", problem, ctx.node.input[1])
     scales = np.asarray(b_t.scale, np.float64).reshape(blocks, n)
     offsets = np.asarray(b_t.offset, np.float64).reshape(blocks, n) if b_t.offset else None
     da = a.astype(np.int64) - a_t.zero_point[0]
