@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from onnx import ModelProto, NodeProto, TensorProto
 
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, attributes
+from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, GraphIndex, attributes
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 
-OPS = ("QuantizeLinear", "DequantizeLinear")
 BITS = {TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
         TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.INT32: 32}
 
@@ -33,7 +32,7 @@ def _needed(ix: GraphIndex, node: NodeProto) -> int:
 def to_standard_domain(model: ModelProto) -> list[str]:
     """Move, in place, the main graph's com.microsoft QuantizeLinear / DequantizeLinear to the default domain; notes."""
     graph = model.graph
-    found = [i for i, n in enumerate(graph.node) if n.domain == MS_DOMAIN and n.op_type in OPS]
+    found = [i for i, n in enumerate(graph.node) if n.domain == MS_DOMAIN and n.op_type in QDQ_OPS]
     if not found:
         return []
     ix = GraphIndex(graph)
@@ -46,7 +45,7 @@ def to_standard_domain(model: ModelProto) -> list[str]:
     if raised:
         notes.append(raised)
     for node in model.graph.node:  # the converter may have rebuilt the graph
-        if node.domain == MS_DOMAIN and node.op_type in OPS:
+        if node.domain == MS_DOMAIN and node.op_type in QDQ_OPS:
             node.domain = ""
     notes.append(f"{len(found)} com.microsoft QuantizeLinear / DequantizeLinear node(s) read as the standard operators")
     return notes

@@ -24,6 +24,7 @@ from onnx_qtypes.proto.external import is_lazy
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
 STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 MS_DOMAIN = "com.microsoft"
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")  # the quantization pair, in either domain
 QONNX_DOMAINS = ("qonnx.custom_op.general", "onnx.brevitas")  # qonnx reads the second as an alias
 
 

@@ -19,8 +19,7 @@ from collections import Counter
 
 from onnx import GraphProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import MS_DOMAIN, ORIGIN_KEY, QONNX_DOMAINS, STANDARD_DOMAINS, node_label
-QDQ = ("QuantizeLinear", "DequantizeLinear")
+from onnx_qtypes.interop.graph import MS_DOMAIN, ORIGIN_KEY, QDQ_OPS, QONNX_DOMAINS, STANDARD_DOMAINS, node_label
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +85,7 @@ def is_quantization_node(node: NodeProto, typed: set[str]) -> bool:
     """Whether ``node``, still in the lifted model, is quantization the lift left (not a typed boundary node)."""
     from onnx_qtypes.interop.qoperator import looks_quantized  # qoperator imports graph, as this module does
 
-    if node.op_type in QDQ and (node.domain in STANDARD_DOMAINS or node.domain == MS_DOMAIN):
+    if node.op_type in QDQ_OPS and (node.domain in STANDARD_DOMAINS or node.domain == MS_DOMAIN):
         side = node.output if node.op_type == "QuantizeLinear" else node.input
         return not (side and side[0] in typed)
     if node.domain in QONNX_DOMAINS:
@@ -138,7 +137,7 @@ def _default_reason(node: NodeProto, stored: dict[str, int] | None = None) -> st
     if custom_quantizer(node):
         detail = _quark_detail(node, stored or {})
         return f"unknown quantization: {node.op_type} ({node.domain}) not lifted" + (f": {detail}" if detail else "")
-    if node.op_type in QDQ:
+    if node.op_type in QDQ_OPS:
         return "its integer tensor is not typed (a quantization node around it is left)"
     return "not a quantization pattern the lift knows"
 

@@ -31,7 +31,7 @@ from onnx_qtypes.interop.dynamic import INTEGER_OPS, DynamicLift, lift_dynamic, 
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, StatisticsImportError
 from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
-from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
+from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QDQ_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
                                       infer, replace_nodes)
 from onnx_qtypes.interop.integer_clips import Narrowed, narrow_integer_clips
 from onnx_qtypes.interop.integer_ops import FLOAT_OP as INTEGER_FLOAT_OP, IntegerLift, lift_integer_ops
@@ -53,7 +53,6 @@ from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
 
 
-_QDQ = ("QuantizeLinear", "DequantizeLinear")
 _TENSOR_TYPE_TAG = b"\x0a"  # TypeProto.tensor_type: field 1, length-delimited
 
 
@@ -209,7 +208,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     names = [t.name for t in model.graph.initializer]
     if len(set(names)) != len(names):  # onnx-neural-compressor's shared biases
         result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))
-    if kinds.any(lambda op, domain: domain == MS_DOMAIN and op in ("QuantizeLinear", "DequantizeLinear")):
+    if kinds.any(lambda op, domain: domain == MS_DOMAIN and op in QDQ_OPS):
         result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     if kinds.any(lambda op, domain: domain in QONNX_DOMAINS):
         from_qonnx = qonnx.rewrite(model)  # QONNX Quant nodes -> their QDQ form, lifted below like any other
@@ -347,7 +346,7 @@ def _parameter_names(ix: GraphIndex) -> set[str]:
     """Scale / zero-point inputs of every quantization node (candidates for removal once unread)."""
     names: set[str] = set()
     for node in ix.nodes:
-        if node.op_type in _QDQ and node.domain in QDQ_DOMAINS:  # is_quantize or is_dequantize, the fields read once
+        if node.op_type in QDQ_OPS and node.domain in QDQ_DOMAINS:  # is_quantize or is_dequantize, the fields read once
             names.update(node.input[1:3])
         elif (spec := spec_for(node)) is not None:
             positions = {p for o in spec.operands for p in (o.scale, o.zero_point)}

@@ -22,7 +22,7 @@ import numpy as np
 from onnx import TensorProto
 
 from onnx_qtypes.interop.errors import MalformedQDQError
-from onnx_qtypes.interop.graph import GraphIndex
+from onnx_qtypes.interop.graph import QDQ_OPS, GraphIndex
 from onnx_qtypes.proto.encoding import stored_outside_type
 from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.parameter_layout import block_count
@@ -264,7 +264,7 @@ def _own_initializer(ix: GraphIndex, name: str, data: str) -> str | None:
     for c, j in ix.consumers.get(name, ()):
         node = ix.nodes[c]
         side = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
-        if node.op_type not in ("QuantizeLinear", "DequantizeLinear") or j not in (1, 2) or side != data:
+        if node.op_type not in QDQ_OPS or j not in (1, 2) or side != data:
             return None
     return name
 

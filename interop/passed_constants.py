@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from onnx import GraphProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import PASSED_CONSTANT_OPS, STANDARD_DOMAINS, GraphIndex
+from onnx_qtypes.interop.graph import PASSED_CONSTANT_OPS, QDQ_OPS, STANDARD_DOMAINS, GraphIndex
 
-QDQ = ("QuantizeLinear", "DequantizeLinear")
 
 
 def materialise(graph: GraphProto, ix: GraphIndex) -> int:
@@ -22,7 +21,7 @@ def materialise(graph: GraphProto, ix: GraphIndex) -> int:
     Constant (``ix`` indexes ``graph``); how many were turned."""
     turned = 0
     for node in graph.node:
-        if node.op_type not in QDQ or node.domain not in STANDARD_DOMAINS:
+        if node.op_type not in QDQ_OPS or node.domain not in STANDARD_DOMAINS:
             continue
         for name in node.input[1:3]:
             p = ix.producer.get(name) if name else None

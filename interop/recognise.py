@@ -24,14 +24,13 @@ import numpy as np
 from onnx import NodeProto
 
 from onnx_qtypes.interop.errors import MalformedQDQError
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, attributes
+from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, STANDARD_DOMAINS, GraphIndex, attributes
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
 from onnx_qtypes.interop.qoperator import Context, Spec, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
-_QDQ = ("QuantizeLinear", "DequantizeLinear")
 
 
 class Evidence(NamedTuple):
@@ -202,7 +201,7 @@ def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType])
 def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
     """The quantization role of one node, None for an ordinary float op; Unrecognized when it cannot be typed."""
     op_type = node.op_type
-    if op_type in _QDQ and node.domain in QDQ_DOMAINS:
+    if op_type in QDQ_OPS and node.domain in QDQ_DOMAINS:
         return _qdq(ix, i, node, op_type == "QuantizeLinear")
     spec = spec_for(node)
     if spec is not None:
