@@ -63,8 +63,8 @@ def lower_llm_formats(model: ModelProto, form: str = "qdq") -> int:
     drop: set[str] = set()
     unused: set[str] = set()
     for weight in weights:
-        _resolved(weight, lookup)  # a type check refuses is refused before anything is rewritten
-        if form == "matmulnbits" and _flattened(graph, weight, lookup):
+        qtype = _resolved(weight, lookup)  # a type check refuses is refused before its weight is rewritten
+        if form == "matmulnbits" and _flattened(graph, weight, qtype):
             unused |= _parameter_names(weight.msg, declared)  # the scales are now one float32 initializer
             continue  # a version-2 type: lower writes its DequantizeLinear, fuse its MatMulNBits
         drop.add(weight.name)
@@ -140,9 +140,9 @@ def _parameter_names(msg: pb.QuantizedType, declared: dict[str, pb.QuantizedType
     return names
 
 
-def _flattened(graph: GraphProto, weight: _Weight, lookup) -> bool:
-    """For MatMulNBits: give an affine integer weight a version-2 type with float32 scales (exact products)."""
-    qtype = _resolved(weight, lookup)
+def _flattened(graph: GraphProto, weight: _Weight, qtype: QType) -> bool:
+    """For MatMulNBits: give an affine integer weight (``qtype``, its type resolved) a version-2 type with float32
+    scales (exact products)."""
     if not qtype.is_affine or qtype.storage_type.is_float or qtype.axis is None:
         return False
     if single_block(list(weight.init.dims), qtype.block_size):

@@ -212,9 +212,12 @@ def _read(ix: GraphIndex, where: str, at, found: list[MalformedQDQError], data: 
     # by reference: held as the initializer holds them (proto.parameter_values), not as Python numbers
     scale_values = _held(ix, scale, scales, float) if scale_tensor else listed if listed is not None else flat.tolist()
     del flat
-    zp_values = [] if zero_points is None and scale_tensor else [0] * len(scale_values) if zero_points is None \
-        else _held(ix, zero_point, zero_points, int) if zero_point_tensor \
-        else zero_points.astype(np.int64).reshape(-1).tolist()
+    if zero_points is None:  # by reference, none is none; listed, one 0 per scale
+        zp_values = [] if scale_tensor else [0] * len(scale_values)
+    elif zero_point_tensor:
+        zp_values = _held(ix, zero_point, zero_points, int)
+    else:
+        zp_values = zero_points.astype(np.int64).reshape(-1).tolist()
     schema = Schema.ASYMMETRIC
     if scale_dtype == TensorProto.FLOAT8E8M0 and not any_nonzero(zp_values):
         schema = Schema.SYMMETRIC_POW2_SCALE  # E8M0 holds only powers of two: microscaling says so

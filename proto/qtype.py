@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from onnx_qtypes.proto.storage_types import (
     storage_type,
 )
 from onnx_qtypes.proto.validity import (
+    first_not_finite,
     count_problem,
     first_bad_scale,
     first_outside,
@@ -416,10 +416,7 @@ def _zeros(scales: Sequence[float]) -> tuple | ParameterValues:
 
 def _offsets_kept(offsets: Sequence[float]) -> bool:
     """Whether offsets say something: one is non-zero or not finite (all 0 means none)."""
-    if isinstance(offsets, ParameterValues):
-        values = offsets.array()
-        return bool(values.any()) or not bool(np.isfinite(values).all())
-    return any(offsets) or not all(map(math.isfinite, offsets))
+    return any_nonzero(offsets) or first_not_finite(offsets) is not None
 
 
 def _format_params(qt: QType, limit: int = 4) -> str:

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.proto.parameter_layout import parameter_shape
-from onnx_qtypes.proto.parameter_values import ParameterValues, any_nonzero, values_array
+from onnx_qtypes.proto.parameter_values import any_nonzero, values_array
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import ExpressedType, StorageType
 
@@ -193,8 +193,7 @@ def schema_problem(
             raise TypeError("schema_problem needs the storage type to judge symmetric_with_unsigned zero points")
         centre, bottom = symmetric_with_unsigned_zero_points(storage.min, storage.max, lo)
         allowed = {centre, bottom}
-        if not set(np.unique(values_array(zero_points, np.int64)).tolist() if isinstance(zero_points, ParameterValues)
-                   else zero_points) <= allowed:
+        if not set(np.unique(values_array(zero_points, np.int64)).tolist()) <= allowed:
             bad = next(z for z in zero_points if z not in allowed)
             either = " or ".join(str(z) for z in sorted(allowed, key=lambda z: z != centre))
             return (f"schema symmetric_with_unsigned requires every zero point to be {either} "

@@ -8,7 +8,8 @@ Under a profile with `bias_shift` (`vitis-ai-dpu`), a bias of any integer
 storage passes when each of its scales is the accumulator scale of its
 channel times an exact power of two: that target shifts the stored bias into
 the accumulator's units. A constant bias whose stored values are all its zero
-point adds 0 whatever its storage, and passes.
+point adds 0 whatever its storage, and passes (QT404 still asks that zero
+point to be 0).
 
 ## Why
 The bias is added to the int32 accumulator of `sum (x - zx) * (w - zw)`, in

@@ -13,7 +13,8 @@ Only per-tensor inputs are compared. Under a profile with `bias_shift`
 (`vitis-ai-dpu`), a bias scale that is that product times an exact power of
 two passes: the target shifts the bias into the accumulator's units. A
 constant bias whose stored values are all its zero point is 0 at any scale,
-and passes (AMD Quark gives PyTorch's zero biases scale 1).
+and passes (AMD Quark gives PyTorch's zero biases scale 1; QT404 still asks
+that zero point to be 0).
 
 ## Why
 The bias is added to the accumulator, whose unit is `x_scale * w_scale[c]`.
