@@ -153,7 +153,14 @@ def lazy_values(init: Any, kind: type) -> ParameterValues:
         return ParameterValues.mapped(path, offset, count, dtype, kind)
     kept = type(init)()
     kept.CopyFrom(init)  # its name, type and place: a few bytes
-    return ParameterValues(lambda: tensor_array(kept).reshape(-1), count, kind)
+    decoded: list[np.ndarray] = []
+
+    def load() -> np.ndarray:  # a type numpy cannot map (float8 scales): decoded once, at its stored size, then kept
+        if not decoded:
+            decoded.append(tensor_array(kept).reshape(-1))
+        return decoded[0]
+
+    return ParameterValues(load, count, kind)
 
 
 def _quantized_values(msg: pb.QuantizedType, where: str, init: Any, lookup: Callable[[str], Any],

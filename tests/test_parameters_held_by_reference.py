@@ -129,3 +129,24 @@ def test_lower_past_the_protobuf_limit_lays_out_the_data_file_as_for_the_loaded_
         qt.save(result, tmp_path / folder / "lowered.onnx", **kwargs)
     for name in ("lowered.onnx", "lowered.onnx.data"):
         assert (tmp_path / "got" / name).read_bytes() == (tmp_path / "want" / name).read_bytes(), name
+
+
+def test_a_lazy_parameter_tensor_numpy_cannot_map_is_decoded_once(tmp_path, monkeypatch):
+    """float8 E8M0 scales left in their file are decoded on first use and kept (one byte a value, as stored):
+    reading them value by value is not one whole-tensor decode per value."""
+    import ml_dtypes
+
+    from onnx_qtypes.proto import parameter_references
+
+    values = np.array([0.5, 1.0, 2.0, 4.0] * 8, ml_dtypes.float8_e8m0fnu)
+    (tmp_path / "scales.bin").write_bytes(values.tobytes())
+    tensor = onnx.TensorProto(name="s", data_type=onnx.TensorProto.FLOAT8E8M0, dims=[values.size],
+                              data_location=onnx.TensorProto.EXTERNAL)
+    tensor.external_data.add(key="location", value="scales.bin")
+    external.attach(tensor, tmp_path)
+    decodes = []
+    real = parameter_references.tensor_array
+    monkeypatch.setattr(parameter_references, "tensor_array", lambda t: decodes.append(t.name) or real(t))
+    held = parameter_references.lazy_values(tensor, float)
+    assert [held[i] for i in range(len(held))] == values.astype(np.float64).tolist()
+    assert list(held) == values.astype(np.float64).tolist() and decodes == ["s"]
