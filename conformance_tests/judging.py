@@ -135,11 +135,16 @@ def element_steps(expected: np.ndarray, actual: np.ndarray, step: object) -> np.
     return np.where(np.isnan(diff), np.inf, diff)
 
 
+def in_scale_steps(expected: np.ndarray) -> bool:
+    """Whether an output is judged in scale steps (a float output of a wide float type), not in whole integers
+    or positions on a narrow float type's grid."""
+    return expected.dtype.kind not in "iub" and expected.dtype.name not in FLOAT_GRIDS
+
+
 def beyond_tolerance(diff: np.ndarray, tolerance: float, expected: np.ndarray) -> np.ndarray:
     """Which elements are more than ``tolerance`` steps off; a float output's distance in (scale) steps is a
     quotient of floats, so it gets 1e-9 of slack; integer and grid distances are whole numbers."""
-    slack = 1e-9 if expected.dtype.kind not in "iub" and expected.dtype.name not in FLOAT_GRIDS else 0.0
-    return diff > tolerance + slack
+    return diff > tolerance + (1e-9 if in_scale_steps(expected) else 0.0)
 
 
 def not_positive_finite(actual: np.ndarray) -> np.ndarray:
@@ -166,7 +171,7 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
         return OutputVerdict(name, True, 0, 0, 0)
     if mode == "positive-finite":
         return _positive_finite(name, actual)
-    if expected.dtype.kind not in "iub" and expected.dtype.name not in FLOAT_GRIDS:
+    if in_scale_steps(expected):
         step = step_array(step, expected.shape)
         if step is None:  # exact comparison: no distance in steps to report
             same = element_steps(expected, actual, None) == 0

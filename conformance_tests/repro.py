@@ -243,7 +243,8 @@ def _copy_results(backend: ResultsBackend, work: Path, out: dict[str, str], case
 # what a repro script judges with: the suite's functions themselves, by source (numpy only), so that it judges as
 # judge_output does (tests/test_repro_judging.py runs both on the same outputs)
 JUDGING_SOURCE = "\n\n".join(inspect.getsource(f) for f in (
-    widen, judging.grid_position, judging.element_steps, judging.beyond_tolerance, judging.not_positive_finite))
+    widen, judging.grid_position, judging.element_steps, judging.in_scale_steps, judging.beyond_tolerance,
+    judging.not_positive_finite))
 _SUB_BYTE_SOURCE = "{" + ", ".join(f"{k!r}: np.{v.__name__}" for k, v in _SUB_BYTE.items()) + "}"
 
 _HEAD = '''"""Reproduce conformance case {id} on {label}{how}.
