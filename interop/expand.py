@@ -14,7 +14,8 @@ import dataclasses
 
 from onnx import NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import GraphIndex, Names, attributes
+from onnx_qtypes.interop import metadata
+from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Names, attributes
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
 from onnx_qtypes.interop.qoperator import operands
 from onnx_qtypes.interop.recognise import QuantOp, Recognition
@@ -94,7 +95,10 @@ class _Expander:
         float_out = self.float_name(out) if typed_out else out
         name = node.name[: -len(QUANT_NODE_SUFFIX)] if node.name.endswith(QUANT_NODE_SUFFIX) else node.name
         name = self.node_names.fresh(name) if name else ""
-        self.out.nodes.append(helper.make_node(spec.float_op, inputs, [float_out], name=name, **attrs))
+        lifted = helper.make_node(spec.float_op, inputs, [float_out], name=name, **attrs)
+        if node.domain == MS_DOMAIN:  # lower's qoperator form writes it back: the original's kernel
+            metadata.mark_contrib(lifted, node.op_type)
+        self.out.nodes.append(lifted)
         if typed_out:
             self.quantize(float_out, out)
         self.out.qlinear += 1

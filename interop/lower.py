@@ -1,7 +1,8 @@
 """Lower a typed model to standard ONNX that runtimes without the extension run.
 
     plain = onnx_qtypes.lower(typed)                    # QDQ for every operator
-    plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul, ConvInteger / MatMulInteger
+    plain = onnx_qtypes.lower(typed, form="qoperator")  # QLinearConv / QLinearMatMul, ConvInteger / MatMulInteger,
+                                                        # and the com.microsoft QLinear* nodes lift read
     plain = onnx_qtypes.lower(typed, form="matmulnbits")  # com.microsoft.MatMulNBits for blocked MatMul weights
 
 Every operator that reads a quantized tensor reads it through a
@@ -67,6 +68,7 @@ from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quant
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
+from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
@@ -97,7 +99,6 @@ TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist f
 TARGET_FLOAT4 = (11, 23)  # float4e2m1 ones from opset 23 (IR 11); onnxruntime 1.32 has no CPU kernel for them
 RANGE_ROLE_KEY = metadata.PREFIX + "role"
 RANGE_ROLE = "storage_range"  # a Clip that lower added to saturate at a narrowed storage range
-QLINEAR_STORAGE = ("int8", "uint8")
 
 
 @dataclasses.dataclass
@@ -107,6 +108,7 @@ class LowerResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     qlinear_nodes: int = 0
     integer_nodes: int = 0  # ConvInteger / MatMulInteger (the qoperator form of a dynamic operand)
+    contrib_nodes: int = 0  # com.microsoft QLinear* nodes written back where lift read them (qoperator form)
     form: str = "qdq"
     typed_tensors: int = 0  # quantized tensors of the input; none means there was nothing to lower
 
@@ -329,6 +331,9 @@ class _Lowering:
         self.result = LowerResult(model)
         self.integer_ops = {i for i, node in enumerate(self.ix.nodes) if self._runs_on_integers(i, node)}
         self.integer_ops |= self._storage_only(inner)
+        self.contrib = self._contrib_ops()
+        self.integer_ops |= set(self.contrib)
+        self.softmax_outputs: set[str] = set()
         inputs = {vi.name for vi in self.graph.input} - {t.name for t in self.graph.initializer}
         self.dynamic_inputs_here = [n for n in self.types if n in inputs and self.types[n].is_dynamic]
         self.extra_inputs: list[ValueInfoProto] = []
@@ -666,6 +671,32 @@ class _Lowering:
                 return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
         return None
 
+    def _contrib_ops(self) -> dict[int, str]:
+        """The nodes lift read from com.microsoft QLinear* ops that the qoperator form writes back as those ops (by
+        position); the others are noted with the reason and written as QDQ."""
+        found: dict[int, str] = {}
+        if self.form != "qoperator":
+            return found
+        for i, node in enumerate(self.ix.nodes):
+            op_type = metadata.contrib_origin(node)
+            if op_type is None or i in self.integer_ops:  # stored values moved as they are: exact in standard ONNX
+                continue
+            if (reason := contrib_reason(node, op_type, self.types)) is None:
+                found[i] = op_type
+            else:
+                self.result.notes.append(f"{node_label(node, i)}, read from {op_type}, is written as QDQ: {reason}")
+        return found
+
+    def _emit_contrib(self, i: int, node: NodeProto) -> None:
+        op_type = self.contrib[i]
+        name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
+        opset = next((o.version for o in self.model.opset_import if o.domain in STANDARD_DOMAINS), 1)
+        self.nodes.append(contrib_node(node, op_type, self.integer_name.__getitem__, self._parameters_with_zero,
+                                       name, opset))
+        if op_type == "QLinearSoftmax":  # its opset attribute follows the version lower writes (_set_versions)
+            self.softmax_outputs.add(self.integer_name[node.output[0]])
+        self.result.contrib_nodes += 1
+
     def _integer_reason(self, node: NodeProto) -> str | None:
         """Why this Conv / MatMul cannot be ConvInteger / MatMulInteger scaled back to float32, the form
         quantize_dynamic writes (None: it can): the input is a DynamicQuantizeLinear's output, the weight another
@@ -772,6 +803,8 @@ class _Lowering:
                 copy = NodeProto()
                 copy.CopyFrom(node)
                 self.nodes.append(copy)
+            elif i in self.contrib:
+                self._emit_contrib(i, node)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
                 if self._qlinear_reason(node) is None:
                     self._emit_qlinear(i, node)
@@ -794,6 +827,8 @@ class _Lowering:
         self._walk()
         self._convention_outputs()
         graph = self.graph
+        for node in self.nodes:  # the mark says which kernel the original ran; the lowered nodes say it themselves
+            metadata.drop_contrib(node)
         del graph.node[:]
         graph.node.extend(self.nodes)  # first: the declarations inside kept subgraphs are made plain there
         kept_meta = self._declarations()
@@ -805,6 +840,8 @@ class _Lowering:
             self.result.notes.append(f"{self.result.qlinear_nodes} QLinearConv / QLinearMatMul node(s)")
         if self.result.integer_nodes:
             self.result.notes.append(f"{self.result.integer_nodes} ConvInteger / MatMulInteger node(s)")
+        if self.result.contrib_nodes:
+            self.result.notes.append(f"{self.result.contrib_nodes} com.microsoft QLinear* node(s), as the original had")
         self.result.typed_tensors = len(self.types)
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
@@ -876,6 +913,8 @@ class _Lowering:
         model = self.model
         if not self.types:  # nothing typed was rewritten: the model keeps the versions its runtime accepted
             return
+        if self.result.contrib_nodes and not any(o.domain == MS_DOMAIN for o in model.opset_import):
+            model.opset_import.add(domain=MS_DOMAIN, version=1)
         storages = {q.storage for q in self.types.values()}
         block_scales = any(t.data_type == TensorProto.FLOAT8E8M0 for _, g in iter_graphs(model) for t in g.initializer)
         ir, opset = (TARGET_2BIT if self._two_bit() or block_scales  # E8M0 scales: opset 24 on
@@ -898,6 +937,9 @@ class _Lowering:
         if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
             for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
                 del model.opset_import[i]
+        for node in model.graph.node:
+            if node.op_type == "QLinearSoftmax" and node.domain == MS_DOMAIN and node.output[0] in self.softmax_outputs:
+                next(a for a in node.attribute if a.name == "opset").i = opset
         model.ir_version = ir
 
     def _two_bit(self) -> bool:

@@ -43,14 +43,41 @@ def mark_inserted(node: NodeProto) -> NodeProto:
 
 def unmark(node: NodeProto) -> NodeProto:
     """``node`` without the mark: a typed model's own boundary DequantizeLinear is not one lower wrote."""
-    kept = [p for p in node.metadata_props if p.key != INSERTED_KEY]
-    del node.metadata_props[:]
-    node.metadata_props.extend(kept)
+    _remove(node, INSERTED_KEY)
     return node
+
+
+def _remove(owner: NodeProto | ModelProto, key: str) -> None:
+    """Every ``key`` entry out of ``owner``'s metadata_props."""
+    kept = [p for p in owner.metadata_props if p.key != key]
+    if len(kept) != len(owner.metadata_props):
+        del owner.metadata_props[:]
+        owner.metadata_props.extend(kept)
 
 
 def inserted_by_lower(node: NodeProto) -> bool:
     return any(p.key == INSERTED_KEY for p in node.metadata_props)
+
+
+# On a float operator lift wrote for a com.microsoft QOperator node ("QLinearAdd"): lower's qoperator form writes
+# that node back, so that the lowered model runs the original's kernel (its rounding can differ from the float QDQ
+# operators' near ties).
+CONTRIB_KEY = PREFIX + "qoperator"
+
+
+def mark_contrib(node: NodeProto, op_type: str) -> NodeProto:
+    node.metadata_props.add(key=CONTRIB_KEY, value=op_type)
+    return node
+
+
+def contrib_origin(node: NodeProto) -> str | None:
+    """The com.microsoft op type ``node`` was lifted from (None: it was not)."""
+    return next((p.value for p in node.metadata_props if p.key == CONTRIB_KEY), None)
+
+
+def drop_contrib(node: NodeProto) -> NodeProto:
+    _remove(node, CONTRIB_KEY)
+    return node
 
 
 # On a model lift wrote from a QOperator / quantize_dynamic file ("qoperator") or a MatMulNBits one ("matmulnbits"),
@@ -68,10 +95,7 @@ def record_form(model: ModelProto, form: str | None) -> None:
 def take_form(model: ModelProto) -> str | None:
     """The form lift recorded on ``model`` (None when it recorded none), removed from it."""
     found = [p.value for p in model.metadata_props if p.key == FORM_KEY]
-    if found:
-        kept = [p for p in model.metadata_props if p.key != FORM_KEY]
-        del model.metadata_props[:]
-        model.metadata_props.extend(kept)
+    _remove(model, FORM_KEY)
     return found[-1] if found else None
 
 

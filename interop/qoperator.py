@@ -169,7 +169,17 @@ def operands(spec: Spec, node: NodeProto) -> list[Operand]:
     """The (tensor, scale, zero point) triples of one node, in float-operator input order."""
     if not spec.variadic:
         return list(spec.operands)
-    return [Operand(i, i + 1, i + 2) for i in range(2, len(node.input) - 2, 3)]
+    return triples(spec, (len(node.input) - _first_triple(spec)) // 3)
+
+
+def triples(spec: Spec, count: int) -> list[Operand]:
+    """The first ``count`` triples of a variadic spec (QLinearConcat's come after its output pair)."""
+    first = _first_triple(spec)
+    return [Operand(i, i + 1, i + 2) for i in range(first, first + 3 * count, 3)]
+
+
+def _first_triple(spec: Spec) -> int:
+    return max(spec.output or (-1,)) + 1
 
 
 def looks_quantized(node: NodeProto) -> bool:

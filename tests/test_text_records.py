@@ -19,6 +19,7 @@ CHECKER_ACCEPTS = "proposal/experiments/onnx_checker_accepts.md"
 NNCF = "proposal/experiments/nncf_negative_scales.md"
 LISTED = "proposal/experiments/listed_parameter_size.md"
 KERNELS = "proposal/experiments/ort_cpu_kernels.md"
+TIES = "proposal/experiments/qlinear_binary_ties.md"
 # (text, passage from .. to, record, section from .. to, None: its end): the passage's numbers must all be in
 # the section
 QUOTES = [
@@ -27,6 +28,7 @@ QUOTES = [
     ("proposal/0001-quantized-element-types.md", "int4 weight in blocks of 32 has 524,288", "if listed",
      LISTED, "onnx", None),
     ("proposal/spec/interop.md", "On 1.32.0: 0 of 96", "part 4).", KERNELS, "4. float16 / bfloat16", "5. onnx"),
+    ("proposal/spec/interop.md", "(over 20 sets of scales", "[record]", TIES, "| operator", None),
     ("proposal/0001-quantized-element-types.md", "In the same run,", "On\nwell-formed",
      CHECKER_ACCEPTS, "onnx 1.23.2", None),
     ("proposal/spec/semantics.md", "elements that differ from the exact result, of 10^6:", "On every type",
