@@ -69,6 +69,7 @@ from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
+from onnx_qtypes.interop.qoperator import bias_scales
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
@@ -691,8 +692,8 @@ class _Lowering:
         op_type = self.contrib[i]
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
         opset = next((o.version for o in self.model.opset_import if o.domain in STANDARD_DOMAINS), 1)
-        self.nodes.append(contrib_node(node, op_type, self.integer_name.__getitem__, self._parameters_with_zero,
-                                       name, opset))
+        self.nodes.append(contrib_node(node, op_type, self.types, self.integer_name.__getitem__,
+                                       self._parameters_with_zero, name, opset))
         if op_type == "QLinearSoftmax":  # its opset attribute follows the version lower writes (_set_versions)
             self.softmax_outputs.add(self.integer_name[node.output[0]])
         self.result.contrib_nodes += 1
@@ -1125,7 +1126,7 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
 
 def _bias_of(x: QType, w: QType) -> QType:
     """The bias type QLinearConv implies: int32, scale x_scale * w_scale in float32, zero point 0."""
-    scales = (np.asarray(x.scale, np.float32) * np.asarray(w.scale, np.float32)).astype(np.float64).tolist()
+    scales = bias_scales(x.scale, w.scale)
     return QType("int32", scales, [0] * len(scales), axis=0 if w.axis is not None else None, expressed="float32")
 
 

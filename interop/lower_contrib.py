@@ -11,11 +11,12 @@ lift reads (``qoperator.MICROSOFT``), so the two directions cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from onnx import NodeProto, helper
+from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS
-from onnx_qtypes.interop.qoperator import MICROSOFT, triples
+from onnx_qtypes.interop.qoperator import MICROSOFT, bias_scales, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
 
 QLINEAR_STORAGE = ("int8", "uint8")  # what QLinearConv / QLinearMatMul and onnxruntime's QLinear* kernels take
@@ -26,8 +27,8 @@ def contrib_reason(node: NodeProto, op_type: str, types: dict[str, QType]) -> st
     spec = MICROSOFT.get(op_type)
     if spec is None or spec.float_op != node.op_type or node.domain not in STANDARD_DOMAINS:
         return f"it is a {node.op_type}, which {op_type} does not compute"
-    if spec.bias is not None or spec.scales_operand is not None:
-        return f"{op_type} folds its bias and alpha into the scales; lower writes it as QDQ"
+    if spec.bias is not None:
+        return _qgemm_reason(node, types)
     plain = node.input[:len(spec.plain)]
     operands = node.input[len(spec.plain):]
     if len(node.output) != 1 or (not spec.variadic and len(operands) != len(spec.operands)) or not operands:
@@ -38,36 +39,75 @@ def contrib_reason(node: NodeProto, op_type: str, types: dict[str, QType]) -> st
     if not all(name in types for name in linked):
         return "not quantized on every side"
     kinds = [types[name] for name in linked]
-    for qtype in kinds:
-        if qtype.is_dynamic or qtype.axis is not None or qtype.block_size is not None:
-            return f"{op_type} takes per-tensor constant parameters"
-        if qtype.storage not in QLINEAR_STORAGE or qtype.expressed != "float32":
-            return f"{op_type} takes int8 / uint8 expressed in float32"
+    if reason := _operand_problem(op_type, kinds[:-1]) or _output_problem(op_type, kinds[-1]):
+        return reason
     if len({q.storage for q in kinds}) != 1:
         return f"{op_type} takes one storage type on every side"
-    out = kinds[-1]
+    return None
+
+
+def _operand_problem(op_type: str, kinds: list[QType], axes: tuple[int | None, ...] = (None,)) -> str | None:
+    for qtype in kinds:
+        if qtype.is_dynamic or qtype.block_size is not None or qtype.axis not in axes:
+            return f"{op_type} takes {'per-tensor' if axes == (None,) else 'these'} constant parameters"
+        if qtype.storage not in QLINEAR_STORAGE or qtype.expressed != "float32":
+            return f"{op_type} takes int8 / uint8 expressed in float32"
+    return None
+
+
+def _output_problem(op_type: str, out: QType) -> str | None:
+    if reason := _operand_problem(op_type, [out]):
+        return reason
     if (out.storage_min, out.storage_max) != (out.storage_type.min, out.storage_type.max):
         return f"a narrowed output range ({op_type} saturates at the full range)"
     return None
 
 
-def contrib_node(node: NodeProto, op_type: str, integer: Callable[[str], str],
+def _qgemm_reason(node: NodeProto, types: dict[str, QType]) -> str | None:
+    """QGemm: A per tensor, B per tensor or per column of op(B), an int32 bias of scale A * B (float32) and zero point
+    0 if any, a typed output or a float one; alpha folded into B's scales on the way in (so 1 here), beta 1."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
+        return "alpha and beta other than 1 (lift folds QGemm's alpha into the weight's scales)"
+    if len(node.output) != 1 or not 2 <= len(node.input) <= 3:
+        return "its inputs and outputs do not fit QGemm's"
+    if not all(n in types for n in node.input[:2]):  # lift keeps a float-output QGemm's DequantizeLinear nodes
+        return "its operands are dequantized before it"
+    a, b = (types[n] for n in node.input[:2])
+    if reason := _operand_problem("QGemm", [a]) or _operand_problem("QGemm", [b], (None, gemm_b_axis(2, attrs))):
+        return reason
+    if len(node.input) == 3 and node.input[2]:
+        bias, scales = types.get(node.input[2]), bias_scales(a.scale, b.scale)
+        expected = QType("int32", scales, [0] * len(scales), axis=None if b.axis is None else 0, validate=False)
+        if bias is None or not metadata.same_parameters(bias, expected):
+            return "the bias is not int32 with scale = A scale * B scale (float32) and zero point 0"
+    out = types.get(node.output[0])
+    return None if out is None else _output_problem("QGemm", out)
+
+
+def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: Callable[[str], str],
                  parameters: Callable[[str], tuple[str, str]], name: str, opset: int) -> NodeProto:
-    """``node`` as com.microsoft ``op_type`` on the stored values: ``integer`` names a tensor's stored twin,
-    ``parameters`` its (scale, zero point) tensors; ``opset`` is the default domain's version (QLinearSoftmax
-    computes the Softmax of the version it names)."""
+    """``node`` as com.microsoft ``op_type`` on the stored values: ``integer`` names a tensor of ``types`` by its
+    stored twin, ``parameters`` by its (scale, zero point) tensors; ``opset`` is the default domain's version
+    (QLinearSoftmax computes the Softmax of the version it names). QGemm's output may be float (not in ``types``)."""
     spec = MICROSOFT[op_type]
     plain = list(node.input[:len(spec.plain)])
     operands = list(node.input[len(spec.plain):])
+    if spec.bias is not None:  # QGemm: the bias follows the operands
+        operands, bias = operands[:len(spec.operands)], operands[len(spec.operands):]
     out = node.output[0]
     assert spec.output is not None
     slots: dict[int, str] = dict(zip(spec.plain, plain))
-    slots[spec.output[0]], slots[spec.output[1]] = parameters(out)
+    if out in types:
+        slots[spec.output[0]], slots[spec.output[1]] = parameters(out)
     for operand, tensor in zip(triples(spec, len(operands)) if spec.variadic else spec.operands, operands):
         slots[operand.data] = integer(tensor)
         slots[operand.scale], slots[operand.zero_point] = parameters(tensor)
-    inputs = [slots[i] for i in range(max(slots) + 1)]
+    if spec.bias is not None and bias and bias[0]:
+        slots[spec.bias.data] = integer(bias[0])
+    inputs = [slots.get(i, "") for i in range(max(slots) + 1)]
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if "opset" in spec.drop:
         attrs["opset"] = opset
-    return helper.make_node(op_type, inputs, [integer(out)], name=name, domain=MS_DOMAIN, **attrs)
+    return helper.make_node(op_type, inputs, [integer(out) if out in types else out], name=name, domain=MS_DOMAIN,
+                            **attrs)

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Optional
 
+import numpy as np
 from onnx import NodeProto
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, QONNX_DOMAINS, STANDARD_DOMAINS, attributes
@@ -74,8 +75,13 @@ def _from_end(offset: int) -> AxisRule:
     return lambda rank, attrs: None if rank is None else rank - offset
 
 
-def _gemm_b_axis(rank: int | None, attrs: dict[str, object]) -> int | None:
+def gemm_b_axis(rank: int | None, attrs: dict[str, object]) -> int | None:
     return 0 if attrs.get("transB", 0) else 1  # per-column of B' = along N
+
+
+def bias_scales(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float]) -> list[float]:
+    """An int32 bias's scale, a * b computed in float32, as runtimes and onnxruntime's quantizer compute it."""
+    return [float(v) for v in (np.asarray(a, np.float32) * np.asarray(b, np.float32)).astype(np.float64)]
 
 
 def _unary(float_op: str, **kwargs) -> Spec:
@@ -134,7 +140,7 @@ MICROSOFT: dict[str, Spec] = {
     "QLinearConcat": Spec("Concat", (), (0, 1), variadic=True),
     "QGemm": Spec(
         "Gemm",
-        (Operand(0, 1, 2), Operand(3, 4, 5, _gemm_b_axis)),
+        (Operand(0, 1, 2), Operand(3, 4, 5, gemm_b_axis)),
         (7, 8),
         bias=Bias(6, (0, 1), 1),
         output_optional=True,

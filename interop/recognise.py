@@ -27,7 +27,7 @@ from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, STANDARD_DOMAINS, GraphIndex, attributes
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
-from onnx_qtypes.interop.qoperator import Context, Spec, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.interop.qoperator import Context, Spec, bias_scales, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
@@ -120,11 +120,6 @@ def _int_attribute(ix: GraphIndex, i: int, attrs: dict, name: str, default: int,
                             f"schema types it INT)", rule=rule, node=i, tensor=tensor, parameter=name)
 
 
-def _fp32_product(a: tuple[float, ...], b: tuple[float, ...]) -> list[float]:
-    """Bias scale = a * b computed in float32, as runtimes and onnxruntime's quantizer compute it."""
-    return [float(v) for v in (np.asarray(a, np.float32) * np.asarray(b, np.float32)).astype(np.float64)]
-
-
 def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
     first = _input(node, operands(spec, node)[0].data) if operands(spec, node) else None
     first_shape = ix.shape(first) if first else None
@@ -187,7 +182,7 @@ def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType])
     a, b = (read[k] for k in spec.bias.factors)
     if ix.elem_type(bias) not in (None, 6):
         raise Unrecognized(f"{ix.label(i)}: bias {bias!r} is not int32")
-    scales = _fp32_product(a.scale, b.scale) if len(a.scale) == 1 or len(a.scale) == len(b.scale) else None
+    scales = bias_scales(a.scale, b.scale) if len(a.scale) == 1 or len(a.scale) == len(b.scale) else None
     if scales is None or a.axis is not None:
         raise Unrecognized(f"{ix.label(i)}: bias scale of {bias!r} is not a per-channel product")
     per_axis = read[spec.bias.axis_from].axis is not None and len(scales) > 1
