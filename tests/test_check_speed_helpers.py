@@ -66,6 +66,25 @@ def test_a_string_that_is_not_utf8_is_found_where_the_walk_finds_it():
     assert first_non_utf8_string(model) is None
 
 
+def test_the_lifts_declarations_written_as_bytes_are_those_write_qtype_makes():
+    from onnx_qtypes.interop.lift import _typed_value_info  # noqa: PLC0415
+    from onnx_qtypes.proto.reader import WrittenTypes  # noqa: PLC0415
+    from onnx_qtypes.proto.statistics import Statistics, TensorStatistics  # noqa: PLC0415
+
+    per_axis = QType("uint8", [0.5, 0.25], [3, 4], axis=1, expressed="float16")
+    cases = [(int8(), (1, 16, 8, 8), ""), (int8(), None, "a doc"), (int8(), (), ""),
+             (per_axis, (2, 2), ""), (per_axis, (None, 2), "x"),
+             (int8().with_statistics(TensorStatistics(Statistics(min=-1.0, max=2.0))), (3,), "")]
+    for qtype, shape, doc in cases:
+        written = WrittenTypes()
+        found = onnx.GraphProto.FromString(_typed_value_info("t\u00e9", qtype, shape, doc, {}, written)).value_info
+        want = helper.make_tensor_value_info("t\u00e9", TensorProto.FLOAT, None if shape is None else list(shape), doc)
+        write_qtype(want, qtype)
+        assert len(found) == 1 and found[0] == want, (qtype, shape)
+        if qtype.statistics is None:  # the checker's index finds it by its TypeProto's bytes
+            assert list(written.declared) == [want.type.SerializeToString()]
+
+
 def _screened_and_read(nodes: list, inits: list, inputs: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """(what the bulk screen passes, what read_parameters says of every Q / DQ node: a QType or the exception)."""
     from onnx_qtypes.interop.graph import GraphIndex, infer  # noqa: PLC0415
