@@ -45,15 +45,11 @@ from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.external import varint
-from onnx_qtypes.proto.onnx_qtypes_pb2 import TensorTypeView
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import may_declare_extension, write_statistics
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
 from onnx_qtypes.proto.statistics import TensorStatistics
-
-
-_TENSOR_TYPE_TAG = b"\x0a"  # TypeProto.tensor_type: field 1, length-delimited
 
 
 class LiftWarning(UserWarning):
@@ -531,9 +527,12 @@ def _declare(
     order = [*final.initializers, *final.producer]  # the graph's names in order (its index holds them already)
     declared: dict[str, int] = {}
     shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]] = {}  # per shape: its bytes, as read
+    typed = []
     for name in dict.fromkeys(n for n in order if n in types and n not in interface):
-        _add_typed_value_info(graph, name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes, written)
+        typed.append(_typed_value_info(name, types[name], _shape(name, work, folded), docs.get(name, ""), shapes,
+                                       written))
         declared[name] = types[name].storage_type.data_type
+    graph.MergeFromString(b"".join(typed))  # appended in that order, in one parse
     for name, vi in interface.items():
         if name in types:
             write_qtype(vi, types[name])
@@ -562,38 +561,50 @@ def _shape(name: str, work: GraphIndex, folded: Folded) -> tuple[int | None, ...
     return None
 
 
-def _add_typed_value_info(graph: GraphProto, name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
-                          shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]],
-                          written: WrittenTypes) -> None:
-    """Append the declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``,
-    its type written in one step (a TensorTypeView's bytes: the marker, the shape, the quantization); and, for the
-    checker's index, its QType and decoded fields (``written``)."""
+def _typed_value_info(name: str, qtype: QType, shape: tuple[int | None, ...] | None, doc: str,
+                      shapes: dict[tuple[int | None, ...] | None, tuple[bytes, tuple | None]],
+                      written: WrittenTypes) -> bytes:
+    """The declaration ``write_qtype`` makes of ``helper.make_tensor_value_info(name, storage, shape, doc)``, as the
+    bytes of a GraphProto holding it alone (its type a TensorTypeView's fields, in their order: the marker, the
+    shape, the quantization, the statistics); and, for the checker's index, its QType and decoded fields
+    (``written``)."""
     if shape not in shapes:
         made = helper.make_tensor_type_proto(TensorProto.FLOAT, None if shape is None else list(shape)).tensor_type
         data = made.shape.SerializeToString()
         dims = TensorShapeProto.FromString(data).dim  # the shape as the checker reads it back (proto.static_shape)
         shapes[shape] = data, tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
-    quantization = qtype.to_proto()
-    serialized = quantization.SerializeToString() if qtype.statistics is None else b""
-    known = written.setdefault(serialized, qtype) if qtype.statistics is None else None
-    view = TensorTypeView(elem_type=marker(qtype.storage_type.data_type), quantization=quantization)
+    quantization = qtype.to_proto().SerializeToString()
+    elem_type = marker(qtype.storage_type.data_type)
+    parts = [_ELEM_TYPE_TAG, varint(elem_type)]
     if shape is not None:
-        view.shape = shapes[shape][0]
+        parts += (_SHAPE_TAG, varint(len(shapes[shape][0])), shapes[shape][0])
+    parts += (_QUANTIZATION_TAG, varint(len(quantization)), quantization)
     if qtype.statistics is not None:
-        view.statistics.CopyFrom(qtype.statistics.to_proto())
-    vi = graph.value_info.add()
-    vi.name = name
+        statistics = qtype.statistics.to_proto().SerializeToString()
+        parts += (_STATISTICS_TAG, varint(len(statistics)), statistics)
+    tensor_type = b"".join(parts)
+    type_bytes = b"".join((_TENSOR_TYPE_TAG, varint(len(tensor_type)), tensor_type))  # the TypeProto
+    if qtype.statistics is None:
+        known = written.setdefault(quantization, qtype)
+        if (qtype.scale_tensor is None and qtype.zero_point_tensor is None and qtype.offset_tensor is None
+                and type_bytes not in written.declared):  # names no parameter tensor (to_proto writes a *_tensor
+            # field for each); equal types: the first QType, as the index would take it from ``written``
+            written.declared[type_bytes] = (elem_type, None if shape is None else shapes[shape][1], known, quantization)
+    encoded = name.encode()
+    parts = [_NAME_TAG, varint(len(encoded)), encoded, _TYPE_TAG, varint(len(type_bytes)), type_bytes]
     if doc:
-        vi.doc_string = doc
-    data = view.SerializeToString()
-    vi.type.tensor_type.MergeFromString(data)
-    if known is not None and qtype.scale_tensor is None and qtype.zero_point_tensor is None \
-            and qtype.offset_tensor is None:  # names no parameter tensor (to_proto writes a *_tensor field for each)
-        size = len(data)
-        key = b"".join((_TENSOR_TYPE_TAG, varint(size), data))  # the TypeProto
-        if key not in written.declared:  # (equal types: the first QType, as the index would take it from ``written``)
-            written.declared[key] = (view.elem_type, None if shape is None else shapes[shape][1], known, serialized)
+        encoded = doc.encode()
+        parts += (_DOC_TAG, varint(len(encoded)), encoded)
+    value_info = b"".join(parts)
+    return b"".join((_VALUE_INFO_TAG, varint(len(value_info)), value_info))
 
+
+# the tags of the length-delimited fields _typed_value_info writes (protobuf's field number << 3 | 2):
+# GraphProto.value_info (13); ValueInfoProto's name (1), type (2) and doc_string (3); TypeProto.tensor_type (1);
+# TensorTypeView's shape (2), quantization (1000) and statistics (1001); and of TensorTypeView.elem_type (1, a varint)
+_VALUE_INFO_TAG, _NAME_TAG, _TYPE_TAG, _DOC_TAG, _TENSOR_TYPE_TAG = (varint(f << 3 | 2) for f in (13, 1, 2, 3, 1))
+_SHAPE_TAG, _QUANTIZATION_TAG, _STATISTICS_TAG = (varint(f << 3 | 2) for f in (2, 1000, 1001))
+_ELEM_TYPE_TAG = varint(1 << 3)
 
 
 def _copy(vi: ValueInfoProto) -> ValueInfoProto:

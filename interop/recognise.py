@@ -25,6 +25,7 @@ from onnx import NodeProto
 
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, STANDARD_DOMAINS, GraphIndex, attributes
+from onnx_qtypes.interop.parameter_screen import screen
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
 from onnx_qtypes.interop.qoperator import Context, Spec, bias_scales, looks_quantized, operands, refusal, spec_for
@@ -104,11 +105,18 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto, quantize: bool) -> QuantOp:
         if qtype.storage_type.is_float and attrs.get("saturate", 1) == 0:  # checker: QT123
             raise Unrecognized(f"{ix.label(i)}: saturate=0 turns values beyond {qtype.storage}'s largest finite "
                                "one into NaN or infinity; a quantized type saturates")
-        return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", "QuantizeLinear", bool(zp))])
+        return _qdq_op(i, True, data, qtype, bool(zp))
     data_type = ix.elem_type(data)
     qtype = read_parameters(ix, i, data, inputs[1], zp, axis=axis, block_size=block, storage=data_type,
                             data_type=data_type, real_type=attrs.get("output_dtype") or None)
-    return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", "DequantizeLinear", bool(zp))])
+    return _qdq_op(i, False, data, qtype, bool(zp))
+
+
+def _qdq_op(i: int, quantize: bool, data: str, qtype: QType, has_zero_point: bool) -> QuantOp:
+    """A QuantizeLinear (``quantize``) or DequantizeLinear node's evidence: it writes / reads ``data`` as ``qtype``."""
+    if quantize:
+        return QuantOp(i, "q", {("out", 0): data}, [Evidence(data, qtype, i, "writes", "QuantizeLinear", has_zero_point)])
+    return QuantOp(i, "dq", {("in", 0): data}, [Evidence(data, qtype, i, "reads", "DequantizeLinear", has_zero_point)])
 
 
 def _int_attribute(ix: GraphIndex, i: int, attrs: dict, name: str, default: int, tensor: str, rule: str) -> int:
@@ -253,7 +261,12 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     opaque: dict[int, str] = {}
     left: dict[int, str] = {}
     problems: list[MalformedQDQError] = []
+    plain = screen(ix, QDQ_DOMAINS)  # the Q / DQ nodes of plain form, read in bulk
     for i, node in enumerate(ix.nodes):
+        found = plain.get(i)
+        if found is not None:
+            ops[i] = _qdq_op(i, found.quantize, found.data, found.qtype, True)
+            continue
         try:
             op = recognise_node(ix, i, node)
         except Unrecognized as exc:

@@ -287,6 +287,8 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
 
 def varint(value: int) -> bytes:
     """Protobuf's base-128 encoding of a non-negative integer (a field's length, a tag)."""
+    if value < 0x80:
+        return _ONE_BYTE[value]  # (most lengths and tags: thousands of declarations are written so)
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -296,6 +298,9 @@ def varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+_ONE_BYTE = [bytes((v,)) for v in range(0x80)]
 
 
 def _tag(field: int) -> bytes:

@@ -64,3 +64,73 @@ def test_a_string_that_is_not_utf8_is_found_where_the_walk_finds_it():
     broken = onnx.ModelProto.FromString(data)
     assert first_non_utf8_string(broken) == _first_in(broken) == ("/graph/node/0/doc_string", b"abc\xff\xfe")
     assert first_non_utf8_string(model) is None
+
+
+def test_the_lifts_declarations_written_as_bytes_are_those_write_qtype_makes():
+    from onnx_qtypes.interop.lift import _typed_value_info  # noqa: PLC0415
+    from onnx_qtypes.proto.reader import WrittenTypes  # noqa: PLC0415
+    from onnx_qtypes.proto.statistics import Statistics, TensorStatistics  # noqa: PLC0415
+
+    per_axis = QType("uint8", [0.5, 0.25], [3, 4], axis=1, expressed="float16")
+    cases = [(int8(), (1, 16, 8, 8), ""), (int8(), None, "a doc"), (int8(), (), ""),
+             (per_axis, (2, 2), ""), (per_axis, (None, 2), "x"),
+             (int8().with_statistics(TensorStatistics(Statistics(min=-1.0, max=2.0))), (3,), "")]
+    for qtype, shape, doc in cases:
+        written = WrittenTypes()
+        found = onnx.GraphProto.FromString(_typed_value_info("t\u00e9", qtype, shape, doc, {}, written)).value_info
+        want = helper.make_tensor_value_info("t\u00e9", TensorProto.FLOAT, None if shape is None else list(shape), doc)
+        write_qtype(want, qtype)
+        assert len(found) == 1 and found[0] == want, (qtype, shape)
+        if qtype.statistics is None:  # the checker's index finds it by its TypeProto's bytes
+            assert list(written.declared) == [want.type.SerializeToString()]
+
+
+def _screened_and_read(nodes: list, inits: list, inputs: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """(what the bulk screen passes, what read_parameters says of every Q / DQ node: a QType or the exception)."""
+    from onnx_qtypes.interop.graph import GraphIndex, infer  # noqa: PLC0415
+    from onnx_qtypes.interop.parameter_screen import screen  # noqa: PLC0415
+    from onnx_qtypes.interop.recognise import QDQ_DOMAINS, recognise_node  # noqa: PLC0415
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3])
+                                           for n in ("x", *inputs)], [], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    ix = GraphIndex(model.graph, infer(model, initializers=False), opset=21)
+    read: dict = {}
+    for i, node in enumerate(ix.nodes):
+        try:
+            read[i] = recognise_node(ix, i, node).evidence[0].qtype
+        except Exception as exc:  # noqa: BLE001 - the problem itself is what is compared
+            read[i] = exc
+    return screen(ix, QDQ_DOMAINS), read
+
+
+def test_the_parameter_screen_passes_only_what_read_parameters_accepts_and_gives_its_qtypes():
+    from onnx import numpy_helper  # noqa: PLC0415
+
+    def init(name: str, values, dtype) -> onnx.TensorProto:  # noqa: ANN001
+        return numpy_helper.from_array(np.array(values, dtype), name)
+
+    inits = [init("s", 0.5, np.float32), init("z", 3, np.uint8), init("s3", [0.5, 0.25, 1.0], np.float32),
+             init("z3", [0, 1, 2], np.int8), init("s0", 0.0, np.float32), init("s2", [0.5, 0.25], np.float32),
+             init("z2", [0, 0], np.int8), init("w", np.zeros((2, 3)), np.int8), init("snan", np.nan, np.float32),
+             init("s64", 0.5, np.float64), init("g", 0.5, np.float32)]
+    listed = onnx.TensorProto(name="zl", data_type=TensorProto.UINT8, int32_data=[3])  # not in raw_data
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),  # plain, per-tensor
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("DequantizeLinear", ["w", "s3", "z3"], ["dw"], axis=1),  # plain, per-axis
+             helper.make_node("DequantizeLinear", ["w", "s3", "z3"], ["dw0"], axis=0),  # 3 scales, 2 slices
+             helper.make_node("DequantizeLinear", ["w", "s3", "z3"], ["dw5"], axis=5),  # axis out of range
+             helper.make_node("DequantizeLinear", ["w", "s2", "z3"], ["dwz"], axis=0),  # 2 scales, 3 zero points
+             helper.make_node("QuantizeLinear", ["x", "s0", "z"], ["q0"]),  # scale 0
+             helper.make_node("QuantizeLinear", ["x", "snan", "z"], ["qn"]),  # scale NaN
+             helper.make_node("QuantizeLinear", ["x", "s64", "z"], ["q64"]),  # a double scale
+             helper.make_node("QuantizeLinear", ["x", "g", "z"], ["qg"]),  # scale a graph input
+             helper.make_node("QuantizeLinear", ["x", "s", "zl"], ["ql"]),  # zero point in int32_data
+             helper.make_node("DequantizeLinear", ["w", "s", "z"], ["dwu"]),  # int8 tensor, uint8 zero point
+             helper.make_node("DequantizeLinear", ["w", "s2", "z2"], ["dw2"], axis=0, block_size=1)]  # blocked
+    screened, read = _screened_and_read(nodes, [*inits, listed], inputs=("g",))
+    assert sorted(screened) == [0, 1, 2]
+    for i, found in screened.items():
+        assert found.qtype == read[i] and found.quantize == (nodes[i].op_type == "QuantizeLinear")
+    assert all(isinstance(read[i], Exception) for i in range(3, len(nodes)) if i != 10)  # each a problem, left
+    assert read[10] == read[0]  # a zero point in int32_data: valid, left to read_parameters all the same
