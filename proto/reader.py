@@ -99,8 +99,10 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     try:
         require_versions(proto)
         graphs = list(iter_graphs(proto))  # walked once for the checks below
-        require_sizes(proto, graphs)
-        unsorted, negative = _scan(proto, graphs), _negative_dims(proto, graphs)
+        # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
+        op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
+        require_sizes(proto, graphs, op_types)
+        unsorted, negative = _scan(proto, graphs, op_types), _negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
                 copy = ModelProto()
@@ -129,40 +131,51 @@ def require_versions(model: ModelProto) -> None:
                                  "opset version (a non-negative 32-bit integer)")
 
 
-def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> None:
+def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
+                  op_types: dict[str, list[str]] | None = None) -> None:
     """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``).
-    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: each graph's node op types by
+    its pointer, when the caller has read them."""
     graphs = list(iter_graphs(model)) if graphs is None else list(graphs)
     graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
     for pointer, graph in graphs:
         for i, tensor in enumerate(getattr(graph, "initializer", ())):
             if not fits(tensor) and (problem := size_problem(tensor)):
                 raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
-        constants = [n for n, op_type in enumerate([node.op_type for node in graph.node]) if op_type == "Constant"]
+        ops = op_types[pointer] if op_types is not None else [node.op_type for node in graph.node]
+        constants = [n for n, op_type in enumerate(ops) if op_type == "Constant"]
         for n in constants:
             for a, attr in enumerate(graph.node[n].attribute):
                 if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
                     raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
 
 
-def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
-    """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
-    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
-    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
-    kinds: set[type] = set()
-    unsorted = False
-    main = list(iter_graphs(model)) if graphs is None else graphs
-    graphs = list(main)
-    for f, function in enumerate(model.functions):  # a function body, and the If / Loop / Scan bodies inside it
+def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
+                 ) -> list[tuple[str, onnx.GraphProto | onnx.FunctionProto]]:
+    """``main`` (``iter_graphs(model)``), then each function body and the If / Loop / Scan bodies inside it."""
+    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(main)
+    for f, function in enumerate(model.functions):
         graphs.append((f"/functions/{f}", function))
         graphs += [g for n, node in enumerate(function.node) if node.attribute
                    for g in iter_node_graphs(f"/functions/{f}/node/{n}", node)]
-    for pointer, graph in graphs:
+    return graphs
+
+
+def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
+          op_types: dict[str, list[str]] | None = None) -> bool:
+    """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
+    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
+    by its pointer (``_every_graph``), when the caller has read them."""
+    kinds: set[type] = set()
+    unsorted = False
+    main = list(iter_graphs(model)) if graphs is None else graphs
+    for pointer, graph in _every_graph(model, main):
         names = node_names(graph)
         for lists in names:
             kinds.update(map(type, chain.from_iterable(lists)))
         nodes = graph.node
-        kinds.update(map(type, [n.op_type for n in nodes]))
+        kinds.update(map(type, op_types[pointer] if op_types is not None else [n.op_type for n in nodes]))
         kinds.update(map(type, [n.name for n in nodes]))
         kinds.update(map(type, [n.domain for n in nodes]))
         with_subgraphs = []
