@@ -25,6 +25,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto,
 from onnx_qtypes.checker.schemas import type_string
 from onnx_qtypes.proto import declared_bytes, iter_graphs
 from onnx_qtypes.proto.encoding import plain_data_type
+from onnx_qtypes.proto.reader import NodeReads
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -142,25 +143,32 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
     return found
 
 
-def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | None = None
-                  ) -> Iterator[tuple[str, NodeProto, Problem]]:
+def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | None = None,
+                  reads: dict[str, NodeReads] | None = None) -> Iterator[tuple[str, NodeProto, Problem]]:
     """(node pointer, node, problem) for every quantization node of ``model`` as a QDQ / QOperator file holds it
     (every graph, subgraphs too), element types read from the file itself: initializers, Constants,
     declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8).
-    ``graphs``: ``iter_graphs(model)`` when the caller has it."""
+    ``graphs``: ``iter_graphs(model)`` when the caller has it; ``reads``: what the reader read of them
+    (``ReadModel.reads``), when the caller has it."""
     opsets = {o.domain or "": o.version for o in model.opset_import}
     opset = opsets.get("", opsets.get("ai.onnx", 0))  # every node judged is of the default domain
     for pointer, graph in iter_graphs(model) if graphs is None else graphs:
+        read = reads.get(pointer) if reads is not None else None
         all_nodes = list(graph.node)
-        op_types = [node.op_type for node in all_nodes]  # read once: the type pass below needs them too
+        # read once (or by the reader): the type pass below needs them too
+        op_types = read.op_types if read is not None else [node.op_type for node in all_nodes]
         nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS]
         nodes = [(n, node) for n, node in nodes if node.domain in STANDARD_DOMAINS]
         if not nodes:
             continue
         # each node's names read once, for the types a QuantizeLinear implies and for the node itself
-        rows = [(n, node, node.input[:], node.output[:], tuple([a.name for a in node.attribute]))
-                for n, node in nodes]
-        types = _file_types(graph, op_types, [row for row in rows if op_types[row[0]] == "QuantizeLinear"])
+        if read is not None:
+            rows = [(n, node, read.inputs[n], read.outputs[n], read.attributes[n]) for n, node in nodes]
+        else:
+            rows = [(n, node, node.input[:], node.output[:], tuple([a.name for a in node.attribute]))
+                    for n, node in nodes]
+        types = _file_types(graph, op_types, [row for row in rows if op_types[row[0]] == "QuantizeLinear"],
+                            read.initializers if read is not None else None)
         counts = _Counts(graph, op_types)
         schemas = {op: _schema(op, opset) for op in OPS}
         # the scale's element count matters only to a version without per-axis parameters
@@ -186,10 +194,12 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
                 yield f"{pointer}/node/{n}", node, p
 
 
-def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple]) -> dict[str, int]:
+def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple],
+                initializer_names: list[str] | None = None) -> dict[str, int]:
     """Element type of every tensor of ``graph`` the file states or a QuantizeLinear implies (``op_types``: of
     its nodes; ``quantizers``: (index, node, inputs, outputs, attribute names) of its default-domain
-    QuantizeLinear nodes). A later statement of a name wins: declarations, then initializers, then Constants."""
+    QuantizeLinear nodes; ``initializer_names``: when the caller has read them). A later statement of a name
+    wins: declarations, then initializers, then Constants."""
     types: dict[str, int] = {}
     lists = declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
     elem_types: dict[bytes, int] = {}  # a file declares a few distinct types
@@ -203,7 +213,8 @@ def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple])
     initializers = graph.initializer
     data_types = [t.data_type for t in initializers]
     plain = {d: plain_data_type(d) for d in set(data_types)}  # a file has a few distinct data types
-    types.update(zip([t.name for t in initializers], map(plain.__getitem__, data_types)))
+    names = [t.name for t in initializers] if initializer_names is None else initializer_names
+    types.update(zip(names, map(plain.__getitem__, data_types)))
     nodes = graph.node
     for n in [n for n, op in enumerate(op_types) if op == "Constant"]:
         node = nodes[n]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import onnx
 from onnx import AttributeProto, ModelProto
@@ -49,6 +49,18 @@ class WrittenTypes(dict):
         self.declared: dict[bytes, tuple] = {}
 
 
+class NodeReads(NamedTuple):
+    """What the reader read of one graph's nodes and initializers, for later passes over the same graph (on a
+    file of thousands of nodes, reading a field through protobuf costs more than most of what a pass does with
+    it)."""
+
+    op_types: list[str]
+    inputs: list[list[str]]  # per node, as node_names reads them
+    outputs: list[list[str]]
+    attributes: list[tuple[str, ...]]  # per node, its attributes' names
+    initializers: list[str]  # names, in order (a function body has none)
+
+
 @dataclasses.dataclass(frozen=True)
 class ReadModel:
     """A model as the shared reader hands it to a command, and the way back to the file's places."""
@@ -62,6 +74,9 @@ class ReadModel:
     # QTypes of declarations ``model`` holds, by their QuantizedType's bytes, as the lift that wrote them made them
     # (LiftResult.written): the checker takes these instead of decoding those bytes again
     qtypes: dict[bytes, QType] | None = None
+    # what the reader read of each graph of ``walked`` and of each function body, by pointer; None when not
+    # read. Valid as ``walked`` is.
+    reads: dict[str, NodeReads] | None = None
 
     def graphs(self) -> list[tuple[str, onnx.GraphProto]]:
         """``iter_graphs(self.model)``, without walking the nodes again when the reader did."""
@@ -102,7 +117,9 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
         # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
         op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
         require_sizes(proto, graphs, op_types)
-        unsorted, negative = _scan(proto, graphs, op_types), _negative_dims(proto, graphs)
+        reads: dict[str, NodeReads] = {}
+        unsorted = _scan(proto, graphs, op_types, reads)
+        negative = _negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
                 copy = ModelProto()
@@ -113,7 +130,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
             return ReadModel(proto, source, sort_graphs(proto) if unsorted else {})
     except ModelLoadError as exc:
         raise ModelLoadError(f"{where}: {exc}" if where else str(exc)) from None
-    return ReadModel(proto, source, walked=tuple(graphs))
+    return ReadModel(proto, source, walked=tuple(graphs), reads=reads)
 
 
 def require_versions(model: ModelProto) -> None:
@@ -162,11 +179,12 @@ def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
 
 
 def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
-          op_types: dict[str, list[str]] | None = None) -> bool:
+          op_types: dict[str, list[str]] | None = None, reads: dict[str, NodeReads] | None = None) -> bool:
     """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
     cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
-    by its pointer (``_every_graph``), when the caller has read them."""
+    by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
+    each graph, by its pointer."""
     kinds: set[type] = set()
     unsorted = False
     main = list(iter_graphs(model)) if graphs is None else graphs
@@ -175,24 +193,33 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
         for lists in names:
             kinds.update(map(type, chain.from_iterable(lists)))
         nodes = graph.node
-        kinds.update(map(type, op_types[pointer] if op_types is not None else [n.op_type for n in nodes]))
+        ops = op_types[pointer] if op_types is not None else [n.op_type for n in nodes]
+        kinds.update(map(type, ops))
         kinds.update(map(type, [n.name for n in nodes]))
         kinds.update(map(type, [n.domain for n in nodes]))
         with_subgraphs = []
+        attribute_names: list[tuple[str, ...]] = []
         for n, attributes in enumerate([n.attribute for n in nodes]):
-            if attributes:
-                for a, attribute in enumerate(attributes):
-                    kinds.add(type(attribute.name))
-                    if attribute.ref_attr_name and not pointer.startswith("/functions/"):
-                        raise ModelLoadError(
-                            f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
-                            f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
-                            "graph, not in a function body; give the attribute its value")
-                    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
-                            not with_subgraphs or with_subgraphs[-1] != n):
-                        with_subgraphs.append(n)
+            if not attributes:
+                attribute_names.append(())
+                continue
+            attribute_names.append(tuple([attribute.name for attribute in attributes]))
+            kinds.update(map(type, attribute_names[-1]))
+            for a, attribute in enumerate(attributes):
+                if attribute.ref_attr_name and not pointer.startswith("/functions/"):
+                    raise ModelLoadError(
+                        f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
+                        f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
+                        "graph, not in a function body; give the attribute its value")
+                if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
+                        not with_subgraphs or with_subgraphs[-1] != n):
+                    with_subgraphs.append(n)
+        initializers = [t.name for t in getattr(graph, "initializer", ())]
+        kinds.update(map(type, initializers))
+        if reads is not None:
+            reads[pointer] = NodeReads(ops, *names, attribute_names, initializers)
         unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
-    if bytes in kinds or _other_names_not_text(model, main):
+    if bytes in kinds or _other_names_not_text(model, main, initializers=False):
         require_utf8_names(model, "")  # the walk that locates it
     return unsorted
 
@@ -224,12 +251,14 @@ def _negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] 
     return found
 
 
-def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
-    """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes."""
+def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None, *,
+                          initializers: bool = True) -> bool:
+    """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes.
+    ``initializers``: False when the caller has tested the initializers' names."""
     kinds = {type(getattr(model, f)) for f in MODEL_TEXT_FIELDS} | {type(o.domain) for o in model.opset_import}
     for _, graph in iter_graphs(model) if graphs is None else graphs:
         kinds.update((type(graph.name), type(graph.doc_string)))
-        for kind in ("input", "output", "value_info", "initializer"):
+        for kind in ("input", "output", "value_info", "initializer")[:None if initializers else 3]:
             kinds.update(map(type, [v.name for v in getattr(graph, kind)]))
         kinds.update(type(v.values.name) for v in graph.sparse_initializer)
     for function in model.functions:
@@ -238,4 +267,4 @@ def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphP
     return bytes in kinds
 
 
-__all__ = ["ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]
+__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]
