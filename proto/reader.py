@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import onnx
 from onnx import AttributeProto, ModelProto
 
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
 from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_graphs, topological_order
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
@@ -119,7 +120,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
         require_sizes(proto, graphs, op_types)
         reads: dict[str, NodeReads] = {}
         unsorted = _scan(proto, graphs, op_types, reads)
-        negative = _negative_dims(proto, graphs)
+        negative = _has_negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
                 copy = ModelProto()
@@ -232,22 +233,43 @@ def _negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] 
     onnx.shape_inference aborts the process on some of them (a Slice over a -1 dimension fails a C++ assertion).
     """
     found = []
+    for vi in _declarations(model, graphs):
+        found.extend(_negative_in(vi.type))
+    return found
+
+
+def _has_negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
+    """Whether ``_negative_dims`` finds any, each distinct declared type read once (a graph's declarations
+    repeat a few types: one parse of them all, ``declared_bytes``, then one per distinct type)."""
+    lists = [declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+             for _, graph in (iter_graphs(model) if graphs is None else graphs)]
+    lists += [declared_bytes.read({"value_info": function.value_info}) for function in model.functions]
+    distinct = {type_bytes for kinds in lists for declared in kinds.values() for _, type_bytes in declared}
+    return any(_negative_in(onnx.TypeProto.FromString(type_bytes)) for type_bytes in distinct)
+
+
+def _declarations(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None
+                  ) -> list[onnx.ValueInfoProto]:
     declarations = [vi for _, graph in (iter_graphs(model) if graphs is None else graphs)
                     for kind in ("input", "output", "value_info") for vi in getattr(graph, kind)]
-    declarations += [vi for function in model.functions for vi in function.value_info]
-    for vi in declarations:
-        types = [vi.type]
-        while types:
-            t = types.pop()
-            which = t.WhichOneof("value")
-            if which in ("tensor_type", "sparse_tensor_type"):
-                shaped = getattr(t, which)
-                if shaped.HasField("shape"):
-                    found.extend(d for d in shaped.shape.dim if d.dim_value < 0)
-            elif which in ("sequence_type", "optional_type"):
-                types.append(getattr(t, which).elem_type)
-            elif which == "map_type":
-                types.append(t.map_type.value_type)
+    return declarations + [vi for function in model.functions for vi in function.value_info]
+
+
+def _negative_in(type_proto: onnx.TypeProto) -> list[onnx.TensorShapeProto.Dimension]:
+    """The negative dimensions of a type and of the types inside it (sequences, optionals, maps)."""
+    found = []
+    types = [type_proto]
+    while types:
+        t = types.pop()
+        which = t.WhichOneof("value")
+        if which in ("tensor_type", "sparse_tensor_type"):
+            shaped = getattr(t, which)
+            if shaped.HasField("shape"):
+                found.extend(d for d in shaped.shape.dim if d.dim_value < 0)
+        elif which in ("sequence_type", "optional_type"):
+            types.append(getattr(t, which).elem_type)
+        elif which == "map_type":
+            types.append(t.map_type.value_type)
     return found
 
 
