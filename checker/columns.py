@@ -89,26 +89,22 @@ def _build(ctx: Context) -> Columns:
     decls = list(ctx.quantized_declarations())
     row_by_message: dict[int, int] = {}  # declarations decoded from one TypeProto share their message object
     types: list[Declared] = []
-    rows = []
     for decl in decls:
         if id(decl.quantization) not in row_by_message:
             row_by_message[id(decl.quantization)] = len(types)
             types.append(decl)
-    for decl in types:
-        qt, shape = decl.qtype, decl.shape
-        storage = STORAGE_TYPES.get(qt.storage)  # None when the written storage_type is not allowed
-        axis = qt.axis
-        rank = UNKNOWN if shape is None else len(shape)
-        axis_state, axis_dim = NO_DIM, 0
-        if axis is not None and 0 <= axis < rank:
-            axis_state, axis_dim = (DIM_UNKNOWN, 0) if shape[axis] is None else (DIM, shape[axis])
-        rows.append((
-            qt.expressed in EXPRESSED_TYPES, len(qt.scale), len(qt.zero_point),
-            axis is not None, axis or 0, qt.block_size is not None, qt.block_size or 0,
-            storage is not None, qt.storage_min if storage else 0, qt.storage_max if storage else 0,
-            storage.min if storage else 0, storage.max if storage else 0, rank, axis_state, axis_dim,
-        ))
-    table = np.array(rows, dtype=np.int64).reshape(len(rows), 15).T
+    # thousands of types differ in their parameters only: each distinct rest (everything _row reads) is one row
+    # of ``distinct``, and each type takes its row from there
+    keys = [(qt.storage, qt.expressed, len(qt.scale), len(qt.zero_point), qt.axis, qt.block_size, qt.storage_min,
+             qt.storage_max, d.shape) for d in types for qt in (d.qtype,)]
+    position: dict[tuple, int] = {}
+    distinct = []
+    for key in keys:
+        if key not in position:
+            position[key] = len(distinct)
+            distinct.append(_row(*key))
+    table = np.array(distinct, dtype=np.int64).reshape(len(distinct), 15)[
+        np.array([position[key] for key in keys], dtype=np.intp)].T
     scale_counts, zp_counts = table[1], table[2]
     scales, scale_sizes = _flat([d.qtype.scale for d in types], np.float64)
     zero_points, zero_point_sizes = _flat([d.qtype.zero_point for d in types], np.int64)
@@ -118,6 +114,23 @@ def _build(ctx: Context) -> Columns:
         table[0].astype(bool), scale_counts, zp_counts, table[3].astype(bool), table[4], table[5].astype(bool),
         table[6], table[7].astype(bool), *table[8:], scales, np.repeat(index, scale_sizes), zero_points,
         np.repeat(index, zero_point_sizes),
+    )
+
+
+def _row(storage_type: str, expressed: str, scale_count: int, zero_point_count: int, axis: int | None,
+         block_size: int | None, storage_min: int | None, storage_max: int | None,
+         shape: tuple[int | None, ...] | None) -> tuple[int | bool, ...]:
+    """One row of the table ``_build`` makes (the fields of ``Columns`` from known_expressed to axis_dim)."""
+    storage = STORAGE_TYPES.get(storage_type)  # None when the written storage_type is not allowed
+    rank = UNKNOWN if shape is None else len(shape)
+    axis_state, axis_dim = NO_DIM, 0
+    if axis is not None and 0 <= axis < rank:
+        axis_state, axis_dim = (DIM_UNKNOWN, 0) if shape[axis] is None else (DIM, shape[axis])
+    return (
+        expressed in EXPRESSED_TYPES, scale_count, zero_point_count,
+        axis is not None, axis or 0, block_size is not None, block_size or 0,
+        storage is not None, storage_min if storage else 0, storage_max if storage else 0,
+        storage.min if storage else 0, storage.max if storage else 0, rank, axis_state, axis_dim,
     )
 
 

@@ -185,8 +185,15 @@ def infer(view: ModelProto) -> Inferred:
     elem_types: dict[str, int] = {}
     shapes: dict[str, tuple[int | None, ...]] = {}
     read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # inferred types repeat a few shapes
-    for _, graph in iter_graphs(inferred):
-        lists = declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+    graphs = [graph for _, graph in iter_graphs(inferred)]
+    every = []
+    if error is None:  # the main graph's declarations read from the model's bytes, not copied out first (the
+        # inference wrote and read those bytes already: they fit, and no larger copy is alive than it made)
+        every.append(declared_bytes.main_graph(inferred.SerializeToString()))
+        graphs = graphs[1:]
+    every += [declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+              for graph in graphs]
+    for lists in every:
         for name, type_bytes in itertools.chain.from_iterable(lists.values()):
             if type_bytes not in read:
                 read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))

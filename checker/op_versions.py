@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import chain
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, defs
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, defs
 
 from onnx_qtypes.checker.schemas import type_string
-from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto import declared_bytes, iter_graphs
 from onnx_qtypes.proto.encoding import plain_data_type
+from onnx_qtypes.proto.reader import NodeReads
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -141,26 +143,44 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
     return found
 
 
-def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | None = None
-                  ) -> Iterator[tuple[str, NodeProto, Problem]]:
+def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | None = None,
+                  reads: dict[str, NodeReads] | None = None) -> Iterator[tuple[str, NodeProto, Problem]]:
     """(node pointer, node, problem) for every quantization node of ``model`` as a QDQ / QOperator file holds it
     (every graph, subgraphs too), element types read from the file itself: initializers, Constants,
     declarations, and what a QuantizeLinear writes (its zero point's type, else output_dtype, else uint8).
-    ``graphs``: ``iter_graphs(model)`` when the caller has it."""
+    ``graphs``: ``iter_graphs(model)`` when the caller has it; ``reads``: what the reader read of them
+    (``ReadModel.reads``), when the caller has it."""
     opsets = {o.domain or "": o.version for o in model.opset_import}
+    opset = opsets.get("", opsets.get("ai.onnx", 0))  # every node judged is of the default domain
     for pointer, graph in iter_graphs(model) if graphs is None else graphs:
-        nodes = [(n, node) for n, node in enumerate(graph.node) if node.op_type in OPS and node.domain in STANDARD_DOMAINS]
+        read = reads.get(pointer) if reads is not None else None
+        all_nodes = list(graph.node)
+        # read once (or by the reader): the type pass below needs them too
+        op_types = read.op_types if read is not None else [node.op_type for node in all_nodes]
+        nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS]
+        nodes = [(n, node) for n, node in nodes if node.domain in STANDARD_DOMAINS]
         if not nodes:
             continue
-        types, counts = _file_types(graph)
+        # each node's names read once, for the types a QuantizeLinear implies and for the node itself
+        if read is not None:
+            rows = [(n, node, read.inputs[n], read.outputs[n], read.attributes[n]) for n, node in nodes]
+        else:
+            rows = [(n, node, node.input[:], node.output[:], tuple([a.name for a in node.attribute]))
+                    for n, node in nodes]
+        types = _file_types(graph, op_types, [row for row in rows if op_types[row[0]] == "QuantizeLinear"],
+                            read.initializers if read is not None else None)
+        counts = _Counts(graph, op_types)
+        schemas = {op: _schema(op, opset) for op in OPS}
+        # the scale's element count matters only to a version without per-axis parameters
+        counted = {op: schema is not None and "axis" not in schema.attributes for op, schema in schemas.items()}
         clean: set[tuple] = set()  # signatures already judged clean: a QDQ file repeats a few thousand times
-        for n, node in nodes:
-            inputs, outputs = node.input[:], node.output[:]
-            opset = opset_of(node, opsets)
-            scale = (inputs if node.op_type != "DynamicQuantizeLinear" else outputs)[1:2]
-            signature = (node.op_type, opset, tuple([a.name for a in node.attribute]),
-                         tuple(map(types.get, inputs)), tuple(map(types.get, outputs)),
-                         bool(scale) and (counts.get(scale[0]) or 0) > 1)
+        for n, node, inputs, outputs, attributes in rows:
+            op = op_types[n]
+            many = None
+            if counted[op]:
+                scale = (inputs if op != "DynamicQuantizeLinear" else outputs)[1:2]
+                many = bool(scale) and (counts.get(scale[0]) or 0) > 1
+            signature = (op, many, attributes, len(inputs), *map(types.get, inputs), *map(types.get, outputs))
             if signature in clean:
                 continue
 
@@ -174,36 +194,79 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
                 yield f"{pointer}/node/{n}", node, p
 
 
-def _file_types(graph: GraphProto) -> tuple[dict[str, int], dict[str, int]]:
-    """Element type and element count of every tensor of ``graph`` the file states or a QuantizeLinear implies."""
+def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple],
+                initializer_names: list[str] | None = None) -> dict[str, int]:
+    """Element type of every tensor of ``graph`` the file states or a QuantizeLinear implies (``op_types``: of
+    its nodes; ``quantizers``: (index, node, inputs, outputs, attribute names) of its default-domain
+    QuantizeLinear nodes; ``initializer_names``: when the caller has read them). A later statement of a name
+    wins: declarations, then initializers, then Constants."""
     types: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for vi in (*graph.input, *graph.output, *graph.value_info):
-        if vi.type.WhichOneof("value") != "tensor_type":
-            continue
-        tensor_type = vi.type.tensor_type
-        if tensor_type.elem_type:
-            types[vi.name] = tensor_type.elem_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
-        if tensor_type.HasField("shape") and None not in dims:
-            counts[vi.name] = math.prod(dims)
-    for tensor in graph.initializer:
-        name, data_type = tensor.name, tensor.data_type
-        types[name], counts[name] = plain_data_type(data_type), math.prod(tensor.dims[:])
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
+    lists = declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+    elem_types: dict[bytes, int] = {}  # a file declares a few distinct types
+    for name, type_bytes in chain(lists["input"], lists["output"], lists["value_info"]):
+        if type_bytes not in elem_types:
+            type_proto = TypeProto.FromString(type_bytes)
+            elem_types[type_bytes] = type_proto.tensor_type.elem_type \
+                if type_proto.WhichOneof("value") == "tensor_type" else 0
+        if elem_type := elem_types[type_bytes]:
+            types[name] = elem_type
+    initializers = graph.initializer
+    data_types = [t.data_type for t in initializers]
+    plain = {d: plain_data_type(d) for d in set(data_types)}  # a file has a few distinct data types
+    names = [t.name for t in initializers] if initializer_names is None else initializer_names
+    types.update(zip(names, map(plain.__getitem__, data_types)))
+    nodes = graph.node
+    for n in [n for n, op in enumerate(op_types) if op == "Constant"]:
+        node = nodes[n]
+        if node.output:
             for attribute in node.attribute:
                 if attribute.name == "value" and attribute.type == AttributeProto.TENSOR:
                     types[node.output[0]] = plain_data_type(attribute.t.data_type)
-                    counts[node.output[0]] = math.prod(attribute.t.dims)
-    for node in graph.node:
-        if node.op_type == "QuantizeLinear" and node.domain in STANDARD_DOMAINS and node.output \
-                and node.output[0] not in types:
-            zero_point = node.input[2] if len(node.input) > 2 and node.input[2] else None
-            written = {a.name: a.i for a in node.attribute if a.type == AttributeProto.INT}.get("output_dtype")
+    for _, node, inputs, outputs, _ in quantizers:
+        if outputs and outputs[0] not in types:
+            zero_point = inputs[2] if len(inputs) > 2 and inputs[2] else None
             found = types.get(zero_point) if zero_point else None
-            types[node.output[0]] = found or written or TensorProto.UINT8
-    return types, counts
+            types[outputs[0]] = found or _output_dtype(node) or TensorProto.UINT8
+    return types
+
+
+def _output_dtype(node: NodeProto) -> int | None:
+    return {a.name: a.i for a in node.attribute if a.type == AttributeProto.INT}.get("output_dtype")
+
+
+class _Counts:
+    """Element count of every tensor of a graph whose shape the file states (declarations, then initializers,
+    then Constants: a later statement of a name wins), read on the first question: only a version without
+    per-axis parameters asks."""
+
+    def __init__(self, graph: GraphProto, op_types: list[str]) -> None:
+        self.graph, self.op_types = graph, op_types
+        self.counts: dict[str, int] | None = None
+
+    def get(self, name: str) -> int | None:
+        if self.counts is None:
+            self.counts = self._read()
+        return self.counts.get(name)
+
+    def _read(self) -> dict[str, int]:
+        graph = self.graph
+        counts: dict[str, int] = {}
+        for vi in (*graph.input, *graph.output, *graph.value_info):
+            if vi.type.WhichOneof("value") != "tensor_type":
+                continue
+            tensor_type = vi.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+            if tensor_type.HasField("shape") and None not in dims:
+                counts[vi.name] = math.prod(dims)
+        for tensor in graph.initializer:
+            counts[tensor.name] = math.prod(tensor.dims[:])
+        for n in [n for n, op in enumerate(self.op_types) if op == "Constant"]:
+            node = graph.node[n]
+            if node.output:
+                for attribute in node.attribute:
+                    if attribute.name == "value" and attribute.type == AttributeProto.TENSOR:
+                        counts[node.output[0]] = math.prod(attribute.t.dims)
+        return counts
 
 
 def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:

@@ -103,7 +103,7 @@ def _opset_diagnostics(read: ReadModel, profile: Any) -> Iterator[Diagnostic]:
     """QT412 on every quantization node of the file as written (the lift folds most of them away)."""
     rule = get_rule(OPSET_RULE)
     severity = profile.severity_of(rule.id, rule.severity)
-    for pointer, node, p in file_problems(read.model, read.graphs()):
+    for pointer, node, p in file_problems(read.model, read.graphs(), read.reads):
         location = Location(pointer + p.where, node=node.name or None, tensor=p.tensor, op_type=node.op_type)
         yield Diagnostic(rule.id, rule.name, severity, p.message, location, rule.help)
 

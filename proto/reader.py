@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import onnx
 from onnx import AttributeProto, ModelProto
 
+from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
 from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_graphs, topological_order
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
@@ -49,6 +50,18 @@ class WrittenTypes(dict):
         self.declared: dict[bytes, tuple] = {}
 
 
+class NodeReads(NamedTuple):
+    """What the reader read of one graph's nodes and initializers, for later passes over the same graph (on a
+    file of thousands of nodes, reading a field through protobuf costs more than most of what a pass does with
+    it)."""
+
+    op_types: list[str]
+    inputs: list[list[str]]  # per node, as node_names reads them
+    outputs: list[list[str]]
+    attributes: list[tuple[str, ...]]  # per node, its attributes' names
+    initializers: list[str]  # names, in order (a function body has none)
+
+
 @dataclasses.dataclass(frozen=True)
 class ReadModel:
     """A model as the shared reader hands it to a command, and the way back to the file's places."""
@@ -62,6 +75,9 @@ class ReadModel:
     # QTypes of declarations ``model`` holds, by their QuantizedType's bytes, as the lift that wrote them made them
     # (LiftResult.written): the checker takes these instead of decoding those bytes again
     qtypes: dict[bytes, QType] | None = None
+    # what the reader read of each graph of ``walked`` and of each function body, by pointer; None when not
+    # read. Valid as ``walked`` is.
+    reads: dict[str, NodeReads] | None = None
 
     def graphs(self) -> list[tuple[str, onnx.GraphProto]]:
         """``iter_graphs(self.model)``, without walking the nodes again when the reader did."""
@@ -99,8 +115,12 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     try:
         require_versions(proto)
         graphs = list(iter_graphs(proto))  # walked once for the checks below
-        require_sizes(proto, graphs)
-        unsorted, negative = _scan(proto, graphs), _negative_dims(proto, graphs)
+        # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
+        op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
+        require_sizes(proto, graphs, op_types)
+        reads: dict[str, NodeReads] = {}
+        unsorted = _scan(proto, graphs, op_types, reads)
+        negative = _has_negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
                 copy = ModelProto()
@@ -111,7 +131,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
             return ReadModel(proto, source, sort_graphs(proto) if unsorted else {})
     except ModelLoadError as exc:
         raise ModelLoadError(f"{where}: {exc}" if where else str(exc)) from None
-    return ReadModel(proto, source, walked=tuple(graphs))
+    return ReadModel(proto, source, walked=tuple(graphs), reads=reads)
 
 
 def require_versions(model: ModelProto) -> None:
@@ -129,57 +149,78 @@ def require_versions(model: ModelProto) -> None:
                                  "opset version (a non-negative 32-bit integer)")
 
 
-def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> None:
+def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
+                  op_types: dict[str, list[str]] | None = None) -> None:
     """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``).
-    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: each graph's node op types by
+    its pointer, when the caller has read them."""
     graphs = list(iter_graphs(model)) if graphs is None else list(graphs)
     graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
     for pointer, graph in graphs:
         for i, tensor in enumerate(getattr(graph, "initializer", ())):
             if not fits(tensor) and (problem := size_problem(tensor)):
                 raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
-        constants = [n for n, op_type in enumerate([node.op_type for node in graph.node]) if op_type == "Constant"]
+        ops = op_types[pointer] if op_types is not None else [node.op_type for node in graph.node]
+        constants = [n for n, op_type in enumerate(ops) if op_type == "Constant"]
         for n in constants:
             for a, attr in enumerate(graph.node[n].attribute):
                 if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
                     raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
 
 
-def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
-    """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
-    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
-    ``graphs``: ``list(iter_graphs(model))`` when the caller has it."""
-    kinds: set[type] = set()
-    unsorted = False
-    main = list(iter_graphs(model)) if graphs is None else graphs
-    graphs = list(main)
-    for f, function in enumerate(model.functions):  # a function body, and the If / Loop / Scan bodies inside it
+def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
+                 ) -> list[tuple[str, onnx.GraphProto | onnx.FunctionProto]]:
+    """``main`` (``iter_graphs(model)``), then each function body and the If / Loop / Scan bodies inside it."""
+    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(main)
+    for f, function in enumerate(model.functions):
         graphs.append((f"/functions/{f}", function))
         graphs += [g for n, node in enumerate(function.node) if node.attribute
                    for g in iter_node_graphs(f"/functions/{f}/node/{n}", node)]
-    for pointer, graph in graphs:
+    return graphs
+
+
+def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
+          op_types: dict[str, list[str]] | None = None, reads: dict[str, NodeReads] | None = None) -> bool:
+    """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
+    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
+    ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
+    by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
+    each graph, by its pointer."""
+    kinds: set[type] = set()
+    unsorted = False
+    main = list(iter_graphs(model)) if graphs is None else graphs
+    for pointer, graph in _every_graph(model, main):
         names = node_names(graph)
         for lists in names:
             kinds.update(map(type, chain.from_iterable(lists)))
         nodes = graph.node
-        kinds.update(map(type, [n.op_type for n in nodes]))
+        ops = op_types[pointer] if op_types is not None else [n.op_type for n in nodes]
+        kinds.update(map(type, ops))
         kinds.update(map(type, [n.name for n in nodes]))
         kinds.update(map(type, [n.domain for n in nodes]))
         with_subgraphs = []
+        attribute_names: list[tuple[str, ...]] = []
         for n, attributes in enumerate([n.attribute for n in nodes]):
-            if attributes:
-                for a, attribute in enumerate(attributes):
-                    kinds.add(type(attribute.name))
-                    if attribute.ref_attr_name and not pointer.startswith("/functions/"):
-                        raise ModelLoadError(
-                            f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
-                            f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
-                            "graph, not in a function body; give the attribute its value")
-                    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
-                            not with_subgraphs or with_subgraphs[-1] != n):
-                        with_subgraphs.append(n)
+            if not attributes:
+                attribute_names.append(())
+                continue
+            attribute_names.append(tuple([attribute.name for attribute in attributes]))
+            kinds.update(map(type, attribute_names[-1]))
+            for a, attribute in enumerate(attributes):
+                if attribute.ref_attr_name and not pointer.startswith("/functions/"):
+                    raise ModelLoadError(
+                        f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
+                        f"{attribute.ref_attr_name!r}, an attribute of a calling function, but the node is in a "
+                        "graph, not in a function body; give the attribute its value")
+                if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
+                        not with_subgraphs or with_subgraphs[-1] != n):
+                    with_subgraphs.append(n)
+        initializers = [t.name for t in getattr(graph, "initializer", ())]
+        kinds.update(map(type, initializers))
+        if reads is not None:
+            reads[pointer] = NodeReads(ops, *names, attribute_names, initializers)
         unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
-    if bytes in kinds or _other_names_not_text(model, main):
+    if bytes in kinds or _other_names_not_text(model, main, initializers=False):
         require_utf8_names(model, "")  # the walk that locates it
     return unsorted
 
@@ -192,31 +233,54 @@ def _negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] 
     onnx.shape_inference aborts the process on some of them (a Slice over a -1 dimension fails a C++ assertion).
     """
     found = []
-    declarations = [vi for _, graph in (iter_graphs(model) if graphs is None else graphs)
-                    for kind in ("input", "output", "value_info") for vi in getattr(graph, kind)]
-    declarations += [vi for function in model.functions for vi in function.value_info]
-    for vi in declarations:
-        types = [vi.type]
-        while types:
-            t = types.pop()
-            which = t.WhichOneof("value")
-            if which in ("tensor_type", "sparse_tensor_type"):
-                shaped = getattr(t, which)
-                if shaped.HasField("shape"):
-                    found.extend(d for d in shaped.shape.dim if d.dim_value < 0)
-            elif which in ("sequence_type", "optional_type"):
-                types.append(getattr(t, which).elem_type)
-            elif which == "map_type":
-                types.append(t.map_type.value_type)
+    for vi in _declarations(model, graphs):
+        found.extend(_negative_in(vi.type))
     return found
 
 
-def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
-    """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes."""
+def _has_negative_dims(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None) -> bool:
+    """Whether ``_negative_dims`` finds any, each distinct declared type read once (a graph's declarations
+    repeat a few types: one parse of them all, ``declared_bytes``, then one per distinct type)."""
+    lists = [declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
+             for _, graph in (iter_graphs(model) if graphs is None else graphs)]
+    lists += [declared_bytes.read({"value_info": function.value_info}) for function in model.functions]
+    distinct = {type_bytes for kinds in lists for declared in kinds.values() for _, type_bytes in declared}
+    return any(_negative_in(onnx.TypeProto.FromString(type_bytes)) for type_bytes in distinct)
+
+
+def _declarations(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None
+                  ) -> list[onnx.ValueInfoProto]:
+    declarations = [vi for _, graph in (iter_graphs(model) if graphs is None else graphs)
+                    for kind in ("input", "output", "value_info") for vi in getattr(graph, kind)]
+    return declarations + [vi for function in model.functions for vi in function.value_info]
+
+
+def _negative_in(type_proto: onnx.TypeProto) -> list[onnx.TensorShapeProto.Dimension]:
+    """The negative dimensions of a type and of the types inside it (sequences, optionals, maps)."""
+    found = []
+    types = [type_proto]
+    while types:
+        t = types.pop()
+        which = t.WhichOneof("value")
+        if which in ("tensor_type", "sparse_tensor_type"):
+            shaped = getattr(t, which)
+            if shaped.HasField("shape"):
+                found.extend(d for d in shaped.shape.dim if d.dim_value < 0)
+        elif which in ("sequence_type", "optional_type"):
+            types.append(getattr(t, which).elem_type)
+        elif which == "map_type":
+            types.append(t.map_type.value_type)
+    return found
+
+
+def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None, *,
+                          initializers: bool = True) -> bool:
+    """Whether a name outside the nodes (declarations, initializers, functions, the model's text) is bytes.
+    ``initializers``: False when the caller has tested the initializers' names."""
     kinds = {type(getattr(model, f)) for f in MODEL_TEXT_FIELDS} | {type(o.domain) for o in model.opset_import}
     for _, graph in iter_graphs(model) if graphs is None else graphs:
         kinds.update((type(graph.name), type(graph.doc_string)))
-        for kind in ("input", "output", "value_info", "initializer"):
+        for kind in ("input", "output", "value_info", "initializer")[:None if initializers else 3]:
             kinds.update(map(type, [v.name for v in getattr(graph, kind)]))
         kinds.update(type(v.values.name) for v in graph.sparse_initializer)
     for function in model.functions:
@@ -225,4 +289,4 @@ def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphP
     return bytes in kinds
 
 
-__all__ = ["ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]
+__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]

@@ -46,11 +46,13 @@ from onnx_qtypes.proto.validity import scale_warning
 @rule("QT102", "scale-not-representable", "warning")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    expressed = [EXPRESSED_TYPES.get(d.qtype.expressed) for d in cols.types]  # None: QT106's business
+    # each row's expressed numpy type (None: QT106's business), looked up once per distinct expressed type
+    dtype_of = {name: kind.np_dtype for name, kind in EXPRESSED_TYPES.items()}
+    dtypes = [dtype_of.get(d.qtype.expressed) for d in cols.types]
     suspect = np.zeros(cols.scales.shape, bool)
     with np.errstate(over="ignore", invalid="ignore"):  # a scale beyond float16's range rounds to inf: a finding
-        for dtype in {e.np_dtype for e in expressed if e is not None}:
-            mine = cols.per_scale([e is not None and e.np_dtype == dtype for e in expressed], bool)
+        for dtype in {t for t in dtypes if t is not None}:
+            mine = cols.per_scale([t is not None and t == dtype for t in dtypes], bool)
             values = cols.scales[mine]
             rounded = values.astype(dtype).astype(np.float64)
             suspect[mine] = (rounded != values) | (np.abs(values) < _smallest_normal(dtype))

@@ -53,8 +53,8 @@ from onnx_qtypes.proto.validity import schema_problem, symmetric_with_unsigned_z
 @rule("QT111", "schema-zero-point-violated", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
-    constrained = cols.per_zero_point([d.qtype.schema.symmetric or d.qtype.schema is Schema.SYMMETRIC_WITH_UNSIGNED
-                                       for d in cols.types], bool)
+    says = {schema: schema.symmetric or schema is Schema.SYMMETRIC_WITH_UNSIGNED for schema in Schema}  # per schema once
+    constrained = cols.per_zero_point([says[d.qtype.schema] for d in cols.types], bool)
     for decl in cols.owners(constrained & (cols.zero_points != 0), of_zero_points=True):
         qt = decl.qtype
         bounds = storage_range(qt)

@@ -81,8 +81,10 @@ def _same_sign(bias: np.ndarray, product: np.ndarray) -> np.ndarray:
 
 @rule("QT405", "bias-scale-mismatch", "error")
 def check(ctx: Context) -> Iterator[Finding]:
-    uses = [u for u in bias_uses(ctx) if _compared(u) and not added_by_shift(ctx, u) and not adds_nothing(ctx, u)]
-    for use in _screen(uses):
+    # the screen flags each use on its own scales, so it may run before the per-use exemptions: those then read
+    # only the few uses it flags
+    flagged = _screen([u for u in bias_uses(ctx) if _compared(u)])
+    for use in [u for u in flagged if not added_by_shift(ctx, u) and not adds_nothing(ctx, u)]:
         b, x, w = use.qtype, use.x, use.w
         bias, product = np.asarray(b.scale, np.float64), x.scale[0] * np.asarray(w.scale, np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # the exact test, every channel in float64 as one
