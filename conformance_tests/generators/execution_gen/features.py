@@ -131,6 +131,18 @@ def _features(rm):
                     anchor="calling-convention", feeds=feeds, features=("dynamic", "dynamic-input-storage"),
                     note=f"a dynamic {g.storage} graph input fed as storage with x.scale and x.zero_point")
 
+    def float_dynamic_input_reals(g, v):
+        """x: a dynamic float-storage graph input fed as reals: the reader quantizes them with the symmetric
+        parameters float storage takes (max |x| / the largest finite value, semantics.md#dynamic-parameters), then
+        MatMul with a static weight into a static int8 y. Lower writes no such quantization: typed readers only."""
+        x = QType(g.storage, expressed=g.expressed)  # asymmetric by default: float storage is symmetric regardless
+        w = QType(g.storage, 2.0 ** -3, 0, schema="symmetric", expressed=g.expressed)
+        reals = (g.rng.normal(0.5, 2.0, (2, 3, 4))).astype(g.fdtype)
+        inputs = [T("x", (2, 3, 4), x), T("w", (4, 5), w, value=_float_values(g.storage, g.rng, (4, 5)))]
+        return Spec("MatMul", inputs, [T("y", (2, 3, 5), g.out(1.0, storage="int8"))], {},
+                    anchor="calling-convention", feeds={"x": reals}, features=("dynamic", "dynamic-input-reals"),
+                    qdq="typed-only", note=f"a dynamic {g.storage} graph input fed as reals, quantized symmetrically")
+
     # -- int32 saturation, narrowed ranges -------------------------------------------------------------------------
     def int32_saturation(g, v):
         a, b = QType("int8", 2.0 ** -3, 0, expressed=g.expressed), QType("int8", 2.0 ** -2, -5, expressed=g.expressed)
@@ -427,6 +439,8 @@ def _features(rm):
         add(f"dynamic-graph-output-add-{storage}-float32", storage, "float32", "dynamic", float_dynamic_output(schema))
         add(f"dynamic-graph-input-storage-matmul-{storage}-float32", storage, "float32", "dynamic",
             float_dynamic_input)
+        add(f"dynamic-graph-input-reals-matmul-{storage}-float32", storage, "float32", "dynamic",
+            float_dynamic_input_reals)
     add("add-int32-saturation-int8-float32", "int8", "float32", "per-tensor", int32_saturation)
     add("add-int32-saturation-int8-float16", "int8", "float16", "per-tensor", int32_saturation)
     for storage in ("int8", "uint8", "int4", "int16"):
