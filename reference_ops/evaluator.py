@@ -195,7 +195,10 @@ class _Session:
         return out
 
     def _dynamic_feed(self, name: str, value: np.ndarray, qtype: QType, feeds: Mapping[str, Any]) -> np.ndarray:
-        if element_kind(value.dtype) == "f":
+        # float storage fed as storage (its own ml_dtypes values beside <x>.scale) is storage, not reals:
+        # semantics.md#calling-convention takes reals in the expressed type or a wider float only
+        float_storage = qtype.storage_type.is_float and value.dtype == qtype.storage_type.np_dtype
+        if element_kind(value.dtype) == "f" and not (float_storage and f"{name}.scale" in feeds):
             try:
                 storage, resolved = quant.quantize_dynamic(value, qtype, tensor=name)
             except QTypeError as exc:  # e.g. inf or NaN in the data: no parameters to compute
@@ -204,6 +207,10 @@ class _Session:
         scale, zero_point = np.asarray(feeds[f"{name}.scale"]), feeds.get(f"{name}.zero_point")
         if scale.dtype.kind != "f":
             raise FeedError(f"input {name!r}: {name}.scale holds {scale.dtype} values; give float scales")
+        if float_storage and zero_point is not None and np.asarray(zero_point).dtype == value.dtype:
+            if np.any(np.asarray(zero_point, np.float64) != 0):  # float storage has zero point 0 (types.md#float-storage)
+                raise FeedError(f"input {name!r}: {name}.zero_point of {qtype.storage} storage must be 0")
+            zero_point = np.zeros(np.shape(zero_point), np.int64)
         if zero_point is not None and np.asarray(zero_point).dtype.kind not in "iu":
             raise FeedError(f"input {name!r}: {name}.zero_point holds {np.asarray(zero_point).dtype} values; give "
                             "integers (nothing is rounded silently)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from onnx_qtypes.proto.encoding import tensor_array  # noqa: E402 (reads marked initializers)
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -211,6 +212,20 @@ def test_dynamic_graph_input_takes_floats_or_storage_with_parameters():
     assert got.tolist() == [0, 10, 20]
     with pytest.raises(EvaluationError, match=r"input 'x'.*dynamic"):
         ev.run(None, {"x": np.array([1, 2, 3], np.int8)})
+
+
+def test_a_dynamic_float8_input_fed_as_storage_takes_its_scale_not_its_own_range():
+    """float8 values beside x.scale are storage (calling convention), not reals quantized by the schema: the
+    result follows x.scale (0.5 * [-4, 1.5, 6] = [-2, 0.75, 3]; relu; steps of 0.25), whatever the data's range."""
+    model = typed_model("Relu", [T("x", (3,), QType("float8e4m3fn", schema="symmetric"))],
+                        [T("y", (3,), QType("int8", 0.25, 0))])
+    ev = ReferenceEvaluator(model)
+    x = np.array([-4, 1.5, 6], ml_dtypes.float8_e4m3fn)
+    assert ev.run(None, {"x": x, "x.scale": np.float32(0.5)})[0].tolist() == [0, 3, 12]
+    zero = np.zeros((), ml_dtypes.float8_e4m3fn)
+    assert ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": zero})[0].tolist() == [0, 3, 12]
+    with pytest.raises(EvaluationError, match=r"x.zero_point of float8e4m3fn storage must be 0"):
+        ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": np.ones((), ml_dtypes.float8_e4m3fn)})
 
 
 # --- subgraphs ------------------------------------------------------------------------------------

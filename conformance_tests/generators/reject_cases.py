@@ -262,6 +262,10 @@ def cases() -> list[Reject]:
         Reject("reject-v3-type-on-graph-input", "QT142",
                "a graph input has a codebook type: version 3 declares constants only, and nothing defines "
                "quantizing into a codebook", lambda: _llm_weight("input")),
+        Reject("reject-v3-version-alone-on-graph-input", "QT142",
+               "a graph input's type declares version 3 but uses no field of it (a plain int8 scale and zero point): "
+               "declaring version 3 is enough, since that version defines constants only",
+               lambda: _relu(_message(version=3))),
         Reject("reject-operand-parameters-differ", "QT307",
                "DequantizeLinear reads x with scale 0.25 while x's type says 0.5: a reader cannot honour both",
                _boundary),

@@ -228,7 +228,9 @@ def _qdq_form(rm, spec: Spec, typed) -> tuple[bytes | None, str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fed = "reals" if spec.qdq == "lower-reals" else "storage"  # how a dynamic graph input arrives
+            # how a dynamic graph input arrives (a typed-only case fed reals: lower must refuse that form, not
+            # write the storage one the feeds do not fit)
+            fed = "reals" if spec.qdq == "lower-reals" or "dynamic-input-reals" in spec.features else "storage"
             return onnx_qtypes.lower(typed, dynamic_inputs=fed).SerializeToString(), ""
     except Exception as exc:  # noqa: BLE001
         if spec.qdq == "typed-only":

@@ -103,6 +103,46 @@ def _features(rm):
         return Spec("Add", [T("a", (2, 3, 4), a), T("b", (2, 3, 4), b)], [T("y", (2, 3, 4), y)], {},
                     anchor="float-storage", feeds=feeds, note="float storage requantized (one position)")
 
+    def float_dynamic_output(schema):
+        """y = Add(a, b) into a dynamic float-storage graph output: its values, y.scale and y.zero_point. Float
+        storage has zero point 0, so the parameters take the symmetric form whatever ``schema`` declares
+        (semantics.md#dynamic-parameters): lower writes no such form, only a typed reader runs it."""
+        def build(g, v):
+            a, b = (QType(g.storage, s, 0, expressed=g.expressed) for s in (2.0 ** -4, 2.0 ** -6))
+            y = QType(g.storage, schema=schema, expressed=g.expressed)
+            feeds = {"a": _float_values(g.storage, g.rng, (2, 3, 4)), "b": _float_values(g.storage, g.rng, (2, 3, 4))}
+            return Spec("Add", [T("a", (2, 3, 4), a), T("b", (2, 3, 4), b)], [T("y", (2, 3, 4), y)], {},
+                        anchor="dynamic-parameters", feeds=feeds, features=("dynamic", "dynamic-output"),
+                        qdq="typed-only", note=f"a dynamic {schema} {g.storage} graph output (symmetric parameters "
+                        "whatever the schema): its values, y.scale and y.zero_point")
+        return build
+
+    def float_dynamic_input(g, v):
+        """x: a dynamic float-storage graph input fed as storage with x.scale and x.zero_point (0 in the storage
+        type, as y.zero_point is returned; semantics.md#calling-convention), times a static weight of the same
+        storage into a static int8 y. Fed as storage, no parameters are chosen at run time, so lower writes it
+        (DequantizeLinear of x by x.scale and x.zero_point, both graph inputs of the lowered model)."""
+        x = QType(g.storage, schema="symmetric", expressed=g.expressed)
+        w = QType(g.storage, 2.0 ** -3, 0, schema="symmetric", expressed=g.expressed)
+        feeds = {"x": _float_values(g.storage, g.rng, (2, 3, 4)), "x.scale": np.asarray(3 * 2.0 ** -6, g.fdtype),
+                 "x.zero_point": np.zeros((), STORAGE_TYPES[g.storage].np_dtype)}
+        inputs = [T("x", (2, 3, 4), x), T("w", (4, 5), w, value=_float_values(g.storage, g.rng, (4, 5)))]
+        return Spec("MatMul", inputs, [T("y", (2, 3, 5), g.out(1.0, storage="int8"))], {},
+                    anchor="calling-convention", feeds=feeds, features=("dynamic", "dynamic-input-storage"),
+                    note=f"a dynamic {g.storage} graph input fed as storage with x.scale and x.zero_point")
+
+    def float_dynamic_input_reals(g, v):
+        """x: a dynamic float-storage graph input fed as reals: the reader quantizes them with the symmetric
+        parameters float storage takes (max |x| / the largest finite value, semantics.md#dynamic-parameters), then
+        MatMul with a static weight into a static int8 y. Lower writes no such quantization: typed readers only."""
+        x = QType(g.storage, expressed=g.expressed)  # asymmetric by default: float storage is symmetric regardless
+        w = QType(g.storage, 2.0 ** -3, 0, schema="symmetric", expressed=g.expressed)
+        reals = (g.rng.normal(0.5, 2.0, (2, 3, 4))).astype(g.fdtype)
+        inputs = [T("x", (2, 3, 4), x), T("w", (4, 5), w, value=_float_values(g.storage, g.rng, (4, 5)))]
+        return Spec("MatMul", inputs, [T("y", (2, 3, 5), g.out(1.0, storage="int8"))], {},
+                    anchor="calling-convention", feeds={"x": reals}, features=("dynamic", "dynamic-input-reals"),
+                    qdq="typed-only", note=f"a dynamic {g.storage} graph input fed as reals, quantized symmetrically")
+
     # -- int32 saturation, narrowed ranges -------------------------------------------------------------------------
     def int32_saturation(g, v):
         a, b = QType("int8", 2.0 ** -3, 0, expressed=g.expressed), QType("int8", 2.0 ** -2, -5, expressed=g.expressed)
@@ -394,6 +434,13 @@ def _features(rm):
     add("matmul-int8-wfloat8e4m3fn-float32-blocked", "float8e4m3fn", "float32", "blocked", matmul_float_weight)
     add("add-float8e4m3fn-float32-per-tensor", "float8e4m3fn", "float32", "per-tensor", float_add)
     add("add-float8e5m2-float16-per-tensor", "float8e5m2", "float16", "per-tensor", float_add)
+    for storage, schema in (("float8e4m3fn", "asymmetric"), ("float8e5m2", "asymmetric"),
+                            ("float4e2m1", "symmetric_pow2_scale")):
+        add(f"dynamic-graph-output-add-{storage}-float32", storage, "float32", "dynamic", float_dynamic_output(schema))
+        add(f"dynamic-graph-input-storage-matmul-{storage}-float32", storage, "float32", "dynamic",
+            float_dynamic_input)
+        add(f"dynamic-graph-input-reals-matmul-{storage}-float32", storage, "float32", "dynamic",
+            float_dynamic_input_reals)
     add("add-int32-saturation-int8-float32", "int8", "float32", "per-tensor", int32_saturation)
     add("add-int32-saturation-int8-float16", "int8", "float16", "per-tensor", int32_saturation)
     for storage in ("int8", "uint8", "int4", "int16"):

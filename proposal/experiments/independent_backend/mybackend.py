@@ -554,7 +554,7 @@ class Model:
                 raise Refuse(f"{where}: codebook entry not finite")
             if np.any(zps != 0):
                 raise Refuse(f"{where}: codebook type with a non-zero zero point")
-        if v3_used and not is_const:
+        if (v3_used or version == 3) and not is_const:  # declaring version 3 is enough (validity.md#qt142)
             raise Refuse(f"{where}: a version-3 type declares a non-constant")
         qt = QT(st, rq.expressed_type, scales, zps, axis, block, rq.schema, smin, smax, version, offsets, codebook,
                 v3_used)
@@ -1070,7 +1070,7 @@ class MyBackend:
                 decl = M.main.types.get(vo.name)
                 if decl is not None and decl.dynamic:
                     sc = v.t.scales.astype(v.t.np_expressed)
-                    zp = v.t.zps.astype(v.t.np_storage) if not v.t.is_float else v.t.zps.astype(np.int64)
+                    zp = v.t.zps.astype(v.t.np_storage)  # float storage: zeros of that type (semantics.md §3)
                     if v.t.axis is None and "companion-1d" not in MUTATE:
                         sc, zp = sc.reshape(()), zp.reshape(())
                     if "companion-int64" in MUTATE:
