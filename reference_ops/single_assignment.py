@@ -59,9 +59,7 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str], m
             defined[name] = "an initializer"
     opsets = {o.domain or "": o.version for o in model.opset_import}
     for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.UNDEFINED:  # onnx.reference cannot read it (KeyError 0)
-                yield f"{prefix}{_node_label(node)}: attribute {attr.name!r} has no type; set AttributeProto.type"
+        yield from _untyped_attributes(node, prefix)
         if problem := node_problem(node, opsets, model.ir_version):  # too few inputs, unknown attributes, ...
             yield f"{prefix}{_node_label(node)}: {problem}"
         for name in node.input:
@@ -86,9 +84,20 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str], m
             yield f"{prefix}graph output {vi.name!r} is written by no node, input or initializer; connect it"
 
 
+def _untyped_attributes(node: onnx.NodeProto, prefix: str) -> Iterator[str]:
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.UNDEFINED:  # onnx.reference cannot read it (KeyError 0)
+            yield f"{prefix}{_node_label(node)}: attribute {attr.name!r} has no type; set AttributeProto.type"
+
+
 def single_assignment_problems(model: onnx.ModelProto) -> list[str]:
-    """One message per name defined more than once, in the main graph and in subgraphs."""
-    return list(_graph_problems(model.graph, "", {}, model))
+    """One message per name defined more than once, in the main graph and in subgraphs; and the attributes without a
+    type, there and in model-local functions (onnx.reference prepares every function before it runs)."""
+    problems = list(_graph_problems(model.graph, "", {}, model))
+    for function in model.functions:
+        for node in function.node:
+            problems += _untyped_attributes(node, f"in function {function.domain}.{function.name}: ")
+    return problems
 
 
 def check_single_assignment(model: onnx.ModelProto) -> None:

@@ -331,6 +331,13 @@ def _relu_model(**change):
         model.graph.node[0].attribute.add(name="alpha")  # type left UNDEFINED
     if "short_node" in change:
         model.graph.node.append(helper.make_node("DequantizeLinear", ["y"], ["z"], name="short"))
+    if "function_untyped_attribute" in change:  # a model-local function whose body node has an untyped attribute
+        body = helper.make_node("Relu", ["fx"], ["fy"], name="inner")
+        body.attribute.add(name="alpha")
+        model.functions.append(helper.make_function("local", "F", ["fx"], ["fy"], [body],
+                                                    [helper.make_opsetid("", 21)]))
+        model.opset_import.append(helper.make_opsetid("local", 1))
+        model.graph.node[0].CopyFrom(helper.make_node("F", ["x"], ["y"], name="call", domain="local"))
     return model
 
 
@@ -341,7 +348,8 @@ def _relu_model(**change):
     ({"untyped_attribute": True}, "node 'relu' (Relu): attribute 'alpha' has no type"),
     ({"short_node": True}, "node 'short' (DequantizeLinear): Node(short) with schema(::DequantizeLinear:21) has input "
                            "size 1 not in range"),
-], ids=["dangling-input", "dangling-output", "untyped-attribute", "input-count"])
+    ({"function_untyped_attribute": True}, "in function local.F: node 'inner' (Relu): attribute 'alpha' has no type"),
+], ids=["dangling-input", "dangling-output", "untyped-attribute", "input-count", "untyped-attribute-in-function"])
 def test_graphs_onnx_reference_cannot_run_are_refused_before_running(tmp_path, capsys, change, fragment):
     path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
     path.write_bytes(_relu_model(**change).SerializeToString())
