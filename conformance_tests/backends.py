@@ -90,6 +90,8 @@ class ModelFileBackend:
 
     def supports(self, case: Case) -> bool | str:
         path = case.model_file(self.form)
+        if path is None:  # a typed-only case: lower writes no standard form for it
+            return case.qdq_unavailable or f"no {self.form} model"
         return True if path.is_file() else f"{path.name} missing"
 
     def _own_name(self, shipped: str) -> str:

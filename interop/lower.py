@@ -334,7 +334,6 @@ class _Lowering:
         self.integer_ops |= self._storage_only(inner)
         self.contrib = self._contrib_ops()
         self.integer_ops |= set(self.contrib)
-        self.softmax_outputs: set[str] = set()
         inputs = {vi.name for vi in self.graph.input} - {t.name for t in self.graph.initializer}
         self.dynamic_inputs_here = [n for n in self.types if n in inputs and self.types[n].is_dynamic]
         self.extra_inputs: list[ValueInfoProto] = []
@@ -691,11 +690,11 @@ class _Lowering:
     def _emit_contrib(self, i: int, node: NodeProto) -> None:
         op_type = self.contrib[i]
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
+        # QLinearSoftmax computes the Softmax of the version it names: the typed model's, whatever opset the lowered
+        # model is converted to afterwards (Softmax flattens before 13)
         opset = next((o.version for o in self.model.opset_import if o.domain in STANDARD_DOMAINS), 1)
         self.nodes.append(contrib_node(node, op_type, self.types, self.integer_name.__getitem__,
                                        self._parameters_with_zero, name, opset))
-        if op_type == "QLinearSoftmax":  # its opset attribute follows the version lower writes (_set_versions)
-            self.softmax_outputs.add(self.integer_name[node.output[0]])
         self.result.contrib_nodes += 1
 
     def _integer_reason(self, node: NodeProto) -> str | None:
@@ -938,9 +937,6 @@ class _Lowering:
         if not any(n.domain == MS_DOMAIN for _, g in iter_graphs(model) for n in g.node):
             for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
                 del model.opset_import[i]
-        for node in model.graph.node:
-            if node.op_type == "QLinearSoftmax" and node.domain == MS_DOMAIN and node.output[0] in self.softmax_outputs:
-                next(a for a in node.attribute if a.name == "opset").i = opset
         model.ir_version = ir
 
     def _two_bit(self) -> bool:

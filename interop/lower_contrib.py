@@ -15,7 +15,7 @@ from collections.abc import Callable, Container
 
 from onnx import NodeProto, helper
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
 from onnx_qtypes.interop.qoperator import MICROSOFT, bias_scales, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
 
@@ -66,7 +66,7 @@ def _output_problem(op_type: str, out: QType) -> str | None:
 def _qgemm_reason(node: NodeProto, types: dict[str, QType]) -> str | None:
     """QGemm: A per tensor, B per tensor or per column of op(B), an int32 bias of scale A * B (float32) and zero point
     0 if any, a typed output or a float one; alpha folded into B's scales on the way in (so 1 here), beta 1."""
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = attributes(node)
     if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
         return "alpha and beta other than 1 (lift folds QGemm's alpha into the weight's scales)"
     if len(node.output) != 1 or not 2 <= len(node.input) <= 3:
@@ -106,7 +106,7 @@ def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: 
     if spec.bias is not None and bias and bias[0]:
         slots[spec.bias.data] = integer(bias[0])
     inputs = [slots.get(i, "") for i in range(max(slots) + 1)]
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = attributes(node)
     if "opset" in spec.drop:
         attrs["opset"] = opset
     return helper.make_node(op_type, inputs, [integer(out) if out in types else out], name=name, domain=MS_DOMAIN,

@@ -158,3 +158,12 @@ def test_case_meets_the_schema_and_our_reference_meets_the_case(case_id):
                 step = float_steps(load_case(folder))[name]
                 diff = np.abs(approx.astype(np.float64) - want.astype(np.float64)) / step
                 assert float(np.max(diff, initial=0)) <= case["tolerance"][name], name
+
+
+def test_a_typed_only_case_is_unsupported_by_model_file_backends_with_its_reason():
+    """A vendor subclass calling the shipped ``supports`` gets the case's reason, not an AttributeError."""
+    from onnx_qtypes.conformance.backends import ModelFileBackend  # noqa: PLC0415
+
+    case = load_case(FOLDER / "dynamic-graph-output-add-float8e4m3fn-float32")
+    assert case.model_file("qdq") is None
+    assert ModelFileBackend().supports(case) == case.qdq_unavailable != ""
