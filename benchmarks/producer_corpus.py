@@ -69,12 +69,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from onnx_qtypes import diagnose, quantized_tensors  # noqa: E402
-from onnx_qtypes.interop import lift_model  # noqa: E402
-from onnx_qtypes.interop.lower import lower_model  # noqa: E402
-from onnx_qtypes.proto.errors import QTypesError  # noqa: E402
-from onnx_qtypes.reference_ops import ReferenceEvaluator  # noqa: E402
-from producer_recipes import Reader, quiet, samples_of, write_samples  # noqa: E402
+from onnx_qtypes.interop import lift_model
+from onnx_qtypes.interop.lower import lower_model
+from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.reference_ops import ReferenceEvaluator
+from producer_recipes import Reader, quiet, samples_of, write_samples
+
+from onnx_qtypes import diagnose, quantized_tensors
 
 RECIPES_SCRIPT = ROOT / "benchmarks" / "producer_recipes.py"
 STAGE_SECONDS = 600  # one stage (lift, check, run, lower) of one model; past it the stage is reported as a hang
@@ -145,7 +146,7 @@ def _attempt(made: dict, label: str, target: pathlib.Path, float_name: str, make
         print(f"  {target.stem}", flush=True)
     except ImportError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a producer refusing a model is a result
+    except Exception as exc:
         text = str(exc).splitlines()[0] if str(exc) else ""
         made.setdefault("__refused__", []).append({"float": float_name, "recipe": label,
                                                    "error": f"{type(exc).__name__}: {text}"[:300]})
@@ -283,7 +284,7 @@ class StageTimeout(Exception):
 
 @contextlib.contextmanager
 def _deadline(seconds: int):
-    def expire(signum, frame):  # noqa: ARG001
+    def expire(signum, frame):
         raise StageTimeout(f"no answer in {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -407,7 +408,7 @@ def _at_opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto | None:
         return model
     try:
         raised = version_converter.convert_version(model, opset)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     raised.ir_version = max(raised.ir_version, 10)
     return raised
@@ -465,14 +466,14 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
             row["check"] = _findings(diagnose(path))
             if "xint8" in name:
                 row["check_vitis"] = _findings(diagnose(path, profile="vitis-ai-dpu"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         row["check"] = [{"rule": "CRASH" if not _is_ours(exc) else "refused", "severity": "error",
                          "message": _error(exc), "where": ""}]
     # lift
     try:
         with _deadline(STAGE_SECONDS):
             result = lift_model(model)
-    except Exception as exc:  # noqa: BLE001 - a crash is what this script looks for
+    except Exception as exc:
         row["lift"] = ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
         return row
     typed = set(quantized_tensors(result.model))
@@ -492,7 +493,7 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     try:
         with _deadline(STAGE_SECONDS):
             row["check_lifted"] = _findings(diagnose(result.model))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         row["check_lifted"] = [{"rule": "CRASH" if not _is_ours(exc) else "refused", "severity": "error",
                                 "message": _error(exc), "where": ""}]
     # run: the reference on the lifted model against onnxruntime's unoptimized run of the original
@@ -501,11 +502,11 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     try:
         probe, pairs = _exposed(model, result.model)
         theirs = _ort_run(probe, feeds)
-    except Exception:  # noqa: BLE001 - the probe may not load; try the file as it is
+    except Exception:
         pairs = {}
         try:
             theirs = _ort_run(model, feeds)
-        except Exception as exc:  # noqa: BLE001 - custom operators of the producer
+        except Exception as exc:
             if expected is not None:
                 theirs = expected
             else:
@@ -531,7 +532,7 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
                 if step and isinstance(diffs[outputs[0]], float):
                     run["output_steps"] = diffs[outputs[0]] / step
                 row["run"] = run
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             row["run"] = ("refused: " if _is_ours(exc) else "CRASH: " if not isinstance(
                 exc, StageTimeout) else "HANG: ") + _error(exc)
     # lower + onnxruntime against the original
@@ -547,7 +548,7 @@ def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict, exp
     try:
         with _deadline(STAGE_SECONDS):
             result = lower_model(typed)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return None, ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
     lowered = result.model
     return result.form, _compare_lowered(model, lowered, feeds, expected, outputs)
@@ -558,11 +559,11 @@ def _compare_lowered(model: onnx.ModelProto, lowered: onnx.ModelProto, feeds: di
     reference = _at_opset(model, 21)
     try:
         mine = _ort_run(lowered, feeds)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
     try:
         base = _ort_run(reference, feeds) if reference is not None else expected
-    except Exception:  # noqa: BLE001
+    except Exception:
         base = expected
     if base is None:
         return "not compared (onnxruntime cannot run the original)"
@@ -722,16 +723,26 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
            or "none in this corpus"))
 
 
+def _expected(path: pathlib.Path, name: str) -> tuple[dict | None, dict | None]:
+    """(onnxruntime's outputs of the original that a run kept beside it, else the QCDQ twin's for a Brevitas QONNX
+    file; that stand-in or None)."""
+    expected_path = path.parent / f"{path.stem}.ort.npz"
+    expected = dict(np.load(expected_path)) if expected_path.exists() else None
+    stand_in = _qcdq_stand_in(path) if expected is None and name.startswith("brevitas-qonnx-") else None
+    return (expected if stand_in is None else stand_in), stand_in
+
+
 def lower_again(rows: list[dict]) -> None:
     """Each row's lower stage run again, in place, from the model and feeds an earlier run kept (``--keep``)."""
     for row in rows:
         if "lower" not in row:
             continue
         path = pathlib.Path(row["file"])
-        expected_path = path.parent / f"{path.stem}.ort.npz"
-        expected = dict(np.load(expected_path)) if expected_path.exists() else None
+        expected, _ = _expected(path, row["model"])
         model = onnx.load(path)
-        row["lower_form"], row["lower"] = lower_stage(model, lift_model(model).model,
+        with _deadline(STAGE_SECONDS):
+            typed = lift_model(model).model
+        row["lower_form"], row["lower"] = lower_stage(model, typed,
                                                       dict(np.load(path.with_suffix(".feeds.npz"))), expected,
                                                       [o.name for o in model.graph.output])
         print(f"{row['model']}: lower --form {row['lower_form']}: {row['lower'][:60]}", flush=True)
@@ -756,6 +767,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --report: run each row's lower stage again from its kept file first (--json FILE: "
                              "write the rows so updated)")
     args = parser.parse_args(argv)
+    if args.lower_again and not args.report:
+        parser.error("--lower-again re-runs the lower stage of kept runs: give their --report files")
     if args.report:
         runs = [json.loads(pathlib.Path(f).read_text()) for f in args.report]
         rows, producers = [r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()}
@@ -788,7 +801,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             ppocr_floats(floats_dir, pathlib.Path(args.ppocr_cache))
             producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = "3 models"
-        except Exception as exc:  # noqa: BLE001 - no network: said, not fatal
+        except Exception as exc:
             producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = f"not fetched: {_error(exc)}"
     floats = {k: v for k, v in _floats(floats_dir).items() if chosen is None or k in chosen}
     print(f"  {len(floats)}: {', '.join(floats)}", flush=True)
@@ -832,14 +845,11 @@ def main(argv: list[str] | None = None) -> int:
             npz = floats_dir / f"{info['float']}.npz"
             feeds = samples_of(npz if npz.exists() else path.with_suffix(".npz"))[1]
             np.savez(path.with_suffix(".feeds.npz"), **feeds)
-            expected_path = path.parent / f"{path.stem}.ort.npz"
-            expected = dict(np.load(expected_path)) if expected_path.exists() else None
-            stand_in = _qcdq_stand_in(path) if expected is None and name.startswith("brevitas-qonnx-") else None
-            expected = expected if stand_in is None else stand_in
+            expected, stand_in = _expected(path, name)
             started = time.perf_counter()
             try:
                 row = examine(name, path, feeds, expected, folder)
-            except Exception as exc:  # noqa: BLE001 - the script's own failure on one model must not end the run
+            except Exception as exc:
                 row = {"model": name, "file": str(path), "lift": f"CRASH (in this script): {_error(exc)}"}
             row["producer"] = producer
             if stand_in is not None:

@@ -38,7 +38,7 @@ def models(folder: pathlib.Path) -> list[str]:
     cases = sorted(str(p) for p in (ROOT / "conformance_tests" / "cases").rglob("*.onnx"))
     special = [c for c in cases if any(w in c.lower() for w in ("block", "reference", "nbits", "by-ref"))]
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_large_model  # noqa: PLC0415
+    import bench_large_model
 
     built = []
     for form in ("matmulnbits", "qdq"):
@@ -62,7 +62,7 @@ def _digest(path: str) -> str | None:
 def record(listing: str, out_path: str) -> None:
     """In the checkout this process runs from (the current folder): one JSON line of results per model."""
     sys.path.insert(0, os.getcwd())
-    from onnx_qtypes.cli import main  # noqa: PLC0415 - this checkout's
+    from onnx_qtypes.cli import main
 
     def call(argv: list[str], tmp: str) -> list:
         out, err = io.StringIO(), io.StringIO()
@@ -71,7 +71,7 @@ def record(listing: str, out_path: str) -> None:
                 code = main(argv)
             except SystemExit as stop:
                 code = stop.code
-            except Exception as exc:  # noqa: BLE001 - recorded: a traceback is a result too
+            except Exception as exc:
                 code = f"{type(exc).__name__}: {exc}"
         return [code, out.getvalue().replace(tmp, "TMP"), err.getvalue().replace(tmp, "TMP")]
 
@@ -97,7 +97,7 @@ def record(listing: str, out_path: str) -> None:
 def fuzz_models(folder: pathlib.Path) -> list[str]:
     """The --fuzz corpus: the examples, 400 suite models, and 1,500 mutants written to ``folder``."""
     sys.path.insert(0, str(ROOT / "tests"))
-    import mutation_fuzz  # noqa: PLC0415
+    import mutation_fuzz
 
     seeds = mutation_fuzz.seed_files(400)
     chosen = [str(p) for p in seeds]
@@ -110,12 +110,13 @@ def fuzz_models(folder: pathlib.Path) -> list[str]:
 
 def record_fuzz(listing: str, out_path: str) -> None:
     """In the checkout this process runs from: diagnose and lift_model of every model, one JSON line each."""
-    import signal  # noqa: PLC0415
-    import warnings  # noqa: PLC0415
+    import signal
+    import warnings
 
     sys.path.insert(0, os.getcwd())
-    from onnx_qtypes import diagnose  # noqa: PLC0415 - this checkout's
-    from onnx_qtypes.interop.lift import lift_model  # noqa: PLC0415
+    from onnx_qtypes.interop.lift import lift_model
+
+    from onnx_qtypes import diagnose
 
     warnings.simplefilter("ignore")
 
@@ -124,11 +125,11 @@ def record_fuzz(listing: str, out_path: str) -> None:
 
     signal.signal(signal.SIGALRM, alarm)
 
-    def guarded(fn):  # noqa: ANN001, ANN202
+    def guarded(fn):
         signal.alarm(60)
         try:
             return fn()
-        except Exception as exc:  # noqa: BLE001 - recorded: an error is a result too
+        except Exception as exc:
             return [type(exc).__name__, str(exc)]
         finally:
             signal.alarm(0)
@@ -146,9 +147,9 @@ def record_fuzz(listing: str, out_path: str) -> None:
     with open(out_path, "w") as results:
         for model in pathlib.Path(listing).read_text().split("\n"):
             if model:
-                got = {"model": model, "diagnose": guarded(lambda: diagnosed(model)),  # noqa: B023 - called here
-                       "lift": guarded(lambda: lifted(model)),  # noqa: B023
-                       "lift_tolerant": guarded(lambda: lifted(model, tolerant=True, keep_origins=True))}  # noqa: B023
+                got = {"model": model, "diagnose": guarded(lambda: diagnosed(model)),
+                       "lift": guarded(lambda: lifted(model)),
+                       "lift_tolerant": guarded(lambda: lifted(model, tolerant=True, keep_origins=True))}
                 results.write(json.dumps(got, default=repr) + "\n")
 
 

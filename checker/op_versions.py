@@ -151,7 +151,10 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
     ``graphs``: ``iter_graphs(model)`` when the caller has it; ``reads``: what the reader read of them
     (``ReadModel.reads``), when the caller has it."""
     opsets = {o.domain or "": o.version for o in model.opset_import}
-    opset = opsets.get("", opsets.get("ai.onnx", 0))  # every node judged is of the default domain
+    opset = _default_opset(opsets)  # every node judged is of the default domain
+    schemas = {op: _schema(op, opset) for op in OPS}
+    # the scale's element count matters only to a version without per-axis parameters
+    counted = {op: schema is not None and "axis" not in schema.attributes for op, schema in schemas.items()}
     for pointer, graph in iter_graphs(model) if graphs is None else graphs:
         read = reads.get(pointer) if reads is not None else None
         all_nodes = list(graph.node)
@@ -170,9 +173,6 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
         types = _file_types(graph, op_types, [row for row in rows if op_types[row[0]] == "QuantizeLinear"],
                             read.initializers if read is not None else None)
         counts = _Counts(graph, op_types)
-        schemas = {op: _schema(op, opset) for op in OPS}
-        # the scale's element count matters only to a version without per-axis parameters
-        counted = {op: schema is not None and "axis" not in schema.attributes for op, schema in schemas.items()}
         clean: set[tuple] = set()  # signatures already judged clean: a QDQ file repeats a few thousand times
         for n, node, inputs, outputs, attributes in rows:
             op = op_types[n]
@@ -271,7 +271,11 @@ class _Counts:
 
 def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:
     """The default domain's opset in force for ``node`` (its domain "" or "ai.onnx"), 0 when none is imported."""
-    return opsets.get("", opsets.get("ai.onnx", 0)) if node.domain in STANDARD_DOMAINS else 0
+    return _default_opset(opsets) if node.domain in STANDARD_DOMAINS else 0
+
+
+def _default_opset(opsets: dict[str, int]) -> int:
+    return opsets.get("", opsets.get("ai.onnx", 0))
 
 
 __all__ = ["OPS", "Problem", "file_problems", "opset_of", "problems"]
