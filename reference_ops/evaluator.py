@@ -207,13 +207,14 @@ class _Session:
         scale, zero_point = np.asarray(feeds[f"{name}.scale"]), feeds.get(f"{name}.zero_point")
         if scale.dtype.kind != "f":
             raise FeedError(f"input {name!r}: {name}.scale holds {scale.dtype} values; give float scales")
-        if float_storage and zero_point is not None and np.asarray(zero_point).dtype == value.dtype:
-            if np.any(np.asarray(zero_point, np.float64) != 0):  # float storage has zero point 0 (types.md#float-storage)
-                raise FeedError(f"input {name!r}: {name}.zero_point of {qtype.storage} storage must be 0")
-            zero_point = np.zeros(np.shape(zero_point), np.int64)
-        if zero_point is not None and np.asarray(zero_point).dtype.kind not in "iu":
-            raise FeedError(f"input {name!r}: {name}.zero_point holds {np.asarray(zero_point).dtype} values; give "
-                            "integers (nothing is rounded silently)")
+        zp = None if zero_point is None else np.asarray(zero_point)
+        # float storage: zeros of that type (operand_qtype refuses any other value); else integers
+        if zp is not None and zp.dtype.kind not in "iu" and not (float_storage and zp.dtype == value.dtype):
+            wanted = f"zeros of {value.dtype}" if float_storage else "integers (nothing is rounded silently)"
+            raise FeedError(f"input {name!r}: {name}.zero_point holds {zp.dtype} values; give {wanted}")
+        if zp is not None and zp.size != scale.size:
+            raise FeedError(f"input {name!r}: {name}.zero_point holds {zp.size} values for {scale.size} scales; "
+                            "give one per scale")
         if np.any(scale < 0):  # semantics.md#calling-convention: nothing quantized at run time has a negative scale
             raise FeedError(f"input {name!r}: {name}.scale holds a negative scale; a value quantized at run time "
                             "has positive scales (negative ones are for constants, proposal/spec/types.md#negative-scales)")
@@ -221,7 +222,7 @@ class _Session:
             raise FeedError(f"input {name!r}: its type {qtype} is per-tensor, so {name}.scale holds one value, "
                             f"not {scale.size}")
         try:
-            given = operand_qtype(qtype.storage, scale, zero_point, value.shape,
+            given = operand_qtype(qtype.storage, scale, zp, value.shape,
                                   axis=qtype.axis if qtype.axis is not None else 1, block_size=qtype.block_size or 0)
             resolved = qtype.replace(scale=given.scale, zero_point=given.zero_point, axis=given.axis,
                                      block_size=given.block_size)

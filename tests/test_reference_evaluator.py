@@ -224,8 +224,18 @@ def test_a_dynamic_float8_input_fed_as_storage_takes_its_scale_not_its_own_range
     assert ev.run(None, {"x": x, "x.scale": np.float32(0.5)})[0].tolist() == [0, 3, 12]
     zero = np.zeros((), ml_dtypes.float8_e4m3fn)
     assert ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": zero})[0].tolist() == [0, 3, 12]
-    with pytest.raises(EvaluationError, match=r"x.zero_point of float8e4m3fn storage must be 0"):
+    with pytest.raises(EvaluationError, match=r"input 'x' with x.scale / x.zero_point: float8e4m3fn zero points "
+                                              r"must be 0"):
         ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": np.ones((), ml_dtypes.float8_e4m3fn)})
+    with pytest.raises(EvaluationError, match=r"x.zero_point holds float32 values; give zeros of float8_e4m3fn"):
+        ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": np.zeros((), np.float32)})
+
+
+def test_a_dynamic_input_s_zero_points_are_one_per_scale():
+    model = typed_model("Relu", [T("x", (3,), QType("int8", schema="asymmetric"))], [T("y", (3,), QType("int8", 0.25, 0))])
+    feeds = {"x": np.array([1, 2, 3], np.int8), "x.scale": np.float32(0.5), "x.zero_point": np.array([1, 2], np.int8)}
+    with pytest.raises(EvaluationError, match=r"x.zero_point holds 2 values for 1 scales"):
+        ReferenceEvaluator(model).run(None, feeds)
 
 
 # --- subgraphs ------------------------------------------------------------------------------------
