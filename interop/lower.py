@@ -38,7 +38,7 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
   only per tensor (a Clip before its QuantizeLinear);
 - dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
-  inputs, or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides; or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
   ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
   int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
   DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
@@ -127,7 +127,7 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str | None = None
 
     A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
     ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
-    ``<name>.zero_point``; ``"reals"`` makes it a float input quantized by its schema. A graph output of a
+    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"reals"`` makes it a float input quantized by its schema. A graph output of a
     dynamic type gets graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside its storage.
 
     Warnings (valid output that onnxruntime cannot run) are issued as
@@ -431,6 +431,14 @@ class _Lowering:
         zero_point = self._convention_name(name, "zero_point")
         self.extra_inputs += [helper.make_tensor_value_info(scale, expressed.data_type, dims),
                               helper.make_tensor_value_info(zero_point, qtype.storage_type.data_type, dims)]
+        # the zero point is optional (absent means all 0): an all-zero initializer of its name makes the graph
+        # input an overridable default (IR >= 4); an unknown parameter count leaves it required
+        if None in dims:
+            self.result.notes.append(
+                f"tensor {name!r}: its number of zero points is not known (dimension {qtype.axis} has no static "
+                f"size), so {zero_point!r} has no all-zero default and must be fed")
+        else:
+            self.initializers.append(numpy_helper.from_array(np.zeros(dims, qtype.storage_type.np_dtype), zero_point))
         if expressed.name != qtype.expressed:  # computed in float32 inside
             wide = self.names.fresh(f"{name}_scale_float32")
             self.nodes.append(helper.make_node("Cast", [scale], [wide], name=self.node_names.fresh(f"{name}_scale_to_float32"),
