@@ -69,7 +69,7 @@ from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
-from onnx_qtypes.interop.qoperator import bias_scales
+from onnx_qtypes.interop.qoperator import bias_type
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
@@ -674,7 +674,7 @@ class _Lowering:
             return "per-channel weight zero points differ (onnxruntime's QLinearConv requires one value)"
         if len(node.input) > 2 and node.input[2]:
             bias = self.types.get(node.input[2])
-            expected = _bias_of(x, w)
+            expected = bias_type(x, w, axis=None if w.axis is None else 0, validate=True)
             if bias is None or not metadata.same_parameters(bias, expected):
                 return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
         return None
@@ -1126,12 +1126,6 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     assert qtype.storage_min is not None and qtype.storage_max is not None
     ends = np.sort(dequantize(np.array([qtype.storage_min, qtype.storage_max], np.int64), qtype))  # scale < 0 swaps
     return np.asarray(ends[0], dtype=dtype), np.asarray(ends[1], dtype=dtype)
-
-
-def _bias_of(x: QType, w: QType) -> QType:
-    """The bias type QLinearConv implies: int32, scale x_scale * w_scale in float32, zero point 0."""
-    scales = bias_scales(x.scale, w.scale)
-    return QType("int32", scales, [0] * len(scales), axis=0 if w.axis is not None else None, expressed="float32")
 
 
 def _metadata_for(qtype: QType) -> dict[str, str]:
