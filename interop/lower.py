@@ -66,7 +66,8 @@ from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, num
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
+from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, attributes,
+                                      has_subgraph, node_label)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
 from onnx_qtypes.interop.qoperator import bias_type
@@ -602,7 +603,7 @@ class _Lowering:
         if qtype.is_dynamic:
             self._check_dynamic_boundary(i, node, tensor)
             return
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
         try:
             given = read_parameters(
@@ -741,7 +742,7 @@ class _Lowering:
         base = node.name or out
         product, acc = self.names.fresh(f"{base}_quant_scales_mul"), self.names.fresh(f"{out}_output_quantized")
         wide = self.names.fresh(f"{acc}_cast_output")
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         op = "ConvInteger" if node.op_type == "Conv" else "MatMulInteger"
         ins = [self.integer_name[node.input[0]], self.integer_name[node.input[1]], a_zp or "", b_zp or ""]
         fresh = self.node_names.fresh
@@ -759,7 +760,7 @@ class _Lowering:
         ins += list(self._parameters_with_zero(out))
         if node.op_type == "Conv" and len(node.input) > 2 and node.input[2]:
             ins.append(self.integer_name[node.input[2]])
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         op = "QLinearConv" if node.op_type == "Conv" else "QLinearMatMul"
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
         self.nodes.append(helper.make_node(op, ins, [self.integer_name[out]], name=name, **attrs))
