@@ -331,6 +331,9 @@ class _Lowering:
         self.params: dict[str, tuple[str, str | None]] = {}
         self.dequantized: dict[str, str] = {}
         self.result = LowerResult(model)
+        self.qlinear_ops = {i for i, node in enumerate(self.ix.nodes)  # Conv / MatMul written as QLinear*
+                            if self.form == "qoperator" and node.domain in STANDARD_DOMAINS
+                            and node.op_type in ("Conv", "MatMul") and self._qlinear_reason(node) is None}
         self.integer_ops = {i for i, node in enumerate(self.ix.nodes) if self._runs_on_integers(i, node)}
         self.integer_ops |= self._storage_only(inner)
         self.contrib = self._contrib_ops()
@@ -637,7 +640,7 @@ class _Lowering:
         if self.form != "qoperator" or node.domain not in STANDARD_DOMAINS:
             return False
         if node.op_type in ("Conv", "MatMul"):
-            return self._qlinear_reason(node) is None or self._integer_reason(node) is None
+            return i in self.qlinear_ops or self._integer_reason(node) is None
         linked = links(node)
         if not linked or not all(n in self.types and not self.types[n].is_dynamic for n in linked):
             return False
@@ -711,7 +714,7 @@ class _Lowering:
         quantize_dynamic writes (None: it can): the input is a DynamicQuantizeLinear's output, the weight another
         one or a static per-tensor int8 / uint8 type (a MatMul weight also per column); the output and any bias stay
         float. (Two static operands have QLinear operators or QDQ: lift reads this form back only so.)"""
-        if len(node.input) < 2 or (len(node.input) > 2 and node.input[2]) or not node.output:
+        if (len(node.input) > 2 and node.input[2]) or not node.output:
             return "a bias input (quantize_dynamic adds it after the scaling)"
         if not all(n in self.types for n in node.input[:2]) or node.output[0] in self.types:
             return "not two quantized operands with a float output"
@@ -815,7 +818,7 @@ class _Lowering:
             elif i in self.contrib:
                 self._emit_contrib(i, node)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
-                if self._qlinear_reason(node) is None:
+                if i in self.qlinear_ops:
                     self._emit_qlinear(i, node)
                 else:
                     self._emit_integer(node)
