@@ -839,10 +839,9 @@ class _Lowering:
         self._walk()
         self._convention_outputs()
         graph = self.graph
-        for node in self.nodes:  # the mark says which kernel the original ran; the lowered nodes say it themselves
-            metadata.drop_contrib(node)
         del graph.node[:]
         graph.node.extend(self.nodes)  # first: the declarations inside kept subgraphs are made plain there
+        metadata.drop_contrib(self.model)  # the mark says which kernel the original ran; the lowered nodes say it
         kept_meta = self._declarations()
         graph.input.extend(self.extra_inputs)
         graph.output.extend(self.extra_outputs)
