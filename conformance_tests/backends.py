@@ -100,7 +100,9 @@ class ModelFileBackend:
 
 
 def fed_inputs(graph: onnx.GraphProto) -> list[str]:
-    """The graph inputs a caller feeds, in order (an input an initializer also names has its value already)."""
+    """The graph inputs a caller feeds, in order. An input an initializer also names is an overridable default
+    (IR >= 4), but tract and IREE's importer read it as a constant and take no argument for it: its feed is not
+    applied (a case that feeds another value there fails, which is what those runtimes compute)."""
     constants = {i.name for i in graph.initializer}
     return [v.name for v in graph.input if v.name not in constants]
 
@@ -287,6 +289,10 @@ class OpenVinoBackend(ModelFileBackend):
         with self._lock:
             compiled = self._core.compile_model(self._core.read_model(path), self.device)
         inputs = {name: port for port in compiled.inputs for name in port.get_names()}
+        graph = onnx.load(path, load_external_data=False).graph
+        # a graph input an initializer also names (an overridable default, IR >= 4) that OpenVINO's frontend read
+        # as a constant: it has no port, so its feed is not applied, as tract and IREE (fed_inputs) do not apply it
+        constants = {v.name for v in graph.input} - set(fed_inputs(graph)) - set(inputs)
         outputs = {}  # case output name -> index of the compiled model's output
         graph_outputs: list[str] | None = None
         for name in case.outputs:
@@ -295,17 +301,18 @@ class OpenVinoBackend(ModelFileBackend):
                 outputs[name] = found[0]
                 continue
             if graph_outputs is None:  # a name OpenVINO did not keep: the frontend keeps the graph's output order
-                graph_outputs = [o.name for o in onnx.load(path, load_external_data=False).graph.output]
+                graph_outputs = [o.name for o in graph.output]
             if name in graph_outputs and len(graph_outputs) == len(compiled.outputs):
                 outputs[name] = graph_outputs.index(name)
             # else: left out of run()'s results, which judging reports as a missing output
-        return compiled, inputs, outputs
+        return compiled, inputs, outputs, constants
 
     def run(self, prepared: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        compiled, inputs, outputs = prepared
+        compiled, inputs, outputs, constants = prepared
         with self._lock:
             request = compiled.create_infer_request()
-            request.infer({name: self._to_ov(name, inputs.get(name), value) for name, value in feeds.items()})
+            request.infer({name: self._to_ov(name, inputs.get(name), value) for name, value in feeds.items()
+                           if name not in constants})
             return {name: self._from_ov(name, request.get_output_tensor(k)) for name, k in outputs.items()}
 
     def _to_ov(self, name: str, port: Any, value: np.ndarray) -> Any:

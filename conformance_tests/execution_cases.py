@@ -28,6 +28,7 @@ import onnx
 from onnx import numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.storage_types import SUB_BYTE_WIDENED
 
 SUITE_ROOT = Path(__file__).resolve().parent / "cases"
 CASES_ROOT = SUITE_ROOT / "execution"
@@ -37,7 +38,6 @@ EXECUTION, REJECT = "execution", "reject"
 KINDS = (EXECUTION, REJECT)  # the kinds a backend runs (checker cases are for checkers)
 FORMS = ("typed", "qdq")  # which model file a backend runs: model.onnx, or the standard-ONNX model.qdq.onnx
 JUDGE_MODES = ("value", "positive-finite")  # case.json "judge": output -> how it is judged (default "value")
-_SUB_BYTE = {"int4": np.int8, "int2": np.int8, "uint4": np.uint8, "uint2": np.uint8}
 
 
 class CaseError(QTypesError):
@@ -149,7 +149,7 @@ Case = Union[ExecutionCase, RejectCase]
 def widen(array: np.ndarray) -> np.ndarray:
     """Sub-byte storage (onnx's int4 / uint4 / int2 / uint2 numpy types) as int8 / uint8; anything else as is."""
     array = np.asarray(array)
-    wide = _SUB_BYTE.get(array.dtype.name)
+    wide = SUB_BYTE_WIDENED.get(array.dtype.name)
     return array.astype(wide) if wide is not None else array
 
 

@@ -37,10 +37,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.storage_types import SUB_BYTE_WIDENED
 
 from . import judging
 from .backends import BOUND_BY_TYPE, ResultsBackend, backend_version
-from .execution_cases import _SUB_BYTE, DATA_SET, Case, widen
+from .execution_cases import DATA_SET, Case, widen
 from .judging import FLOAT_GRIDS, float_steps, is_float, step_array
 from .reports import environment
 from .runner import CaseResult, backend_form
@@ -245,7 +246,7 @@ def _copy_results(backend: ResultsBackend, work: Path, out: dict[str, str], case
 JUDGING_SOURCE = "\n\n".join(inspect.getsource(f) for f in (
     widen, judging.grid_position, judging.element_steps, judging.in_scale_steps, judging.beyond_tolerance,
     judging.not_positive_finite))
-_SUB_BYTE_SOURCE = "{" + ", ".join(f"{k!r}: np.{v.__name__}" for k, v in _SUB_BYTE.items()) + "}"
+_SUB_BYTE_SOURCE = "{" + ", ".join(f"{k!r}: np.{v.name}" for k, v in SUB_BYTE_WIDENED.items()) + "}"
 
 _HEAD = '''"""Reproduce conformance case {id} on {label}{how}.
 
@@ -294,7 +295,7 @@ _JUDGE = '''
 
 # The conformance suite's own judging functions, copied in by source (judging.py, execution_cases.py)
 FLOAT_GRIDS = {grids!r}
-_SUB_BYTE = {sub_byte}
+SUB_BYTE_WIDENED = {sub_byte}
 
 
 {shared}
@@ -397,14 +398,14 @@ def run(feeds):
     import onnx
     from onnx import numpy_helper
 
-    widen = {{"int4": np.int8, "int2": np.int8, "uint4": np.uint8, "uint2": np.uint8}}
     names = json.loads((HERE / "case.json").read_text())["outputs"]
     out = {{}}
     for k, name in enumerate(names):
         path = folder / "{data_set}" / f"output_{{k}}.pb"
         if path.exists():
             value = numpy_helper.to_array(onnx.load_tensor(str(path)))
-            out[name] = value.astype(widen[value.dtype.name]) if value.dtype.name in widen else value
+            wide = SUB_BYTE_WIDENED.get(value.dtype.name)
+            out[name] = value if wide is None else value.astype(wide)
     return out
 '''
 

@@ -38,7 +38,7 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
   only per tensor (a Clip before its QuantizeLinear);
 - dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
-  inputs, or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides; or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
   ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
   int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
   DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
@@ -66,10 +66,11 @@ from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, num
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, has_subgraph, node_label
+from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, attributes,
+                                      has_subgraph, node_label)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
-from onnx_qtypes.interop.qoperator import bias_scales
+from onnx_qtypes.interop.qoperator import bias_type
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
@@ -127,7 +128,7 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str | None = None
 
     A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
     ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
-    ``<name>.zero_point``; ``"reals"`` makes it a float input quantized by its schema. A graph output of a
+    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"reals"`` makes it a float input quantized by its schema. A graph output of a
     dynamic type gets graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside its storage.
 
     Warnings (valid output that onnxruntime cannot run) are issued as
@@ -330,6 +331,9 @@ class _Lowering:
         self.params: dict[str, tuple[str, str | None]] = {}
         self.dequantized: dict[str, str] = {}
         self.result = LowerResult(model)
+        self.qlinear_ops = {i for i, node in enumerate(self.ix.nodes)  # Conv / MatMul written as QLinear*
+                            if self.form == "qoperator" and node.domain in STANDARD_DOMAINS
+                            and node.op_type in ("Conv", "MatMul") and self._qlinear_reason(node) is None}
         self.integer_ops = {i for i, node in enumerate(self.ix.nodes) if self._runs_on_integers(i, node)}
         self.integer_ops |= self._storage_only(inner)
         self.contrib = self._contrib_ops()
@@ -431,6 +435,14 @@ class _Lowering:
         zero_point = self._convention_name(name, "zero_point")
         self.extra_inputs += [helper.make_tensor_value_info(scale, expressed.data_type, dims),
                               helper.make_tensor_value_info(zero_point, qtype.storage_type.data_type, dims)]
+        # the zero point is optional (absent means all 0): an all-zero initializer of its name makes the graph
+        # input an overridable default (IR >= 4); an unknown parameter count leaves it required
+        if None in dims:
+            self.result.notes.append(
+                f"tensor {name!r}: its number of zero points is not known (dimension {qtype.axis} has no static "
+                f"size), so {zero_point!r} has no all-zero default and must be fed")
+        else:
+            self.initializers.append(numpy_helper.from_array(np.zeros(dims, qtype.storage_type.np_dtype), zero_point))
         if expressed.name != qtype.expressed:  # computed in float32 inside
             wide = self.names.fresh(f"{name}_scale_float32")
             self.nodes.append(helper.make_node("Cast", [scale], [wide], name=self.node_names.fresh(f"{name}_scale_to_float32"),
@@ -594,7 +606,7 @@ class _Lowering:
         if qtype.is_dynamic:
             self._check_dynamic_boundary(i, node, tensor)
             return
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
         try:
             given = read_parameters(
@@ -628,7 +640,7 @@ class _Lowering:
         if self.form != "qoperator" or node.domain not in STANDARD_DOMAINS:
             return False
         if node.op_type in ("Conv", "MatMul"):
-            return self._qlinear_reason(node) is None or self._integer_reason(node) is None
+            return i in self.qlinear_ops or self._integer_reason(node) is None
         linked = links(node)
         if not linked or not all(n in self.types and not self.types[n].is_dynamic for n in linked):
             return False
@@ -666,7 +678,7 @@ class _Lowering:
             return "per-channel weight zero points differ (onnxruntime's QLinearConv requires one value)"
         if len(node.input) > 2 and node.input[2]:
             bias = self.types.get(node.input[2])
-            expected = _bias_of(x, w)
+            expected = bias_type(x, w, axis=None if w.axis is None else 0, validate=True)
             if bias is None or not metadata.same_parameters(bias, expected):
                 return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
         return None
@@ -702,7 +714,7 @@ class _Lowering:
         quantize_dynamic writes (None: it can): the input is a DynamicQuantizeLinear's output, the weight another
         one or a static per-tensor int8 / uint8 type (a MatMul weight also per column); the output and any bias stay
         float. (Two static operands have QLinear operators or QDQ: lift reads this form back only so.)"""
-        if len(node.input) < 2 or (len(node.input) > 2 and node.input[2]) or not node.output:
+        if (len(node.input) > 2 and node.input[2]) or not node.output:
             return "a bias input (quantize_dynamic adds it after the scaling)"
         if not all(n in self.types for n in node.input[:2]) or node.output[0] in self.types:
             return "not two quantized operands with a float output"
@@ -733,7 +745,7 @@ class _Lowering:
         base = node.name or out
         product, acc = self.names.fresh(f"{base}_quant_scales_mul"), self.names.fresh(f"{out}_output_quantized")
         wide = self.names.fresh(f"{acc}_cast_output")
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         op = "ConvInteger" if node.op_type == "Conv" else "MatMulInteger"
         ins = [self.integer_name[node.input[0]], self.integer_name[node.input[1]], a_zp or "", b_zp or ""]
         fresh = self.node_names.fresh
@@ -751,7 +763,7 @@ class _Lowering:
         ins += list(self._parameters_with_zero(out))
         if node.op_type == "Conv" and len(node.input) > 2 and node.input[2]:
             ins.append(self.integer_name[node.input[2]])
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = attributes(node)
         op = "QLinearConv" if node.op_type == "Conv" else "QLinearMatMul"
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
         self.nodes.append(helper.make_node(op, ins, [self.integer_name[out]], name=name, **attrs))
@@ -806,7 +818,7 @@ class _Lowering:
             elif i in self.contrib:
                 self._emit_contrib(i, node)
             elif i in self.integer_ops and node.op_type in ("Conv", "MatMul"):
-                if self._qlinear_reason(node) is None:
+                if i in self.qlinear_ops:
                     self._emit_qlinear(i, node)
                 else:
                     self._emit_integer(node)
@@ -827,10 +839,9 @@ class _Lowering:
         self._walk()
         self._convention_outputs()
         graph = self.graph
-        for node in self.nodes:  # the mark says which kernel the original ran; the lowered nodes say it themselves
-            metadata.drop_contrib(node)
         del graph.node[:]
         graph.node.extend(self.nodes)  # first: the declarations inside kept subgraphs are made plain there
+        metadata.drop_contrib(self.model)  # the mark says which kernel the original ran; the lowered nodes say it
         kept_meta = self._declarations()
         graph.input.extend(self.extra_inputs)
         graph.output.extend(self.extra_outputs)
@@ -1118,12 +1129,6 @@ def range_bounds(qtype: QType) -> tuple[np.ndarray, np.ndarray]:
     assert qtype.storage_min is not None and qtype.storage_max is not None
     ends = np.sort(dequantize(np.array([qtype.storage_min, qtype.storage_max], np.int64), qtype))  # scale < 0 swaps
     return np.asarray(ends[0], dtype=dtype), np.asarray(ends[1], dtype=dtype)
-
-
-def _bias_of(x: QType, w: QType) -> QType:
-    """The bias type QLinearConv implies: int32, scale x_scale * w_scale in float32, zero point 0."""
-    scales = bias_scales(x.scale, w.scale)
-    return QType("int32", scales, [0] * len(scales), axis=0 if w.axis is not None else None, expressed="float32")
 
 
 def _metadata_for(qtype: QType) -> dict[str, str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container
 from onnx import NodeProto, helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
-from onnx_qtypes.interop.qoperator import MICROSOFT, bias_scales, gemm_b_axis, triples
+from onnx_qtypes.interop.qoperator import MICROSOFT, bias_type, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
 
 QLINEAR_STORAGE = ("int8", "uint8")  # what QLinearConv / QLinearMatMul and onnxruntime's QLinear* kernels take
@@ -77,8 +77,7 @@ def _qgemm_reason(node: NodeProto, types: dict[str, QType]) -> str | None:
     if reason := _operand_problem("QGemm", [a]) or _operand_problem("QGemm", [b], (None, gemm_b_axis(2, attrs))):
         return reason
     if len(node.input) == 3 and node.input[2]:
-        bias, scales = types.get(node.input[2]), bias_scales(a.scale, b.scale)
-        expected = QType("int32", scales, [0] * len(scales), axis=None if b.axis is None else 0, validate=False)
+        bias, expected = types.get(node.input[2]), bias_type(a, b, axis=None if b.axis is None else 0)
         if bias is None or not metadata.same_parameters(bias, expected):
             return "the bias is not int32 with scale = A scale * B scale (float32) and zero point 0"
     out = types.get(node.output[0])

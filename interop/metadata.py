@@ -22,7 +22,7 @@ metadata, and only when everything else agrees.
 from __future__ import annotations
 
 from google.protobuf import json_format
-from onnx import ModelProto, NodeProto, ValueInfoProto
+from onnx import AttributeProto, ModelProto, NodeProto, ValueInfoProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.qtype import QType
@@ -71,13 +71,22 @@ def mark_contrib(node: NodeProto, op_type: str) -> NodeProto:
 
 
 def contrib_origin(node: NodeProto) -> str | None:
-    """The com.microsoft op type ``node`` was lifted from (None: it was not)."""
-    return next((p.value for p in node.metadata_props if p.key == CONTRIB_KEY), None)
+    """The com.microsoft op type ``node`` was lifted from (None: it was not; an empty mark names nothing)."""
+    return next((p.value for p in node.metadata_props if p.key == CONTRIB_KEY and p.value), None)
 
 
-def drop_contrib(node: NodeProto) -> NodeProto:
-    _remove(node, CONTRIB_KEY)
-    return node
+def drop_contrib(model: ModelProto) -> None:
+    """Every node's mark out of ``model``, in subgraphs and model-local functions too: the lowered nodes say which
+    kernel they run themselves, and a mark lower does not act on (it reads main-graph ones) must not travel on."""
+    pending = [model.graph.node, *(f.node for f in model.functions)]
+    while pending:
+        for node in pending.pop():
+            _remove(node, CONTRIB_KEY)
+            for attr in node.attribute:
+                if attr.type == AttributeProto.GRAPH:
+                    pending.append(attr.g.node)
+                elif attr.type == AttributeProto.GRAPHS:
+                    pending.extend(g.node for g in attr.graphs)
 
 
 # On a model lift wrote from a QOperator / quantize_dynamic file ("qoperator") or a MatMulNBits one ("matmulnbits"),

@@ -22,6 +22,7 @@ import numpy as np
 from onnx import NodeProto
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, QONNX_DOMAINS, STANDARD_DOMAINS, attributes
+from onnx_qtypes.proto.qtype import QType
 
 # (rank, attributes) -> axis of a per-axis scale; an operand without a rule takes a per-tensor scale only
 AxisRule = Optional[Callable[[Optional[int], dict], Optional[int]]]
@@ -82,6 +83,15 @@ def gemm_b_axis(rank: int | None, attrs: dict[str, object]) -> int | None:
 def bias_scales(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float]) -> list[float]:
     """An int32 bias's scale, a * b computed in float32, as runtimes and onnxruntime's quantizer compute it."""
     return [float(v) for v in (np.asarray(a, np.float32) * np.asarray(b, np.float32)).astype(np.float64)]
+
+
+def bias_type(a: QType, b: QType, axis: int | None, expressed: str | int = "float32", validate: bool = False) -> QType:
+    """The int32 bias a product of ``a`` and ``b`` implies (QLinearConv, QGemm, a lifted Conv / MatMul / Gemm): scale
+    ``bias_scales(a.scale, b.scale)``, zero point 0; per tensor (``axis`` None: the first scale) or along ``axis``."""
+    scales = bias_scales(a.scale, b.scale)
+    if axis is None:
+        scales = scales[:1]
+    return QType("int32", scales, [0] * len(scales), axis=axis, expressed=expressed, validate=validate)
 
 
 def _unary(float_op: str, **kwargs) -> Spec:

@@ -28,7 +28,7 @@ from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, STANDARD_DOMAINS, Grap
 from onnx_qtypes.interop.parameter_screen import screen
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
-from onnx_qtypes.interop.qoperator import Context, Spec, bias_scales, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.interop.qoperator import Context, Spec, bias_type, looks_quantized, operands, refusal, spec_for
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
@@ -190,15 +190,12 @@ def _bias_type(ix: GraphIndex, i: int, bias: str, spec: Spec, read: list[QType])
     a, b = (read[k] for k in spec.bias.factors)
     if ix.elem_type(bias) not in (None, 6):
         raise Unrecognized(f"{ix.label(i)}: bias {bias!r} is not int32")
-    scales = bias_scales(a.scale, b.scale) if len(a.scale) == 1 or len(a.scale) == len(b.scale) else None
-    if scales is None or a.axis is not None:
+    if not (len(a.scale) == 1 or len(a.scale) == len(b.scale)) or a.axis is not None:
         raise Unrecognized(f"{ix.label(i)}: bias scale of {bias!r} is not a per-channel product")
-    per_axis = read[spec.bias.axis_from].axis is not None and len(scales) > 1
+    per_axis = read[spec.bias.axis_from].axis is not None and max(len(a.scale), len(b.scale)) > 1
     shape = ix.shape(bias)
     axis = (len(shape) - 1 if shape else 0) if per_axis else None
-    if not per_axis:
-        scales = scales[:1]
-    return QType("int32", scales, [0] * len(scales), axis=axis, expressed=a.expressed_type.data_type, validate=False)
+    return bias_type(a, b, axis, expressed=a.expressed_type.data_type)
 
 
 def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:

@@ -213,3 +213,51 @@ def test_a_float_output_qgemm_lifts_to_dequantized_operands_and_stays_so():
     assert not _contrib(result.model)
     (note,) = [n for n in result.notes if "read from QGemm" in n]
     assert "its operands are dequantized before it" in note
+
+
+def _marks(model: onnx.ModelProto) -> list[str]:
+    """Every node's mark value, in subgraphs and model-local functions too."""
+    found, pending = [], [model.graph.node, *(f.node for f in model.functions)]
+    while pending:
+        for node in pending.pop():
+            found += [p.value for p in node.metadata_props if p.key == CONTRIB_KEY]
+            pending += [a.g.node for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+    return found
+
+
+def test_a_mark_in_a_subgraph_or_a_local_function_is_not_copied_into_the_lowered_model():
+    """lower acts on main-graph marks only; one elsewhere must not reach the output as if it described a node."""
+    typed = lift_model(_binary("Add", NEAR_TIES["Add"])).model
+    marked = helper.make_node("Identity", ["f"], ["t"])
+    marked.metadata_props.add(key=CONTRIB_KEY, value="QLinearAdd")
+    inner = onnx.NodeProto()
+    inner.CopyFrom(marked)
+    inner.output[0] = "e"
+    typed.graph.node.append(helper.make_node(
+        "If", ["cond"], ["h"],
+        then_branch=helper.make_graph([marked], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])]),
+        else_branch=helper.make_graph([inner], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])))
+    body = helper.make_node("Identity", ["x"], ["y"])
+    body.metadata_props.add(key=CONTRIB_KEY, value="QLinearMul")
+    typed.functions.append(helper.make_function("local", "Copy", ["x"], ["y"], [body],
+                                                [helper.make_opsetid("", 21)]))
+    typed.opset_import.append(helper.make_opsetid("local", 1))
+    typed.graph.node.append(helper.make_node("Copy", ["f"], ["g"], domain="local"))
+    typed.graph.input.extend([helper.make_tensor_value_info("f", TensorProto.FLOAT, [2]),
+                              helper.make_tensor_value_info("cond", TensorProto.BOOL, [])])
+    typed.graph.output.extend([helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("g", "h")])
+    assert sorted(_marks(typed)) == ["QLinearAdd", "QLinearAdd", "QLinearAdd", "QLinearMul"]
+    lowered = lower_model(typed, form="qoperator")
+    assert lowered.contrib_nodes == 1 and _contrib(lowered.model) == {"QLinearAdd": 1}
+    assert _marks(lowered.model) == []
+
+
+def test_an_empty_mark_is_no_mark():
+    typed = lift_model(_binary("Add", NEAR_TIES["Add"])).model
+    [mark] = [p for p in typed.graph.node[0].metadata_props if p.key == CONTRIB_KEY]
+    mark.value = ""
+    assert contrib_origin(typed.graph.node[0]) is None
+    lowered = lower_model(typed, form="qoperator")
+    assert lowered.contrib_nodes == 0 and not _contrib(lowered.model)
+    assert not [n for n in lowered.notes if "read from" in n]
+    assert _marks(lowered.model) == []

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, lower, set_qtype
 from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.interop.lower import lower_model
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 
@@ -117,6 +118,42 @@ def test_dynamic_graph_inputs_and_outputs_follow_the_calling_convention(expresse
             assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
         assert float(want["z.scale"]) == want["z"].qtype.scale[0]
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_a_dynamic_input_s_zero_point_is_optional_in_the_lowered_model(axis):
+    """semantics.md#calling-convention: x.zero_point absent means all 0. lower writes an all-zero initializer of
+    that name, so onnxruntime runs without the feed (zero point 0) and a fed value overrides it."""
+    model = _dynamic_add()
+    set_qtype(model, "x", QType("int8", expressed="float32", schema="asymmetric", axis=axis))
+    count = () if axis is None else (3,)
+    x = np.array([[1, -5, 7], [100, 3, -128]], np.int8)
+    base = {"x": x, "c": np.array([[1, 5, 7], [10, 3, -12]], np.int8),
+            "x.scale": np.full(count, 0.125, np.float32)}
+    lowered = lower(model)
+    [default] = [t for t in lowered.graph.initializer if t.name == "x.zero_point"]
+    assert "x.zero_point" in [i.name for i in lowered.graph.input]
+    np.testing.assert_array_equal(numpy_helper.to_array(default), np.zeros(count, np.int8))
+    names = ["y", "z"]
+    without = run_onnxruntime(lowered, base, optimize=False)
+    fed = {**base, "x.zero_point": np.full(count, -11, np.int8)}
+    with_zp = run_onnxruntime(lowered, fed, optimize=False)
+    for feeds, got in ((base, without), (fed, with_zp)):
+        want = dict(zip(names, ReferenceEvaluator(model).run(names, feeds)))
+        for name in names:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert not np.array_equal(without["y"], with_zp["y"])  # the feed took effect
+
+
+def test_a_dynamic_input_with_an_unknown_zero_point_count_keeps_its_zero_point_required():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 0, [2, "n"])],
+                   [helper.make_tensor_value_info("y", 0, [2, "n"])])
+    set_qtype(model, "x", QType("int8", expressed="float32", schema="asymmetric", axis=1))
+    set_qtype(model, "y", QType("int8", 0.5, 0))
+    result = lower_model(model)
+    assert "x.zero_point" in [i.name for i in result.model.graph.input]
+    assert "x.zero_point" not in [t.name for t in result.model.graph.initializer]
+    assert any("'x.zero_point' has no all-zero default and must be fed" in note for note in result.notes)
 
 
 def _if_model(body_op: str) -> onnx.ModelProto:
