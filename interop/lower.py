@@ -38,7 +38,8 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
   only per tensor (a Clip before its QuantizeLinear);
 - dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
-  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides; or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides; or reals
+  quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
   ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
   int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
   DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
@@ -66,8 +67,8 @@ from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, num
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
-from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names, attributes,
-                                      has_subgraph, node_label)
+from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names,
+                                      attributes, has_subgraph, node_label)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
 from onnx_qtypes.interop.qoperator import bias_type
@@ -128,7 +129,8 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str | None = None
 
     A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
     ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
-    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"reals"`` makes it a float input quantized by its schema. A graph output of a
+    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"reals"`` makes it a
+    float input quantized by its schema. A graph output of a
     dynamic type gets graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside its storage.
 
     Warnings (valid output that onnxruntime cannot run) are issued as
