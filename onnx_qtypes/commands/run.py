@@ -43,8 +43,8 @@ from numpy.lib import format as npy_format
 from onnx_qtypes.proto.reader import read_model
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file, standard_output
+from onnx_qtypes.proto.storage_types import SUB_BYTE_WIDENED
 
-_WIDE = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
 _NPY_MAGIC = b"\x93NUMPY"
 _READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 
@@ -159,8 +159,8 @@ def read_inputs(path: str, specs: Sequence[Any]) -> dict[str, np.ndarray]:
 
 def _plain(value: Any) -> np.ndarray:
     array = np.asarray(value)
-    if array.dtype.name in _WIDE:
-        return array.astype(_WIDE[array.dtype.name])
+    if array.dtype.name in SUB_BYTE_WIDENED:  # .npz has no sub-byte dtypes: held widened, as the suite's files
+        return array.astype(SUB_BYTE_WIDENED[array.dtype.name])
     if array.dtype.name == "bfloat16":
         return array.astype(np.float32)
     return np.asarray(array.view(np.ndarray))
