@@ -48,16 +48,16 @@ def screen(ix: GraphIndex, domains: frozenset[str]) -> dict[int, Screened]:
     candidates = []
     scale_names: dict[str, None] = {}
     zero_point_names: dict[str, None] = {}
-    for i, node in enumerate(ix.nodes):
-        op_type = node.op_type
-        if op_type not in QDQ_OPS or node.domain not in domains:
+    node_inputs, node_outputs, node_domains = ix.node_inputs, ix.node_outputs, ix.domains  # (the index read them)
+    for i, op_type in enumerate(ix.op_types):
+        if op_type not in QDQ_OPS or node_domains[i] not in domains:
             continue
-        inputs = node.input[:]
+        inputs = node_inputs[i]
         if len(inputs) != 3 or not all(inputs):
             continue
-        output = node.output[0] if node.output else ""
+        output = node_outputs[i][0] if node_outputs[i] else ""
         axis = 1  # the operators' default
-        attributes = node.attribute
+        attributes = ix.nodes[i].attribute
         if attributes:  # the only attribute of the plain form: an integer axis
             if len(attributes) != 1 or attributes[0].name != "axis" or attributes[0].type != AttributeProto.INT:
                 continue
