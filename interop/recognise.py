@@ -234,7 +234,7 @@ class _Classes:
         self.parent: dict[str, str] = {}
 
     def find(self, name: str) -> str:
-        parent = self.parent.setdefault(name, name)
+        parent = self.parent.get(name, name)  # (a name never joined is its own root: not stored)
         if parent != name:
             root = self.find(parent)
             self.parent[name] = root
@@ -284,9 +284,11 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             ops[i] = op
 
     classes = _Classes()
+    passes_seen = False
     for op in ops.values():
         if op.kind == "pass":
             classes.union(list(op.ports.values()))
+            passes_seen = True
     evidence: dict[str, list[Evidence]] = defaultdict(list)
     for op in ops.values():
         for ev in op.evidence:
@@ -298,12 +300,13 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     ops_of: dict[str, set[int]] = defaultdict(set)
     active: dict[int, QuantOp] = {}
     for i, op in ops.items():
-        roots = {classes.find(t) for t in op.ports.values()}
-        if roots & quantized:
+        ports = op.ports.values()
+        roots = [classes.find(t) for t in ports]
+        if not quantized.isdisjoint(roots):
             active[i] = op
-            for t in op.ports.values():
-                members[classes.find(t)].add(t)
-                ops_of[classes.find(t)].add(i)
+            for t, root in zip(ports, roots):
+                members[root].add(t)
+                ops_of[root].add(i)
 
     warnings: list[str] = []
     pinned: set[str] = set()
@@ -324,11 +327,12 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
         found = [(c, ("in", j)) for c, j in ix.consumers.get(tensor, ())]
         if tensor in ix.producer and not ix.is_constant(tensor):  # a Constant holds storage, like an initializer
             p = ix.producer[tensor]
-            found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
+            found.append((p, ("out", ix.node_outputs[p].index(tensor))))
         return found
 
     warnings.extend(f"{reason}; left as it was" for reason in opaque.values() if reason)
-    roots = sorted(quantized, key=lambda r: min(ev.node for ev in evidence[r]))  # model order, for stable reports
+    # model order, for stable reports (each class's evidence is appended in node order: its first is its earliest)
+    roots = sorted(quantized, key=lambda r: evidence[r][0].node)
     for root in roots:
         try:
             _check_agreement(ix, evidence[root])
@@ -352,7 +356,7 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
                     pin(root, culprit, f"{ix.label(node_index)} "
                         + (f"is left ({left[node_index]})" if node_index in left else f"uses {t!r} as plain integers"))
         qtype = evidence[root][0].qtype
-        passes = sorted(i for i in ops_of[root] if active[i].kind == "pass")
+        passes = sorted(i for i in ops_of[root] if active[i].kind == "pass") if passes_seen else []
         if passes and qtype.axis is not None:
             pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was",
                 f"{ix.label(passes[0])} moves a {qtype.granularity} tensor")
@@ -390,7 +394,7 @@ def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
     """Raise when two nodes give one tensor (or one class) different parameters."""
     first = evidence[0]
     for ev in evidence[1:]:
-        if ev.qtype != first.qtype:
+        if ev.qtype is not first.qtype and ev.qtype != first.qtype:  # (a Q / DQ pair shares one QType)
             a, b = describe_difference(first.qtype, ev.qtype)
             same = ev.tensor == first.tensor
             raise MalformedQDQError(
