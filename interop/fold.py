@@ -58,6 +58,11 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
         if name not in inserted_by_lower:
             inserted_by_lower[name] = any(metadata.inserted_by_lower(nodes[i]) for i in writers[name])
         return inserted_by_lower[name]
+
+    def written_for(inputs: list[str]) -> bool:
+        """Whether ``lower`` wrote every DQ a node reading ``inputs`` reads (the node then welcomes float activations
+        and float results: asked only when it has one)."""
+        return all(inserted(name) for name in inputs if name in source)
     types = dict(types)
     removed: set[int] = set()
     rename: dict[str, str] = {}
@@ -82,9 +87,8 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
         inputs = node_inputs[i]
         if source.keys().isdisjoint(inputs):
             continue
-        written_for_it = all(inserted(name) for name in inputs if name in source)  # float activations welcome
-        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False or written_for_it
-                   for name in inputs):
+        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False
+                   for name in inputs) and not written_for(inputs):
             continue
         outputs: list[tuple[int, list[int]]] = []
         output_names = node_outputs[i]
@@ -94,7 +98,7 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
             qs = quantizers(name)
             if qs is not None:
                 outputs.append((k, qs))
-            elif ix.is_float(name) is not False and not written_for_it:
+            elif ix.is_float(name) is not False and not written_for(inputs):
                 break  # a float value read as float elsewhere: the DQs stay as boundary ops
             # else a float result of quantized inputs (a final MatMul) that lower wrote with DQs of its own
         else:
