@@ -11,6 +11,7 @@ ops), and ``fold`` turns every such group into one typed operator.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from onnx import NodeProto, TensorProto, helper
 
@@ -39,13 +40,20 @@ class Expanded:
 class _Expander:
     def __init__(self, ix: GraphIndex, rec: Recognition) -> None:
         self.ix, self.rec = ix, rec
+        self.out = Expanded([], [], {}, set(), {})
+        self.dequantized: dict[str, str] = {}
+
+    # made when a node is first rewritten (a plain QDQ graph has none to rewrite: nothing to gather)
+    @functools.cached_property
+    def names(self) -> Names:
         # stale declarations do not block a name: onnxruntime's QOperator models still declare the float
         # tensors ("conv_out") whose integer twins ("conv_out_quantized") replaced them; reusing the name
         # keeps its declared shape and lets calibration statistics keyed by it find the tensor
-        self.names = Names(ix.tensor_names())
-        self.node_names = Names({n.name for n in ix.nodes if n.name})
-        self.out = Expanded([], [], {}, set(), {})
-        self.dequantized: dict[str, str] = {}
+        return Names(self.ix.tensor_names())
+
+    @functools.cached_property
+    def node_names(self) -> Names:
+        return Names({n.name for n in self.ix.nodes if n.name})
 
     def dequantize(self, tensor: str) -> str:
         if tensor in self.dequantized:

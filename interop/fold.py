@@ -42,20 +42,27 @@ class Folded:
 
 def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], types: dict[str, QType]) -> Folded:
     nodes = ix.nodes
+    # the nodes' fields as the index read them: a Q / DQ node is never rewritten here, and another node only once it
+    # has been read (its inputs are read again at the end, as rewritten)
+    node_inputs, node_outputs = ix.node_inputs, ix.node_outputs
     writers: dict[str, list[int]] = {}  # DQ output -> the DQ nodes writing it
     source: dict[str, str] = {}  # DQ output -> integer input
     for i, r in roles.items():
         if r == "dq":
-            node = nodes[i]
-            out = node.output[0]
+            out = node_outputs[i][0]
             writers.setdefault(out, []).append(i)
-            source[out] = node.input[0]
+            source[out] = node_inputs[i][0]
     inserted_by_lower: dict[str, bool] = {}  # DQ output -> whether ``lower`` wrote it (read when first asked)
 
     def inserted(name: str) -> bool:
         if name not in inserted_by_lower:
             inserted_by_lower[name] = any(metadata.inserted_by_lower(nodes[i]) for i in writers[name])
         return inserted_by_lower[name]
+
+    def written_for(inputs: list[str]) -> bool:
+        """Whether ``lower`` wrote every DQ a node reading ``inputs`` reads (the node then welcomes float activations
+        and float results: asked only when it has one)."""
+        return all(inserted(name) for name in inputs if name in source)
     types = dict(types)
     removed: set[int] = set()
     rename: dict[str, str] = {}
@@ -70,29 +77,28 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
         found = [c for c, j in readers if roles.get(c) == "q" and j == 0]
         if not readers or len(found) != len(readers) or name in ix.output_set or name in ix.outer_refs:
             return None
-        kinds = {types[nodes[q].output[0]] for q in found}
-        outputs = [q for q in found if nodes[q].output[0] in ix.output_set]
-        return found if len(kinds) == 1 and len(outputs) <= 1 else None
+        one_kind = len(found) == 1 or len({types[node_outputs[q][0]] for q in found}) == 1
+        outputs = [q for q in found if node_outputs[q][0] in ix.output_set]
+        return found if one_kind and len(outputs) <= 1 else None
 
     for i, node in enumerate(nodes):
-        if i in roles or node.domain not in STANDARD_DOMAINS or has_subgraph(node):
+        if i in roles or ix.domains[i] not in STANDARD_DOMAINS or (ix.has_subgraphs and has_subgraph(node)):
             continue
-        inputs = node.input[:]  # (read once: the node's fields are read below again and again)
+        inputs = node_inputs[i]
         if source.keys().isdisjoint(inputs):
             continue
-        written_for_it = all(inserted(name) for name in inputs if name in source)  # float activations welcome
-        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False or written_for_it
-                   for name in inputs):
+        if not all(not name or name in source or ix.is_constant(name) or ix.is_float(name) is False
+                   for name in inputs) and not written_for(inputs):
             continue
         outputs: list[tuple[int, list[int]]] = []
-        output_names = node.output[:]
+        output_names = node_outputs[i]
         for k, name in enumerate(output_names):
             if not name:
                 continue
             qs = quantizers(name)
             if qs is not None:
                 outputs.append((k, qs))
-            elif ix.is_float(name) is not False and not written_for_it:
+            elif ix.is_float(name) is not False and not written_for(inputs):
                 break  # a float value read as float elsewhere: the DQs stay as boundary ops
             # else a float result of quantized inputs (a final MatMul) that lower wrote with DQs of its own
         else:
@@ -103,7 +109,7 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
                     node.input[j] = source[name]
             for k, qs in outputs:
                 float_name = output_names[k]
-                q_outputs = [nodes[q].output[0] for q in qs]
+                q_outputs = [node_outputs[q][0] for q in qs]
                 keep = [o for q, o in zip(qs, q_outputs) if o in ix.output_set] or [
                     o for q, o in zip(qs, q_outputs) if q in keep_output_name
                 ]
@@ -123,11 +129,11 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
     for i, role in roles.items():
         if role != "dq":
             continue
-        out = nodes[i].output[0]
+        out = node_outputs[i][0]
         still_read = len(ix.consumers.get(out, [])) - rewired.get(out, 0)
         if still_read <= 0 and out not in ix.output_set and out not in ix.outer_refs:
             removed.add(i)
-            aliases[out] = rename.get(nodes[i].input[0], nodes[i].input[0])
+            aliases[out] = rename.get(node_inputs[i][0], node_inputs[i][0])
     kept = []
     for i, node in enumerate(nodes):
         if i in removed:

@@ -149,7 +149,13 @@ class GraphIndex:
         self.graph = graph
         self.pointer = pointer
         self.opset = opset  # the model's default-domain opset, when the caller knows it
-        self.nodes: list[NodeProto] = list(graph.node)
+        nodes = self.nodes = list(graph.node)
+        # each node's fields as read here, the state producer and consumers describe (a step that rewrites a node reads
+        # the node itself): every protobuf field read once, in one pass per field, for the steps reading them again
+        self.op_types: list[str] = [node.op_type for node in nodes]
+        self.domains: list[str] = [node.domain for node in nodes]
+        self.node_inputs: list[list[str]] = [node.input[:] for node in nodes]
+        self.node_outputs: list[list[str]] = [node.output[:] for node in nodes]
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         self.inputs = [vi.name for vi in graph.input]
         self.outputs = [vi.name for vi in graph.output]
@@ -161,16 +167,18 @@ class GraphIndex:
         self.has_subgraphs = False  # whether a node holds a graph (If, Loop, Scan)
         self._constant_nodes: dict[str, NodeProto] = {}
         consumers, producer = self.consumers, self.producer
-        for i, node in enumerate(self.nodes):  # (the loop every lift step pays for: protobuf read once per field)
-            for j, name in enumerate(node.input[:]):
+        for i, inputs in enumerate(self.node_inputs):
+            for j, name in enumerate(inputs):
                 if name:
                     consumers[name].append((i, j))
-            outputs = node.output[:]
+        for i, outputs in enumerate(self.node_outputs):
             for name in outputs:
                 if name:
                     producer[name] = i
-            if outputs and node.op_type == "Constant" and node.domain in STANDARD_DOMAINS:
-                self._constant_nodes[outputs[0]] = node
+        for i, op_type in enumerate(self.op_types):
+            if op_type == "Constant" and self.node_outputs[i] and self.domains[i] in STANDARD_DOMAINS:
+                self._constant_nodes[self.node_outputs[i][0]] = nodes[i]
+        for node in nodes:
             attributes = node.attribute
             if attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):  # has_subgraph, its fields read once
                 self.outer_refs.update(_subgraph_names(node))
@@ -207,9 +215,9 @@ class GraphIndex:
     def _passed_constant(self, name: str) -> TensorProto | None:
         """The value an Identity or Cast of a constant writes, when the Cast changes no value."""
         p = self.producer.get(name)
-        node = None if p is None else self.nodes[p]
-        if node is None or node.domain not in STANDARD_DOMAINS or node.op_type not in PASSED_CONSTANT_OPS:
+        if p is None or self.domains[p] not in STANDARD_DOMAINS or self.op_types[p] not in PASSED_CONSTANT_OPS:
             return None
+        node = self.nodes[p]
         if not node.input or not node.input[0] or list(node.output) != [name] or name in self.outer_refs:
             return None
         source = self.constant_tensor(node.input[0])

@@ -12,7 +12,6 @@ is left to ``recognise_node``, so that read_parameters alone says what is wrong 
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -48,16 +47,16 @@ def screen(ix: GraphIndex, domains: frozenset[str]) -> dict[int, Screened]:
     candidates = []
     scale_names: dict[str, None] = {}
     zero_point_names: dict[str, None] = {}
-    for i, node in enumerate(ix.nodes):
-        op_type = node.op_type
-        if op_type not in QDQ_OPS or node.domain not in domains:
+    node_inputs, node_outputs, node_domains = ix.node_inputs, ix.node_outputs, ix.domains  # (the index read them)
+    for i, op_type in enumerate(ix.op_types):
+        if op_type not in QDQ_OPS or node_domains[i] not in domains:
             continue
-        inputs = node.input[:]
+        inputs = node_inputs[i]
         if len(inputs) != 3 or not all(inputs):
             continue
-        output = node.output[0] if node.output else ""
+        output = node_outputs[i][0] if node_outputs[i] else ""
         axis = 1  # the operators' default
-        attributes = node.attribute
+        attributes = ix.nodes[i].attribute
         if attributes:  # the only attribute of the plain form: an integer axis
             if len(attributes) != 1 or attributes[0].name != "axis" or attributes[0].type != AttributeProto.INT:
                 continue
@@ -116,21 +115,23 @@ def _read(ix: GraphIndex, names: dict[str, None], data_types: frozenset[int], *,
     ``encoding.tensor_array`` reads it), at most a few per tensor; with ``finite_nonzero``, only those whose every
     value is finite and non-zero."""
     initializers, inputs = ix.initializers, ix.input_set
+    itemsizes = {data_type: byte_dtype(data_type).itemsize for data_type in data_types}
     by_type: dict[int, list[tuple[str, bytes, int]]] = {}
     for name in names:
         tensor = initializers.get(name)
         if tensor is None or name in inputs:
             continue
         data_type = tensor.data_type
-        if data_type not in data_types:
+        itemsize = itemsizes.get(data_type)
+        if itemsize is None:
             continue
         dims = tensor.dims[:]
         raw = tensor.raw_data
         if (len(dims) > 1 or not raw or tensor.data_location == TensorProto.EXTERNAL or tensor.HasField("segment")
                 or tensor.int32_data):  # (int32_data besides raw_data: a zero point read_parameters judges there)
             continue
-        count = math.prod(dims)
-        if count > REFERENCE_THRESHOLD or len(raw) != count * byte_dtype(data_type).itemsize:
+        count = dims[0] if dims else 1
+        if count > REFERENCE_THRESHOLD or len(raw) != count * itemsize:
             continue
         by_type.setdefault(data_type, []).append((name, raw, len(dims)))
     found: dict[str, _Values] = {}

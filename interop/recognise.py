@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -231,7 +232,7 @@ class _Classes:
         self.parent: dict[str, str] = {}
 
     def find(self, name: str) -> str:
-        parent = self.parent.setdefault(name, name)
+        parent = self.parent.get(name, name)  # (a name never joined is its own root: not stored)
         if parent != name:
             root = self.find(parent)
             self.parent[name] = root
@@ -281,26 +282,39 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             ops[i] = op
 
     classes = _Classes()
+    passes_seen = False
     for op in ops.values():
         if op.kind == "pass":
             classes.union(list(op.ports.values()))
+            passes_seen = True
+    # An op takes part when it touches a quantized class: an op with evidence always does (each tensor it gives
+    # evidence of is one of its ports), a "pass" / "use" op only when a class it touches is quantized (known once
+    # every op's evidence is in). So each class's members include every tensor its evidence names.
     evidence: dict[str, list[Evidence]] = defaultdict(list)
-    for op in ops.values():
-        for ev in op.evidence:
-            evidence[classes.find(ev.tensor)].append(ev)
-    quantized = set(evidence)
-
-    # An op takes part when it touches a quantized class ("pass" / "use" ops are ordinary otherwise).
     members: dict[str, set[str]] = defaultdict(set)
     ops_of: dict[str, set[int]] = defaultdict(set)
     active: dict[int, QuantOp] = {}
+    without_evidence = []
     for i, op in ops.items():
-        roots = {classes.find(t) for t in op.ports.values()}
-        if roots & quantized:
+        if not op.evidence:
+            without_evidence.append((i, op))
+            continue
+        active[i] = op
+        for ev in op.evidence:
+            evidence[classes.find(ev.tensor)].append(ev)
+        for t in op.ports.values():
+            root = classes.find(t)
+            members[root].add(t)
+            ops_of[root].add(i)
+    quantized = set(evidence)
+    for i, op in without_evidence:
+        ports = op.ports.values()
+        roots = [classes.find(t) for t in ports]
+        if not quantized.isdisjoint(roots):
             active[i] = op
-            for t in op.ports.values():
-                members[classes.find(t)].add(t)
-                ops_of[classes.find(t)].add(i)
+            for t, root in zip(ports, roots):
+                members[root].add(t)
+                ops_of[root].add(i)
 
     warnings: list[str] = []
     pinned: set[str] = set()
@@ -317,15 +331,16 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
         if why:
             warnings.append(why)
 
-    def uses(tensor: str) -> list[tuple[int, tuple[str, int]]]:
-        found = [(c, ("in", j)) for c, j in ix.consumers.get(tensor, ())]
-        if tensor in ix.producer and not ix.is_constant(tensor):  # a Constant holds storage, like an initializer
-            p = ix.producer[tensor]
-            found.append((p, ("out", list(ix.nodes[p].output).index(tensor))))
-        return found
+    def uses(tensor: str) -> Iterator[tuple[int, tuple[str, int]]]:
+        for c, j in ix.consumers.get(tensor, ()):
+            yield c, ("in", j)
+        p = ix.producer.get(tensor)
+        if p is not None and not ix.is_constant(tensor):  # a Constant holds storage, like an initializer
+            yield p, ("out", ix.node_outputs[p].index(tensor))
 
     warnings.extend(f"{reason}; left as it was" for reason in opaque.values() if reason)
-    roots = sorted(quantized, key=lambda r: min(ev.node for ev in evidence[r]))  # model order, for stable reports
+    # model order, for stable reports (each class's evidence is appended in node order: its first is its earliest)
+    roots = sorted(quantized, key=lambda r: evidence[r][0].node)
     for root in roots:
         try:
             _check_agreement(ix, evidence[root])
@@ -335,7 +350,8 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             problems.append(exc)
             pin(root, None, f"its parameters are malformed ({exc.rule or 'QT307'})")  # the problem is the report
     for root in roots:
-        for t in sorted(members[root] | {ev.tensor for ev in evidence[root]}):
+        tensors = members[root]
+        for t in sorted(tensors) if len(tensors) > 1 else tensors:
             if t in ix.outer_refs:
                 pin(root, f"tensor {t!r} is used inside a subgraph; it and its quantization nodes are left as they were",
                     f"{t!r} is used inside a subgraph")
@@ -349,7 +365,7 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
                     pin(root, culprit, f"{ix.label(node_index)} "
                         + (f"is left ({left[node_index]})" if node_index in left else f"uses {t!r} as plain integers"))
         qtype = evidence[root][0].qtype
-        passes = sorted(i for i in ops_of[root] if active[i].kind == "pass")
+        passes = sorted(i for i in ops_of[root] if active[i].kind == "pass") if passes_seen else []
         if passes and qtype.axis is not None:
             pin(root, f"{ix.label(passes[0])} moves a {qtype.granularity} tensor; left as it was",
                 f"{ix.label(passes[0])} moves a {qtype.granularity} tensor")
@@ -368,8 +384,9 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
 
     types: dict[str, QType] = {}
     for root in (r for r in roots if r not in pinned):
-        for t in members[root] | {ev.tensor for ev in evidence[root]}:
-            types[t] = evidence[root][0].qtype
+        qtype = evidence[root][0].qtype
+        for t in members[root]:
+            types[t] = qtype
     lifted = {i: op for i, op in active.items() if all(t in types for t in op.ports.values())}
     return Recognition(lifted, types, warnings, problems, left)
 
@@ -387,7 +404,7 @@ def _check_agreement(ix: GraphIndex, evidence: list[Evidence]) -> None:
     """Raise when two nodes give one tensor (or one class) different parameters."""
     first = evidence[0]
     for ev in evidence[1:]:
-        if ev.qtype != first.qtype:
+        if ev.qtype is not first.qtype and ev.qtype != first.qtype:  # (a Q / DQ pair shares one QType)
             a, b = describe_difference(first.qtype, ev.qtype)
             same = ev.tensor == first.tensor
             raise MalformedQDQError(
