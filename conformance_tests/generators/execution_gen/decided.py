@@ -9,6 +9,12 @@ import numpy as np
 
 from .common import Spec, far_from_ties
 
+# how a dynamic graph input is fed (semantics.md#dynamic-binding): the case's note, its feature tag
+_FED = {"storage": ("fed as storage with x.scale and x.zero_point", "dynamic-input-storage"),
+        "storage-without-zero-point": ("fed as storage with x.scale only: the optional x.zero_point absent means 0",
+                                       "dynamic-input-storage"),
+        "reals": ("fed as reals, quantized by its schema", "dynamic-input-reals")}
+
 
 def _decided(rm):
     from onnx import TensorProto  # noqa: PLC0415
@@ -25,19 +31,19 @@ def _decided(rm):
             x = QType("int8", expressed=g.expressed)
             c = QType("int8", 2.0 ** -4, 9, expressed=g.expressed)
             y = QType("int8", 2.0 ** -3, -4, expressed=g.expressed)
-            if fed_as == "storage":
+            if fed_as.startswith("storage"):
                 feeds = {"x": g.rng.integers(-128, 128, (2, 3, 4)).astype(np.int8),
                          "x.scale": np.asarray(3 * 2.0 ** -6, np.float32), "x.zero_point": np.asarray(-11, np.int8)}
+                if fed_as == "storage-without-zero-point":  # optional: absent means 0 (semantics.md §3)
+                    del feeds["x.zero_point"]
             else:
                 reals = g.rng.normal(0.5, 2.0, (2, 3, 4)).astype(np.float32)
                 for _ in range(3):
                     reals = far_from_ties(reals, dynamic_parameters(reals, x))
                 feeds = {"x": reals}
             return Spec("Add", [T("x", (2, 3, 4), x), T("c", (2, 3, 4), c)], [T("y", (2, 3, 4), y)], {},
-                        anchor="dynamic-binding", feeds=feeds, features=("dynamic", f"dynamic-input-{fed_as}"),
-                        qdq="lower-reals" if fed_as == "reals" else "lower",
-                        note=f"a dynamic graph input fed as {fed_as}"
-                             + (" with x.scale and x.zero_point" if fed_as == "storage" else ", quantized by its schema"))
+                        anchor="dynamic-binding", feeds=feeds, features=("dynamic", _FED[fed_as][1]),
+                        qdq="lower-reals" if fed_as == "reals" else "lower", note=f"a dynamic graph input {_FED[fed_as][0]}")
         return build
 
     def dynamic_output(g, v):
@@ -106,6 +112,8 @@ def _decided(rm):
 
     return [
         ("dynamic-graph-input-storage-int8-float32", "int8", "float32", "dynamic", dynamic_input("storage")),
+        ("dynamic-graph-input-storage-without-zero-point-int8-float32", "int8", "float32", "dynamic",
+         dynamic_input("storage-without-zero-point")),
         ("dynamic-graph-input-reals-int8-float32", "int8", "float32", "dynamic", dynamic_input("reals")),
         ("dynamic-graph-output-int8-float32", "int8", "float32", "dynamic", dynamic_output),
         ("matmul-accumulator-exceeds-int32-int16-int8-float32", "int16", "float32", "per-tensor", accumulator),
