@@ -101,8 +101,9 @@ class ModelFileBackend:
 
 def fed_inputs(graph: onnx.GraphProto) -> list[str]:
     """The graph inputs a caller feeds, in order. An input an initializer also names is an overridable default
-    (IR >= 4), but tract and IREE's importer read it as a constant and take no argument for it: its feed is not
-    applied (a case that feeds another value there fails, which is what those runtimes compute)."""
+    (IR >= 4), but IREE's importer reads it as a constant and takes no argument for it (OpenVINO gives it no port;
+    tract's runner is handed the same list): its feed is not applied (a case that feeds another value there fails,
+    which is what those runtimes compute)."""
     constants = {i.name for i in graph.initializer}
     return [v.name for v in graph.input if v.name not in constants]
 

@@ -38,8 +38,8 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   (Cast, Div, Round, Add, Clip, Cast: QuantizeLinear cannot write int32); a narrowed range on a computed tensor
   only per tensor (a Clip before its QuantizeLinear);
 - dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
-  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides; or reals
-  quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
+  inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides, when its
+  shape is static; or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
   ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
   int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
   DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
@@ -440,11 +440,16 @@ class _Lowering:
         # the zero point is optional (absent means all 0): an all-zero initializer of its name makes the graph
         # input an overridable default (IR >= 4); an unknown parameter count leaves it required
         if None in dims:
+            shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
             self.result.notes.append(
-                f"tensor {name!r}: its number of zero points is not known (dimension {qtype.axis} has no static "
-                f"size), so {zero_point!r} has no all-zero default and must be fed")
+                f"tensor {name!r}: its zero points' shape {shown} is not static, so {zero_point!r} has no "
+                "all-zero default and must be fed")
         else:
             self.initializers.append(numpy_helper.from_array(np.zeros(dims, qtype.storage_type.np_dtype), zero_point))
+            self.result.notes.append(
+                f"tensor {name!r}: {zero_point!r} is optional, an all-zero initializer of its name its default; "
+                "a runtime that reads that initializer as a constant ignores a fed zero point (OpenVINO 2026.4, "
+                "IREE 3.13: conformance_tests/results/deviations.json, kind 'zero point handling')")
         if expressed.name != qtype.expressed:  # computed in float32 inside
             wide = self.names.fresh(f"{name}_scale_float32")
             self.nodes.append(helper.make_node("Cast", [scale], [wide], name=self.node_names.fresh(f"{name}_scale_to_float32"),

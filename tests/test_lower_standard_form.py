@@ -130,7 +130,9 @@ def test_a_dynamic_input_s_zero_point_is_optional_in_the_lowered_model(axis):
     x = np.array([[1, -5, 7], [100, 3, -128]], np.int8)
     base = {"x": x, "c": np.array([[1, 5, 7], [10, 3, -12]], np.int8),
             "x.scale": np.full(count, 0.125, np.float32)}
-    lowered = lower(model)
+    result = lower_model(model)
+    lowered = result.model
+    assert any(note.startswith("tensor 'x': 'x.zero_point' is optional") for note in result.notes), result.notes
     [default] = [t for t in lowered.graph.initializer if t.name == "x.zero_point"]
     assert "x.zero_point" in [i.name for i in lowered.graph.input]
     np.testing.assert_array_equal(numpy_helper.to_array(default), np.zeros(count, np.int8))
@@ -153,7 +155,18 @@ def test_a_dynamic_input_with_an_unknown_zero_point_count_keeps_its_zero_point_r
     result = lower_model(model)
     assert "x.zero_point" in [i.name for i in result.model.graph.input]
     assert "x.zero_point" not in [t.name for t in result.model.graph.initializer]
-    assert any("'x.zero_point' has no all-zero default and must be fed" in note for note in result.notes)
+    assert "tensor 'x': its zero points' shape [?] is not static, so 'x.zero_point' has no all-zero default and " \
+           "must be fed" in result.notes
+
+
+def test_a_blocked_dynamic_input_names_the_unknown_dimension_of_its_zero_points():
+    """Blocked along axis 1 of ["n", 4]: the parameters are [n, 2], unknown in dimension 0, not the type's axis."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", 0, ["n", 4])],
+                   [helper.make_tensor_value_info("y", 0, ["n", 4])])
+    set_qtype(model, "x", QType("int8", expressed="float32", schema="asymmetric", axis=1, block_size=2))
+    set_qtype(model, "y", QType("int8", 0.5, 0))
+    notes = lower_model(model).notes
+    assert any("its zero points' shape [?, 2] is not static" in note for note in notes), notes
 
 
 def _if_model(body_op: str) -> onnx.ModelProto:
