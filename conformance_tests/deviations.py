@@ -293,12 +293,18 @@ def _entry_id(path: Path, index: int) -> str:
     return f"{shown}#deviations[{index}]"
 
 
+_GLOB = re.compile(r"[*?\[]")  # what makes a case pattern match more than one id (fnmatch)
+
+
 def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, suite_ids: Iterable[str],
                   selected_ids: Iterable[str], explained: Iterable[Deviation]) -> list[str]:
     """Notes on the entries for this backend and version that do nothing: a case pattern that names no case of the
     suite, or an entry that lists cases of this run but explained none of its failures (they pass now, or fail
-    in another way than its ``outcomes``)."""
+    in another way than its ``outcomes``). In a run of part of the suite (``-k``, ``--tags``) only the cases an entry
+    names exactly count: a pattern such as '*' with a message is a kind of failure any case may show, and a part
+    of the suite that shows none says nothing about it."""
     suite_ids, selected_ids = sorted(set(suite_ids)), sorted(set(selected_ids))
+    whole = selected_ids == suite_ids
     used = {d.where for d in explained}
     notes = []
     for d in deviations:
@@ -308,7 +314,8 @@ def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, s
         if dead:
             notes.append(f"{d.where}: {', '.join(map(repr, dead[:5]))}{' ...' if len(dead) > 5 else ''} "
                          "name(s) no case of the suite")
-        listed = [i for i in selected_ids if any(fnmatch.fnmatchcase(i, p) for p in d.cases)]
+        patterns = d.cases if whole else [p for p in d.cases if not _GLOB.search(p)]
+        listed = [i for i in selected_ids if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
         if listed and d.where not in used:
             notes.append(f"{d.where} lists {len(listed)} case(s) of this run (e.g. {listed[0]}) but explained no "
                          "failure: they pass now, or fail otherwise than its outcomes say")
