@@ -448,7 +448,7 @@ class _Lowering:
             self.initializers.append(numpy_helper.from_array(np.zeros(dims, qtype.storage_type.np_dtype), zero_point))
             self.result.notes.append(
                 f"tensor {name!r}: {zero_point!r} is optional, an all-zero initializer of its name its default; "
-                "a runtime that reads that initializer as a constant ignores a fed zero point (OpenVINO 2026.4, "
+                "a runtime that reads that initializer as a constant cannot take a fed zero point (OpenVINO 2026.4, "
                 "IREE 3.13: conformance_tests/results/deviations.json, kind 'zero point handling')")
         if expressed.name != qtype.expressed:  # computed in float32 inside
             wide = self.names.fresh(f"{name}_scale_float32")
