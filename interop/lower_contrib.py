@@ -27,6 +27,8 @@ def contrib_reason(node: NodeProto, op_type: str, types: dict[str, QType]) -> st
     spec = MICROSOFT.get(op_type)
     if spec is None or spec.float_op != node.op_type or node.domain not in STANDARD_DOMAINS:
         return f"it is a {node.op_type}, which {op_type} does not compute"
+    if others := sorted(set(attributes(node)) - spec.takes - spec.implied):  # onnxruntime refuses the model
+        return f"attribute(s) {', '.join(others)}, which {op_type} does not take"
     if spec.bias is not None:
         return _qgemm_reason(node, types)
     plain = node.input[:len(spec.plain)]
@@ -105,7 +107,7 @@ def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: 
     if spec.bias is not None and bias and bias[0]:
         slots[spec.bias.data] = integer(bias[0])
     inputs = [slots.get(i, "") for i in range(max(slots) + 1)]
-    attrs = attributes(node)
+    attrs = {k: v for k, v in attributes(node).items() if k in spec.takes}  # (contrib_reason: the rest is implied)
     if "opset" in spec.drop:
         attrs["opset"] = opset
     return helper.make_node(op_type, inputs, [integer(out) if out in types else out], name=name, domain=MS_DOMAIN,

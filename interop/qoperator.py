@@ -57,6 +57,10 @@ class Spec:
     variadic: bool = False  # QLinearConcat: (tensor, scale, zero point) triples after the output pair
     plain: tuple[int, ...] = ()  # inputs the float operator reads as they are, first (QLinearWhere's condition)
     scales_operand: tuple[str, int] | None = None  # (attribute, operand): a factor folded into that operand's scales
+    # the attributes the com.microsoft op takes (onnxruntime 1.32's contrib schemas); lower writes back no other, and
+    # of the float operator's others only ``implied`` ones, which ``refuse`` holds to the value the op implies
+    takes: frozenset[str] = frozenset()
+    implied: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +106,9 @@ def _binary(float_op: str) -> Spec:
     return Spec(float_op, (Operand(0, 1, 2), Operand(3, 4, 5)), (6, 7))
 
 
+_POOL = frozenset({"auto_pad", "ceil_mode", "channels_last", "count_include_pad", "kernel_shape", "pads", "strides"})
+
+
 def _channels_last(attrs: dict[str, object], context: Context) -> str | None:
     return "channels_last=1 has no standard float operator" if attrs.get("channels_last", 0) else None
 
@@ -143,11 +150,12 @@ MICROSOFT: dict[str, Spec] = {
     "QLinearAdd": _binary("Add"),
     "QLinearMul": _binary("Mul"),
     "QLinearSigmoid": _unary("Sigmoid"),
-    "QLinearLeakyRelu": _unary("LeakyRelu"),
-    "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax),
-    "QLinearAveragePool": _unary("AveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last),
-    "QLinearGlobalAveragePool": _unary("GlobalAveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last),
-    "QLinearConcat": Spec("Concat", (), (0, 1), variadic=True),
+    "QLinearLeakyRelu": _unary("LeakyRelu", takes=frozenset({"alpha"})),
+    "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax, takes=frozenset({"axis", "opset"})),
+    "QLinearAveragePool": _unary("AveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last, takes=_POOL),
+    "QLinearGlobalAveragePool": _unary("GlobalAveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last,
+                                       takes=frozenset({"channels_last"})),
+    "QLinearConcat": Spec("Concat", (), (0, 1), variadic=True, takes=frozenset({"axis"})),
     "QGemm": Spec(
         "Gemm",
         (Operand(0, 1, 2), Operand(3, 4, 5, gemm_b_axis)),
@@ -157,6 +165,8 @@ MICROSOFT: dict[str, Spec] = {
         drop=frozenset({"alpha"}),
         refuse=_qgemm,
         scales_operand=("alpha", 1),
+        takes=frozenset({"alpha", "transA", "transB"}),
+        implied=frozenset({"beta"}),
     ),
     # condition (plain bool), X triple, Y triple, output pair (onnxruntime's quantizer, operators/where.py)
     "QLinearWhere": Spec("Where", (Operand(1, 2, 3), Operand(4, 5, 6)), (7, 8), plain=(0,)),

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper, version_converter
 from onnx_qtypes.interop import lift_model, lower_model
 from onnx_qtypes.interop.metadata import CONTRIB_KEY, contrib_origin
 from onnx_qtypes.proto import write_qtype
+from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 from onnx_qtypes import QType, quantized_tensors
 from tests.corpus import run_onnxruntime
@@ -261,3 +262,43 @@ def test_an_empty_mark_is_no_mark():
     assert lowered.contrib_nodes == 0 and not _contrib(lowered.model)
     assert not [n for n in lowered.notes if "read from" in n]
     assert _marks(lowered.model) == []
+
+
+def _pool(**attrs) -> onnx.ModelProto:
+    """A typed AveragePool marked as lifted from QLinearAveragePool, with the given attributes."""
+    graph = helper.make_graph(
+        [helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "h", "w"])])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+    write_qtype(model.graph.input[0], QType("uint8", 2.0 ** -4, 120))
+    write_qtype(model.graph.output[0], QType("uint8", 2.0 ** -5, 110))
+    model.graph.node[0].metadata_props.add(key=CONTRIB_KEY, value="QLinearAveragePool")
+    return model
+
+
+def test_an_attribute_the_contrib_op_does_not_take_keeps_the_node_in_qdq():
+    """QLinearAveragePool has no dilations: written back, onnxruntime would refuse the model (INVALID_GRAPH)."""
+    feeds = {"x": np.random.default_rng(5).integers(0, 256, size=(1, 2, 6, 6)).astype(np.uint8)}
+    plain = lower_model(_pool(), form="qoperator")
+    assert _contrib(plain.model) == {"QLinearAveragePool": 1}
+    dilated_typed = _pool(dilations=[2, 2])
+    dilated = lower_model(dilated_typed, form="qoperator")
+    assert not _contrib(dilated.model) and dilated.contrib_nodes == 0
+    (note,) = [n for n in dilated.notes if "read from QLinearAveragePool" in n]
+    assert "attribute(s) dilations, which QLinearAveragePool does not take" in note
+    for typed, lowered in ((_pool(), plain), (dilated_typed, dilated)):  # both run, and compute the typed model
+        (want,) = ReferenceEvaluator(typed).run(["y"], feeds)
+        np.testing.assert_array_equal(run_onnxruntime(lowered.model, feeds, optimize=False)["y"], want)
+
+
+def test_a_typed_gemm_with_beta_1_is_written_as_qgemm_without_beta():
+    """QGemm has no beta (it adds the bias once): beta=1 is what it implies, and writing it would make onnxruntime
+    refuse the model."""
+    typed = lift_model(_qgemm(float_output=False, per_column=True)).model
+    gemm = next(n for n in typed.graph.node if n.op_type == "Gemm")
+    gemm.attribute.append(helper.make_attribute("beta", 1.0))
+    lowered = lower_model(typed)
+    (node,) = lowered.model.graph.node
+    assert node.op_type == "QGemm" and "beta" not in [a.name for a in node.attribute]
+    assert _same_on_onnxruntime(lowered.model, _qgemm(float_output=False, per_column=True))
