@@ -85,9 +85,13 @@ def _graph_problems(graph: onnx.GraphProto, where: str, outer: dict[str, str], m
 
 
 def _untyped_attributes(node: onnx.NodeProto, prefix: str) -> Iterator[str]:
+    """Attributes without a type on ``node`` and on the nodes of its subgraphs (an If / Loop in a function body)."""
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.UNDEFINED:  # onnx.reference cannot read it (KeyError 0)
             yield f"{prefix}{_node_label(node)}: attribute {attr.name!r} has no type; set AttributeProto.type"
+    for name, graph in _subgraphs(node):
+        for inner in graph.node:
+            yield from _untyped_attributes(inner, f"{prefix}{_node_label(node)} {name}: ")
 
 
 def single_assignment_problems(model: onnx.ModelProto) -> list[str]:

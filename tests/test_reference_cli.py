@@ -338,6 +338,17 @@ def _relu_model(**change):
                                                     [helper.make_opsetid("", 21)]))
         model.opset_import.append(helper.make_opsetid("local", 1))
         model.graph.node[0].CopyFrom(helper.make_node("F", ["x"], ["y"], name="call", domain="local"))
+    if "function_if_untyped_attribute" in change:  # ... inside an If's branch in the function's body
+        inner = helper.make_node("Relu", ["fx"], ["t"], name="inner")
+        inner.attribute.add(name="alpha")
+        branch = helper.make_graph([inner], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+        other = helper.make_graph([helper.make_node("Identity", ["fx"], ["e"])], "else", [],
+                                  [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+        body = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.BOOL, [], [True])),
+                helper.make_node("If", ["c"], ["fy"], name="choose", then_branch=branch, else_branch=other)]
+        model.functions.append(helper.make_function("local", "F", ["fx"], ["fy"], body, [helper.make_opsetid("", 21)]))
+        model.opset_import.append(helper.make_opsetid("local", 1))
+        model.graph.node[0].CopyFrom(helper.make_node("F", ["x"], ["y"], name="call", domain="local"))
     return model
 
 
@@ -349,7 +360,10 @@ def _relu_model(**change):
     ({"short_node": True}, "node 'short' (DequantizeLinear): Node(short) with schema(::DequantizeLinear:21) has input "
                            "size 1 not in range"),
     ({"function_untyped_attribute": True}, "in function local.F: node 'inner' (Relu): attribute 'alpha' has no type"),
-], ids=["dangling-input", "dangling-output", "untyped-attribute", "input-count", "untyped-attribute-in-function"])
+    ({"function_if_untyped_attribute": True}, "in function local.F: node 'choose' (If) then_branch: node 'inner' "
+                                              "(Relu): attribute 'alpha' has no type"),
+], ids=["dangling-input", "dangling-output", "untyped-attribute", "input-count", "untyped-attribute-in-function",
+        "untyped-attribute-in-a-function-s-if"])
 def test_graphs_onnx_reference_cannot_run_are_refused_before_running(tmp_path, capsys, change, fragment):
     path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
     path.write_bytes(_relu_model(**change).SerializeToString())
