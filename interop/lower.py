@@ -685,7 +685,7 @@ class _Lowering:
             return "per-channel weight zero points differ (onnxruntime's QLinearConv requires one value)"
         if len(node.input) > 2 and node.input[2]:
             bias = self.types.get(node.input[2])
-            expected = bias_type(x, w, axis=None if w.axis is None else 0, validate=True)
+            expected = bias_type(x, w, axis=None if w.axis is None else 0)
             if bias is None or not metadata.same_parameters(bias, expected):
                 return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
         return None

@@ -89,13 +89,15 @@ def bias_scales(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[
     return [float(v) for v in (np.asarray(a, np.float32) * np.asarray(b, np.float32)).astype(np.float64)]
 
 
-def bias_type(a: QType, b: QType, axis: int | None, expressed: str | int = "float32", validate: bool = False) -> QType:
+def bias_type(a: QType, b: QType, axis: int | None, expressed: str | int = "float32") -> QType:
     """The int32 bias a product of ``a`` and ``b`` implies (QLinearConv, QGemm, a lifted Conv / MatMul / Gemm): scale
-    ``bias_scales(a.scale, b.scale)``, zero point 0; per tensor (``axis`` None: the first scale) or along ``axis``."""
+    ``bias_scales(a.scale, b.scale)``, zero point 0; per tensor (``axis`` None: the first scale) or along ``axis``.
+    Not validated: the float32 product of two tiny scales may be 0, and the callers compare it with a type (or the
+    checker reports it), which an exception here would turn into an unlocated error."""
     scales = bias_scales(a.scale, b.scale)
     if axis is None:
         scales = scales[:1]
-    return QType("int32", scales, [0] * len(scales), axis=axis, expressed=expressed, validate=validate)
+    return QType("int32", scales, [0] * len(scales), axis=axis, expressed=expressed, validate=False)
 
 
 def _unary(float_op: str, **kwargs) -> Spec:

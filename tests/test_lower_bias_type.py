@@ -64,3 +64,15 @@ def test_qgemm_only_for_the_bias_of_scale_a_times_b(per_column):
     result = lower_model(typed)
     assert result.contrib_nodes == 0
     assert any("the bias is not int32 with scale = A scale * B scale" in note for note in result.notes), result.notes
+
+
+def test_operand_scales_whose_product_underflows_leave_the_conv_in_qdq():
+    """x_scale * w_scale = 2^-160 is 0 in float32: no QLinearConv bias can have that scale, so the Conv is lowered as
+    QDQ (it used to end in an unlocated 'scale 0.0 must be finite and non-zero')."""
+    typed = _conv(1.0, per_axis=False)
+    for name, qtype in (("x", QType("uint8", 2.0 ** -80, 3)), ("w", QType("int8", 2.0 ** -80, 0)),
+                        ("b", QType("int32", 2.0 ** -100, 0))):
+        set_qtype(typed, name, qtype)
+    lowered = lower_model(typed, form="qoperator").model
+    assert "QLinearConv" not in [n.op_type for n in lowered.graph.node]
+    assert "Conv" in [n.op_type for n in lowered.graph.node]
