@@ -188,7 +188,17 @@ def _kind_problem(spec: InputSpec, dtype: np.dtype, names: Sequence[str]) -> str
         if _float_storage_dtype(qtype) is not None:
             return f"quantized type {qtype} takes its storage values as {qtype.storage} (ml_dtypes), got {dtype} values"
         return f"quantized type {qtype} takes its storage integers ({qtype.storage}), got {dtype} values"
-    if qtype is not None:
+    if qtype is not None:  # dynamic: reals alone, or storage with its companions (semantics.md#calling-convention)
+        companions = [n for n in (f"{spec.name}.scale", f"{spec.name}.zero_point") if n in names]
+        float_dtype = _float_storage_dtype(qtype)
+        if float_dtype is not None and f"{spec.name}.scale" in names:  # float storage beside its scale
+            if dtype in (float_dtype, _saved_as(float_dtype)):
+                return None
+            return (f"its type {qtype} is dynamic: beside {spec.name}.scale it takes its storage values as "
+                    f"{qtype.storage} (ml_dtypes), got {dtype} values")
+        if got == "f" and companions:  # reals are quantized by the schema: the parameters fed would be ignored
+            return (f"its type {qtype} is dynamic: {dtype} values are reals, quantized by its schema, so "
+                    f"{' and '.join(companions)} would be ignored; feed storage with them, or the reals alone")
         if got == "f":
             return None
         if got in "iu" and f"{spec.name}.scale" in names:
@@ -281,10 +291,13 @@ def check_values(spec: InputSpec, value: np.ndarray, *, companions: bool = False
     ``companions``: a dynamic input is fed as storage integers with ``.scale`` / ``.zero_point``.
     """
     qtype = spec.qtype
+    float_dtype = None if qtype is None else _float_storage_dtype(qtype)
+    if qtype is not None and qtype.is_dynamic and companions and float_dtype is not None:  # .npz bytes: its values
+        return value.view(float_dtype) if value.dtype == _saved_as(float_dtype) else value
     if qtype is not None and not (qtype.is_dynamic and companions):
         if qtype.is_dynamic:
             return _exactly(spec, value, qtype.expressed_type.np_dtype, f"{spec.describe()}")
-        if (float_dtype := _float_storage_dtype(qtype)) is not None:  # every value of the type is storable
+        if float_dtype is not None:  # every value of the type is storable
             return value.view(float_dtype) if value.dtype == _saved_as(float_dtype) else value
         lo, hi = qtype.storage_min, qtype.storage_max
         assert lo is not None and hi is not None

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -372,3 +373,15 @@ def test_graphs_onnx_reference_cannot_run_are_refused_before_running(tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "internal error" not in err[0] and fragment in err[0], err
     assert not outputs.exists()
+
+
+def test_a_dynamic_float8_input_fed_as_storage_from_an_npz(tmp_path):
+    """An .npz keeps float8 values as raw bytes (|V1): beside x.scale they are the input's storage, as the evaluator
+    takes ml_dtypes values (0.5 * [-4, 1.5, 6], relu, steps of 0.25)."""
+    model = typed_model("Relu", [T("x", (3,), QType("float8e4m3fn", schema="symmetric"))],
+                        [T("y", (3,), QType("int8", 0.25, 0))])
+    path, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    save(model, path)
+    np.savez(inputs, x=np.array([-4, 1.5, 6], ml_dtypes.float8_e4m3fn), **{"x.scale": np.float32(0.5)})
+    assert main(["run", str(path), "--inputs", str(inputs), "--outputs", str(outputs)]) == 0
+    assert np.load(outputs)["y"].tolist() == [0, 3, 12]

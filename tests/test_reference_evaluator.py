@@ -231,6 +231,23 @@ def test_a_dynamic_float8_input_fed_as_storage_takes_its_scale_not_its_own_range
         ev.run(None, {"x": x, "x.scale": np.float32(0.5), "x.zero_point": np.zeros((), np.float32)})
 
 
+def test_a_dynamic_input_refuses_feeds_whose_parameters_it_would_ignore():
+    """Reals are quantized by the schema, so x.scale / x.zero_point beside them would be dropped silently; float8
+    storage given as integer codes would be read as numbers (56 for the code of 1.0)."""
+    model = typed_model("Relu", [T("x", (3,), QType("int8", schema="asymmetric"))], [T("y", (3,), QType("int8", 0.25, 0))])
+    reals = np.array([1.0, -2.0, 3.5], np.float32)
+    with pytest.raises(EvaluationError, match=r"input 'x'.*float32 values are reals, quantized by its schema, so "
+                                              r"x.scale and x.zero_point would be ignored"):
+        ReferenceEvaluator(model).run(None, {"x": reals, "x.scale": np.float32(100), "x.zero_point": np.int8(5)})
+    assert ReferenceEvaluator(model).run(None, {"x": reals})[0].tolist() == [4, 0, 14]  # reals alone: quantized
+    f8 = typed_model("Relu", [T("x", (3,), QType("float8e4m3fn", schema="symmetric"))],
+                     [T("y", (3,), QType("int8", 0.25, 0))])
+    codes = np.array([-4, 1.5, 6], ml_dtypes.float8_e4m3fn).view(np.uint8)
+    with pytest.raises(EvaluationError, match=r"input 'x'.*beside x.scale it takes its storage values as "
+                                              r"float8e4m3fn \(ml_dtypes\), got uint8 values"):
+        ReferenceEvaluator(f8).run(None, {"x": codes, "x.scale": np.float32(0.5)})
+
+
 def test_a_dynamic_input_s_zero_points_are_one_per_scale():
     model = typed_model("Relu", [T("x", (3,), QType("int8", schema="asymmetric"))], [T("y", (3,), QType("int8", 0.25, 0))])
     feeds = {"x": np.array([1, 2, 3], np.int8), "x.scale": np.float32(0.5), "x.zero_point": np.array([1, 2], np.int8)}
