@@ -68,7 +68,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names,
-                                      attributes, has_subgraph, node_label)
+                                      attributes, default_opset, has_subgraph, node_label)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
 from onnx_qtypes.interop.qoperator import bias_type
@@ -711,7 +711,7 @@ class _Lowering:
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
         # QLinearSoftmax computes the Softmax of the version it names: the typed model's, whatever opset the lowered
         # model is converted to afterwards (Softmax flattens before 13)
-        opset = next((o.version for o in self.model.opset_import if o.domain in STANDARD_DOMAINS), 1)
+        opset = default_opset(self.model) or 1
         self.nodes.append(contrib_node(node, op_type, self.types, self.integer_name.__getitem__,
                                        self._parameters_with_zero, name, opset))
         self.result.contrib_nodes += 1

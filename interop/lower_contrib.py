@@ -25,7 +25,9 @@ QLINEAR_STORAGE = ("int8", "uint8")  # what QLinearConv / QLinearMatMul and onnx
 def contrib_reason(node: NodeProto, op_type: str, types: dict[str, QType]) -> str | None:
     """Why ``node``, lifted from com.microsoft ``op_type``, cannot be written back as that op (None: it can)."""
     spec = MICROSOFT.get(op_type)
-    if spec is None or spec.float_op != node.op_type or node.domain not in STANDARD_DOMAINS:
+    if spec is None:  # a hand-edited mark
+        return f"{op_type} is not a com.microsoft operator lower writes back"
+    if spec.float_op != node.op_type or node.domain not in STANDARD_DOMAINS:
         return f"it is a {node.op_type}, which {op_type} does not compute"
     if others := sorted(set(attributes(node)) - spec.takes - spec.implied):  # onnxruntime refuses the model
         return f"attribute(s) {', '.join(others)}, which {op_type} does not take"

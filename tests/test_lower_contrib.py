@@ -302,3 +302,17 @@ def test_a_typed_gemm_with_beta_1_is_written_as_qgemm_without_beta():
     (node,) = lowered.model.graph.node
     assert node.op_type == "QGemm" and "beta" not in [a.name for a in node.attribute]
     assert _same_on_onnxruntime(lowered.model, _qgemm(float_output=False, per_column=True))
+
+
+@pytest.mark.parametrize("mark, reason", [
+    ("QLinearConv", "QLinearConv is not a com.microsoft operator lower writes back"),
+    ("QLinearMul", "it is a Add, which QLinearMul does not compute"),
+])
+def test_a_hand_edited_mark_is_written_as_qdq_with_its_reason(mark, reason):
+    typed = lift_model(_binary("Add", NEAR_TIES["Add"])).model
+    [prop] = [p for p in typed.graph.node[0].metadata_props if p.key == CONTRIB_KEY]
+    prop.value = mark
+    lowered = lower_model(typed, form="qoperator")
+    assert lowered.contrib_nodes == 0 and not _contrib(lowered.model)
+    (note,) = [n for n in lowered.notes if f"read from {mark}" in n]
+    assert reason in note
