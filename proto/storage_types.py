@@ -81,9 +81,17 @@ STORAGE_TYPES: dict[str, StorageType] = {
 }
 STORAGE_BY_DATA_TYPE = {s.data_type: s for s in STORAGE_TYPES.values()}
 # Sub-byte integer storage (ml_dtypes' int4 / uint4 / int2 / uint2 arrays) as feeds, outputs and test data sets
-# hold it: each value widened to int8 / uint8 (semantics.md#calling-convention), keyed by numpy's dtype name.
+# hold it: each value widened to int8 / uint8 (semantics.md#calling-convention), keyed by storage name (which is
+# ml_dtypes' dtype name).
 SUB_BYTE_WIDENED: dict[str, np.dtype] = {s.name: np.dtype(np.int8 if s.min < 0 else np.uint8)
                                          for s in STORAGE_TYPES.values() if s.bits < 8 and not s.is_float}
+
+
+def widen(array: np.ndarray) -> np.ndarray:
+    """Sub-byte storage (onnx's int4 / uint4 / int2 / uint2 numpy types) as int8 / uint8; anything else as is."""
+    array = np.asarray(array)
+    wide = SUB_BYTE_WIDENED.get(array.dtype.name)
+    return array.astype(wide) if wide is not None else array
 
 EXPRESSED_TYPES: dict[str, ExpressedType] = {
     e.name: e

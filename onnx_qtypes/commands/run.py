@@ -43,7 +43,7 @@ from numpy.lib import format as npy_format
 from onnx_qtypes.proto.reader import read_model
 from onnx_qtypes.proto.errors import MalformedExtensionError, QTypesError
 from onnx_qtypes.proto.files import atomic_write, refuse_overwrite, require_regular_file, standard_output
-from onnx_qtypes.proto.storage_types import SUB_BYTE_WIDENED
+from onnx_qtypes.proto.storage_types import widen
 
 _NPY_MAGIC = b"\x93NUMPY"
 _READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
@@ -158,9 +158,7 @@ def read_inputs(path: str, specs: Sequence[Any]) -> dict[str, np.ndarray]:
 
 
 def _plain(value: Any) -> np.ndarray:
-    array = np.asarray(value)
-    if array.dtype.name in SUB_BYTE_WIDENED:  # .npz has no sub-byte dtypes: held widened, as the suite's files
-        return array.astype(SUB_BYTE_WIDENED[array.dtype.name])
+    array = widen(value)  # .npz has no sub-byte dtypes: held widened, as the suite's files
     if array.dtype.name == "bfloat16":
         return array.astype(np.float32)
     return np.asarray(array.view(np.ndarray))
