@@ -6,6 +6,7 @@ when the committed file drifts from the registry.
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import sys
 
@@ -69,4 +70,12 @@ def main(target: pathlib.Path = RULES_MD) -> pathlib.Path:
 
 
 if __name__ == "__main__":
-    print(main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else RULES_MD))
+    parser = argparse.ArgumentParser(description="Write proposal/rules.md from the registered rules.")
+    parser.add_argument("target", nargs="?", type=pathlib.Path, default=RULES_MD, help="where (default: %(default)s)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the target is stale")
+    args = parser.parse_args()
+    if args.check:
+        stale = not args.target.exists() or args.target.read_text(encoding="utf-8") != render_rules_md()
+        print(f"{args.target} is stale: run python checker/docs.py" if stale else f"{args.target} is up to date")
+        sys.exit(1 if stale else 0)
+    print(main(args.target))
