@@ -300,11 +300,11 @@ def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, s
                   selected_ids: Iterable[str], explained: Iterable[Deviation]) -> list[str]:
     """Notes on the entries for this backend and version that do nothing: a case pattern that names no case of the
     suite, or an entry that lists cases of this run but explained none of its failures (they pass now, or fail
-    in another way than its ``outcomes``). In a run of part of the suite (``-k``, ``--tags``) only the cases an entry
-    names exactly count: a pattern such as '*' with a message is a kind of failure any case may show, and a part
-    of the suite that shows none says nothing about it."""
+    in another way than its ``outcomes``). In a run of part of the suite (``-k``, ``--tags``) a pattern counts only
+    when the run holds every case it matches: '*' with a message is a kind of failure any case may show, and a
+    part of the suite that shows none says nothing about it, while ``-k conv`` holds all of ``conv-*``."""
     suite_ids, selected_ids = sorted(set(suite_ids)), sorted(set(selected_ids))
-    whole = selected_ids == suite_ids
+    selected = set(selected_ids)
     used = {d.where for d in explained}
     notes = []
     for d in deviations:
@@ -314,7 +314,8 @@ def stale_entries(deviations: Iterable[Deviation], backend: str, version: str, s
         if dead:
             notes.append(f"{d.where}: {', '.join(map(repr, dead[:5]))}{' ...' if len(dead) > 5 else ''} "
                          "name(s) no case of the suite")
-        patterns = d.cases if whole else [p for p in d.cases if not _GLOB.search(p)]
+        patterns = [p for p in d.cases if not _GLOB.search(p)
+                    or all(i in selected for i in suite_ids if fnmatch.fnmatchcase(i, p))]
         listed = [i for i in selected_ids if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
         if listed and d.where not in used:
             notes.append(f"{d.where} lists {len(listed)} case(s) of this run (e.g. {listed[0]}) but explained no "
