@@ -13,8 +13,11 @@ With ``--fuzz`` it compares instead, in-process, ``onnx_qtypes.diagnose`` (every
 SHA-256) on the examples, 400 suite models and 1,500 mutants of tests/mutation_fuzz.py (seed 23) — the malformed
 models a speed change to check or lift is most likely to treat differently.
 
-Run: python benchmarks/same_results.py [--fuzz] BEFORE_CHECKOUT AFTER_CHECKOUT   (e.g. a `git archive main` beside
-this one)
+With ``--models LISTING`` (after ``--fuzz``, if given) the models are those LISTING names, one path per line (a
+producer corpus: ``find CORPUS -name '*.onnx' > LISTING``).
+
+Run: python benchmarks/same_results.py [--fuzz] [--models LISTING] BEFORE_CHECKOUT AFTER_CHECKOUT   (e.g. a
+`git archive main` beside this one)
 """
 
 from __future__ import annotations
@@ -157,15 +160,21 @@ def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] in ("--record", "--record-fuzz"):  # the child: record from the current folder
         (record if sys.argv[1] == "--record" else record_fuzz)(sys.argv[2], sys.argv[3])
         return 0
-    fuzz = sys.argv[1:2] == ["--fuzz"]
-    checkouts = sys.argv[2:] if fuzz else sys.argv[1:]
+    args = sys.argv[1:]
+    fuzz = args[:1] == ["--fuzz"]
+    args = args[1:] if fuzz else args
+    given = None
+    if args[:1] == ["--models"] and len(args) > 1:  # a listing of one's own (a producer corpus), one path a line
+        given, args = [str(pathlib.Path(m).resolve()) for m in pathlib.Path(args[1]).read_text().split()], args[2:]
+    checkouts = args
     if len(checkouts) != 2:
-        print("\n".join(__doc__.strip().splitlines()[-2:]), file=sys.stderr)
+        print("\n".join(__doc__.strip().splitlines()[-3:]), file=sys.stderr)
         return 2
     folder = pathlib.Path(tempfile.mkdtemp(prefix="same_results."))
     try:
         listing = folder / "models.txt"
-        listing.write_text("\n".join(fuzz_models(folder) if fuzz else models(folder)) + "\n")
+        listing.write_text("\n".join(given if given is not None else fuzz_models(folder) if fuzz else models(folder))
+                           + "\n")
         runs = []
         for k, checkout in enumerate(checkouts):
             out = folder / f"{k}.jsonl"
