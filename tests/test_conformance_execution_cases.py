@@ -170,3 +170,36 @@ def test_a_typed_only_case_is_unsupported_by_model_file_backends_with_its_reason
     case = load_case(FOLDER / "dynamic-graph-output-add-float8e4m3fn-float32")
     assert case.model_file("qdq") is None
     assert ModelFileBackend().supports(case) == case.qdq_unavailable != ""
+
+
+@pytest.mark.parametrize("storage, largest", [("float8e4m3fn", 448.0), ("float8e5m2", 57344.0)])
+def test_a_typed_only_float8_output_case_agrees_with_numpy_and_onnxruntime(storage, largest):
+    """The typed-only dynamic float8 output cases rest on more than our reference: y.scale is max|a + b| / the
+    largest finite value (symmetric, whatever the schema; semantics.md#calling-convention), computed here in numpy,
+    and onnxruntime's unoptimized QuantizeLinear at that scale gives the expected y."""
+    import onnxruntime as ort  # noqa: PLC0415 (the [ort] extra)
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
+    folder = FOLDER / f"dynamic-graph-output-add-{storage}-float32"
+    case = json.loads((folder / "case.json").read_text())
+    assert case["qdq_model"] is None  # (a standard form would be checked by the case test above instead)
+    types = onnx_qtypes.quantized_tensors(onnx.load(str(folder / "model.onnx")))
+    a, b = _read(folder, "input", case["inputs"])
+    y, y_scale, y_zero_point = _read(folder, "output", case["outputs"])
+    reals = a.astype(np.float64) * types["a"].scale[0] + b.astype(np.float64) * types["b"].scale[0]
+    np.testing.assert_allclose(float(y_scale), np.abs(reals).max() / largest, rtol=1e-6)
+    assert float(np.asarray(y_zero_point, np.float64)) == 0.0
+    zero = numpy_helper.from_array(np.zeros((), y.dtype), "z")
+    scale = np.asarray(y_scale, np.float32).reshape(())
+    graph = helper.make_graph(  # DequantizeLinear after: onnxruntime hands float8e5m2 outputs to no numpy type
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["r"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(y.shape))],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, list(y.shape))],
+        [numpy_helper.from_array(scale, "s"), zero])
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(onnx.helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10).SerializeToString(), options)
+    (got,) = session.run(None, {"x": reals.astype(np.float32)})
+    np.testing.assert_array_equal(got, y.astype(np.float32) * scale)  # each rounds float8 * scale to float32 once
