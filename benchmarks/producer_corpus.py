@@ -146,7 +146,7 @@ def _attempt(made: dict, label: str, target: pathlib.Path, float_name: str, make
         print(f"  {target.stem}", flush=True)
     except ImportError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # a producer refusing a model is a result
         text = str(exc).splitlines()[0] if str(exc) else ""
         made.setdefault("__refused__", []).append({"float": float_name, "recipe": label,
                                                    "error": f"{type(exc).__name__}: {text}"[:300]})
@@ -473,7 +473,7 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     try:
         with _deadline(STAGE_SECONDS):
             result = lift_model(model)
-    except Exception as exc:
+    except Exception as exc:  # a crash is what this script looks for
         row["lift"] = ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
         return row
     typed = set(quantized_tensors(result.model))
@@ -502,11 +502,11 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     try:
         probe, pairs = _exposed(model, result.model)
         theirs = _ort_run(probe, feeds)
-    except Exception:
+    except Exception:  # the probe may not load; try the file as it is
         pairs = {}
         try:
             theirs = _ort_run(model, feeds)
-        except Exception as exc:
+        except Exception as exc:  # custom operators of the producer
             if expected is not None:
                 theirs = expected
             else:
@@ -801,7 +801,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             ppocr_floats(floats_dir, pathlib.Path(args.ppocr_cache))
             producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = "3 models"
-        except Exception as exc:
+        except Exception as exc:  # no network: said, not fatal
             producers["float models: PP-OCR (rapidocr_onnxruntime wheel)"] = f"not fetched: {_error(exc)}"
     floats = {k: v for k, v in _floats(floats_dir).items() if chosen is None or k in chosen}
     print(f"  {len(floats)}: {', '.join(floats)}", flush=True)
@@ -849,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             try:
                 row = examine(name, path, feeds, expected, folder)
-            except Exception as exc:
+            except Exception as exc:  # the script's own failure on one model must not end the run
                 row = {"model": name, "file": str(path), "lift": f"CRASH (in this script): {_error(exc)}"}
             row["producer"] = producer
             if stand_in is not None:

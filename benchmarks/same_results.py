@@ -74,7 +74,7 @@ def record(listing: str, out_path: str) -> None:
                 code = main(argv)
             except SystemExit as stop:
                 code = stop.code
-            except Exception as exc:
+            except Exception as exc:  # recorded: a traceback is a result too
                 code = f"{type(exc).__name__}: {exc}"
         return [code, out.getvalue().replace(tmp, "TMP"), err.getvalue().replace(tmp, "TMP")]
 
@@ -132,7 +132,7 @@ def record_fuzz(listing: str, out_path: str) -> None:
         signal.alarm(60)
         try:
             return fn()
-        except Exception as exc:
+        except Exception as exc:  # recorded: an error is a result too
             return [type(exc).__name__, str(exc)]
         finally:
             signal.alarm(0)
