@@ -8,7 +8,6 @@ hand-written rules.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -16,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 
-from onnx_qtypes.proto import declared_bytes
+from onnx_qtypes.interop.inference import DeferredInference, Inferred, declared_types, infer  # noqa: F401 - re-exported
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.external import is_lazy
@@ -32,7 +31,6 @@ PASSED_CONSTANT_OPS = ("Identity", "Cast")  # a constant through these is still 
 _CASTABLE = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8,
                        TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32, TensorProto.INT64})
 _CAST_LIMIT = 1 << 16  # parameters, not weights: a Cast of a large constant is left to the runtime
-_C = onnx.shape_inference.C  # onnx.shape_inference.infer_shapes' own binding: serialized model in, serialized model out
 ORIGIN_KEY = "onnx_qtypes.lift.origin"  # on a main-graph node while the lift runs: its position in the file
 
 
@@ -70,81 +68,11 @@ def _subgraph_names(node: NodeProto) -> Iterator[str]:
                 yield out.name
 
 
-@dataclasses.dataclass(frozen=True)
-class Inferred:
-    elem_types: dict[str, int]
-    shapes: dict[str, tuple[int | None, ...]]
-
-
-def infer(model: ModelProto, *, initializers: bool = True) -> Inferred:
-    """Element types and shapes of every tensor onnx.shape_inference can type.
-
-    onnx.shape_inference.infer_shapes, with the inferred model read back as its main graph's declarations only
-    (``declared_bytes.main_graph``): the same answers as ``declared_types`` of the inferred graph, without
-    turning its nodes and initializers into messages again. ``initializers`` False leaves the initializers'
-    own types out (a GraphIndex of ``model.graph`` states them itself; a declaration of the same name, which
-    they would hide, is then in the result, and the index hides it).
-    """
-    try:
-        inferred = _C.infer_shapes(model.SerializeToString(), False, False, False)  # check_type, strict, data_prop
-        lists = declared_bytes.main_graph(inferred)
-    except Exception:  # an inference failure only costs us shapes, never correctness
-        return declared_types(model.graph)
-    elem_types: dict[str, int] = {}
-    shapes: dict[str, tuple[int | None, ...]] = {}
-    for init in model.graph.initializer if initializers else ():  # inference leaves the initializers as they are
-        elem_types[init.name] = init.data_type
-        shapes[init.name] = tuple(init.dims)
-    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # most declarations share a type
-    for kind in ("input", "output", "value_info"):
-        for name, type_bytes in lists[kind]:
-            found = read.get(type_bytes, read)
-            if found is read:
-                found = read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
-            if found is None:
-                continue
-            elem_type, shape = found
-            if elem_type and name not in elem_types:
-                elem_types[name] = elem_type
-            if shape is not None and name not in shapes:
-                shapes[name] = shape
-    return Inferred(elem_types, shapes)
-
-
-def _tensor_type(type_proto: onnx.TypeProto) -> tuple[int, tuple[int | None, ...] | None] | None:
-    """(elem_type, shape or None) of a tensor type, as ``declared_types`` reads it; None for other types."""
-    if type_proto.WhichOneof("value") != "tensor_type":
-        return None
-    tensor_type = type_proto.tensor_type
-    shape = None
-    if tensor_type.HasField("shape"):
-        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-    return tensor_type.elem_type, shape
-
-
-def declared_types(graph: GraphProto) -> Inferred:
-    """Element types and shapes that ``graph``'s initializers and declarations state (after inference: all)."""
-    elem_types: dict[str, int] = {}
-    shapes: dict[str, tuple[int | None, ...]] = {}
-    for init in graph.initializer:
-        elem_types[init.name] = init.data_type
-        shapes[init.name] = tuple(init.dims)
-    for vi in (*graph.input, *graph.output, *graph.value_info):
-        tensor_type = vi.type.tensor_type
-        if vi.type.WhichOneof("value") != "tensor_type":
-            continue
-        if tensor_type.elem_type and vi.name not in elem_types:
-            elem_types[vi.name] = tensor_type.elem_type
-        if tensor_type.HasField("shape") and vi.name not in shapes:
-            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-    return Inferred(elem_types, shapes)
-
-
 class GraphIndex:
     """Producers, consumers and constants of one graph, by tensor name. ``pointer``: the graph's JSON pointer
     (a subgraph's, e.g. ``/graph/node/3/attribute/0/g``), as messages name its nodes."""
 
-    def __init__(self, graph: GraphProto, inferred: Inferred | None = None, pointer: str = "/graph",
+    def __init__(self, graph: GraphProto, inferred: Inferred | DeferredInference | None = None, pointer: str = "/graph",
                  opset: int | None = None) -> None:
         self.graph = graph
         self.pointer = pointer
@@ -183,16 +111,36 @@ class GraphIndex:
             if attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):  # has_subgraph, its fields read once
                 self.outer_refs.update(_subgraph_names(node))
                 self.has_subgraphs = True
+        self._deferred = inferred if isinstance(inferred, DeferredInference) else None
+        self._types_from(inferred)
+        self._arrays: dict[str, np.ndarray | None] = {}
+        self._derived: dict[str, TensorProto | None] = {}
+        self._tensor_names: set[str] | None = None
+        self.memo: dict[tuple, object] = {}  # answers that depend only on this graph, shared by the steps reading it
+
+    def _types_from(self, inferred: Inferred | DeferredInference | None) -> None:
         self.elem_types = dict(inferred.elem_types) if inferred else {}
         self.shapes = dict(inferred.shapes) if inferred else {}
         for name in self.input_set.intersection(self.initializers):  # the others answer as constants (below)
             init = self.initializers[name]
             self.elem_types[name] = plain_data_type(init.data_type)
             self.shapes[name] = tuple(init.dims[:])
-        self._arrays: dict[str, np.ndarray | None] = {}
-        self._derived: dict[str, TensorProto | None] = {}
-        self._tensor_names: set[str] | None = None
-        self.memo: dict[tuple, object] = {}  # answers that depend only on this graph, shared by the steps reading it
+
+    def _settle(self, name: str) -> None:
+        """``name``'s type from a DeferredInference: from its node alone when that tells, else the whole inference."""
+        found = self._deferred.node_answer(self, name)
+        if found is not None:
+            self.elem_types[name], self.shapes[name] = found
+        else:
+            deferred, self._deferred = self._deferred, None
+            self._types_from(deferred.full())
+
+    def inferred(self) -> Inferred:
+        """Every type and shape the index knows (a deferred inference run first)."""
+        if self._deferred is not None:
+            deferred, self._deferred = self._deferred, None
+            self._types_from(deferred.full())
+        return Inferred(self.elem_types, self.shapes)
 
     # -- constants
     def constant_tensor(self, name: str) -> TensorProto | None:
@@ -262,12 +210,16 @@ class GraphIndex:
         tensor = self.constant_tensor(name)
         if tensor is not None:
             return plain_data_type(tensor.data_type)
+        if self._deferred is not None and name not in self.elem_types:
+            self._settle(name)
         return self.elem_types.get(name)
 
     def shape(self, name: str) -> tuple[int | None, ...] | None:
         tensor = self.constant_tensor(name)
         if tensor is not None:
             return tuple(tensor.dims)
+        if self._deferred is not None and name not in self.shapes:
+            self._settle(name)
         return self.shapes.get(name)
 
     def is_float(self, name: str) -> bool | None:

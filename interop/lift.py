@@ -33,6 +33,7 @@ from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QDQ_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
                                       infer, replace_nodes)
+from onnx_qtypes.interop.inference import DeferredInference
 from onnx_qtypes.interop.integer_clips import Narrowed, narrow_integer_clips
 from onnx_qtypes.interop.integer_ops import FLOAT_OP as INTEGER_FLOAT_OP, IntegerLift, lift_integer_ops
 from onnx_qtypes.interop.matmul_nbits import ContribRead, from_contrib_op, read_contrib_weights
@@ -235,7 +236,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     dynamic.types.update(integer.types)
     dynamic.parameters |= integer.parameters
     dynamic.lifted += integer.lifted
-    ix = GraphIndex(graph, infer(model, initializers=False), opset=default_opset(model))
+    ix = GraphIndex(graph, DeferredInference(model), opset=default_opset(model))
     left_integer = {ix.label(i): why for i, why in integer.left} if integer.left else {}
     reasons.update((left.origin(ix.nodes[i]), why) for i, why in integer.left if left.origin(ix.nodes[i]) is not None)
     rec = recognise(ix, tolerant)
@@ -319,7 +320,7 @@ def _narrow(types: dict[str, QType], folded: Folded, ranges: dict[str, tuple[int
 
 
 def _reuse(ix: GraphIndex) -> Inferred:
-    return Inferred(ix.elem_types, ix.shapes)
+    return ix.inferred()
 
 
 def _unchanged(expanded: Expanded, ix: GraphIndex) -> bool:

@@ -134,3 +134,78 @@ def test_the_parameter_screen_passes_only_what_read_parameters_accepts_and_gives
         assert found.qtype == read[i] and found.quantize == (nodes[i].op_type == "QuantizeLinear")
     assert all(isinstance(read[i], Exception) for i in range(3, len(nodes)) if i != 10)  # each a problem, left
     assert read[10] == read[0]  # a zero point in int32_data: valid, left to read_parameters all the same
+
+
+def _types_both_ways(model: onnx.ModelProto, names: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """name -> (elem_type, shape) of ``names`` (default: every tensor of the main graph), by a GraphIndex of the whole
+    inference and by one of a DeferredInference (asked name by name, as the lift asks)."""
+    from onnx_qtypes.interop.graph import GraphIndex, infer
+    from onnx_qtypes.interop.inference import DeferredInference
+
+    whole = GraphIndex(model.graph, infer(model, initializers=False))
+    deferred = GraphIndex(model.graph, DeferredInference(model))
+    names = names or sorted(whole.tensor_names() | {vi.name for vi in model.graph.value_info})
+    return ({n: (whole.elem_type(n), whole.shape(n)) for n in names},
+            {n: (deferred.elem_type(n), deferred.shape(n)) for n in names})
+
+
+def _qdq_chain(value_info: list, nodes_first: list | None = None, opset: int = 21, **dq_attrs) -> onnx.ModelProto:
+    from onnx import numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "s"), numpy_helper.from_array(np.array(3, np.int8), "z"),
+             numpy_helper.from_array(np.ones((4, 3), np.int8), "w"),
+             numpy_helper.from_array(np.full(4, 0.25, np.float32), "ws")]
+    nodes = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("QuantizeLinear", ["a", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("DequantizeLinear", ["w", "ws"], ["dw"], axis=0, **dq_attrs),
+             helper.make_node("MatMul", ["d", "dw"], ["y"])]
+    graph = helper.make_graph((nodes_first or []) + nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                                [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, value_info=value_info)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def test_deferred_inference_gives_the_whole_inferences_answers_without_running_it_on_a_declared_qdq_file(monkeypatch):
+    from onnx_qtypes.interop.inference import DeferredInference
+
+    def whole(self):
+        raise AssertionError("the whole model's inference ran")
+
+    declared = _qdq_chain([])
+    written = ("a", "q", "d", "dw")  # by Identity / Q / DQ nodes from the declared input and initializers
+    by_whole, _ = _types_both_ways(declared, written)
+    monkeypatch.setattr(DeferredInference, "full", whole)
+    _, by_deferred = _types_both_ways(declared, written)
+    for name in written:
+        assert by_deferred[name] == by_whole[name] and by_whole[name][0]
+    assert by_whole["q"] == (TensorProto.INT8, (2, 4)) and by_whole["dw"] == (TensorProto.FLOAT, (4, 3))
+
+
+def test_deferred_inference_agrees_where_a_file_declares_otherwise_or_a_node_cannot_tell():
+    variants = {
+        "conflicting declaration": _qdq_chain([helper.make_tensor_value_info("q", TensorProto.UINT8, [2, 5])]),
+        "symbolic declaration": _qdq_chain([helper.make_tensor_value_info("a", TensorProto.FLOAT, ["n", 4])]),
+        "declared, not static": _qdq_chain([helper.make_tensor_value_info("q", TensorProto.INT8, ["n", 5])]),
+        "declared twice": _qdq_chain([helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 4]),
+                                      helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 9])]),
+        "written twice": _qdq_chain([], [helper.make_node("Identity", ["x"], ["q"])]),
+        "unsorted": _qdq_chain([], [helper.make_node("Relu", ["d"], ["r"])]),
+        "bad axis": _qdq_chain([], opset=21, block_size=0),
+        "opset 10": _qdq_chain([], opset=10),
+        "opset 13 per-axis": _qdq_chain([], opset=13),
+        "output_dtype": _qdq_chain([], opset=23, output_dtype=TensorProto.FLOAT16),
+    }
+    for label, model in variants.items():
+        by_whole, by_deferred = _types_both_ways(model)
+        assert by_deferred == by_whole, label
+
+
+def test_deferred_inference_agrees_on_the_suites_qdq_models():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "conformance_tests" / "cases" / "execution"
+    files = sorted(root.glob("*/model.qdq.onnx"))[::12]
+    assert len(files) > 100
+    for path in files:
+        by_whole, by_deferred = _types_both_ways(onnx.load(path))
+        assert by_deferred == by_whole, path.parent.name
