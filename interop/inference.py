@@ -111,10 +111,15 @@ class DeferredInference:
     """
 
     def __init__(self, model: ModelProto) -> None:
-        self.data = model.SerializeToString()
         self.opset_import = [onnx.OperatorSetIdProto(domain=o.domain, version=o.version) for o in model.opset_import]
         self.ir_version = model.ir_version
         self.opset = next((o.version for o in model.opset_import if o.domain in _STANDARD_DOMAINS), None)
+        self._unserializable: Inferred | None = None
+        try:
+            self.data = model.SerializeToString()
+        except Exception:  # over protobuf's 2 GiB: infer's answer, the declarations, now (nodes tell nothing more)
+            self.data, self.opset = b"", None
+            self._unserializable = declared_types(model.graph)
         lists = declared_bytes.main_graph(self.data)
         counts: dict[str, int] = {}
         for kind in ("input", "output", "value_info"):
@@ -143,7 +148,7 @@ class DeferredInference:
 
     def full(self) -> Inferred:
         """What ``infer(model, initializers=False)`` said of the model when this was made."""
-        return _inferred(self.data, None, False)
+        return self._unserializable or _inferred(self.data, None, False)
 
     def node_answer(self, ix, name: str, depth: int = 0) -> tuple[int, tuple[int | None, ...]] | None:
         """(elem_type, shape) of ``name`` (in GraphIndex ``ix``) when a QuantizeLinear, DequantizeLinear or Identity
