@@ -39,10 +39,10 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   only per tensor (a Clip before its QuantizeLinear);
 - dynamic types: a graph input by the calling convention (storage with ``<x>.scale`` / ``<x>.zero_point`` graph
   inputs, the zero point optional: an all-zero initializer of its name is the default a feed overrides, when its
-  shape is static; or reals quantized by its schema with ``dynamic_inputs="reals"``, per tensor), a graph output with
-  ``<y>.scale`` / ``<y>.zero_point`` graph outputs, a per-tensor tensor an operator computes (any schema; not
-  int2 / uint2 / int32; narrowed only on storage Clip takes), a boundary QuantizeLinear binding its operands,
-  DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
+  shape is static, or required with ``dynamic_inputs="storage-required"``; or reals quantized by its schema with
+  ``dynamic_inputs="reals"``, per tensor), a graph output with ``<y>.scale`` / ``<y>.zero_point`` graph outputs,
+  a per-tensor tensor an operator computes (any schema; not int2 / uint2 / int32; narrowed only on storage Clip
+  takes), a boundary QuantizeLinear binding its operands, DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
   tensor an operator computes;
 - expressed types as declared when every type's values survive them; when some type's do not (QT120: int16 /
   uint16 in float16, wide 8-bit types in bfloat16), the whole graph computes in float32 (float32 scales,
@@ -96,7 +96,9 @@ from onnx_qtypes.proto.versions import unknown_field_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
 FORMS = ("qdq", "qoperator", "matmulnbits")
-DYNAMIC_INPUTS = ("storage", "reals")  # how a dynamic graph input arrives (the calling convention)
+# how a dynamic graph input arrives (the calling convention): its storage, the zero point optional (an all-zero
+# initializer of its name) or required (a runtime that reads such an initializer as a constant: OpenVINO, IREE); reals
+DYNAMIC_INPUTS = ("storage", "storage-required", "reals")
 TARGET = (10, 21)  # (IR version, default opset) onnxruntime 1.31 loads
 TARGET_2BIT = (13, 25)  # int2 / uint2 QuantizeLinear / DequantizeLinear exist from opset 25 (IR 13)
 TARGET_FLOAT4 = (11, 23)  # float4e2m1 ones from opset 23 (IR 11); onnxruntime 1.32 has no CPU kernel for them
@@ -129,8 +131,9 @@ def lower(model: ModelProto | str | os.PathLike | bytes, form: str | None = None
 
     A graph input of a dynamic type follows the calling convention (semantics.md#dynamic-binding):
     ``dynamic_inputs="storage"`` makes it its storage integers plus graph inputs ``<name>.scale`` and
-    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"reals"`` makes it a
-    float input quantized by its schema. A graph output of a
+    ``<name>.zero_point`` (optional: an all-zero initializer of that name is its default); ``"storage-required"``
+    the same with ``<name>.zero_point`` a required input (for a runtime that reads an initializer-backed input as a
+    constant); ``"reals"`` makes it a float input quantized by its schema. A graph output of a
     dynamic type gets graph outputs ``<name>.scale`` and ``<name>.zero_point`` beside its storage.
 
     Warnings (valid output that onnxruntime cannot run) are issued as
@@ -439,7 +442,10 @@ class _Lowering:
                               helper.make_tensor_value_info(zero_point, qtype.storage_type.data_type, dims)]
         # the zero point is optional (absent means all 0): an all-zero initializer of its name makes the graph
         # input an overridable default (IR >= 4); an unknown parameter count leaves it required
-        if None in dims:
+        if self.dynamic_inputs == "storage-required":
+            self.result.notes.append(f"tensor {name!r}: {zero_point!r} is a required input (dynamic_inputs "
+                                     "storage-required): feed 0 where the zero point is absent")
+        elif None in dims:
             shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
             self.result.notes.append(
                 f"tensor {name!r}: its zero points' shape {shown} is not static, so {zero_point!r} has no "
@@ -449,7 +455,8 @@ class _Lowering:
             self.result.notes.append(
                 f"tensor {name!r}: {zero_point!r} is optional, an all-zero initializer of its name its default; "
                 "a runtime that reads that initializer as a constant cannot take a fed zero point (OpenVINO 2026.4, "
-                "IREE 3.13: conformance_tests/results/deviations.json, kind 'zero point handling')")
+                "IREE 3.13: conformance_tests/results/deviations.json, kind 'zero point handling'); lower with "
+                "--dynamic-inputs storage-required makes it a required input instead")
         if expressed.name != qtype.expressed:  # computed in float32 inside
             wide = self.names.fresh(f"{name}_scale_float32")
             self.nodes.append(helper.make_node("Cast", [scale], [wide], name=self.node_names.fresh(f"{name}_scale_to_float32"),

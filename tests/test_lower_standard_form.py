@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, lower, set_qtype
 from onnx_qtypes.interop.errors import LowerError
+from onnx_qtypes.cli import main
 from onnx_qtypes.interop.lower import lower_model
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -145,6 +146,30 @@ def test_a_dynamic_input_s_zero_point_is_optional_in_the_lowered_model(axis):
         for name in names:
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
     assert not np.array_equal(without["y"], with_zp["y"])  # the feed took effect
+
+
+def test_storage_required_makes_a_dynamic_input_s_zero_point_a_required_input(tmp_path):
+    """For a runtime that reads an initializer-backed input as a constant (OpenVINO 2026.4, IREE 3.13): no default, the
+    feed is the zero point, as in the API and the CLI alike."""
+    model = _dynamic_add()
+    set_qtype(model, "x", QType("int8", expressed="float32", schema="asymmetric"))
+    result = lower_model(model, dynamic_inputs="storage-required")
+    lowered = result.model
+    assert "x.zero_point" in [i.name for i in lowered.graph.input]
+    assert "x.zero_point" not in [t.name for t in lowered.graph.initializer]
+    assert any("'x.zero_point' is a required input" in note for note in result.notes), result.notes
+    feeds = {"x": np.array([[1, -5, 7], [100, 3, -128]], np.int8), "c": np.array([[1, 5, 7], [10, 3, -12]], np.int8),
+             "x.scale": np.array(0.125, np.float32), "x.zero_point": np.array(-11, np.int8)}
+    want = ReferenceEvaluator(model).run(["y"], feeds)[0]
+    np.testing.assert_array_equal(run_onnxruntime(lowered, feeds, optimize=False)["y"], want)
+    with pytest.raises(Exception, match="x.zero_point"):  # onnxruntime: a required input missing
+        run_onnxruntime(lowered, {k: v for k, v in feeds.items() if k != "x.zero_point"}, optimize=False)
+    src, out = tmp_path / "typed.onnx", tmp_path / "lowered.onnx"
+    onnx.save(model, src)
+    assert main(["lower", str(src), str(out), "--dynamic-inputs", "storage-required"]) == 0
+    written = onnx.load(out)
+    assert "x.zero_point" not in [t.name for t in written.graph.initializer]
+    assert main(["lower", str(src), str(tmp_path / "x.onnx"), "--dynamic-inputs", "storage-optional"]) == 2
 
 
 def test_a_dynamic_input_with_an_unknown_zero_point_count_keeps_its_zero_point_required():

@@ -20,7 +20,11 @@ is refused (exit 2); `onnx-qtypes check` lists every problem. The output may
 not be the input file. When IN has no quantized types there is nothing to
 lower: an existing OUT is left unchanged and the command exits 2 (IN and OUT
 were probably given the wrong way round); a new OUT is written (the model as
-it was, at IR 10 / opset 21) with a warning.
+it was, at IR 10 / opset 21) with a warning. A graph input of a dynamic type
+arrives by the calling convention: its storage with graph inputs <x>.scale and
+<x>.zero_point, the zero point optional (an all-zero initializer of its name,
+which OpenVINO and IREE read as a constant: --dynamic-inputs storage-required
+makes it required), or reals quantized by its schema (--dynamic-inputs reals).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnx_qtypes.interop.lower import FORMS, lower_model
+from onnx_qtypes.interop.lower import DYNAMIC_INPUTS, FORMS, lower_model
 from onnx_qtypes.proto import save
 from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_output
 
@@ -39,12 +43,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--form", choices=FORMS, default=None,
                         help="QDQ everywhere, or QOperator / MatMulNBits where it applies (default: the form of the file "
                              "lift read the model from, else qdq)")
+    parser.add_argument("--dynamic-inputs", choices=DYNAMIC_INPUTS, default="storage",
+                        help="a graph input of a dynamic type: its storage with graph inputs <x>.scale and "
+                             "<x>.zero_point, the zero point optional (default; an all-zero initializer of its name) or "
+                             "required (storage-required: for runtimes that read that initializer as a constant, "
+                             "OpenVINO 2026.4, IREE 3.13); or reals quantized by its schema")
 
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input)
     # the weights stay in their files (proto.external) and go to OUT a chunk at a time: never all in memory
-    result = lower_model(args.input, args.form, external_data="lazy")
+    result = lower_model(args.input, args.form, args.dynamic_inputs, external_data="lazy")
     idle = None
     if not result.typed_tensors:
         idle = keep_when_idle(args.output, args.input, "the model has no quantized types; nothing to lower")
