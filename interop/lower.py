@@ -71,7 +71,7 @@ from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, 
                                       attributes, default_opset, has_subgraph, node_label)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
-from onnx_qtypes.interop.qoperator import bias_type
+from onnx_qtypes.interop.qoperator import bias_problem
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
@@ -691,10 +691,7 @@ class _Lowering:
         if len(set(w.zero_point)) > 1:
             return "per-channel weight zero points differ (onnxruntime's QLinearConv requires one value)"
         if len(node.input) > 2 and node.input[2]:
-            bias = self.types.get(node.input[2])
-            expected = bias_type(x, w, axis=None if w.axis is None else 0)
-            if bias is None or not metadata.same_parameters(bias, expected):
-                return "the bias is not int32 with scale = x_scale * w_scale (float32) and zero point 0"
+            return bias_problem(self.types.get(node.input[2]), x, w, "x_scale * w_scale")
         return None
 
     def _contrib_ops(self) -> dict[int, str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container
 from onnx import NodeProto, helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
-from onnx_qtypes.interop.qoperator import MICROSOFT, bias_type, gemm_b_axis, triples
+from onnx_qtypes.interop.qoperator import MICROSOFT, bias_problem, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
 
 QLINEAR_STORAGE = ("int8", "uint8")  # what QLinearConv / QLinearMatMul and onnxruntime's QLinear* kernels take
@@ -80,10 +80,9 @@ def _qgemm_reason(node: NodeProto, types: dict[str, QType]) -> str | None:
     a, b = (types[n] for n in node.input[:2])
     if reason := _operand_problem("QGemm", [a]) or _operand_problem("QGemm", [b], (None, gemm_b_axis(2, attrs))):
         return reason
-    if len(node.input) == 3 and node.input[2]:
-        bias, expected = types.get(node.input[2]), bias_type(a, b, axis=None if b.axis is None else 0)
-        if bias is None or not metadata.same_parameters(bias, expected):
-            return "the bias is not int32 with scale = A scale * B scale (float32) and zero point 0"
+    if len(node.input) == 3 and node.input[2] and (reason := bias_problem(types.get(node.input[2]), a, b,
+                                                                          "A scale * B scale")):
+        return reason
     out = types.get(node.output[0])
     return None if out is None else _output_problem("QGemm", out)
 

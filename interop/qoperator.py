@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 from onnx import NodeProto
 
+from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, QONNX_DOMAINS, STANDARD_DOMAINS, attributes
 from onnx_qtypes.proto.qtype import QType
 
@@ -98,6 +99,15 @@ def bias_type(a: QType, b: QType, axis: int | None, expressed: str | int = "floa
     if axis is None:
         scales = scales[:1]
     return QType("int32", scales, [0] * len(scales), axis=axis, expressed=expressed, validate=False)
+
+
+def bias_problem(bias: QType | None, a: QType, b: QType, product: str) -> str | None:
+    """Why ``bias`` is not the int32 bias QLinearConv / QGemm read beside operands ``a`` and ``b`` (per column of ``b``
+    or per tensor); None when it is. ``product``: how the message names a's scale times b's."""
+    expected = bias_type(a, b, axis=None if b.axis is None else 0)
+    if bias is None or not metadata.same_parameters(bias, expected):
+        return f"the bias is not int32 with scale = {product} (float32) and zero point 0"
+    return None
 
 
 def _unary(float_op: str, **kwargs) -> Spec:
