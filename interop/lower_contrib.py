@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 
 from onnx import NodeProto, helper
-from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
 from onnx_qtypes.interop.qoperator import MICROSOFT, bias_problem, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
