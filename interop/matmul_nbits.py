@@ -25,6 +25,7 @@ weight blocked along axis 0 whose DequantizeLinear feeds only MatMul B inputs be
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
@@ -32,9 +33,9 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
-from onnx_qtypes.proto.external import spill, spill_chunks
+from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, tensor_bytes
 from onnx_qtypes.proto.packing import pack, unpack
-from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
 
 OP = "MatMulNBits"
 BITS = (2, 4, 8)
@@ -341,17 +342,30 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
     zp = dq.input[2] if len(dq.input) > 2 else ""
     storage = STORAGE_BY_DATA_TYPE[ix.constant_dtype(weight)]
     bits, block = storage.bits, int(attributes(dq)["block_size"])
-    values = ix.constant(weight).astype(np.int64)  # [K, N]
-    k, n = values.shape
+    k, n = (int(d) for d in ix.constant_tensor(weight).dims)
+    columns = _weight_columns(ix, weight, storage, k, n)
     blocks = -(-k // block)
     offset = -storage.min  # signed codes shift up by 2^(bits-1)
     zero_points = (np.zeros((blocks, n), np.int64) if not zp else ix.constant(zp).astype(np.int64)) + offset
-    codes = (values + offset).T  # [N, K]
     padding = blocks * block - k
-    if padding:  # the last block's rows past K: its zero point, i.e. real 0 (never read)
-        codes = np.concatenate([codes, np.repeat(zero_points[-1:].T, padding, axis=1)], axis=1)
-    b = numpy_helper.from_array(pack(codes.reshape(n, blocks, block), bits), names.fresh(f"{weight}_Q{bits}"))
+    step = max(8, _CODES_AT_ONCE // (blocks * block)) // 8 * 8  # columns of W (rows of B) per piece: whole bytes
+
+    def pieces():  # B [N, blocks, block * bits / 8], a few of its rows at a time
+        for n0 in range(0, n, step):
+            n1 = min(n, n0 + step)
+            codes = (columns(n0, n1) + offset).T  # [n1 - n0, K]
+            if padding:  # the last block's rows past K: its zero point, i.e. real 0 (never read)
+                codes = np.concatenate([codes, np.repeat(zero_points[-1:, n0:n1].T, padding, axis=1)], axis=1)
+            yield pack(codes.reshape(n1 - n0, blocks, block), bits).tobytes()
+
+    b = TensorProto(name=names.fresh(f"{weight}_Q{bits}"), data_type=TensorProto.UINT8,
+                    dims=[n, blocks, block * bits // 8])
+    if spill_chunks(b, pieces(), n * blocks * block * bits // 8):  # never all of a model's B in memory
+        b.external_data.add(key=IN_ORDER, value="1")  # (save lays the data file out as for B held in memory)
+    else:
+        b.raw_data = b"".join(pieces())
     s = numpy_helper.from_array(np.ascontiguousarray(ix.constant(scale).T), names.fresh(f"{weight}_scales"))
+    spill(s, in_order=True)
     inputs, initializers = [b.name, s.name], [b, s]
     if storage.min == 0 or np.any(zero_points != offset):
         z = numpy_helper.from_array(pack(_pad_last(zero_points.T, 8 // bits), bits), names.fresh(f"{weight}_zero_points"))
@@ -359,6 +373,27 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
         initializers.append(z)
     return {"inputs": inputs, "initializers": initializers,
             "attrs": {"K": k, "N": n, "bits": bits, "block_size": block}}
+
+
+def _weight_columns(ix: GraphIndex, weight: str, storage: StorageType, k: int, n: int
+                    ) -> Callable[[int, int], np.ndarray]:
+    """columns(n0, n1): the stored values of W[:, n0:n1] (int16, modulo 2^bits). A weight stored in raw bytes (in its
+    file or in memory) is read there a slice at a time, unpacked only as far as the slice (``n0`` a multiple of 8): a
+    large int4 weight is never held unpacked whole; any other is read whole."""
+    tensor = ix.constant_tensor(weight)
+    bits, row = storage.bits, n * storage.bits
+    raw = None
+    if row % 8 == 0 and (is_lazy(tensor) or tensor.HasField("raw_data")):
+        raw = tensor_bytes(tensor) if is_lazy(tensor) else np.frombuffer(tensor.raw_data, np.uint8)
+        raw = raw.reshape(k, row // 8) if raw.size == k * row // 8 else None
+    if raw is None:
+        values = ix.constant(weight)
+        return lambda n0, n1: values[:, n0:n1].astype(np.int16)
+
+    def columns(n0: int, n1: int) -> np.ndarray:  # (signed codes as their two's-complement bits: pack masks them)
+        return unpack(raw[:, n0 * bits // 8:-(-n1 * bits // 8)], bits)[:, :n1 - n0].astype(np.int16)
+
+    return columns
 
 
 def _nbits_node(matmul: NodeProto, packed: dict, label: str) -> NodeProto:

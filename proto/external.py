@@ -228,7 +228,10 @@ def _graph_pieces(graph) -> list:
         loaded = TensorProto()
         loaded.CopyFrom(tensor)
         del loaded.external_data[:]
-        loaded.data_location = TensorProto.DEFAULT  # as onnx's loader leaves a loaded tensor
+        if in_order(tensor):  # computed and spilled: as it would have been written held in memory
+            loaded.ClearField("data_location")
+        else:
+            loaded.data_location = TensorProto.DEFAULT  # as onnx's loader leaves a loaded tensor
         head, tail = _split(loaded.SerializeToString(), _RAW_DATA_FIELD)
         length = stored_length(tensor)
         raw_head = _tag(_RAW_DATA_FIELD) + varint(length)

@@ -712,10 +712,11 @@ def _all_tensors(model: ModelProto) -> Iterator[TensorProto]:
 
 def _load_lazy(tensor: TensorProto, as_loaded: bool = False) -> None:
     """A tensor left in its file (``proto.external``) read into raw_data, as loading it would have (``as_loaded``:
-    with data_location DEFAULT written, as onnx's loader leaves it)."""
+    with data_location DEFAULT written, as onnx's loader leaves it, unless a step computed and spilled it)."""
     data = in_files.tensor_bytes(tensor).tobytes()
+    computed = in_files.in_order(tensor)  # spilled by a step, never loaded: as it would have been held in memory
     tensor.ClearField("data_location")
-    if as_loaded:
+    if as_loaded and not computed:
         tensor.data_location = TensorProto.DEFAULT
     del tensor.external_data[:]
     tensor.raw_data = data

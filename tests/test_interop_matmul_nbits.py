@@ -257,3 +257,29 @@ def test_lower_writes_a_lifted_matmul_nbits_model_back_as_matmul_nbits_by_defaul
     lowered = lower_model(_lifted(NAMES[0]))
     assert lowered.form == "matmulnbits"
     assert "MatMulNBits" in [n.op_type for n in lowered.model.graph.node]
+
+
+@pytest.mark.parametrize("bits, zero_points", [(4, "packed"), (4, "none"), (2, "packed"), (8, "none")])
+def test_lower_packs_a_large_weight_a_slice_at_a_time_and_writes_the_file_it_would_from_memory(tmp_path, bits,
+                                                                                               zero_points):
+    """`lower` packs MatMulNBits' B a few columns of W at a time into its spill folder (never the whole model's B in
+    memory): the file it writes is the one saving the in-memory result of the loaded model gives, byte for byte, and
+    B is the original's (K = 520 is not a multiple of the block: the last block is padded)."""
+    from onnx_qtypes.cli import main  # noqa: PLC0415
+    from onnx_qtypes.proto.packing import unpack  # noqa: PLC0415
+
+    n = (-(-(1 << 20) // (17 * 32 * bits // 8)) + 7) // 8 * 8  # B [n, 17 blocks, 32 * bits / 8 bytes]: 1 MiB or more
+    model = hand_built(k=520, n=n, bits=bits, block=32, zero_points=zero_points)
+    source, lifted, lowered = (tmp_path / f"{n}.onnx" for n in ("model", "lifted", "lowered"))
+    onnx.save(model, source)
+    assert main(["lift", str(source), str(lifted)]) == 0
+    assert main(["lower", str(lifted), str(lowered), "--form", "matmulnbits"]) == 0
+    expected = tmp_path / "expected.onnx"
+    onnx.save(lower_model(onnx.load(lifted), "matmulnbits").model, expected)
+    assert lowered.read_bytes() == expected.read_bytes()
+    written = {t.name: t for t in onnx.load(lowered).graph.initializer}
+    (b,) = [t for name, t in written.items() if name.endswith(f"_Q{bits}")]
+    assert b.ByteSize() >= 1 << 20  # large enough to be spilled
+    original = {t.name: t for t in model.graph.initializer}["w_Q"]
+    codes = [unpack(onnx.numpy_helper.to_array(t), bits).reshape(n, -1)[:, :520] for t in (b, original)]  # (past K:
+    np.testing.assert_array_equal(*codes)  # padding, which MatMulNBits never reads)

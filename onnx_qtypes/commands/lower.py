@@ -30,10 +30,12 @@ makes it required), or reals quantized by its schema (--dynamic-inputs reals).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from onnx_qtypes.interop.lower import DYNAMIC_INPUTS, FORMS, lower_model
 from onnx_qtypes.proto import save
+from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_output
 
 
@@ -52,12 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, model=args.input)
-    # the weights stay in their files (proto.external) and go to OUT a chunk at a time: never all in memory
-    result = lower_model(args.input, args.form, args.dynamic_inputs, external_data="lazy")
-    idle = None
-    if not result.typed_tensors:
-        idle = keep_when_idle(args.output, args.input, "the model has no quantized types; nothing to lower")
-    save(result.model, args.output, as_loaded=True)  # the file it was when the weights were read in
+    # the weights stay in their files (proto.external) and go to OUT a chunk at a time, and those lower computes
+    # (MatMulNBits' packed weights) wait in a folder beside OUT until then: never all in memory
+    with spill_folder(os.path.dirname(os.path.abspath(args.output))):
+        result = lower_model(args.input, args.form, args.dynamic_inputs, external_data="lazy")
+        idle = None
+        if not result.typed_tensors:
+            idle = keep_when_idle(args.output, args.input, "the model has no quantized types; nothing to lower")
+        save(result.model, args.output, as_loaded=True)  # the file it was when the weights were read in
     if idle:
         print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     for message in result.warnings:
