@@ -160,8 +160,12 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
         all_nodes = list(graph.node)
         # read once (or by the reader): the type pass below needs them too
         op_types = read.op_types if read is not None else [node.op_type for node in all_nodes]
-        nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS]
-        nodes = [(n, node) for n, node in nodes if node.domain in STANDARD_DOMAINS]
+        if read is not None:
+            domains = read.domains
+            nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS and domains[n] in STANDARD_DOMAINS]
+        else:
+            nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS]
+            nodes = [(n, node) for n, node in nodes if node.domain in STANDARD_DOMAINS]
         if not nodes:
             continue
         # each node's names read once, for the types a QuantizeLinear implies and for the node itself
@@ -171,7 +175,7 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
             rows = [(n, node, node.input[:], node.output[:], tuple([a.name for a in node.attribute]))
                     for n, node in nodes]
         types = _file_types(graph, op_types, [row for row in rows if op_types[row[0]] == "QuantizeLinear"],
-                            read.initializers if read is not None else None)
+                            (read.initializers, read.initializer_types) if read is not None else None)
         counts = _Counts(graph, op_types)
         clean: set[tuple] = set()  # signatures already judged clean: a QDQ file repeats a few thousand times
         for n, node, inputs, outputs, attributes in rows:
@@ -195,11 +199,11 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
 
 
 def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple],
-                initializer_names: list[str] | None = None) -> dict[str, int]:
+                initializers: tuple[list[str], list[int]] | None = None) -> dict[str, int]:
     """Element type of every tensor of ``graph`` the file states or a QuantizeLinear implies (``op_types``: of
     its nodes; ``quantizers``: (index, node, inputs, outputs, attribute names) of its default-domain
-    QuantizeLinear nodes; ``initializer_names``: when the caller has read them). A later statement of a name
-    wins: declarations, then initializers, then Constants."""
+    QuantizeLinear nodes; ``initializers``: their names and data types, when the caller has read them). A later
+    statement of a name wins: declarations, then initializers, then Constants."""
     types: dict[str, int] = {}
     lists = declared_bytes.read({kind: getattr(graph, kind) for kind in ("input", "output", "value_info")})
     elem_types: dict[bytes, int] = {}  # a file declares a few distinct types
@@ -210,10 +214,10 @@ def _file_types(graph: GraphProto, op_types: list[str], quantizers: list[tuple],
                 if type_proto.WhichOneof("value") == "tensor_type" else 0
         if elem_type := elem_types[type_bytes]:
             types[name] = elem_type
-    initializers = graph.initializer
-    data_types = [t.data_type for t in initializers]
+    if initializers is None:
+        initializers = [t.name for t in graph.initializer], [t.data_type for t in graph.initializer]
+    names, data_types = initializers
     plain = {d: plain_data_type(d) for d in set(data_types)}  # a file has a few distinct data types
-    names = [t.name for t in initializers] if initializer_names is None else initializer_names
     types.update(zip(names, map(plain.__getitem__, data_types)))
     nodes = graph.node
     for n in [n for n, op in enumerate(op_types) if op == "Constant"]:

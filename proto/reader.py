@@ -60,6 +60,8 @@ class NodeReads(NamedTuple):
     outputs: list[list[str]]
     attributes: list[tuple[str, ...]]  # per node, its attributes' names
     initializers: list[str]  # names, in order (a function body has none)
+    initializer_types: list[int]  # their data_type fields, as written
+    domains: list[str]  # per node
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,12 +116,14 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     where = source if not source.startswith("<") else who
     try:
         require_versions(proto)
-        graphs = list(iter_graphs(proto))  # walked once for the checks below
+        attributes: dict[str, list] = {}  # each graph's nodes' attribute lists, read by the walk for _scan
+        graphs = _walk(proto, attributes)  # walked once for the checks below
         # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
         op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
-        require_sizes(proto, graphs, op_types)
+        initializers: dict[str, tuple[list[str], list[int]]] = {}  # names and data types, read once for all passes
+        require_sizes(proto, graphs, op_types, initializers)
         reads: dict[str, NodeReads] = {}
-        unsorted = _scan(proto, graphs, op_types, reads)
+        unsorted = _scan(proto, graphs, op_types, reads, initializers, attributes)
         negative = _has_negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was
@@ -150,14 +154,20 @@ def require_versions(model: ModelProto) -> None:
 
 
 def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
-                  op_types: dict[str, list[str]] | None = None) -> None:
+                  op_types: dict[str, list[str]] | None = None,
+                  initializers: dict[str, tuple[list[str], list[int]]] | None = None) -> None:
     """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``).
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: each graph's node op types by
-    its pointer, when the caller has read them."""
+    its pointer, when the caller has read them; ``initializers``: filled with each graph's initializer names and
+    data types, by its pointer (read here anyway: later passes take them from there)."""
     graphs = list(iter_graphs(model)) if graphs is None else list(graphs)
     graphs += [(f"/functions/{f}", function) for f, function in enumerate(model.functions)]
     for pointer, graph in graphs:
-        for i, tensor in enumerate(getattr(graph, "initializer", ())):
+        tensors = getattr(graph, "initializer", ())
+        data_types = [t.data_type for t in tensors]
+        if initializers is not None:
+            initializers[pointer] = ([t.name for t in tensors], data_types)
+        for i, tensor in enumerate(tensors):
             if not fits(tensor) and (problem := size_problem(tensor)):
                 raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
         ops = op_types[pointer] if op_types is not None else [node.op_type for node in graph.node]
@@ -166,6 +176,29 @@ def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] |
             for a, attr in enumerate(graph.node[n].attribute):
                 if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
                     raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
+
+
+def _walk(model: ModelProto, attributes: dict[str, list]) -> list[tuple[str, onnx.GraphProto]]:
+    """``list(iter_graphs(model))``, each graph's nodes' attribute lists put in ``attributes`` by its pointer (the
+    walk reads them to find subgraphs; ``_scan`` reads their names)."""
+    graphs: list[tuple[str, onnx.GraphProto]] = []
+    _walk_graph("/graph", model.graph, graphs, attributes)
+    return graphs
+
+
+def _walk_graph(pointer: str, graph: onnx.GraphProto, graphs: list, attributes: dict[str, list]) -> None:
+    graphs.append((pointer, graph))  # iter_graphs' order: a graph, then the subgraphs of its nodes in order
+    lists = attributes[pointer] = [node.attribute for node in graph.node]
+    for n, node_attributes in enumerate(lists):
+        if not node_attributes:
+            continue
+        for a, attribute in enumerate(node_attributes):
+            kind = attribute.type
+            if kind == AttributeProto.GRAPH:
+                _walk_graph(f"{pointer}/node/{n}/attribute/{a}/g", attribute.g, graphs, attributes)
+            elif kind == AttributeProto.GRAPHS:
+                for k, sub in enumerate(attribute.graphs):
+                    _walk_graph(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub, graphs, attributes)
 
 
 def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
@@ -180,12 +213,15 @@ def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
 
 
 def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
-          op_types: dict[str, list[str]] | None = None, reads: dict[str, NodeReads] | None = None) -> bool:
+          op_types: dict[str, list[str]] | None = None, reads: dict[str, NodeReads] | None = None,
+          initializers: dict[str, tuple[list[str], list[int]]] | None = None,
+          attributes: dict[str, list] | None = None) -> bool:
     """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
     cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
     by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
-    each graph, by its pointer."""
+    each graph, by its pointer; ``initializers``: each graph's initializer names and data types (``require_sizes``),
+    and ``attributes``: each graph's nodes' attribute lists (``_walk``), when the caller has read them."""
     kinds: set[type] = set()
     unsorted = False
     main = list(iter_graphs(model)) if graphs is None else graphs
@@ -197,16 +233,18 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
         ops = op_types[pointer] if op_types is not None else [n.op_type for n in nodes]
         kinds.update(map(type, ops))
         kinds.update(map(type, [n.name for n in nodes]))
-        kinds.update(map(type, [n.domain for n in nodes]))
+        domains = [n.domain for n in nodes]
+        kinds.update(map(type, domains))
         with_subgraphs = []
         attribute_names: list[tuple[str, ...]] = []
-        for n, attributes in enumerate([n.attribute for n in nodes]):
-            if not attributes:
+        walked = attributes.get(pointer) if attributes is not None else None
+        for n, node_attributes in enumerate([n.attribute for n in nodes] if walked is None else walked):
+            if not node_attributes:
                 attribute_names.append(())
                 continue
-            attribute_names.append(tuple([attribute.name for attribute in attributes]))
+            attribute_names.append(tuple([attribute.name for attribute in node_attributes]))
             kinds.update(map(type, attribute_names[-1]))
-            for a, attribute in enumerate(attributes):
+            for a, attribute in enumerate(node_attributes):
                 if attribute.ref_attr_name and not pointer.startswith("/functions/"):
                     raise ModelLoadError(
                         f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "
@@ -215,10 +253,13 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
                 if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) and (
                         not with_subgraphs or with_subgraphs[-1] != n):
                     with_subgraphs.append(n)
-        initializers = [t.name for t in getattr(graph, "initializer", ())]
-        kinds.update(map(type, initializers))
+        read = initializers.get(pointer) if initializers is not None else None
+        if read is None:
+            tensors = getattr(graph, "initializer", ())
+            read = ([t.name for t in tensors], [t.data_type for t in tensors])
+        kinds.update(map(type, read[0]))
         if reads is not None:
-            reads[pointer] = NodeReads(ops, *names, attribute_names, initializers)
+            reads[pointer] = NodeReads(ops, *names, attribute_names, *read, domains)
         unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
     if bytes in kinds or _other_names_not_text(model, main, initializers=False):
         require_utf8_names(model, "")  # the walk that locates it
