@@ -37,7 +37,11 @@ def infer(model: ModelProto, *, initializers: bool = True) -> Inferred:
     own types out (a GraphIndex of ``model.graph`` states them itself; a declaration of the same name, which
     they would hide, is then in the result, and the index hides it).
     """
-    return _inferred(model.SerializeToString(), model.graph, initializers)
+    try:
+        data = model.SerializeToString()
+    except Exception:  # over protobuf's 2 GiB: what the declarations say (an inference failure costs only shapes)
+        return declared_types(model.graph)
+    return _inferred(data, model.graph, initializers)
 
 
 def _inferred(data: bytes, graph: GraphProto | None, initializers: bool) -> Inferred:
@@ -104,15 +108,20 @@ class DeferredInference:
     Settled without running it: a tensor whose one declaration in the main graph is a tensor type with an element type
     and a static shape (inference keeps a declaration it agrees with, and one it contradicts); and the output, declared
     nowhere, of a QuantizeLinear, DequantizeLinear or Identity node whose inputs are settled tensors, initializers or
-    outputs so settled: onnx's inference of that one node (``onnx.shape_inference.infer_node_outputs``), once per
-    distinct attributes and input types. The model is serialized when this is made, so a step that rewrites the graph
-    afterwards changes no answer of the whole inference; a node's inputs are those the index read (no step changes
-    those nodes' attributes).
+    outputs so settled by nodes before it in the file: onnx's inference of that one node
+    (``onnx.shape_inference.infer_node_outputs``, at the version of its domain the model imports), once per distinct
+    attributes and input types. No node answers where onnx's whole inference would fail or skip (a domain the model
+    does not import, a graph input its initializer contradicts) or type an initializer differently (before IR 4). The
+    model is serialized when this is made, so a step that rewrites the graph afterwards changes no answer of the whole
+    inference; a node's inputs are those the index read (no step changes those nodes' attributes).
     """
 
     def __init__(self, model: ModelProto) -> None:
         self.opset_import = [onnx.OperatorSetIdProto(domain=o.domain, version=o.version) for o in model.opset_import]
         self.ir_version = model.ir_version
+        self.versions: dict[str, int] = {}  # domain -> the version imported first
+        for o in model.opset_import:
+            self.versions.setdefault(o.domain, o.version)
         self.opset = next((o.version for o in model.opset_import if o.domain in _STANDARD_DOMAINS), None)
         self._unserializable: Inferred | None = None
         try:
@@ -144,6 +153,9 @@ class DeferredInference:
                     self.shapes[name] = shape
         self._answers: dict[tuple, tuple[int, tuple[int | None, ...]] | None] = {}
         self._produced_once: set[str] | None = None
+        self._inputs: dict[str, bytes] = {}
+        for name, type_bytes in lists["input"]:
+            self._inputs.setdefault(name, type_bytes)
         self._by_name: dict[str, tuple[int, tuple[int | None, ...]] | None] = {}
 
     def full(self) -> Inferred:
@@ -160,38 +172,65 @@ class DeferredInference:
         p = ix.producer.get(name)
         if (p is None or name in self.declared or name in ix.initializers or name in ix.input_set
                 or ix.op_types[p] not in _NODE_INFERRED or ix.domains[p] not in _STANDARD_DOMAINS or self.opset is None
-                or self.opset > onnx.defs.onnx_opset_version() or self.ir_version > onnx.IR_VERSION):
+                or self.ir_version > onnx.IR_VERSION):
             return None
-        if self._produced_once is None:  # a name two nodes write: the whole inference decides
-            seen: set[str] = set()
-            twice: set[str] = set()
-            for outputs in ix.node_outputs:
-                for out in outputs:
-                    (twice if out in seen else seen).add(out)
-            self._produced_once = seen - twice
-        outputs, inputs = ix.node_outputs[p], ix.node_inputs[p]
-        if name not in self._produced_once or len(outputs) != 1 or not inputs or not all(inputs):
+        if self._produced_once is None:
+            self._first_node_answer(ix)
+        outputs, inputs, version = ix.node_outputs[p], ix.node_inputs[p], self._version(ix.domains[p])
+        if (self.opset is None or version is None or version > onnx.defs.onnx_opset_version()
+                or name not in self._produced_once or len(outputs) != 1 or not inputs or not all(inputs)):
             return None
         types: list[bytes | tuple] = []
         for n in inputs:
             if n in self.settled and n not in ix.initializers:
                 types.append(self.settled[n])
-            elif n in ix.initializers and n not in ix.input_set and n not in ix.producer and n not in self.declared:
+            elif (n in ix.initializers and n not in ix.input_set and n not in ix.producer and n not in self.declared
+                  and self.ir_version >= 4):  # (before IR 4 an initializer that is no graph input has no type)
                 init = ix.initializers[n]
                 types.append((init.data_type, tuple(init.dims)))
-            elif depth < _DEPTH and (written := self.node_answer(ix, n, depth + 1)) is not None:
+            elif (depth < _DEPTH and ix.producer.get(n, p) < p  # inference goes in file order: written before
+                  and (written := self.node_answer(ix, n, depth + 1)) is not None):
                 types.append(written)
             else:
                 return None
         node = ix.nodes[p]
-        key = (ix.op_types[p], tuple(types), b"".join(a.SerializeToString() for a in node.attribute))
+        key = (ix.op_types[p], version, tuple(types), b"".join(a.SerializeToString() for a in node.attribute))
         if key not in self._answers:
             self._answers[key] = self._infer_node(key, node)
         self._by_name[name] = self._answers[key]
         return self._by_name[name]
 
+    def _first_node_answer(self, ix) -> None:  # noqa: ANN001 - GraphIndex
+        """What every node answer needs of the whole graph, found when the first is asked: the names one node writes
+        (a name two nodes write: the whole inference decides); whether every node's domain is imported, and whether
+        the graph inputs that initializers also name are declared as those initializers are (where not, onnx's whole
+        inference fails and gives no node's output a type: no node answers then)."""
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for outputs in ix.node_outputs:
+            for out in outputs:
+                (twice if out in seen else seen).add(out)
+        self._produced_once = seen - twice
+        if any(self._version(domain) is None for domain in set(ix.domains) if domain != "ai.onnx") or (
+                "ai.onnx" in ix.domains and "ai.onnx" not in self.versions):  # onnx fails for want of an import
+            self.opset = None
+            return
+        for name in ix.input_set.intersection(ix.initializers):
+            init = ix.initializers[name]
+            declared = _tensor_type(onnx.TypeProto.FromString(self._inputs.get(name, b"")))
+            if declared != (init.data_type, tuple(init.dims)):
+                self.opset = None
+                return
+
+    def _version(self, domain: str) -> int | None:
+        """The opset version of ``domain`` onnx's inference reads a node at (the default domain "" may be imported as
+        "ai.onnx"); None when the model does not import it."""
+        if domain in self.versions:
+            return self.versions[domain]
+        return self.versions.get("ai.onnx") if domain == "" else None
+
     def _infer_node(self, key: tuple, node: onnx.NodeProto) -> tuple[int, tuple[int | None, ...]] | None:
-        op_type, types, _ = key
+        op_type, version, types, _ = key
         stand_in = onnx.NodeProto(op_type=op_type, input=[f"i{k}" for k in range(len(types))], output=["o"])
         stand_in.attribute.extend(node.attribute)
         input_types = {}
@@ -199,7 +238,7 @@ class DeferredInference:
             input_types[f"i{k}"] = (onnx.TypeProto.FromString(t) if isinstance(t, bytes)
                                     else onnx.helper.make_tensor_type_proto(t[0], list(t[1])))
         try:
-            schema = onnx.defs.get_schema(op_type, self.opset, "")
+            schema = onnx.defs.get_schema(op_type, version, "")
             out = onnx.shape_inference.infer_node_outputs(schema, stand_in, input_types,
                                                           opset_imports=self.opset_import, ir_version=self.ir_version)
         except Exception:  # (the whole inference then decides what this node's output is)

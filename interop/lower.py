@@ -441,7 +441,7 @@ class _Lowering:
         self.extra_inputs += [helper.make_tensor_value_info(scale, expressed.data_type, dims),
                               helper.make_tensor_value_info(zero_point, qtype.storage_type.data_type, dims)]
         # the zero point is optional (absent means all 0): an all-zero initializer of its name makes the graph
-        # input an overridable default (IR >= 4); an unknown parameter count leaves it required
+        # input an overridable default (IR >= 4); an unknown parameter count, or storage-required, leaves it required
         if self.dynamic_inputs == "storage-required":
             self.result.notes.append(f"tensor {name!r}: {zero_point!r} is a required input (dynamic_inputs "
                                      "storage-required): feed 0 where the zero point is absent")

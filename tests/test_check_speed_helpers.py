@@ -195,9 +195,35 @@ def test_deferred_inference_agrees_where_a_file_declares_otherwise_or_a_node_can
         "opset 13 per-axis": _qdq_chain([], opset=13),
         "output_dtype": _qdq_chain([], opset=23, output_dtype=TensorProto.FLOAT16),
     }
+    ai_onnx = _qdq_chain([])  # a node of domain "ai.onnx" where only "" is imported: onnx skips it
+    ai_onnx.graph.node[1].domain = "ai.onnx"
+    ir3 = _qdq_chain([])  # before IR 4 an initializer that is not a graph input has no type
+    ir3.ir_version = 3
+    conflicting_input = _qdq_chain([])  # a graph input an initializer also names, declared otherwise: inference fails
+    conflicting_input.graph.input.append(helper.make_tensor_value_info("ws", TensorProto.FLOAT, [3]))
+    written_later = _qdq_chain([])  # the Identity writing the QuantizeLinear's input comes after it in the file
+    identity = onnx.NodeProto()
+    identity.CopyFrom(written_later.graph.node[0])
+    del written_later.graph.node[0]
+    written_later.graph.node.insert(1, identity)
+    variants.update({"ai.onnx node": ai_onnx, "IR 3": ir3, "conflicting input": conflicting_input,
+                     "written later": written_later})
     for label, model in variants.items():
         by_whole, by_deferred = _types_both_ways(model)
         assert by_deferred == by_whole, label
+
+
+def test_a_model_protobuf_cannot_serialize_gets_its_declarations_as_its_inferred_types(monkeypatch):
+    from onnx_qtypes.interop.inference import DeferredInference, declared_types, infer  # noqa: PLC0415
+
+    model = _qdq_chain([helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 4])])
+
+    def too_big(self):  # noqa: ANN001, ANN202 - as protobuf refuses a message over 2 GiB
+        raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB")
+
+    monkeypatch.setattr(onnx.ModelProto, "SerializeToString", too_big)
+    want = declared_types(model.graph)
+    assert infer(model) == want and DeferredInference(model).full() == want
 
 
 def test_deferred_inference_agrees_on_the_suites_qdq_models():
