@@ -3,8 +3,8 @@
 ``infer`` runs the inference of a whole model. ``DeferredInference`` answers for a model the same, and runs that
 inference only when asked of a tensor its file does not settle: a QDQ file as quantizers write it declares every
 float tensor with a static shape, and the outputs of its QuantizeLinear / DequantizeLinear (and Identity) nodes
-follow from those declarations and their parameters through onnx's inference of that one node (at 16,000 QDQ nodes, the whole
-model's inference was a seventh of `check`'s time).
+follow from those declarations and their parameters through onnx's inference of that one node (at 16,000 QDQ
+nodes, the whole model's inference was a seventh of `check`'s time).
 """
 
 from __future__ import annotations

@@ -152,7 +152,8 @@ def _types_both_ways(model: onnx.ModelProto, names: tuple[str, ...] = ()) -> tup
 def _qdq_chain(value_info: list, nodes_first: list | None = None, opset: int = 21, **dq_attrs) -> onnx.ModelProto:
     from onnx import numpy_helper
 
-    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "s"), numpy_helper.from_array(np.array(3, np.int8), "z"),
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+             numpy_helper.from_array(np.array(3, np.int8), "z"),
              numpy_helper.from_array(np.ones((4, 3), np.int8), "w"),
              numpy_helper.from_array(np.full(4, 0.25, np.float32), "ws")]
     nodes = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("QuantizeLinear", ["a", "s", "z"], ["q"]),
@@ -161,7 +162,8 @@ def _qdq_chain(value_info: list, nodes_first: list | None = None, opset: int = 2
              helper.make_node("MatMul", ["d", "dw"], ["y"])]
     graph = helper.make_graph((nodes_first or []) + nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                                                 [2, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, value_info=value_info)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+                              value_info=value_info)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
