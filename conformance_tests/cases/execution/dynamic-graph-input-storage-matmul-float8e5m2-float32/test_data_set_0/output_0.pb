@@ -1,1 +1,1 @@
-ByJa€8=?4A=<c=J€==%=N=7=====
+ByJAAABAAAEAAAAB€AAAAAAAA9AA€AB
