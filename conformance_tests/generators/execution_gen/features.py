@@ -45,9 +45,10 @@ def _float_values(storage: str, rng, shape) -> np.ndarray:
     A tensor that can hold every finite value of the type (float4e2m1 from 16 elements) holds each once. A smaller
     one holds +max and -max, then one value of each binade (the powers of two [2^(e-1), 2^e) the values fall in,
     subnormals included) with a random sign, then each binade again with the other sign, then 0; where the
-    binades outnumber the elements (float8e5m2 in 24), one of each of evenly spread binades, from a random
-    offset so that a type's tensors together take them all. Whatever room is left is drawn uniformly over the
-    type's finite codes, and the whole is shuffled: seeded, so the same every run."""
+    binades outnumber the elements (float8e5m2's 32 in 24), one value of every width-th binade from a random
+    offset, so that no two adjacent binades are both left out while the elements number more than half the
+    binades. Whatever room is left is drawn uniformly over the type's finite codes, and the whole is shuffled:
+    seeded, so the same every run."""
     from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
     st = STORAGE_TYPES[storage]
@@ -61,9 +62,9 @@ def _float_values(storage: str, rng, shape) -> np.ndarray:
         exponents = np.frexp(positive)[1]
         binades = [positive[exponents == e] for e in sorted(set(exponents.tolist()), reverse=True)]  # top first
         room = count - 2
-        if len(binades) > room:
-            width = len(binades) / room
-            binades = [binades[int(k * width + rng.uniform(0, width))] for k in range(room)]
+        if len(binades) > room:  # every width-th binade from a random offset: no two adjacent ones left out
+            width, offset = len(binades) / room, rng.uniform(0, len(binades) / room)
+            binades = [binades[int(k * width + offset)] for k in range(room)]
         signs = rng.choice([-1.0, 1.0], len(binades))
         picks = [float(st.max), -float(st.max)]
         picks += [sign * rng.choice(b) for sign, b in zip(signs, binades)]

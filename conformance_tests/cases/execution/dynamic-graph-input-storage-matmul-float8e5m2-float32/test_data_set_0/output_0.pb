@@ -1,1 +1,1 @@
-ByJAAABAAAEAAAAB€AAAAAAAA9AA€AB
+ByJ%%€%%%$%%%&%%%%% %%%%%%€@%
