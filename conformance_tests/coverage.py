@@ -143,10 +143,15 @@ def case_features(model: ModelProto, feeds: Mapping[str, np.ndarray] | None = No
 
 
 def _activation(model: ModelProto, types: Mapping[str, QType]) -> str | None:
+    """The tensor a case's storage / granularity / schema tags describe: its first dynamic graph input or output
+    (what a case with one exercises, whatever static inputs feed it), else its first quantized graph input or
+    output, else its first quantized tensor."""
     constants = {t.name for t in model.graph.initializer}
-    for vi in (*model.graph.input, *model.graph.output):
-        if vi.name in types and vi.name not in constants:
-            return vi.name
+    boundary = [vi.name for vi in (*model.graph.input, *model.graph.output)
+                if vi.name in types and vi.name not in constants]
+    dynamic = [n for n in boundary if types[n].is_dynamic]
+    if dynamic or boundary:
+        return (dynamic or boundary)[0]
     return next((n for n in types if n not in constants), next(iter(types), None))
 
 

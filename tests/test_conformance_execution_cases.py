@@ -203,3 +203,70 @@ def test_a_typed_only_float8_output_case_agrees_with_numpy_and_onnxruntime(stora
         graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10).SerializeToString(), options)
     (got,) = session.run(None, {"x": reals.astype(np.float32)})
     np.testing.assert_array_equal(got, y.astype(np.float32) * scale)  # each rounds float8 * scale to float32 once
+
+
+def _float_storage_data(case: dict, folder) -> list[tuple[str, str, np.ndarray]]:
+    """(tensor, storage, values) of every float-storage tensor a case feeds or holds as a constant, in its storage
+    type (zero points aside: they are 0 by definition; a dynamic input fed as reals is not storage)."""
+    from onnx_qtypes.proto.encoding import tensor_array  # noqa: PLC0415
+
+    types = onnx_qtypes.quantized_tensors(onnx.load(str(folder / "model.onnx")))
+    model = onnx.load(str(folder / "model.onnx"))
+    arrays = dict(zip(case["inputs"], _read(folder, "input", case["inputs"])))
+    arrays |= {t.name: tensor_array(t) for t in model.graph.initializer}
+    return [(name, types[name].storage, array) for name, array in arrays.items()
+            if name in types and types[name].storage_type.is_float and not name.endswith("zero_point")
+            and array.dtype == types[name].storage_type.np_dtype]
+
+
+def _binades(values: np.ndarray) -> set[int]:
+    """The magnitude classes [2^(e-1), 2^e) the non-zero finite values fall in, as e (np.frexp's exponent)."""
+    wide = np.abs(values.astype(np.float64))
+    return set(np.frexp(wide[np.isfinite(wide) & (wide > 0)])[1].tolist())
+
+
+def test_float_storage_data_reach_the_largest_values_and_every_magnitude_class():
+    """A runtime that decodes a float storage type's large values wrongly (4 and 6 of float4e2m1, 448 of
+    float8e4m3fn) must fail a case: every float-storage tensor a case feeds or holds reaches +max and -max; one
+    with room for every binade of its type (two more elements than binades) holds a value of each, and a smaller
+    one (float8e5m2's 32 binades in 24 elements) leaves no two adjacent binades out; a float4e2m1 tensor that
+    can hold all of its type's finite values holds each."""
+    from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
+
+    checked = set()
+    for case_id in ALL:
+        for name, storage, values in _float_storage_data(_case(case_id), FOLDER / case_id):
+            st = STORAGE_TYPES[storage]
+            wide = set(values.astype(np.float64).ravel().tolist())
+            assert {st.max, -st.max} <= wide, (case_id, name)
+            codes = np.arange(2 ** st.bits, dtype=np.uint8).view(st.np_dtype).astype(np.float64)
+            every, held = _binades(codes), _binades(values)
+            if values.size >= len(every) + 2:
+                assert held == every, (case_id, name, sorted(every - held))
+            else:
+                assert all({e - 1, e, e + 1} & held for e in every), (case_id, name, sorted(every - held))
+            if storage == "float4e2m1" and values.size >= np.isfinite(codes).sum():
+                assert set(codes[np.isfinite(codes)].tolist()) <= wide, (case_id, name)
+            checked.add(storage)
+    assert checked == {s for s, st in STORAGE_TYPES.items() if st.is_float}
+
+
+def test_the_float4_pow2_case_tells_rounding_up_from_down_and_nearest():
+    """dynamic-graph-output-add-float4e2m1-float32 (SYMMETRIC_POW2_SCALE): the scale the definition rounds up
+    (semantics.md#dynamic-parameters) is not the one rounding down or to the nearest power of two gives, and y is
+    the reals quantized at the expected scale (ml_dtypes rounds to nearest, ties to even)."""
+    import ml_dtypes  # noqa: PLC0415
+
+    folder = FOLDER / "dynamic-graph-output-add-float4e2m1-float32"
+    case = _case("dynamic-graph-output-add-float4e2m1-float32")
+    types = onnx_qtypes.quantized_tensors(onnx.load(str(folder / "model.onnx")))
+    assert types["y"].schema.name == "SYMMETRIC_POW2_SCALE" and types["y"].is_dynamic
+    a, b = _read(folder, "input", case["inputs"])
+    y, y_scale, _ = _read(folder, "output", case["outputs"])
+    reals = a.astype(np.float64) * types["a"].scale[0] + b.astype(np.float64) * types["b"].scale[0]
+    exponent = np.log2(float(np.float32(np.abs(reals).max() / 6)))
+    up, down, nearest = (2.0 ** f(exponent) for f in (np.ceil, np.floor, np.round))
+    assert float(y_scale) == up and len({up, down}) == 2 and nearest == down
+    assert abs(up - float(np.float32(np.abs(reals).max() / 6))) > abs(down - float(np.float32(np.abs(reals).max() / 6)))
+    np.testing.assert_array_equal(y.astype(np.float64),
+                                  (reals / up).astype(ml_dtypes.float4_e2m1fn).astype(np.float64))

@@ -201,6 +201,35 @@ def signedness_swapped(storage: str):
     return mutate
 
 
+def float_value_misread(storage: str, value: float):
+    """+-``value`` of a float storage type decoded as the next smaller magnitude (a decoding table wrong at the top:
+    the cases' values must reach it)."""
+    st = STORAGE_TYPES[storage]
+    codes = np.arange(2 ** st.bits, dtype=np.uint8).view(st.np_dtype).astype(np.float64)
+    below = float(codes[np.isfinite(codes) & (codes < value)].max())
+
+    def mutate(mp):
+        def make(original):
+            def dequantize(q, qtype, *, tensor=None):
+                real = original(q, qtype, tensor=tensor)
+                q = np.asarray(q)
+                if qtype.storage != storage or q.dtype != st.np_dtype:
+                    return real
+                wide = q.astype(np.float64)
+                scale, _ = quant.broadcast_parameters(qtype, q.shape, tensor)
+                return np.where(np.abs(wide) == value, np.sign(wide) * below * scale, real)
+            return dequantize
+        _wrap(mp, quant, "dequantize", make)
+    return mutate
+
+
+def pow2_rounded(how):
+    """A *_POW2_SCALE dynamic scale rounded to a power of two by ``how`` (np.floor, np.round) of its log2, not up."""
+    def mutate(mp):
+        mp.setattr(quant, "_pow2_ceiling", lambda scales: np.ldexp(1.0, how(np.log2(scales)).astype(np.int64)))
+    return mutate
+
+
 def float_saturation(always: bool):
     def mutate(mp):
         def make(original):
@@ -326,6 +355,12 @@ MUTATIONS = {
     "float8 saturation ignored": (float_saturation(False), holding(("storage", "float8e4m3fn"))),
     "saturate=0 ignored": (float_saturation(True), ids("quantize-linear-float8e4m3fn-saturate-0")),
     "float4e2m1 read as int4": (storage_read_as("float4e2m1", None), holding(("storage", "float4e2m1"))),
+    **{f"{s}: {v:g} decoded as the value below it": (float_value_misread(s, v), holding(("storage", s)))
+       for s, v in (("float4e2m1", 3.0), ("float4e2m1", 4.0), ("float4e2m1", 6.0), ("float8e4m3fn", 448.0),
+                    ("float8e4m3fnuz", 240.0), ("float8e5m2", 57344.0), ("float8e5m2fnuz", 57344.0))},
+    **{f"float4e2m1 dynamic power-of-two scale rounded {name}": (
+        pow2_rounded(how), ids("dynamic-graph-output-add-float4e2m1-float32")) for name, how in (
+        ("down", np.floor), ("to the nearest", np.round))},
     "int32 output wraps": (int32_wraps, holding(("storage", "int32"))),
     "int32 accumulator wraps": (int32_accumulator, ids("matmul-accumulator-exceeds-int32")),
     "NaN stored as 0": (special_values(where_nan=0), holding(("inputs", "NaN"))),

@@ -38,13 +38,40 @@ def blocked(storage: str, expressed: str, shape: tuple, axis: int, block: int, t
                  expressed=expressed)
 
 
-def _float_values(storage: str, rng, shape, spread: float = 1.0) -> np.ndarray:
-    """Finite values of a float storage type: every magnitude class, signs mixed."""
+def _float_values(storage: str, rng, shape) -> np.ndarray:
+    """Finite values of a float storage type that reach every magnitude class up to its largest finite value,
+    both signs, so that a runtime decoding any of them wrongly (4 and 6 of float4e2m1, 448 of float8e4m3fn) fails.
+
+    A tensor that can hold every finite value of the type (float4e2m1 from 16 elements) holds each once. A smaller
+    one holds +max and -max, then one value of each binade (the powers of two [2^(e-1), 2^e) the values fall in,
+    subnormals included) with a random sign, then each binade again with the other sign, then 0; where the
+    binades outnumber the elements (float8e5m2's 32 in 24), one value of every width-th binade from a random
+    offset, so that no two adjacent binades are both left out while the elements number more than half the
+    binades. Whatever room is left is drawn uniformly over the type's finite codes, and the whole is shuffled:
+    seeded, so the same every run."""
     from onnx_qtypes.proto.storage_types import STORAGE_TYPES  # noqa: PLC0415
 
     st = STORAGE_TYPES[storage]
-    raw = rng.normal(0, spread, shape) * rng.choice([st.max / 64, 1.0, st.max / 8, 0.05], size=shape)
-    return np.clip(raw, -st.max, st.max).astype(st.np_dtype)
+    codes = np.arange(2 ** st.bits, dtype=np.uint8).view(st.np_dtype)
+    finite = codes[np.isfinite(codes.astype(np.float64))].astype(np.float64)
+    count = int(np.prod(shape))
+    if count >= finite.size:
+        picks = list(finite)
+    else:
+        positive = np.unique(finite[finite > 0])
+        exponents = np.frexp(positive)[1]
+        binades = [positive[exponents == e] for e in sorted(set(exponents.tolist()), reverse=True)]  # top first
+        room = count - 2
+        if len(binades) > room:  # every width-th binade from a random offset: no two adjacent ones left out
+            width, offset = len(binades) / room, rng.uniform(0, len(binades) / room)
+            binades = [binades[int(k * width + offset)] for k in range(room)]
+        signs = rng.choice([-1.0, 1.0], len(binades))
+        picks = [float(st.max), -float(st.max)]
+        picks += [sign * rng.choice(b) for sign, b in zip(signs, binades)]
+        picks += [-sign * rng.choice(b) for sign, b in zip(signs, binades)]
+        picks += [0.0]
+    picks = picks[:count] + list(rng.choice(finite, max(0, count - len(picks))))
+    return np.asarray(picks, np.float64)[rng.permutation(count)].reshape(shape).astype(st.np_dtype)
 
 
 def _features(rm):
@@ -85,7 +112,7 @@ def _features(rm):
                       schema="symmetric_pow2_scale", expressed=g.expressed)  # (8, 3): (2, 3) blocks
         else:
             b = QType(g.storage, distinct_scales(3, 4), [0] * 3, axis=1, schema="symmetric", expressed=g.expressed)
-        value = _float_values(g.storage, g.rng, (8, 3), spread=0.5)
+        value = _float_values(g.storage, g.rng, (8, 3))
         y = g.out(1.0, storage="int8")
         inputs = [T("a", (2, 8), a), T("b", (8, 3), b, value=value)]
         return Spec("MatMul", inputs, [T("y", (2, 3), y)], {}, anchor="float-storage",
@@ -111,6 +138,12 @@ def _features(rm):
             a, b = (QType(g.storage, s, 0, expressed=g.expressed) for s in (2.0 ** -4, 2.0 ** -6))
             y = QType(g.storage, schema=schema, expressed=g.expressed)
             feeds = {"a": _float_values(g.storage, g.rng, (2, 3, 4)), "b": _float_values(g.storage, g.rng, (2, 3, 4))}
+            # -max in a and b at one place: max|y| / max = 2^-4 + 2^-6 = 1.25 * 2^-4, whose power of two is 2^-3
+            # rounded up (the definition) but 2^-4 rounded down or to the nearest (log2 1.25 = 0.32 < 0.5)
+            for x in feeds.values():
+                flat = x.reshape(-1)
+                k = int(np.flatnonzero(flat.astype(np.float64) == -STORAGE_TYPES[g.storage].max)[0])
+                flat[[0, k]] = flat[[k, 0]]
             return Spec("Add", [T("a", (2, 3, 4), a), T("b", (2, 3, 4), b)], [T("y", (2, 3, 4), y)], {},
                         anchor="dynamic-parameters", feeds=feeds, features=("dynamic", "dynamic-output"),
                         qdq="typed-only", note=f"a dynamic {schema} {g.storage} graph output (symmetric parameters "
