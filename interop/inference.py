@@ -10,6 +10,7 @@ nodes, the whole model's inference was a seventh of `check`'s time).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import onnx
 from onnx import GraphProto, ModelProto
@@ -57,20 +58,27 @@ def _inferred(data: bytes, graph: GraphProto | None, initializers: bool) -> Infe
     for init in graph.initializer if initializers else ():  # inference leaves the initializers as they are
         elem_types[init.name] = init.data_type
         shapes[init.name] = tuple(init.dims)
-    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}  # most declarations share a type
+    for name, _, found in _declarations(lists):
+        if found is None:
+            continue
+        elem_type, shape = found
+        if elem_type and name not in elem_types:
+            elem_types[name] = elem_type
+        if shape is not None and name not in shapes:
+            shapes[name] = shape
+    return Inferred(elem_types, shapes)
+
+
+def _declarations(lists: dict[str, list[tuple[str, bytes]]]) -> Iterator[tuple[str, bytes, tuple | None]]:
+    """(name, TypeProto bytes, ``_tensor_type`` of them) of ``declared_bytes.main_graph``'s lists, inputs, outputs,
+    then value_info, in order; each distinct type read once (most declarations share one)."""
+    read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}
     for kind in ("input", "output", "value_info"):
         for name, type_bytes in lists[kind]:
             found = read.get(type_bytes, read)
             if found is read:
                 found = read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
-            if found is None:
-                continue
-            elem_type, shape = found
-            if elem_type and name not in elem_types:
-                elem_types[name] = elem_type
-            if shape is not None and name not in shapes:
-                shapes[name] = shape
-    return Inferred(elem_types, shapes)
+            yield name, type_bytes, found
 
 
 def _tensor_type(type_proto: onnx.TypeProto) -> tuple[int, tuple[int | None, ...] | None] | None:
@@ -122,12 +130,13 @@ class DeferredInference:
         self.versions: dict[str, int] = {}  # domain -> the version imported first
         for o in model.opset_import:
             self.versions.setdefault(o.domain, o.version)
-        self.opset = next((o.version for o in model.opset_import if o.domain in _STANDARD_DOMAINS), None)
+        self.answers_nodes = any(o.domain in _STANDARD_DOMAINS for o in model.opset_import)  # (False: the whole
+        # inference decides every tensor no declaration settles)
         self._unserializable: Inferred | None = None
         try:
             self.data = model.SerializeToString()
         except Exception:  # over protobuf's 2 GiB: infer's answer, the declarations, now (nodes tell nothing more)
-            self.data, self.opset = b"", None
+            self.data, self.answers_nodes = b"", False
             self._unserializable = declared_types(model.graph)
         lists = declared_bytes.main_graph(self.data)
         counts: dict[str, int] = {}
@@ -136,21 +145,16 @@ class DeferredInference:
                 counts[name] = counts.get(name, 0) + 1
         self.declared = set(counts)
         self.settled: dict[str, bytes] = {}  # name -> its TypeProto bytes
-        read: dict[bytes, tuple[int, tuple[int | None, ...] | None] | None] = {}
         self.elem_types: dict[str, int] = {}
         self.shapes: dict[str, tuple[int | None, ...]] = {}
-        for kind in ("input", "output", "value_info"):
-            for name, type_bytes in lists[kind]:
-                found = read.get(type_bytes, read)
-                if found is read:
-                    found = read[type_bytes] = _tensor_type(onnx.TypeProto.FromString(type_bytes))
-                if counts[name] != 1 or found is None:
-                    continue
-                elem_type, shape = found
-                if elem_type and shape is not None and all(d is not None and d >= 0 for d in shape):
-                    self.settled[name] = type_bytes
-                    self.elem_types[name] = elem_type
-                    self.shapes[name] = shape
+        for name, type_bytes, found in _declarations(lists):
+            if counts[name] != 1 or found is None:
+                continue
+            elem_type, shape = found
+            if elem_type and shape is not None and all(d is not None and d >= 0 for d in shape):
+                self.settled[name] = type_bytes
+                self.elem_types[name] = elem_type
+                self.shapes[name] = shape
         self._answers: dict[tuple, tuple[int, tuple[int | None, ...]] | None] = {}
         self._produced_once: set[str] | None = None
         self._inputs: dict[str, bytes] = {}
@@ -170,14 +174,14 @@ class DeferredInference:
             return self._by_name[name]
         self._by_name[name] = None  # (a cycle in a malformed graph ends here)
         p = ix.producer.get(name)
-        if (p is None or name in self.declared or name in ix.initializers or name in ix.input_set
-                or ix.op_types[p] not in _NODE_INFERRED or ix.domains[p] not in _STANDARD_DOMAINS or self.opset is None
-                or self.ir_version > onnx.IR_VERSION):
+        if (not self.answers_nodes or p is None or name in self.declared or name in ix.initializers
+                or name in ix.input_set or ix.op_types[p] not in _NODE_INFERRED
+                or ix.domains[p] not in _STANDARD_DOMAINS or self.ir_version > onnx.IR_VERSION):
             return None
         if self._produced_once is None:
             self._first_node_answer(ix)
         outputs, inputs, version = ix.node_outputs[p], ix.node_inputs[p], self._version(ix.domains[p])
-        if (self.opset is None or version is None or version > onnx.defs.onnx_opset_version()
+        if (not self.answers_nodes or version is None or version > onnx.defs.onnx_opset_version()
                 or name not in self._produced_once or len(outputs) != 1 or not inputs or not all(inputs)):
             return None
         types: list[bytes | tuple] = []
@@ -213,13 +217,13 @@ class DeferredInference:
         self._produced_once = seen - twice
         if any(self._version(domain) is None for domain in set(ix.domains) if domain != "ai.onnx") or (
                 "ai.onnx" in ix.domains and "ai.onnx" not in self.versions):  # onnx fails for want of an import
-            self.opset = None
+            self.answers_nodes = False
             return
         for name in ix.input_set.intersection(ix.initializers):
             init = ix.initializers[name]
             declared = _tensor_type(onnx.TypeProto.FromString(self._inputs.get(name, b"")))
             if declared != (init.data_type, tuple(init.dims)):
-                self.opset = None
+                self.answers_nodes = False
                 return
 
     def _version(self, domain: str) -> int | None:
