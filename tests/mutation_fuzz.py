@@ -250,6 +250,18 @@ def _structure_mutation(rng: random.Random, model: onnx.ModelProto) -> str:
     return f"{path} = {value!r}"[:160]
 
 
+def _structure_step(rng: random.Random, model: onnx.ModelProto) -> str:
+    """``_structure_mutation``, cut short where it reads as text a string an earlier mutation left not UTF-8
+    (protobuf raises then; the mutant keeps what was changed before)."""
+    try:
+        return _structure_mutation(rng, model)
+    except UnicodeDecodeError:
+        return NOT_TEXT
+
+
+NOT_TEXT = "(a string not UTF-8 read: mutation cut short)"
+
+
 def _decodes(data: bytes) -> bool:
     try:
         onnx.ModelProto().ParseFromString(data)
@@ -280,7 +292,7 @@ def mutant(seed: pathlib.Path, fuzz_seed: int, index: int, data: bytes | None = 
             model.ParseFromString(data)
         except (DecodeError, RuntimeError, ValueError):
             continue  # an earlier byte mutation broke it: stays broken
-        done.append(_structure_mutation(rng, model))
+        done.append(_structure_step(rng, model))
         try:
             data = model.SerializeToString()
         except Exception:  # noqa: BLE001 - a value protobuf will not encode: keep the last bytes
