@@ -34,7 +34,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
 from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, tensor_bytes
-from onnx_qtypes.proto.packing import pack, unpack
+from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
 
 OP = "MatMulNBits"
@@ -224,11 +224,20 @@ def _stored_weight(name: str, storage, packed: np.ndarray, bits: int, k: int, bl
     n, blocks = packed.shape[:2]
     half, top = 1 << (bits - 1), (1 << bits) - 1
     step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
+    signed = not storage.name.startswith("u")
 
     def pieces():
         for b0 in range(0, blocks, step):
             b1 = min(blocks, b0 + step)
             rows = min(k, b1 * block) - b0 * block
+            if bits == 4 and n % 2 == 0:  # on the bytes: a mirrored code is c ^ 15, a signed one c - 8 = c ^ 8
+                piece = packed[:, b0:b1].reshape(n, -1)
+                if mirrored is not None:  # (a byte holds two codes of one block: block_size is even)
+                    piece = piece ^ np.repeat(mirrored[:, b0:b1].astype(np.uint8) * np.uint8(0xFF), block // 2, axis=1)
+                if signed:
+                    piece = piece ^ np.uint8(0x88)
+                yield transposed_4bit(piece)[:rows].tobytes()
+                continue
             codes = unpack(packed[:, b0:b1], bits).reshape(n, (b1 - b0) * block)[:, :rows]
             if mirrored is not None:
                 codes = np.where(np.repeat(mirrored[:, b0:b1], block, axis=1)[:, :rows], top - codes, codes)

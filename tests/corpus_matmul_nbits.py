@@ -115,6 +115,7 @@ def _models() -> dict[str, bytes]:
     built["hand-q4-float16"] = hand_built(dtype=np.float16, k=32, block=16)
     built["hand-q4-flat-scales-rank3"] = hand_built(flat_scales=True, rows=(2, 3))
     built["hand-q4-no-domain-import"] = hand_built(import_domain=False)
+    built["hand-q4-n-odd"] = hand_built(n=7, zero_points="none")  # no two rows of B pair up in the typed weight's bytes
     return {name: model.SerializeToString() for name, model in built.items()}
 
 

@@ -21,7 +21,7 @@ from corpus_matmul_nbits import free_rows, hand_built, identity_feeds, nbits_fee
 
 from onnx_qtypes import diagnose, get_qtype
 from onnx_qtypes.checker import iter_diagnostics
-from onnx_qtypes.interop import LowerError, lift_model, lower_model
+from onnx_qtypes.interop import LowerError, lift_model, lower_model, matmul_nbits
 from onnx_qtypes.proto import quantized_tensors
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -160,6 +160,17 @@ def test_storage_follows_the_zero_points():
     qtype = get_qtype(sym, next(iter(quantized_tensors(sym))))
     assert qtype.storage == "int4" and not any(qtype.zero_point)
     assert get_qtype(asym, next(iter(quantized_tensors(asym)))).expressed == "float16"
+
+
+@pytest.mark.parametrize("name", ["ort-q4-sym-k64n32b32", "ort-q4-asym-k40n24b16", "hand-q4-n-odd", "hand-q2-packed"])
+def test_a_weight_made_a_block_at_a_time_is_the_weight_made_at_once(name: str, monkeypatch):
+    whole = lift_model(MODELS[name]).model
+    monkeypatch.setattr(matmul_nbits, "_CODES_AT_ONCE", 1)  # one block of K per piece: every seam between pieces
+    pieces = lift_model(MODELS[name]).model
+    weight = next(iter(quantized_tensors(whole)))
+    assert len({t.name for t in whole.graph.initializer} & {weight}) == 1
+    assert ({t.name: t.raw_data for t in pieces.graph.initializer}[weight]
+            == {t.name: t.raw_data for t in whole.graph.initializer}[weight])
 
 
 def test_negative_scales_are_mirrored_with_a_note():

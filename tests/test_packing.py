@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import numpy_helper
 
-from onnx_qtypes.proto.packing import pack, unpack
+from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
 
 
 def test_first_element_in_the_lowest_bits():
@@ -32,3 +32,12 @@ def test_unpack_inverts_pack_row_by_row(bits):
     assert packed.shape == (4, 3, 8 * bits // 8)
     assert np.array_equal(unpack(packed, bits), codes)
     assert np.array_equal(unpack(packed[1:2], bits), codes[1:2])  # a row of codes is a row of bytes
+
+
+@pytest.mark.parametrize("shape", [(2, 1), (4, 3), (6, 16), (64, 40)])
+def test_transposed_4bit_is_the_packed_transpose(shape):
+    rows, columns = shape[0], shape[1] * 2
+    codes = np.random.default_rng(rows).integers(0, 16, size=(rows, columns)).astype(np.uint8)
+    transposed = transposed_4bit(pack(codes, 4))
+    assert transposed.shape == (columns, rows // 2)
+    assert np.array_equal(unpack(transposed, 4), codes.T)  # every code where the transpose puts it
