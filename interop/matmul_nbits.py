@@ -358,10 +358,18 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
     zero_points = (np.zeros((blocks, n), np.int64) if not zp else ix.constant(zp).astype(np.int64)) + offset
     padding = blocks * block - k
     step = max(8, _CODES_AT_ONCE // (blocks * block)) // 8 * 8  # columns of W (rows of B) per piece: whole bytes
+    nibbles = _weight_bytes(ix, weight, k, n // 2) if bits == 4 and k % 2 == 0 and n % 2 == 0 else None
 
     def pieces():  # B [N, blocks, block * bits / 8], a few of its rows at a time
         for n0 in range(0, n, step):
             n1 = min(n, n0 + step)
+            if nibbles is not None:  # on the bytes (transposed_4bit): a signed code c is stored c + 8 = c ^ 8
+                piece = nibbles[:, n0 // 2:n1 // 2] ^ np.uint8(0x88 if offset else 0)  # [K, (n1 - n0) / 2]
+                if padding:  # (K even, so the padding is too: whole bytes of B)
+                    pad = pack(zero_points[-1:, n0:n1], 4)  # the zero points held offset already
+                    piece = np.concatenate([piece, np.repeat(pad, padding, axis=0)])
+                yield transposed_4bit(piece).tobytes()
+                continue
             codes = (columns(n0, n1) + offset).T  # [n1 - n0, K]
             if padding:  # the last block's rows past K: its zero point, i.e. real 0 (never read)
                 codes = np.concatenate([codes, np.repeat(zero_points[-1:, n0:n1].T, padding, axis=1)], axis=1)
@@ -384,17 +392,23 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
             "attrs": {"K": k, "N": n, "bits": bits, "block_size": block}}
 
 
+def _weight_bytes(ix: GraphIndex, weight: str, k: int, row: int) -> np.ndarray | None:
+    """The raw bytes of weight W [K, N] as uint8 [K, row] (``row`` bytes per row of W), read where they lie (a file's
+    are mapped, not read), or None when W holds its values otherwise."""
+    tensor = ix.constant_tensor(weight)
+    if not (is_lazy(tensor) or tensor.HasField("raw_data")):
+        return None
+    raw = tensor_bytes(tensor) if is_lazy(tensor) else np.frombuffer(tensor.raw_data, np.uint8)
+    return raw.reshape(k, row) if raw.size == k * row else None
+
+
 def _weight_columns(ix: GraphIndex, weight: str, storage: StorageType, k: int, n: int
                     ) -> Callable[[int, int], np.ndarray]:
     """columns(n0, n1): the stored values of W[:, n0:n1] (int16, modulo 2^bits). A weight stored in raw bytes (in its
     file or in memory) is read there a slice at a time, unpacked only as far as the slice (``n0`` a multiple of 8): a
     large int4 weight is never held unpacked whole; any other is read whole."""
-    tensor = ix.constant_tensor(weight)
     bits, row = storage.bits, n * storage.bits
-    raw = None
-    if row % 8 == 0 and (is_lazy(tensor) or tensor.HasField("raw_data")):
-        raw = tensor_bytes(tensor) if is_lazy(tensor) else np.frombuffer(tensor.raw_data, np.uint8)
-        raw = raw.reshape(k, row // 8) if raw.size == k * row // 8 else None
+    raw = _weight_bytes(ix, weight, k, row // 8) if row % 8 == 0 else None
     if raw is None:
         values = ix.constant(weight)
         return lambda n0, n1: values[:, n0:n1].astype(np.int16)

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
+from onnx import numpy_helper
 from corpus import run_onnxruntime
 from corpus_matmul_nbits import free_rows, hand_built, identity_feeds, nbits_feeds, nbits_models, refused_models
 
@@ -23,6 +24,7 @@ from onnx_qtypes import diagnose, get_qtype
 from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.interop import LowerError, lift_model, lower_model, matmul_nbits
 from onnx_qtypes.proto import quantized_tensors
+from onnx_qtypes.proto.packing import unpack
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 MODELS = nbits_models()
@@ -151,6 +153,24 @@ def test_lower_to_matmul_nbits_round_trips(name: str):
     theirs = _ort(MODELS[name], feeds)
     assert np.all(np.abs(_ort(again, feeds).astype(np.float64) - theirs.astype(np.float64))
                   <= _tolerance(name, feeds, _weight(lifted), theirs))
+
+
+@pytest.mark.parametrize("name", ["ort-q4-asym-k40n24b16", "ort-q4-sym-k40n24b16", "ort-q2-asym-k40n24b16"])
+def test_lowered_b_pads_the_last_block_past_k_with_its_zero_point(name: str):
+    """The codes of B past K are never read; lower writes the block's zero point there (real 0), as it says."""
+    again = lower_model(_lifted(name), "matmulnbits").model
+    attrs = _nbits_attributes(again)
+    k, n, bits, block = attrs["K"], attrs["N"], attrs["bits"], attrs["block_size"]
+    inits = {t.name: numpy_helper.to_array(t) for t in again.graph.initializer}
+    node = next(x for x in again.graph.node if x.op_type == "MatMulNBits")
+    codes = unpack(inits[node.input[1]], bits).reshape(n, -1)
+    assert codes.shape[1] > k  # the model has padding to look at
+    blocks = codes.shape[1] // block
+    if len(node.input) > 3 and node.input[3]:
+        zero_points = unpack(inits[node.input[3]], bits)[:, :blocks]
+    else:
+        zero_points = np.full((n, blocks), 1 << (bits - 1))
+    assert np.array_equal(codes[:, k:], np.repeat(zero_points[:, -1:], codes.shape[1] - k, axis=1))
 
 
 def test_storage_follows_the_zero_points():
