@@ -22,7 +22,7 @@ import numpy as np
 
 from onnx_qtypes.checker.context import Context, Declared
 from onnx_qtypes.proto.errors import QTypeError
-from onnx_qtypes.proto.parameter_values import values_array
+from onnx_qtypes.proto.parameter_values import ParameterValues, values_array
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
@@ -156,7 +156,13 @@ def _representatives(values: Sequence, dtype: type) -> np.ndarray:
     of parameters, and each type's values are read once, one type at a time."""
     if len(values) <= _DISTINCT_ABOVE:
         return values_array(values, dtype)
-    return np.unique(np.asarray(values, dtype=dtype))  # NaNs as one, -0.0 as 0.0: no screen tells them apart
+    held = values.held() if isinstance(values, ParameterValues) else np.asarray(values)
+    if not any(held.strides):  # one value broadcast (zero points none of which is written)
+        return held.reshape(-1)[:1].astype(dtype)
+    if held.dtype.itemsize == 2:  # float16 scales (a 4-bit LLM's): 65,536 bit patterns, counted instead of sorted
+        present = np.flatnonzero(np.bincount(held.reshape(-1).view(np.uint16), minlength=1 << 16))
+        held = present.astype(np.uint16).view(held.dtype)
+    return np.unique(held.astype(dtype))  # NaNs as one, -0.0 as 0.0: no screen tells them apart
 
 
 def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:

@@ -58,6 +58,10 @@ class ParameterValues(Sequence):
     def size(self) -> int:
         return self._size
 
+    def held(self) -> np.ndarray:
+        """The values in their own dtype, as held (a file's mapped, not read): read-only."""
+        return self._load()
+
     def array(self) -> np.ndarray:
         """The values as float64 (int64) in a new array: one tensor's worth, dropped by the caller after use."""
         return self._convert(self._load())
