@@ -2,7 +2,8 @@
 
 The one home for going between codes and packed bytes (MatMulNBits weights, GGUF planes); onnx.numpy_helper does
 the bit work through its own 4- and 2-bit tensor types. Packing works along the last axis: each row of codes must
-fill whole bytes (a multiple of 8 / ``bits`` codes), so that a row of codes is a row of bytes.
+fill whole bytes (a multiple of 8 / ``bits`` codes), so that a row of codes is a row of bytes. Transposing packed
+4-bit codes (``transposed_4bit``) is done here on the bytes: onnx has no such step.
 """
 
 from __future__ import annotations
