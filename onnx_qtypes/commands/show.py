@@ -66,7 +66,10 @@ def _read(value_info: onnx.ValueInfoProto, where: str, qtypes: dict[bytes, QType
 
 def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
     """One row per tensor and distinct type (statistics aside) that is quantized or has statistics, in model order."""
-    rows: dict[tuple[str | None, str, QType | None], dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    # a tensor's rows, one per distinct type: found by equality, not by hash (a blocked weight's type holds
+    # millions of parameters, which a hash reads one Python object at a time; a tensor has one or two types)
+    of_tensor: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     qtypes: dict[bytes, QType] = {}
     functions = [f"{f.domain}:{f.name}" if f.domain else f.name for f in model.functions]
     parameters = model_parameters(model)
@@ -80,23 +83,23 @@ def collect(model: Any, source: str = "<model>") -> list[dict[str, Any]]:
             raise MalformedExtensionError(f"{source}: {exc}") from None
         if qtype is None and stats is None:
             continue
-        row = rows.get((function, decl.name, qtype))
+        same = of_tensor.setdefault((function, decl.name), [])
+        row = next((r for r in same if r["qtype"] is qtype or r["qtype"] == qtype), None)
         if row is None:
             shape = static_shape(decl.value_info)
-            row = rows[function, decl.name, qtype] = {"tensor": decl.name, "function": function,
-                                                      "shape": None if shape is None else list(shape),
-                                                      "declared_at": [], "qtype": qtype, "statistics": None}
+            row = {"tensor": decl.name, "function": function, "shape": None if shape is None else list(shape),
+                   "declared_at": [], "qtype": qtype, "statistics": None}
+            rows.append(row)
+            same.append(row)
         row["declared_at"].append(decl.pointer)
         if row["statistics"] is None:
             row["statistics"] = stats
     scope_of = {None: MAIN, **{name: f"/functions/{i}" for i, name in enumerate(functions)}}
     relu_only = read_only_by_relu(model)
-    for row in rows.values():
+    for row in rows:
         row["relu_only"] = (scope_of[row["function"]], row["tensor"]) in relu_only
-    first: dict[tuple[str | None, str], int] = {}  # a tensor's rows side by side, where it first appears
-    for function, name, _ in rows:
-        first.setdefault((function, name), len(first))
-    return sorted(rows.values(), key=lambda r: first[r["function"], r["tensor"]])
+    first = {key: k for k, key in enumerate(of_tensor)}  # a tensor's rows side by side, where it first appears
+    return sorted(rows, key=lambda r: first[r["function"], r["tensor"]])
 
 
 def run(args: argparse.Namespace) -> int:
