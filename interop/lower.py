@@ -85,6 +85,7 @@ from onnx_qtypes.proto.external import checkable
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import (Declaration, ParameterLookup, model_parameters, read_statistics, read_view,
                                      referenced_values)
+from onnx_qtypes.proto.parameter_values import any_nonzero
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import QType
@@ -408,7 +409,7 @@ class _Lowering:
             )
             if qtype.scale_tensor is not None:  # parameters by reference: the initializer is already the input
                 scale = None
-                if qtype.zero_point_tensor is None and not any(qtype.zero_point) and self.form == "qdq":
+                if qtype.zero_point_tensor is None and not any_nonzero(qtype.zero_point) and self.form == "qdq":
                     zp = None  # DequantizeLinear reads an absent zero point as 0
             if qtype.zero_point_tensor is not None:
                 zp = None

@@ -25,6 +25,7 @@ from google.protobuf import json_format
 from onnx import AttributeProto, ModelProto, NodeProto, ValueInfoProto
 
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
+from onnx_qtypes.proto.parameter_values import any_nonzero
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.statistics import TensorStatistics
 
@@ -173,5 +174,5 @@ def same_parameters(a: QType, b: QType) -> bool:
     if (a.scale_tensor and not a.scale) or (b.scale_tensor and not b.scale):
         return a.scale_tensor == b.scale_tensor and (
             a.zero_point_tensor == b.zero_point_tensor if (a.zero_point_tensor or b.zero_point_tensor)
-            else not any(a.zero_point) and not any(b.zero_point))
+            else not any_nonzero(a.zero_point) and not any_nonzero(b.zero_point))
     return a.scale == b.scale and a.zero_point == b.zero_point

@@ -17,6 +17,7 @@ from onnx import GraphProto, TensorProto, numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.parameter_values import any_nonzero
 from onnx_qtypes.proto.qtype import QType
 
 # Above this many parameters set_qtype and lift keep them in initializers (8 KiB of scales listed at most).
@@ -83,7 +84,7 @@ def plan_parameters(graph: GraphProto, tensor: str, qtype: QType, shape: tuple[i
     for field, default in (("scale", qtype.scale_tensor), ("zero_point", qtype.zero_point_tensor),
                            ("offset", qtype.offset_tensor)):
         name = default or (getattr(previous, f"{field}_tensor") if previous else None)
-        if field == "zero_point" and name is None and not any(qtype.zero_point):
+        if field == "zero_point" and name is None and not any_nonzero(qtype.zero_point):
             continue  # all zero: nothing to store
         if field == "offset" and name is None and not qtype.offset:
             continue

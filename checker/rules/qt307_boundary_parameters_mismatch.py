@@ -46,6 +46,7 @@ from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.float_view import expressed_data_type
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.parameter_layout import parameter_shape
+from onnx_qtypes.proto.parameter_values import any_nonzero
 from onnx_qtypes.proto.qtype import QType
 
 QUANTIZE, DEQUANTIZE = "QuantizeLinear", "DequantizeLinear"
@@ -131,7 +132,7 @@ def _check_zero_point(ctx: Context, ref: NodeRef, name: str, qt: QType, zero_poi
                 yield Finding(ref.location(), f"without a zero-point input QuantizeLinear produces "
                               f"{helper.tensor_dtype_to_string(produced)}, but {name!r} stores {qt.storage}; "
                               "add a zero-point input of the storage type or set output_dtype")
-        if any(qt.zero_point):
+        if any_nonzero(qt.zero_point):
             yield Finding(ref.location(), f"the node has no zero-point input (meaning 0), but {name!r} has zero "
                           f"points {list(qt.zero_point)[:4]}")
         return
