@@ -40,7 +40,14 @@ def transposed_4bit(packed: np.ndarray) -> np.ndarray:
     out = np.empty((rows // 2, packed.shape[1], 2), np.uint8)
     out[..., 0] = (even & 0x0F) | (odd << 4)  # columns 2m: the low halves
     out[..., 1] = (even >> 4) | (odd & 0xF0)  # columns 2m + 1: the high halves
-    return np.ascontiguousarray(out.reshape(rows // 2, -1).T)
+    out = out.reshape(rows // 2, -1)
+    transposed = np.empty(out.shape[::-1], np.uint8)
+    for j in range(0, out.shape[0], _TILE):  # a few rows at a time: numpy's whole-array byte transpose runs out of cache
+        transposed[:, j:j + _TILE] = out[j:j + _TILE].T
+    return transposed
+
+
+_TILE = 32  # rows of bytes transposed at a time (3-4x faster than at once on a 7B model's pieces, measured)
 
 
 __all__ = ["pack", "transposed_4bit", "unpack"]

@@ -34,7 +34,7 @@ def test_unpack_inverts_pack_row_by_row(bits):
     assert np.array_equal(unpack(packed[1:2], bits), codes[1:2])  # a row of codes is a row of bytes
 
 
-@pytest.mark.parametrize("shape", [(2, 1), (4, 3), (6, 16), (64, 40)])
+@pytest.mark.parametrize("shape", [(2, 1), (4, 3), (6, 16), (64, 40), (130, 24)])  # (130: tiles and a partial one)
 def test_transposed_4bit_is_the_packed_transpose(shape):
     rows, columns = shape[0], shape[1] * 2
     codes = np.random.default_rng(rows).integers(0, 16, size=(rows, columns)).astype(np.uint8)
