@@ -47,7 +47,7 @@ def transposed_4bit(packed: np.ndarray) -> np.ndarray:
     return transposed
 
 
-_TILE = 32  # rows of bytes transposed at a time (3-4x faster than at once on a 7B model's pieces, measured)
+_TILE = 32  # rows of bytes transposed at a time (benchmarks/README.md, the 7B model: this round's rows)
 
 
 __all__ = ["pack", "transposed_4bit", "unpack"]
