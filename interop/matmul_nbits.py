@@ -33,7 +33,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
-from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, tensor_bytes
+from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, spill_deferred, tensor_bytes
 from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
 
@@ -219,33 +219,36 @@ _CODES_AT_ONCE = 1 << 22  # codes unpacked and transposed at a time
 def _stored_weight(name: str, storage, packed: np.ndarray, bits: int, k: int, block: int,
                    mirrored: np.ndarray | None) -> TensorProto:
     """The typed weight W [K, N] of B [N, n_blocks, blob]: codes, mirrored in the blocks of a negative scale, less
-    half the range for signed storage (no zero points). Made a few blocks of K at a time, straight into the
-    spill folder when one is open (proto.external): a large weight is never unpacked whole."""
+    half the range for signed storage (no zero points). Made a few blocks of K at a time into the spill folder when
+    one is open, and only when first read (proto.external.spill_deferred): a large weight is never unpacked whole.
+    ``packed`` must stay as it is until then (a file's B, mapped, or the array the graph's index read)."""
     n, blocks = packed.shape[:2]
     half, top = 1 << (bits - 1), (1 << bits) - 1
     step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
     signed = not storage.name.startswith("u")
+    flags = None if mirrored is None else np.packbits(mirrored, axis=1)  # kept until the codes are made: a bit each
 
     def pieces():
+        mirror = None if flags is None else np.unpackbits(flags, axis=1, count=blocks).astype(bool)
         for b0 in range(0, blocks, step):
             b1 = min(blocks, b0 + step)
             rows = min(k, b1 * block) - b0 * block
             if bits == 4 and n % 2 == 0:  # on the bytes: a mirrored code is c ^ 15, a signed one c - 8 = c ^ 8
                 piece = packed[:, b0:b1].reshape(n, -1)
-                if mirrored is not None:  # (a byte holds two codes of one block: block_size is even)
-                    piece = piece ^ np.repeat(mirrored[:, b0:b1].astype(np.uint8) * np.uint8(0xFF), block // 2, axis=1)
+                if mirror is not None:  # (a byte holds two codes of one block: block_size is even)
+                    piece = piece ^ np.repeat(mirror[:, b0:b1].astype(np.uint8) * np.uint8(0xFF), block // 2, axis=1)
                 if signed:
                     piece = piece ^ np.uint8(0x88)
                 yield transposed_4bit(piece)[:rows].tobytes()
                 continue
             codes = unpack(packed[:, b0:b1], bits).reshape(n, (b1 - b0) * block)[:, :rows]
-            if mirrored is not None:
-                codes = np.where(np.repeat(mirrored[:, b0:b1], block, axis=1)[:, :rows], top - codes, codes)
-            stored = codes if storage.name.startswith("u") else codes.astype(np.int16) - half
+            if mirror is not None:
+                codes = np.where(np.repeat(mirror[:, b0:b1], block, axis=1)[:, :rows], top - codes, codes)
+            stored = codes.astype(np.int16) - half if signed else codes
             yield numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype)).raw_data
 
     tensor = TensorProto(name=name, data_type=storage.data_type, dims=[k, n])
-    if not spill_chunks(tensor, pieces(), -(-k * n * bits // 8)):
+    if not spill_deferred(tensor, pieces, -(-k * n * bits // 8)):  # (made when read: check and show read no code)
         tensor.raw_data = b"".join(pieces())
     return tensor
 

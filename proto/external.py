@@ -23,7 +23,7 @@ import contextvars
 import os
 import pathlib
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 import numpy as np
@@ -79,9 +79,30 @@ def stored_length(tensor: TensorProto) -> int:
     return region(tensor)[2]
 
 
+def readable_region(tensor: TensorProto) -> tuple[pathlib.Path, int, int]:
+    """``region``, its bytes written first when a step deferred them (``spill_deferred``): for the readers of the
+    bytes (``region`` alone reads no byte, and makes none)."""
+    path, offset, length = region(tensor)
+    deferred = _DEFERRED.get()
+    made = deferred.get(str(path)) if deferred else None
+    if made is not None:
+        chunks, size = made
+        try:
+            with open(path, "wb") as out:
+                for chunk in chunks():
+                    out.write(chunk)
+                if out.tell() != size:  # the step's own arithmetic: never a file shorter than the tensor says
+                    raise RuntimeError(f"deferred tensor {tensor.name!r}: {out.tell()} bytes made, {size} announced")
+        except BaseException:  # no half-made file is ever read: the next reader makes it again
+            path.unlink(missing_ok=True)
+            raise
+        del deferred[str(path)]
+    return path, offset, length
+
+
 def tensor_bytes(tensor: TensorProto) -> np.ndarray:
     """A lazy tensor's bytes, uint8, mapped read-only from its file (no copy; an empty array for no bytes)."""
-    path, offset, length = region(tensor)
+    path, offset, length = readable_region(tensor)
     if length == 0:
         return np.zeros(0, np.uint8)
     return np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(length,))
@@ -89,7 +110,7 @@ def tensor_bytes(tensor: TensorProto) -> np.ndarray:
 
 def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
     """Append a lazy tensor's bytes to ``out`` in chunks; the count written."""
-    path, offset, length = region(tensor)
+    path, offset, length = readable_region(tensor)
     with open(path, "rb") as source:
         source.seek(offset)
         left = length
@@ -105,6 +126,9 @@ def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
 # --- spilling what a step computes ------------------------------------------------------------------------------
 
 _SPILL: contextvars.ContextVar[pathlib.Path | None] = contextvars.ContextVar("onnx_qtypes_spill", default=None)
+# the files of the open spill folder whose bytes a step deferred, by path: (their chunks' maker, their size)
+_DEFERRED: contextvars.ContextVar[dict[str, tuple[Callable[[], Iterable[bytes]], int]] | None] = \
+    contextvars.ContextVar("onnx_qtypes_deferred", default=None)
 
 
 @contextlib.contextmanager
@@ -123,10 +147,11 @@ def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Pa
         yield None
         return
     with made as folder:
-        token = _SPILL.set(pathlib.Path(folder))
+        token, deferred = _SPILL.set(pathlib.Path(folder)), _DEFERRED.set({})
         try:
             yield pathlib.Path(folder)
         finally:
+            _DEFERRED.reset(deferred)
             _SPILL.reset(token)
 
 
@@ -163,6 +188,22 @@ def spill_chunks(tensor: TensorProto, chunks: Iterable[bytes], size: int) -> boo
     return True
 
 
+def spill_deferred(tensor: TensorProto, chunks: Callable[[], Iterable[bytes]], size: int) -> bool:
+    """As ``spill_chunks``, but ``chunks()`` runs only when the tensor's bytes are first read (``tensor_bytes``,
+    ``copy_into``, ``save``): a weight a step computes and nobody reads (check and show of a MatMulNBits model
+    read its types, not its codes) is never written. What ``chunks`` reads must stay as it is until then."""
+    folder, deferred = _SPILL.get(), _DEFERRED.get()
+    if folder is None or deferred is None or size < _SPILL_THRESHOLD:
+        return False
+    path = folder / f"deferred{len(deferred)}-{id(tensor)}.data"  # (a name no other deferred tensor has)
+    deferred[str(path)] = (chunks, size)
+    tensor.data_location = TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    for key, value in (("location", path.name), ("offset", "0"), ("length", str(size)), (BASEPATH, str(folder))):
+        tensor.external_data.add(key=key, value=value)
+    return True
+
+
 def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes]) -> None:
     path = folder / "spilled.data"
     with open(path, "ab") as out:
@@ -177,7 +218,8 @@ def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes])
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "spill", "spill_chunks", "spill_folder", "stored_length", "tensor_bytes", "varint"]
+__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "readable_region", "spill", "spill_chunks",
+           "spill_deferred", "spill_folder", "stored_length", "tensor_bytes", "varint"]
 
 
 # --- writing a model as if its lazy tensors had been loaded ------------------------------------------------------

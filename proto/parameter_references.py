@@ -146,7 +146,7 @@ def _plain_values(msg: pb.QuantizedType, field: str, where: str, init: Any, vers
 
 def lazy_values(init: Any, kind: type) -> ParameterValues:
     """The values of an initializer left in its external file, read from there on each use."""
-    path, offset, length = external.region(init)
+    path, offset, length = external.readable_region(init)
     dtype = byte_dtype(plain_data_type(init.data_type))
     count = math.prod(init.dims)
     if dtype is not None and not init.HasField("segment") and length == count * dtype.itemsize:

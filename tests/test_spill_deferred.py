@@ -1,0 +1,73 @@
+"""proto.external.spill_deferred: a computed tensor's bytes are made when first read, once, whole or not at all."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnx_qtypes.proto.external import copy_into, is_lazy, spill_deferred, spill_folder, tensor_bytes
+from onnx_qtypes.proto.model import load, save
+
+SIZE = 3 << 20  # above the spill threshold
+
+
+def _chunks(made: list[int], fail_at: int | None = None):
+    def chunks():
+        made.append(1)
+        for k in range(3):
+            if k == fail_at:
+                raise OSError("disk full")
+            yield bytes([k]) * (SIZE // 3)
+    return chunks
+
+
+def test_the_bytes_are_made_when_first_read_and_only_once(tmp_path):
+    made: list[int] = []
+    with spill_folder(tmp_path) as folder:
+        tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+        assert spill_deferred(tensor, _chunks(made), SIZE)
+        assert is_lazy(tensor) and not made and not any(folder.iterdir())  # nothing written yet
+        data = np.asarray(tensor_bytes(tensor))
+        assert made == [1] and data.size == SIZE
+        assert data[0] == 0 and data[SIZE // 3] == 1 and data[-1] == 2
+        copy = TensorProto()
+        copy.CopyFrom(tensor)  # a copy of the tensor reads the same file: not made again
+        out = tmp_path / "copied"
+        with open(out, "wb") as fh:
+            assert copy_into(copy, fh) == SIZE
+        assert made == [1] and out.read_bytes() == data.tobytes()
+
+
+def test_save_writes_a_tensor_whose_bytes_were_never_read(tmp_path):
+    made: list[int] = []
+    with spill_folder(tmp_path / "spill"):
+        tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+        spill_deferred(tensor, _chunks(made), SIZE)
+        graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                  [helper.make_tensor_value_info("y", TensorProto.UINT8, [SIZE])], [tensor])
+        save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)]),
+             tmp_path / "m.onnx")
+    assert made == [1]
+    back = onnx.numpy_helper.to_array(load(tmp_path / "m.onnx").graph.initializer[0])
+    assert back.tobytes() == b"".join(bytes([k]) * (SIZE // 3) for k in range(3))
+
+
+def test_a_failure_while_making_leaves_no_file_and_the_next_read_makes_it_again(tmp_path):
+    made: list[int] = []
+    with spill_folder(tmp_path) as folder:
+        tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+        spill_deferred(tensor, _chunks(made, fail_at=1), SIZE)
+        with pytest.raises(OSError, match="disk full"):
+            tensor_bytes(tensor)
+        assert not any(folder.iterdir())  # no half-made file for a later reader to take as whole
+        with pytest.raises(OSError, match="disk full"):
+            tensor_bytes(tensor)
+        assert made == [1, 1]
+
+
+def test_without_a_spill_folder_nothing_is_deferred():
+    tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+    assert not spill_deferred(tensor, _chunks([]), SIZE)
+    assert not is_lazy(tensor)
