@@ -190,3 +190,45 @@ def test_show_locates_a_sorted_quantizer_file_where_the_file_has_it(tmp_path, ca
     flip = {f"/graph/node/{i}": f"/graph/node/{count - 1 - i}" for i in range(count)}
     expected = {name: [flip.get(p, p) for p in at] for name, at in places("sorted.onnx").items()}
     assert places("reversed.onnx") == expected and any(p in flip for at in expected.values() for p in at)
+
+
+def _model_with_every_kind_of_graph() -> onnx.ModelProto:
+    """A main graph with initializers, an If whose branches hold nodes, and a function body."""
+    branch = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="inner")], "then", [],
+                               [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["r"])], "else", [],
+                              [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2])])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q", axis=0),
+             helper.make_node("DequantizeLinear", ["q", "s", ""], ["d"], name="d"),
+             helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch, else_branch=other),
+             helper.make_node("Twice", ["d"], ["t"], domain="local")]
+    graph = helper.make_graph(nodes, "main", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                              helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor("s", TensorProto.FLOAT, [], [0.5]),
+                               helper.make_tensor("z", TensorProto.INT8, [], [3])])
+    function = helper.make_function("local", "Twice", ["a"], ["b"], [helper.make_node("Add", ["a", "a"], ["b"])],
+                                    [helper.make_opsetid("", 21)])
+    return helper.make_model(graph, functions=[function], ir_version=10,
+                             opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)])
+
+
+def test_what_the_reader_keeps_of_each_graph_is_what_its_nodes_and_initializers_hold():
+    """The later passes (QT412, the lift) take node fields from ``ReadModel.reads`` instead of reading them again:
+    each graph's record must be exactly what protobuf gives for it, node by node."""
+    model = _model_with_every_kind_of_graph()
+    read = read_model(model)
+    graphs = {**dict(read.graphs()), "/functions/0": model.functions[0]}
+    assert set(read.reads) == set(graphs) and len(graphs) == 4  # main, both If branches, the function body
+    for pointer, graph in graphs.items():
+        kept = read.reads[pointer]
+        nodes = list(graph.node)
+        assert kept.op_types == [n.op_type for n in nodes]
+        assert kept.domains == [n.domain for n in nodes]
+        assert kept.inputs == [list(n.input) for n in nodes]
+        assert kept.outputs == [list(n.output) for n in nodes]
+        assert kept.attributes == [tuple(a.name for a in n.attribute) for n in nodes]
+        tensors = list(getattr(graph, "initializer", ()))
+        assert kept.initializers == [t.name for t in tensors]
+        assert kept.initializer_types == [t.data_type for t in tensors]
+    assert read.reads["/graph"].inputs[1] == ["q", "s", ""]  # an omitted optional input stays in its place
