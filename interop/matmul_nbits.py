@@ -33,6 +33,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
+from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, spill_deferred, tensor_bytes
 from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE, STORAGE_TYPES, StorageType
@@ -185,7 +186,7 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     weight = names.fresh(b.removesuffix(f"_Q{bits}"))  # onnxruntime's quantizer names B <weight>_Q<bits>
     scale_name = names.fresh(f"{weight}_scale")
     made = [
-        _stored_weight(weight, storage, packed, bits, k, block, mirrored),
+        _stored_weight(weight, storage, _reader_of(ix, b, packed), packed.shape, bits, k, block, mirrored),
         numpy_helper.from_array(np.ascontiguousarray(scales.T), scale_name),
     ]
     dq_inputs = [weight, scale_name]
@@ -216,19 +217,31 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
 _CODES_AT_ONCE = 1 << 22  # codes unpacked and transposed at a time
 
 
-def _stored_weight(name: str, storage, packed: np.ndarray, bits: int, k: int, block: int,
-                   mirrored: np.ndarray | None) -> TensorProto:
-    """The typed weight W [K, N] of B [N, n_blocks, blob]: codes, mirrored in the blocks of a negative scale, less
-    half the range for signed storage (no zero points). Made a few blocks of K at a time into the spill folder when
-    one is open, and only when first read (proto.external.spill_deferred): a large weight is never unpacked whole.
-    ``packed`` must stay as it is until then (a file's B, mapped, or the array the graph's index read)."""
-    n, blocks = packed.shape[:2]
+def _reader_of(ix: GraphIndex, b: str, packed: np.ndarray) -> Callable[[], np.ndarray]:
+    """B's codes when the typed weight is made: mapped from B's file again then (a map held until then would keep
+    every weight's pages resident, the whole model's), or the array read already when B is held in memory."""
+    source = ix.constant_tensor(b)
+    if not is_lazy(source):
+        return lambda: packed
+    kept, shape = TensorProto(), packed.shape  # (not the map itself)
+    kept.CopyFrom(source)  # its name, type and place in its file: no bytes
+    return lambda: tensor_array(kept).reshape(shape)
+
+
+def _stored_weight(name: str, storage, codes_of: Callable[[], np.ndarray], shape: tuple[int, ...], bits: int, k: int,
+                   block: int, mirrored: np.ndarray | None) -> TensorProto:
+    """The typed weight W [K, N] of B [N, n_blocks, blob] (``shape``, its codes ``codes_of()``): codes, mirrored in
+    the blocks of a negative scale, less half the range for signed storage (no zero points). Made a few blocks of K
+    at a time into the spill folder when one is open, and only when read (proto.external.spill_deferred): a large
+    weight is never unpacked whole."""
+    n, blocks = shape[:2]
     half, top = 1 << (bits - 1), (1 << bits) - 1
     step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
     signed = not storage.name.startswith("u")
     flags = None if mirrored is None else np.packbits(mirrored, axis=1)  # kept until the codes are made: a bit each
 
     def pieces():
+        packed = codes_of()
         mirror = None if flags is None else np.unpackbits(flags, axis=1, count=blocks).astype(bool)
         for b0 in range(0, blocks, step):
             b1 = min(blocks, b0 + step)

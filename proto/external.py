@@ -109,7 +109,21 @@ def tensor_bytes(tensor: TensorProto) -> np.ndarray:
 
 
 def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
-    """Append a lazy tensor's bytes to ``out`` in chunks; the count written."""
+    """Append a lazy tensor's bytes to ``out`` in chunks; the count written. Bytes a step deferred and nothing read
+    yet are streamed from their maker (``save`` of a lifted MatMulNBits model: written once, not to the spill folder
+    and back); they stay deferred for a later reader."""
+    path, offset, length = region(tensor)
+    deferred = _DEFERRED.get()
+    made = deferred.get(str(path)) if deferred else None
+    if made is not None:
+        chunks, size = made
+        written = 0
+        for chunk in chunks():
+            out.write(chunk)
+            written += len(chunk)
+        if written != size:  # as readable_region: the step's own arithmetic
+            raise RuntimeError(f"deferred tensor {tensor.name!r}: {written} bytes made, {size} announced")
+        return written
     path, offset, length = readable_region(tensor)
     with open(path, "rb") as source:
         source.seek(offset)

@@ -40,6 +40,19 @@ def test_the_bytes_are_made_when_first_read_and_only_once(tmp_path):
         assert made == [1] and out.read_bytes() == data.tobytes()
 
 
+def test_copying_bytes_not_made_yet_streams_them_from_their_maker_and_leaves_them_deferred(tmp_path):
+    made: list[int] = []
+    with spill_folder(tmp_path / "spill") as folder:
+        tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+        spill_deferred(tensor, _chunks(made), SIZE)
+        out = tmp_path / "copied"
+        with open(out, "wb") as fh:
+            assert copy_into(tensor, fh) == SIZE
+        assert made == [1] and not any(folder.iterdir())  # written once, where it goes
+        assert out.read_bytes() == np.asarray(tensor_bytes(tensor)).tobytes()  # a later reader: made again
+        assert made == [1, 1]
+
+
 def test_save_writes_a_tensor_whose_bytes_were_never_read(tmp_path):
     made: list[int] = []
     with spill_folder(tmp_path / "spill"):
@@ -49,7 +62,7 @@ def test_save_writes_a_tensor_whose_bytes_were_never_read(tmp_path):
                                   [helper.make_tensor_value_info("y", TensorProto.UINT8, [SIZE])], [tensor])
         save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)]),
              tmp_path / "m.onnx")
-    assert made == [1]
+        assert made == [1]
     back = onnx.numpy_helper.to_array(load(tmp_path / "m.onnx").graph.initializer[0])
     assert back.tobytes() == b"".join(bytes([k]) * (SIZE // 3) for k in range(3))
 
