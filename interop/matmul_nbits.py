@@ -186,7 +186,7 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
     weight = names.fresh(b.removesuffix(f"_Q{bits}"))  # onnxruntime's quantizer names B <weight>_Q<bits>
     scale_name = names.fresh(f"{weight}_scale")
     made = [
-        _stored_weight(weight, storage, _reader_of(ix, b, packed), packed.shape, bits, k, block, mirrored),
+        _stored_weight(weight, storage, *_reader_of(ix, b, packed), packed.shape, bits, k, block, mirrored),
         numpy_helper.from_array(np.ascontiguousarray(scales.T), scale_name),
     ]
     dq_inputs = [weight, scale_name]
@@ -217,23 +217,24 @@ def _unfuse_node(ix: GraphIndex, i: int, names: Names, notes: list[str]) -> list
 _CODES_AT_ONCE = 1 << 22  # codes unpacked and transposed at a time
 
 
-def _reader_of(ix: GraphIndex, b: str, packed: np.ndarray) -> Callable[[], np.ndarray]:
-    """B's codes when the typed weight is made: mapped from B's file again then (a map held until then would keep
-    every weight's pages resident, the whole model's), or the array read already when B is held in memory."""
+def _reader_of(ix: GraphIndex, b: str, packed: np.ndarray) -> tuple[Callable[[], np.ndarray], bool]:
+    """B's codes when the typed weight is made, and whether B is in a file: mapped from B's file again then (a map
+    held until then would keep every weight's pages resident, the whole model's), or the array read already when B
+    is held in memory."""
     source = ix.constant_tensor(b)
     if not is_lazy(source):
-        return lambda: packed
+        return (lambda: packed), False
     kept, shape = TensorProto(), packed.shape  # (not the map itself)
     kept.CopyFrom(source)  # its name, type and place in its file: no bytes
-    return lambda: tensor_array(kept).reshape(shape)
+    return (lambda: tensor_array(kept).reshape(shape)), True
 
 
-def _stored_weight(name: str, storage, codes_of: Callable[[], np.ndarray], shape: tuple[int, ...], bits: int, k: int,
-                   block: int, mirrored: np.ndarray | None) -> TensorProto:
-    """The typed weight W [K, N] of B [N, n_blocks, blob] (``shape``, its codes ``codes_of()``): codes, mirrored in
-    the blocks of a negative scale, less half the range for signed storage (no zero points). Made a few blocks of K
-    at a time into the spill folder when one is open, and only when read (proto.external.spill_deferred): a large
-    weight is never unpacked whole."""
+def _stored_weight(name: str, storage, codes_of: Callable[[], np.ndarray], lazy: bool, shape: tuple[int, ...],
+                   bits: int, k: int, block: int, mirrored: np.ndarray | None) -> TensorProto:
+    """The typed weight W [K, N] of B [N, n_blocks, blob] (``shape``, its codes ``codes_of()``, ``lazy`` when B is
+    in a file): codes, mirrored in the blocks of a negative scale, less half the range for signed storage (no zero
+    points). Made a few blocks of K at a time into the spill folder when one is open, for B in a file only when read
+    (proto.external.spill_deferred): a large weight is never unpacked whole."""
     n, blocks = shape[:2]
     half, top = 1 << (bits - 1), (1 << bits) - 1
     step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
@@ -261,7 +262,9 @@ def _stored_weight(name: str, storage, codes_of: Callable[[], np.ndarray], shape
             yield numpy_helper.from_array(np.ascontiguousarray(stored.T).astype(storage.np_dtype)).raw_data
 
     tensor = TensorProto(name=name, data_type=storage.data_type, dims=[k, n])
-    if not spill_deferred(tensor, pieces, -(-k * n * bits // 8)):  # (made when read: check and show read no code)
+    size = -(-k * n * bits // 8)
+    # B in a file: made when read (check and show read no code); B in memory: made now, so that B can go
+    if not (spill_deferred(tensor, pieces, size) if lazy else spill_chunks(tensor, pieces(), size)):
         tensor.raw_data = b"".join(pieces())
     return tensor
 
@@ -355,7 +358,7 @@ def _eligible(ix: GraphIndex, node: NodeProto) -> bool:
     shape = ix.shape(node.input[0])
     zp = node.input[2] if len(node.input) > 2 else ""
     return (
-        storage is not None and storage.bits in BITS and shape is not None and len(shape) == 2
+        storage is not None and not storage.is_float and storage.bits in BITS and shape is not None and len(shape) == 2
         and int(attrs.get("axis", 1)) in (0, -2) and block >= 16 and block & (block - 1) == 0
         and ix.constant_dtype(node.input[1]) in EXPRESSED_BY_DATA_TYPE and (not zp or ix.is_constant(zp))
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import os
 import pathlib
 import tempfile
@@ -83,8 +84,7 @@ def readable_region(tensor: TensorProto) -> tuple[pathlib.Path, int, int]:
     """``region``, its bytes written first when a step deferred them (``spill_deferred``): for the readers of the
     bytes (``region`` alone reads no byte, and makes none)."""
     path, offset, length = region(tensor)
-    deferred = _DEFERRED.get()
-    made = deferred.get(str(path)) if deferred else None
+    made = _DEFERRED.get(str(path))
     if made is not None:
         chunks, size = made
         try:
@@ -96,7 +96,7 @@ def readable_region(tensor: TensorProto) -> tuple[pathlib.Path, int, int]:
         except BaseException:  # no half-made file is ever read: the next reader makes it again
             path.unlink(missing_ok=True)
             raise
-        del deferred[str(path)]
+        _DEFERRED.pop(str(path), None)
     return path, offset, length
 
 
@@ -113,8 +113,7 @@ def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
     yet are streamed from their maker (``save`` of a lifted MatMulNBits model: written once, not to the spill folder
     and back); they stay deferred for a later reader."""
     path, offset, length = region(tensor)
-    deferred = _DEFERRED.get()
-    made = deferred.get(str(path)) if deferred else None
+    made = _DEFERRED.get(str(path))
     if made is not None:
         chunks, size = made
         written = 0
@@ -140,9 +139,11 @@ def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
 # --- spilling what a step computes ------------------------------------------------------------------------------
 
 _SPILL: contextvars.ContextVar[pathlib.Path | None] = contextvars.ContextVar("onnx_qtypes_spill", default=None)
-# the files of the open spill folder whose bytes a step deferred, by path: (their chunks' maker, their size)
-_DEFERRED: contextvars.ContextVar[dict[str, tuple[Callable[[], Iterable[bytes]], int]] | None] = \
-    contextvars.ContextVar("onnx_qtypes_deferred", default=None)
+# the files of every open spill folder whose bytes a step deferred, by path: (their chunks' maker, their size). One
+# registry for all folders: a folder opened inside another (diagnose on a model lifted in an open folder) reads the
+# outer folder's deferred tensors too; a folder's entries go when it closes
+_DEFERRED: dict[str, tuple[Callable[[], Iterable[bytes]], int]] = {}
+_DEFERRED_NAMES = itertools.count()  # a name never given twice in the process (files are made, entries dropped)
 
 
 @contextlib.contextmanager
@@ -161,12 +162,14 @@ def spill_folder(parent: str | os.PathLike | None = None) -> Iterator[pathlib.Pa
         yield None
         return
     with made as folder:
-        token, deferred = _SPILL.set(pathlib.Path(folder)), _DEFERRED.set({})
+        token = _SPILL.set(pathlib.Path(folder))
         try:
             yield pathlib.Path(folder)
         finally:
-            _DEFERRED.reset(deferred)
             _SPILL.reset(token)
+            inside = str(pathlib.Path(folder)) + os.sep
+            for path in [p for p in _DEFERRED if p.startswith(inside)]:
+                del _DEFERRED[path]
 
 
 IN_ORDER = "onnx_qtypes.in_order"  # a spilled tensor save writes where it writes those held in memory
@@ -206,11 +209,11 @@ def spill_deferred(tensor: TensorProto, chunks: Callable[[], Iterable[bytes]], s
     """As ``spill_chunks``, but ``chunks()`` runs only when the tensor's bytes are first read (``tensor_bytes``,
     ``copy_into``, ``save``): a weight a step computes and nobody reads (check and show of a MatMulNBits model
     read its types, not its codes) is never written. What ``chunks`` reads must stay as it is until then."""
-    folder, deferred = _SPILL.get(), _DEFERRED.get()
-    if folder is None or deferred is None or size < _SPILL_THRESHOLD:
+    folder = _SPILL.get()
+    if folder is None or size < _SPILL_THRESHOLD:
         return False
-    path = folder / f"deferred{len(deferred)}-{id(tensor)}.data"  # (a name no other deferred tensor has)
-    deferred[str(path)] = (chunks, size)
+    path = folder / f"deferred{next(_DEFERRED_NAMES)}.data"
+    _DEFERRED[str(path)] = (chunks, size)
     tensor.data_location = TensorProto.EXTERNAL
     del tensor.external_data[:]
     for key, value in (("location", path.name), ("offset", "0"), ("length", str(size)), (BASEPATH, str(folder))):

@@ -136,8 +136,8 @@ def values_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
 
 
 def any_nonzero(values: Sequence[Any]) -> bool:
-    """``any(values)``, in one vector step for ParameterValues."""
-    return bool(np.asarray(values).any()) if isinstance(values, ParameterValues) else any(values)
+    """``any(values)``, in one vector step for ParameterValues (on the values as held: no wider copy)."""
+    return bool(values.held().any()) if isinstance(values, ParameterValues) else any(values)
 
 
 

@@ -193,9 +193,12 @@ def test_a_weight_made_a_block_at_a_time_is_the_weight_made_at_once(name: str, m
             == {t.name: t.raw_data for t in whole.graph.initializer}[weight])
 
 
-def test_cli_lift_of_a_large_weight_with_mirrored_blocks_writes_the_weight_the_lift_makes_in_memory(tmp_path):
-    """A weight of 1 MiB or more is made when saved (proto.external.spill_deferred), its mirrored blocks from a
-    bit per block: the file holds what the lift in memory (no spill folder: made at once) holds."""
+@pytest.mark.parametrize("external", [True, False])
+def test_cli_lift_of_a_large_weight_with_mirrored_blocks_writes_the_weight_the_lift_makes_in_memory(tmp_path,
+                                                                                                  external):
+    """A weight of 1 MiB or more goes to the spill folder: made when saved when B is in a file
+    (proto.external.spill_deferred), made at once when B is in memory; its mirrored blocks from a bit per block.
+    The file holds what the lift in memory (no spill folder: made at once) holds."""
     from onnx_qtypes.cli import main  # noqa: PLC0415
 
     model = hand_built(k=2048, n=1040, bits=4, block=32, zero_points="none")
@@ -204,7 +207,8 @@ def test_cli_lift_of_a_large_weight_with_mirrored_blocks_writes_the_weight_the_l
     values[::3, ::5] *= -1  # onnxruntime's symmetric quantizer writes negative scales
     scales.CopyFrom(numpy_helper.from_array(values, "w_scales"))
     source, lifted = tmp_path / "model.onnx", tmp_path / "lifted.onnx"
-    onnx.save(model, source)
+    onnx.save(onnx.ModelProto.FromString(model.SerializeToString()), source, save_as_external_data=external,
+              location="model.data", size_threshold=0)  # (a copy: onnx.save moves the model's data out)
     assert main(["lift", str(source), str(lifted)]) == 0
     in_memory = lift_model(model)
     assert any("negative scale" in n for n in in_memory.notes)
@@ -213,6 +217,45 @@ def test_cli_lift_of_a_large_weight_with_mirrored_blocks_writes_the_weight_the_l
     written = {t.name: t for t in onnx.load(lifted).graph.initializer}[weight]
     assert len(held.raw_data) >= 1 << 20  # spilled (and so deferred) when the CLI lifts it
     assert written.raw_data == held.raw_data
+
+
+def test_a_weight_in_a_file_is_made_only_when_read_and_one_in_memory_at_once(tmp_path):
+    """check and show read a lifted weight's type, not its codes: with B in a file, lifting inside a spill folder
+    writes none of them (they are made when read); with B in memory they are made at once, so that B can go."""
+    from onnx_qtypes.proto.external import spill_folder, tensor_bytes  # noqa: PLC0415
+    from onnx_qtypes.proto.reader import read_model  # noqa: PLC0415
+
+    model = hand_built(k=2048, n=1040, bits=4, block=32, zero_points="none")
+    for external in (True, False):
+        source = tmp_path / f"model{external}.onnx"
+        onnx.save(onnx.ModelProto.FromString(model.SerializeToString()), source, save_as_external_data=external,
+                  location=f"model{external}.data", size_threshold=0)  # (a copy: onnx.save moves the data out)
+        with spill_folder(tmp_path / f"spill{external}") as folder:
+            lifted = lift_model(read_model(source, external_data="lazy")).model
+            written = sum(f.stat().st_size for f in folder.iterdir())
+            assert (written < 1 << 20) if external else (written >= 2048 * 1040 // 2)
+            weight = next(iter(quantized_tensors(lifted)))
+            tensor = next(t for t in lifted.graph.initializer if t.name == weight)
+            assert np.asarray(tensor_bytes(tensor)).size == 2048 * 1040 // 2  # made when read, whole
+
+
+def test_a_blocked_float4_weight_is_not_fused_into_matmul_nbits():
+    """MatMulNBits holds integer codes: a blocked float4 (or float8) weight stays a DequantizeLinear + MatMul."""
+    import ml_dtypes  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    k, n, block = 64, 16, 32
+    w = rng.choice(np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -2, -6], np.float32), (k, n))
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("DequantizeLinear", ["W", "S"], ["Wd"], axis=0, block_size=block),
+         onnx.helper.make_node("MatMul", ["A", "Wd"], ["Y"])], "g",
+        [onnx.helper.make_tensor_value_info("A", onnx.TensorProto.FLOAT, [1, k])],
+        [onnx.helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [1, n])],
+        [numpy_helper.from_array(w.astype(ml_dtypes.float4_e2m1fn), "W"),
+         numpy_helper.from_array(np.full((k // block, n), 0.25, np.float32), "S")])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 23)], ir_version=11)
+    lowered = lower_model(lift_model(model).model, "matmulnbits").model
+    assert "MatMulNBits" not in [x.op_type for x in lowered.graph.node]
 
 
 def test_negative_scales_are_mirrored_with_a_note():

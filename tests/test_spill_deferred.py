@@ -84,3 +84,34 @@ def test_without_a_spill_folder_nothing_is_deferred():
     tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
     assert not spill_deferred(tensor, _chunks([]), SIZE)
     assert not is_lazy(tensor)
+
+
+def test_a_folder_opened_inside_another_reads_the_outer_folders_deferred_tensors(tmp_path):
+    """diagnose opens a spill folder of its own: a model lifted in an open folder must still read there."""
+    made: list[int] = []
+    with spill_folder(tmp_path / "outer"):
+        tensor = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[SIZE])
+        spill_deferred(tensor, _chunks(made), SIZE)
+        with spill_folder(tmp_path / "inner"):
+            assert np.asarray(tensor_bytes(tensor))[-1] == 2
+        assert made == [1]
+
+
+def _deferred_copy(name: str, value: int) -> TensorProto:
+    """A tensor deferred, as the graph keeps it: a copy (the lift's own message is freed, its address reused)."""
+    made = TensorProto(name=name, data_type=TensorProto.UINT8, dims=[SIZE])
+    spill_deferred(made, lambda: [bytes([value]) * SIZE], SIZE)
+    kept = TensorProto()
+    kept.CopyFrom(made)
+    return kept
+
+
+def test_every_deferred_tensor_has_a_file_of_its_own(tmp_path):
+    with spill_folder(tmp_path) as folder:
+        first = [_deferred_copy(f"a{k}", k) for k in range(4)]
+        tensor_bytes(first[1])  # one made: its entry gone
+        later = [_deferred_copy(f"b{k}", 10 + k) for k in range(4)]
+        tensors = first + later
+        assert len({dict((e.key, e.value) for e in t.external_data)["location"] for t in tensors}) == 8
+        assert [int(np.asarray(tensor_bytes(t))[0]) for t in tensors] == [0, 1, 2, 3, 10, 11, 12, 13]
+        assert len(list(folder.iterdir())) == 8
