@@ -238,7 +238,7 @@ def _stored_weight(name: str, storage, codes_of: Callable[[], np.ndarray], lazy:
     n, blocks = shape[:2]
     half, top = 1 << (bits - 1), (1 << bits) - 1
     step = max(1, _CODES_AT_ONCE // (n * block))  # blocks of K per piece
-    signed = not storage.name.startswith("u")
+    signed = storage.min < 0
     flags = None if mirrored is None else np.packbits(mirrored, axis=1)  # kept until the codes are made: a bit each
 
     def pieces():

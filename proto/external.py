@@ -84,20 +84,27 @@ def readable_region(tensor: TensorProto) -> tuple[pathlib.Path, int, int]:
     """``region``, its bytes written first when a step deferred them (``spill_deferred``): for the readers of the
     bytes (``region`` alone reads no byte, and makes none)."""
     path, offset, length = region(tensor)
-    made = _DEFERRED.get(str(path))
-    if made is not None:
-        chunks, size = made
+    if str(path) in _DEFERRED:
         try:
             with open(path, "wb") as out:
-                for chunk in chunks():
-                    out.write(chunk)
-                if out.tell() != size:  # the step's own arithmetic: never a file shorter than the tensor says
-                    raise RuntimeError(f"deferred tensor {tensor.name!r}: {out.tell()} bytes made, {size} announced")
+                _made_into(tensor, str(path), out)
         except BaseException:  # no half-made file is ever read: the next reader makes it again
             path.unlink(missing_ok=True)
             raise
         _DEFERRED.pop(str(path), None)
     return path, offset, length
+
+
+def _made_into(tensor: TensorProto, path: str, out: IO[bytes]) -> int:
+    """Write the bytes a step deferred for ``path`` to ``out``; their count."""
+    chunks, size = _DEFERRED[path]
+    written = 0
+    for chunk in chunks():
+        out.write(chunk)
+        written += len(chunk)
+    if written != size:  # the step's own arithmetic: never fewer bytes than the tensor says
+        raise RuntimeError(f"deferred tensor {tensor.name!r}: {written} bytes made, {size} announced")
+    return written
 
 
 def tensor_bytes(tensor: TensorProto) -> np.ndarray:
@@ -113,16 +120,8 @@ def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
     yet are streamed from their maker (``save`` of a lifted MatMulNBits model: written once, not to the spill folder
     and back); they stay deferred for a later reader."""
     path, offset, length = region(tensor)
-    made = _DEFERRED.get(str(path))
-    if made is not None:
-        chunks, size = made
-        written = 0
-        for chunk in chunks():
-            out.write(chunk)
-            written += len(chunk)
-        if written != size:  # as readable_region: the step's own arithmetic
-            raise RuntimeError(f"deferred tensor {tensor.name!r}: {written} bytes made, {size} announced")
-        return written
+    if str(path) in _DEFERRED:
+        return _made_into(tensor, str(path), out)
     path, offset, length = readable_region(tensor)
     with open(path, "rb") as source:
         source.seek(offset)

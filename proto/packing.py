@@ -36,6 +36,8 @@ def transposed_4bit(packed: np.ndarray) -> np.ndarray:
     ``pack(unpack(packed, 4).T, 4)`` without a byte per code. A MatMulNBits weight is packed along K, the typed
     weight along N; a 7B model has billions of codes, and going through one byte per code costs five times as much."""
     rows = packed.shape[0]
+    if rows % 2:  # (the last row would pair with nothing and be lost)
+        raise ValueError(f"transposed_4bit: {rows} rows; two rows make one byte of the transpose, so an even count")
     even, odd = packed[0::2], packed[1::2]  # codes of rows 2j and 2j + 1: one byte of the transpose per column
     out = np.empty((rows // 2, packed.shape[1], 2), np.uint8)
     out[..., 0] = (even & 0x0F) | (odd << 4)  # columns 2m: the low halves

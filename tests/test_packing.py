@@ -41,3 +41,8 @@ def test_transposed_4bit_is_the_packed_transpose(shape):
     transposed = transposed_4bit(pack(codes, 4))
     assert transposed.shape == (columns, rows // 2)
     assert np.array_equal(unpack(transposed, 4), codes.T)  # every code where the transpose puts it
+
+
+def test_transposed_4bit_refuses_an_odd_row_count_instead_of_losing_a_row():
+    with pytest.raises(ValueError, match="3 rows"):
+        transposed_4bit(np.zeros((3, 2), np.uint8))
