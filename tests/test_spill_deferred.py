@@ -97,12 +97,17 @@ def test_a_folder_opened_inside_another_reads_the_outer_folders_deferred_tensors
         assert made == [1]
 
 
+_SCRATCH = TensorProto()  # one message deferred again and again: as the lift's temporaries, whose address repeats
+
+
 def _deferred_copy(name: str, value: int) -> TensorProto:
-    """A tensor deferred, as the graph keeps it: a copy (the lift's own message is freed, its address reused)."""
-    made = TensorProto(name=name, data_type=TensorProto.UINT8, dims=[SIZE])
-    spill_deferred(made, lambda: [bytes([value]) * SIZE], SIZE)
+    """A tensor deferred, as the graph keeps it: a copy of the message the step deferred."""
+    _SCRATCH.Clear()
+    _SCRATCH.name, _SCRATCH.data_type = name, TensorProto.UINT8
+    _SCRATCH.dims.append(SIZE)
+    spill_deferred(_SCRATCH, lambda: [bytes([value]) * SIZE], SIZE)
     kept = TensorProto()
-    kept.CopyFrom(made)
+    kept.CopyFrom(_SCRATCH)
     return kept
 
 
