@@ -42,8 +42,8 @@ lowered: see ``_types``, ``_storage_only``, ``dynamic_lower.unsupported`` and ``
   shape is static, or required with ``dynamic_inputs="storage-required"``; or reals quantized by its schema with
   ``dynamic_inputs="reals"``, per tensor), a graph output with ``<y>.scale`` / ``<y>.zero_point`` graph outputs,
   a per-tensor tensor an operator computes (any schema; not int2 / uint2 / int32; narrowed only on storage Clip
-  takes), a boundary QuantizeLinear binding its operands, DynamicQuantizeLinear for the one type it computes; not a dynamic constant, not a per-axis or blocked dynamic
-  tensor an operator computes;
+  takes), a boundary QuantizeLinear binding its operands, DynamicQuantizeLinear for the one type it computes; not a
+  dynamic constant, not a per-axis or blocked dynamic tensor an operator computes;
 - expressed types as declared when every type's values survive them; when some type's do not (QT120: int16 /
   uint16 in float16, wide 8-bit types in bfloat16), the whole graph computes in float32 (float32 scales,
   float16 / bfloat16 initializers widened exactly) and Casts take float values in and out at the graph's float

@@ -234,8 +234,8 @@ def _spilled(tensor: TensorProto, folder: pathlib.Path, chunks: Iterable[bytes])
         tensor.external_data.add(key=key, value=value)
 
 
-__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "readable_region", "spill", "spill_chunks",
-           "spill_deferred", "spill_folder", "stored_length", "tensor_bytes", "varint"]
+__all__ = ["BASEPATH", "IN_ORDER", "attach", "copy_into", "in_order", "is_lazy", "readable_region", "spill",
+           "spill_chunks", "spill_deferred", "spill_folder", "stored_length", "tensor_bytes", "varint"]
 
 
 # --- writing a model as if its lazy tensors had been loaded ------------------------------------------------------

@@ -44,7 +44,7 @@ def transposed_4bit(packed: np.ndarray) -> np.ndarray:
     out[..., 1] = (even >> 4) | (odd & 0xF0)  # columns 2m + 1: the high halves
     out = out.reshape(rows // 2, -1)
     transposed = np.empty(out.shape[::-1], np.uint8)
-    for j in range(0, out.shape[0], _TILE):  # a few rows at a time: numpy's whole-array byte transpose runs out of cache
+    for j in range(0, out.shape[0], _TILE):  # a few rows at a time: numpy's whole-array transpose runs out of cache
         transposed[:, j:j + _TILE] = out[j:j + _TILE].T
     return transposed
 

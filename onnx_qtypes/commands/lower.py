@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lift read the model from, else qdq)")
     parser.add_argument("--dynamic-inputs", choices=DYNAMIC_INPUTS, default="storage",
                         help="a graph input of a dynamic type: its storage with graph inputs <x>.scale and "
-                             "<x>.zero_point, the zero point optional (default; an all-zero initializer of its name) or "
-                             "required (storage-required: for runtimes that read that initializer as a constant, "
+                             "<x>.zero_point, the zero point optional (default; an all-zero initializer of its name) "
+                             "or required (storage-required: for runtimes that read that initializer as a constant, "
                              "OpenVINO 2026.4, IREE 3.13); or reals quantized by its schema")
 
 
