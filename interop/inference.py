@@ -127,11 +127,11 @@ class DeferredInference:
     def __init__(self, model: ModelProto) -> None:
         self.opset_import = [onnx.OperatorSetIdProto(domain=o.domain, version=o.version) for o in model.opset_import]
         self.ir_version = model.ir_version
-        self.versions: dict[str, int] = {}  # domain -> the version imported first
-        for o in model.opset_import:
-            self.versions.setdefault(o.domain, o.version)
-        self.answers_nodes = any(o.domain in _STANDARD_DOMAINS for o in model.opset_import)  # (False: the whole
-        # inference decides every tensor no declaration settles)
+        self.versions = {o.domain: o.version for o in model.opset_import}
+        # (False: the whole inference decides every tensor no declaration settles; so for a domain imported twice,
+        # whose version onnx's inference and the checker take from the last import, other steps from the first)
+        self.answers_nodes = (any(o.domain in _STANDARD_DOMAINS for o in model.opset_import)
+                              and len(self.versions) == len(model.opset_import))
         self._unserializable: Inferred | None = None
         try:
             self.data = model.SerializeToString()

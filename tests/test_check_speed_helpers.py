@@ -208,8 +208,10 @@ def test_deferred_inference_agrees_where_a_file_declares_otherwise_or_a_node_can
     identity.CopyFrom(written_later.graph.node[0])
     del written_later.graph.node[0]
     written_later.graph.node.insert(1, identity)
+    twice = _qdq_chain([], opset=23, output_dtype=TensorProto.FLOAT16)  # "" imported twice: which version counts
+    twice.opset_import.append(helper.make_opsetid("", 13))
     variants.update({"ai.onnx node": ai_onnx, "IR 3": ir3, "conflicting input": conflicting_input,
-                     "written later": written_later})
+                     "written later": written_later, "domain imported twice": twice})
     for label, model in variants.items():
         by_whole, by_deferred = _types_both_ways(model)
         assert by_deferred == by_whole, label
