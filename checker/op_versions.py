@@ -24,11 +24,11 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto,
 
 from onnx_qtypes.checker.schemas import type_string
 from onnx_qtypes.proto import declared_bytes, iter_graphs
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS, default_opset
 from onnx_qtypes.proto.encoding import plain_data_type
 from onnx_qtypes.proto.reader import NodeReads
 
 OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
-STANDARD_DOMAINS = ("", "ai.onnx")
 # The integer (stored) side of each operator: (input positions, output positions)
 _STORED = {"QuantizeLinear": ((2,), (0,)), "DequantizeLinear": ((0, 2), ()), "DynamicQuantizeLinear": ((), (0, 2))}
 _SCALES = {"QuantizeLinear": ("input", 1), "DequantizeLinear": ("input", 1), "DynamicQuantizeLinear": ("output", 1)}
@@ -160,12 +160,9 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
         all_nodes = list(graph.node)
         # read once (or by the reader): the type pass below needs them too
         op_types = read.op_types if read is not None else [node.op_type for node in all_nodes]
-        if read is not None:
-            domains = read.domains
-            nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS and domains[n] in STANDARD_DOMAINS]
-        else:
-            nodes = [(n, all_nodes[n]) for n, op in enumerate(op_types) if op in OPS]
-            nodes = [(n, node) for n, node in nodes if node.domain in STANDARD_DOMAINS]
+        candidates = [n for n, op in enumerate(op_types) if op in OPS]
+        domains = read.domains if read is not None else {n: all_nodes[n].domain for n in candidates}
+        nodes = [(n, all_nodes[n]) for n in candidates if domains[n] in STANDARD_DOMAINS]
         if not nodes:
             continue
         # each node's names read once, for the types a QuantizeLinear implies and for the node itself
@@ -279,7 +276,7 @@ def opset_of(node: NodeProto, opsets: dict[str, int]) -> int:
 
 
 def _default_opset(opsets: dict[str, int]) -> int:
-    return opsets.get("", opsets.get("ai.onnx", 0))
+    return default_opset(opsets) or 0
 
 
 __all__ = ["OPS", "Problem", "file_problems", "opset_of", "problems"]

@@ -150,7 +150,7 @@ def _activation(model: ModelProto, types: Mapping[str, QType]) -> str | None:
     boundary = [vi.name for vi in (*model.graph.input, *model.graph.output)
                 if vi.name in types and vi.name not in constants]
     dynamic = [n for n in boundary if types[n].is_dynamic]
-    if dynamic or boundary:
+    if boundary:  # every dynamic name is a boundary name
         return (dynamic or boundary)[0]
     return next((n for n in types if n not in constants), next(iter(types), None))
 

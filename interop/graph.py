@@ -16,12 +16,12 @@ import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
 
 from onnx_qtypes.interop.inference import DeferredInference, Inferred, declared_types, infer  # noqa: F401 - re-exported
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS, default_opset as _default_opset
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.external import is_lazy
 
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
-STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 MS_DOMAIN = "com.microsoft"
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")  # the quantization pair, in either domain
 QONNX_DOMAINS = ("qonnx.custom_op.general", "onnx.brevitas")  # qonnx reads the second as an alias
@@ -256,8 +256,8 @@ def replace_nodes(graph: GraphProto, nodes: list[NodeProto]) -> None:
 
 
 def default_opset(model: ModelProto) -> int | None:
-    """The version of the default domain the model imports (None when it imports none)."""
-    return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
+    """The version of the default domain the model imports (None when it imports none; ``proto.default_domain``)."""
+    return _default_opset(model.opset_import)
 
 
 class Names:

@@ -16,9 +16,9 @@ import onnx
 from onnx import GraphProto, ModelProto
 
 from onnx_qtypes.proto import declared_bytes
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 
 _C = onnx.shape_inference.C  # onnx.shape_inference.infer_shapes' own binding: serialized model in, serialized model out
-_STANDARD_DOMAINS = frozenset({"", "ai.onnx"})
 _NODE_INFERRED = frozenset({"QuantizeLinear", "DequantizeLinear", "Identity"})  # inference reads types, not values
 _DEPTH = 8  # nodes of those kinds in a row that node_answer follows back to settled tensors
 
@@ -130,7 +130,7 @@ class DeferredInference:
         self.versions = {o.domain: o.version for o in model.opset_import}
         # (False: the whole inference decides every tensor no declaration settles; so for a domain imported twice,
         # whose version onnx's inference and the checker take from the last import, other steps from the first)
-        self.answers_nodes = (any(o.domain in _STANDARD_DOMAINS for o in model.opset_import)
+        self.answers_nodes = (any(o.domain in STANDARD_DOMAINS for o in model.opset_import)
                               and len(self.versions) == len(model.opset_import))
         self._unserializable: Inferred | None = None
         try:
@@ -176,7 +176,7 @@ class DeferredInference:
         p = ix.producer.get(name)
         if (not self.answers_nodes or p is None or name in self.declared or name in ix.initializers
                 or name in ix.input_set or ix.op_types[p] not in _NODE_INFERRED
-                or ix.domains[p] not in _STANDARD_DOMAINS or self.ir_version > onnx.IR_VERSION):
+                or ix.domains[p] not in STANDARD_DOMAINS or self.ir_version > onnx.IR_VERSION):
             return None
         if self._produced_once is None:
             self._first_node_answer(ix)

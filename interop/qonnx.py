@@ -22,8 +22,8 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, infer, node_label,
-                                      replace_nodes)
+from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, default_opset, infer,
+                                      node_label, replace_nodes)
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node
 from onnx_qtypes.proto.errors import QTypeError
@@ -63,7 +63,7 @@ def rewrite(model: ModelProto) -> Rewritten:
                          "initializers hold (as qonnx's cleanup does)")
     ix, plan = _plan(model)
     needed = max((_opset_needed(q) for q in plan.values() if isinstance(q, QType)), default=0)
-    have = _default_opset(model)
+    have = default_opset(model) or 1
     try:  # raise the whole model: its other operators keep their meaning at the new version
         raised = raise_opset(model, needed)
     except ValueError as exc:  # refuse what needs the new version
@@ -117,10 +117,6 @@ def _plan(model: ModelProto) -> tuple[GraphIndex, dict[int, QType | Exception]]:
         except _Refused as exc:
             plan[i] = exc
     return ix, plan
-
-
-def _default_opset(model: ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), 1)
 
 
 def _opset_needed(qtype: QType) -> int:

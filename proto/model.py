@@ -249,28 +249,33 @@ class Declaration:
         return self.value_info.name
 
 
-def iter_graphs(model: ModelProto) -> Iterator[tuple[str, onnx.GraphProto]]:
-    """Every graph of the model with its JSON pointer: main graph, then subgraphs."""
-    yield from _walk("/graph", model.graph)
+def iter_graphs(model: ModelProto, attributes: dict[str, list] | None = None) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """Every graph of the model with its JSON pointer: main graph, then subgraphs (a graph, then the subgraphs of
+    its nodes in order). ``attributes``, when given, gets each graph's nodes' attribute lists by its pointer: the
+    walk reads them anyway, and the reader reads their names next."""
+    yield from _walk("/graph", model.graph, attributes)
 
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
-def _walk(pointer: str, graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+def _walk(pointer: str, graph: onnx.GraphProto, attributes: dict[str, list] | None = None
+          ) -> Iterator[tuple[str, onnx.GraphProto]]:
     # A module-level function, not a closure that calls itself: that closure is a reference cycle per call.
     yield pointer, graph
-    for n, node in enumerate(graph.node):
-        attributes = node.attribute
-        if not attributes:  # most nodes: no pointer to build, no generator to start
+    lists = [node.attribute for node in graph.node]
+    if attributes is not None:
+        attributes[pointer] = lists
+    for n, node_attributes in enumerate(lists):
+        if not node_attributes:  # most nodes: no pointer to build, no generator to start
             continue
-        for a, attr in enumerate(attributes):
+        for a, attr in enumerate(node_attributes):
             kind = attr.type
             if kind == _GRAPH:
-                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g)
+                yield from _walk(f"{pointer}/node/{n}/attribute/{a}/g", attr.g, attributes)
             elif kind == _GRAPHS:
                 for k, sub in enumerate(attr.graphs):
-                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub)
+                    yield from _walk(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub, attributes)
 
 
 def iter_node_graphs(pointer: str, node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:

@@ -117,7 +117,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
     try:
         require_versions(proto)
         attributes: dict[str, list] = {}  # each graph's nodes' attribute lists, read by the walk for _scan
-        graphs = _walk(proto, attributes)  # walked once for the checks below
+        graphs = list(iter_graphs(proto, attributes))  # walked once for the checks below
         # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
         op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
         initializers: dict[str, tuple[list[str], list[int]]] = {}  # names and data types, read once for all passes
@@ -178,29 +178,6 @@ def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] |
                     raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
 
 
-def _walk(model: ModelProto, attributes: dict[str, list]) -> list[tuple[str, onnx.GraphProto]]:
-    """``list(iter_graphs(model))``, each graph's nodes' attribute lists put in ``attributes`` by its pointer (the
-    walk reads them to find subgraphs; ``_scan`` reads their names)."""
-    graphs: list[tuple[str, onnx.GraphProto]] = []
-    _walk_graph("/graph", model.graph, graphs, attributes)
-    return graphs
-
-
-def _walk_graph(pointer: str, graph: onnx.GraphProto, graphs: list, attributes: dict[str, list]) -> None:
-    graphs.append((pointer, graph))  # iter_graphs' order: a graph, then the subgraphs of its nodes in order
-    lists = attributes[pointer] = [node.attribute for node in graph.node]
-    for n, node_attributes in enumerate(lists):
-        if not node_attributes:
-            continue
-        for a, attribute in enumerate(node_attributes):
-            kind = attribute.type
-            if kind == AttributeProto.GRAPH:
-                _walk_graph(f"{pointer}/node/{n}/attribute/{a}/g", attribute.g, graphs, attributes)
-            elif kind == AttributeProto.GRAPHS:
-                for k, sub in enumerate(attribute.graphs):
-                    _walk_graph(f"{pointer}/node/{n}/attribute/{a}/graphs/{k}", sub, graphs, attributes)
-
-
 def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
                  ) -> list[tuple[str, onnx.GraphProto | onnx.FunctionProto]]:
     """``main`` (``iter_graphs(model)``), then each function body and the If / Loop / Scan bodies inside it."""
@@ -221,7 +198,8 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
     by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
     each graph, by its pointer; ``initializers``: each graph's initializer names and data types (``require_sizes``),
-    and ``attributes``: each graph's nodes' attribute lists (``_walk``), when the caller has read them."""
+    and ``attributes``: each graph's nodes' attribute lists (``iter_graphs(model, attributes)``), when the
+    caller has read them."""
     kinds: set[type] = set()
     unsorted = False
     main = list(iter_graphs(model)) if graphs is None else graphs

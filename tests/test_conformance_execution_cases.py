@@ -210,8 +210,8 @@ def _float_storage_data(case: dict, folder) -> list[tuple[str, str, np.ndarray]]
     type (zero points aside: they are 0 by definition; a dynamic input fed as reals is not storage)."""
     from onnx_qtypes.proto.encoding import tensor_array  # noqa: PLC0415
 
-    types = onnx_qtypes.quantized_tensors(onnx.load(str(folder / "model.onnx")))
     model = onnx.load(str(folder / "model.onnx"))
+    types = onnx_qtypes.quantized_tensors(model)
     arrays = dict(zip(case["inputs"], _read(folder, "input", case["inputs"])))
     arrays |= {t.name: tensor_array(t) for t in model.graph.initializer}
     return [(name, types[name].storage, array) for name, array in arrays.items()
@@ -264,9 +264,9 @@ def test_the_float4_pow2_case_tells_rounding_up_from_down_and_nearest():
     a, b = _read(folder, "input", case["inputs"])
     y, y_scale, _ = _read(folder, "output", case["outputs"])
     reals = a.astype(np.float64) * types["a"].scale[0] + b.astype(np.float64) * types["b"].scale[0]
-    exponent = np.log2(float(np.float32(np.abs(reals).max() / 6)))
-    up, down, nearest = (2.0 ** f(exponent) for f in (np.ceil, np.floor, np.round))
+    wanted = float(np.float32(np.abs(reals).max() / 6))  # the scale that maps the largest |real| to 6
+    up, down, nearest = (2.0 ** f(np.log2(wanted)) for f in (np.ceil, np.floor, np.round))
     assert float(y_scale) == up and len({up, down}) == 2 and nearest == down
-    assert abs(up - float(np.float32(np.abs(reals).max() / 6))) > abs(down - float(np.float32(np.abs(reals).max() / 6)))
+    assert abs(up - wanted) > abs(down - wanted)
     np.testing.assert_array_equal(y.astype(np.float64),
                                   (reals / up).astype(ml_dtypes.float4_e2m1fn).astype(np.float64))
