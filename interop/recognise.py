@@ -249,8 +249,12 @@ class _Classes:
                 self.parent[other] = root
 
 
+_UNTYPEABLE_SCALE = "QT101"  # a zero, infinite or NaN scale (proposal/spec/interop.md#lift-untypeable-scales)
+
+
 def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
     """Every quantized tensor's type, the nodes to lift, and warnings for what stays; raises on malformed pairs.
+    A node whose only fault is a zero, infinite or NaN scale stays as it was, with a warning naming it.
 
     ``tolerant``: collect every malformed node or pair in ``problems`` instead of raising on the first, and
     leave what it touches as it was (untyped), so that the rest of the model is still lifted.
@@ -272,6 +276,11 @@ def recognise(ix: GraphIndex, tolerant: bool = False) -> Recognition:
             left[i] = _reason(ix, i, str(exc))
             continue
         except MalformedQDQError as exc:
+            if not tolerant and all(p.rule == _UNTYPEABLE_SCALE for p in exc.every()):
+                # runnable as written (onnxruntime divides by the scale), untypeable: kept, named, not refused
+                opaque[i] = f"{str(exc)}, which no quantized type holds ({_UNTYPEABLE_SCALE})"
+                left[i] = _reason(ix, i, opaque[i])
+                continue
             if not tolerant:
                 raise
             problems.extend(exc.every())  # the node's independent problems, each reported

@@ -13,7 +13,9 @@ lifted form: a type's scale is the scale input of the node that applies it,
 a node is the node it was lifted from. Subgraphs (If branches, Loop and Scan
 bodies) are not lifted, but the parameters of their quantization nodes are
 read all the same, and each malformed one is a finding located in the
-subgraph. The user's file is never written.
+subgraph. A typed model's quantization nodes that no type covers (a lift
+keeps one whose scale no type holds as written) have their parameters read
+the same way. The user's file is never written.
 """
 
 from __future__ import annotations
@@ -82,7 +84,10 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
     view = quantizer_view(read.model, graphs=read.graphs())  # the reader's walk of the graphs, not another
     if view is None:  # typed, or nothing quantized: located in the model as read, relocated by the caller
         as_read = ReadModel(read.model, read.source, walked=read.walked)
-        return Diagnosis(tuple(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else ())
+        found = list(iter_diagnostics(as_read, profile, rules=chosen)) if chosen != [] else []
+        active = {r.id for r in (chosen if chosen is not None else all_rules())}
+        found.extend(_problem_diagnostics(_untyped_node_problems(read.model, read.graphs()), profile, active))
+        return Diagnosis(tuple(_unique(found)))
     result, where = view.result, view.locator
     active = [r for r in (chosen if chosen is not None else all_rules()) if not r.typed_only]
     problems = [(p, where) for p in result.problems] + list(view.subgraph_problems)
@@ -165,6 +170,58 @@ def _subgraph_problems(model: ModelProto, graphs: list[tuple[str, GraphProto]]
             where = _Locator(model, None, graph=graph, root=pointer)
             found.extend((p, where) for p in problems)
     return found
+
+
+def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto]]
+                           ) -> list[tuple[MalformedQDQError, _Locator]]:
+    """The malformed parameters of a typed model's quantization nodes that no quantized type covers, read as a QDQ
+    file's are (``recognise``), each with its graph's locator. A lift leaves such nodes where no type can stand
+    (a scale of 0, infinity or NaN: proposal/spec/interop.md#lift-untypeable-scales), and they still run; a node
+    writing or reading a typed tensor is a boundary, which QT307 checks against the type."""
+    picked = []
+    for pointer, graph in graphs:
+        nodes = graph.node
+        chosen = [i for i, n in enumerate(nodes) if is_quantize(n) or is_dequantize(n) or spec_for(n)]
+        if chosen:
+            ports = {i: _Locator.parameterized(nodes[i]) for i in chosen}
+            typed = _quantized_declarations(graph, {name for names in ports.values() for name in names})
+            chosen = [i for i in chosen if typed.isdisjoint(ports[i])]
+        if chosen:
+            picked.append((pointer, graph, chosen))
+    if not picked:
+        return []
+    inferred = dict(iter_graphs(_inferred(model)))
+    by_pointer = dict(graphs)
+    found: list[tuple[MalformedQDQError, _Locator]] = []
+    for pointer, graph, chosen in picked:
+        part = onnx.GraphProto()
+        part.node.extend(graph.node[i] for i in chosen)
+        wanted = {name for i in chosen for name in graph.node[i].input}
+        part.node.extend(n for n in graph.node if n.op_type == "Constant" and not wanted.isdisjoint(n.output))
+        part.initializer.extend(t for t in graph.initializer if t.name in wanted)
+        typed = inferred.get(pointer)
+        ix = GraphIndex(_with_outer_parameters(part, pointer, by_pointer),
+                        declared_types(typed if typed is not None else graph), pointer)
+        where = _Locator(model, None, graph=graph, root=pointer)
+        for problem in recognise(ix, tolerant=True).problems:
+            if problem.node is not None and problem.node < len(chosen):
+                problem.node = chosen[problem.node]  # the node's place in its graph, not in the part read
+                found.append((problem, where))
+    return found
+
+
+def _quantized_declarations(graph: GraphProto, names: set[str]) -> set[str]:
+    """Those of ``names`` that ``graph`` declares with a quantized type (a malformed extension counts: the checker
+    reports it)."""
+    typed = set()
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        if vi.name in names and vi.type.WhichOneof("value") == "tensor_type":
+            try:
+                if read_view(vi.type.tensor_type).HasField("quantization"):
+                    typed.add(vi.name)
+            except MalformedExtensionError:
+                typed.add(vi.name)
+    return typed
 
 
 def _with_outer_parameters(graph: onnx.GraphProto, pointer: str, graphs: dict[str, onnx.GraphProto]
@@ -309,12 +366,12 @@ class _Locator:
         """Tensor -> the nodes that apply its parameters: its QuantizeLinear first, then readers."""
         appliers: dict[str, list[int]] = {}
         for i, node in enumerate(self.nodes):
-            for name in self._parameterized(node):
+            for name in self.parameterized(node):
                 appliers.setdefault(name, []).append(i)
         return appliers
 
     @staticmethod
-    def _parameterized(node: NodeProto) -> list[str]:
+    def parameterized(node: NodeProto) -> list[str]:
         """Tensors whose quantization parameters ``node`` applies (integer names, and the float names a folded
         tensor may take: the QuantizeLinear's input, the DequantizeLinear's output)."""
         if is_quantize(node) or is_dequantize(node):  # a node missing its input or output names none of them

@@ -1,4 +1,4 @@
-"""Malformed QDQ is reported, never lifted; what the lift does not understand stays as it was."""
+"""Malformed QDQ is reported, never lifted; what the lift does not understand, or no type can hold, stays as it was."""
 
 from __future__ import annotations
 
@@ -113,14 +113,29 @@ def test_parameters_that_contradict_the_tensor_are_errors(model, fragment):
 
 
 @pytest.mark.parametrize("value", [0.0, float("-inf"), float("inf"), float("nan")])
-def test_a_scale_no_type_can_carry_is_an_error(value):
-    """onnxruntime runs a pair with scale 0 (dividing by it); the lift refuses rather than type it."""
-    with pytest.raises(MalformedQDQError) as info:
-        lift(qdq_relu(q_scale=value, dq_scale=value))
-    assert str(info.value) == (f"QuantizeLinear 'quant_x' (/graph/node/0), tensor 'xq': scale 'qs': "
-                               f"scale {value!r} must be finite and non-zero")
-    with pytest.raises(MalformedQDQError, match=r"tensor 'w': scale 'ws': scale 0.0 must be finite and non-zero"):
-        lift(weight_dq([0.1, 0.0, 0.1, 0.1], [0, 0, 0, 0], axis=1))
+def test_a_scale_no_type_can_carry_is_left_as_it_was_and_named(value):
+    """onnxruntime runs a pair with scale 0 or infinity (dividing by it): the lift keeps it as written and names
+    each node, and the rest is lifted (tests/test_interop_untypeable_scales.py: a quantizer's real output)."""
+    model = qdq_relu(q_scale=value, dq_scale=value)
+    result = lift_model(model)
+    assert result.model.graph.SerializeToString() == model.graph.SerializeToString()
+    assert not quantized_tensors(result.model)
+    for label, scale in (("QuantizeLinear 'quant_x' (/graph/node/0)", "qs"),
+                         ("DequantizeLinear 'dequant_x' (/graph/node/1)", "dqs")):
+        assert (f"{label}, tensor 'xq': scale '{scale}': scale {value!r} must be finite and non-zero, which no "
+                "quantized type holds (QT101); left as it was") in result.warnings
+    weight = lift_model(weight_dq([0.1, 0.0, 0.1, 0.1], [0, 0, 0, 0], axis=1))
+    assert not quantized_tensors(weight.model)
+    assert any(w.startswith("DequantizeLinear 'dequant_w'") and "scale 0.0 must be finite" in w for w in weight.warnings)
+
+
+def test_a_node_with_a_bad_scale_and_another_fault_is_still_refused():
+    """Only a scale no type holds keeps a node as written: with two zero points for one scale as well, onnxruntime
+    refuses the node too, and so does the lift."""
+    model = qdq_relu(q_scale=0.0, dq_scale=0.0)
+    model.graph.initializer[1].CopyFrom(_const("qz", [3, 3], np.int8))
+    with pytest.raises(MalformedQDQError, match=r"'quant_x'.*zero point 'qz' has 2 value\(s\) but scale 'qs' has 1"):
+        lift(model)
 
 
 def test_a_zero_point_of_another_type_than_its_tensor_is_an_error():

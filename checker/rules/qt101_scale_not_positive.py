@@ -3,7 +3,10 @@
 ## What it checks
 Every scale of a quantized type is finite and non-zero, except that a
 scale a version-3 type reads from a referenced parameter initializer may
-be 0. (The slug, kept
+be 0. So is the constant scale input of each QuantizeLinear,
+DequantizeLinear and QLinear node of a QDQ or QOperator file, and of each
+such node no type covers in a typed model (a lift keeps one with a bad
+scale as written: proposal/spec/interop.md#lift-untypeable-scales). (The slug, kept
 as ids and slugs are never renamed, dates from when every negative scale was
 refused too; negative scales are now valid where QT128 and QT409-QT411
 allow them.)

@@ -1,0 +1,130 @@
+"""A quantizer's pair with a scale no type holds is kept as written, named, and still checked.
+
+onnxruntime's quantize_static calibrates a -inf attention mask (as torch exports of BERT and GPT-2 write it) to
+scale inf: its range [-inf, 0] has no finite width. The lift keeps those pairs as written, with a warning
+naming each node, and lifts the rest; lower gives the file back bit for bit on onnxruntime; check reports
+each kept pair (QT101), in the QDQ file and in the lifted one (proposal/spec/interop.md#lift-untypeable-scales).
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from builders import IR_VERSION
+from corpus import _quiet, run_onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes import diagnose, lower, quantized_tensors
+from onnx_qtypes.cli import main
+from onnx_qtypes.interop import lift_model
+
+pytest.importorskip("onnxruntime")
+
+
+def _masked_attention() -> onnx.ModelProto:
+    """y = Softmax(x + Where(m > 0, 0, -inf)) @ w: the additive attention mask of a torch export."""
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(-np.inf, np.float32), "minus_inf"),
+             numpy_helper.from_array(rng.normal(0, 0.3, (4, 4)).astype(np.float32), "w")]
+    nodes = [helper.make_node("Greater", ["m", "zero"], ["keep"], name="keep"),
+             helper.make_node("Where", ["keep", "zero", "minus_inf"], ["bias"], name="mask"),
+             helper.make_node("Add", ["x", "bias"], ["masked"], name="add_mask"),
+             helper.make_node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["probs", "w"], ["y"], name="proj")]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 4]) for n in ("x", "m", "y")]
+    graph = helper.make_graph(nodes, "masked_attention", io[:2], io[2:], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+
+
+def _feeds(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.normal(size=(1, 4, 4)).astype(np.float32), "m": rng.normal(size=(1, 4, 4)).astype(np.float32)}
+
+
+@functools.cache
+def _quantized(folder: pathlib.Path) -> onnx.ModelProto:
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    class Reader:
+        def __init__(self) -> None:
+            self.samples = iter([_feeds(seed) for seed in range(4)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.samples, None)
+
+    onnx.save(_masked_attention(), folder / "float.onnx")
+    with _quiet(), np.errstate(divide="ignore", invalid="ignore"):  # the quantizer's own zero point of -inf / inf
+        quantize_static(folder / "float.onnx", folder / "qdq.onnx", Reader(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return onnx.load(folder / "qdq.onnx")
+
+
+@pytest.fixture(scope="module")
+def qdq(tmp_path_factory) -> onnx.ModelProto:
+    return _quantized(tmp_path_factory.mktemp("untypeable"))
+
+
+def _kept(model: onnx.ModelProto) -> dict[str, int]:
+    """Quantization node name -> its position, for the nodes whose scale is not finite."""
+    nodes = {k: n for k, n in enumerate(model.graph.node) if n.op_type in ("QuantizeLinear", "DequantizeLinear")}
+    scale_names = {n.input[1] for n in nodes.values()}  # plain float initializers, unlike typed weights
+    scales = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in scale_names}
+    return {n.name: k for k, n in nodes.items() if not np.all(np.isfinite(scales[n.input[1]]))}
+
+
+def test_the_quantizer_writes_an_infinite_scale(qdq):
+    """The premise: without it the tests below would pass on a model with nothing to keep."""
+    assert len(_kept(qdq)) == 4  # the mask's and the masked scores' pairs
+
+
+def test_the_pairs_are_kept_named_and_the_rest_lifted(qdq):
+    result = lift_model(qdq)
+    kept = _kept(result.model)
+    assert set(kept) == set(_kept(qdq))
+    for name in kept:
+        assert sum(f"'{name}'" in w and "must be finite and non-zero, which no quantized type holds (QT101); left as "
+                   "it was" in w for w in result.warnings) == 1, name
+    assert {n.name for n in result.left} >= set(kept)
+    typed = quantized_tensors(result.model)
+    assert {"x_QuantizeLinear_Output", "probs_QuantizeLinear_Output", "w_quantized"} <= set(typed)  # finite scales
+    assert not {"bias_QuantizeLinear_Output", "masked_QuantizeLinear_Output"} & set(typed)
+
+
+def test_lower_gives_onnxruntime_the_same_bits(qdq):
+    lowered = lower(lift_model(qdq).model)
+    for seed in (10, 11):
+        theirs = run_onnxruntime(qdq, _feeds(seed), optimize=False)
+        again = run_onnxruntime(lowered, _feeds(seed), optimize=False)
+        assert theirs.keys() == again.keys()
+        for name, value in theirs.items():
+            assert value.tobytes() == again[name].tobytes(), name
+
+
+def test_check_reports_each_kept_pair_in_the_file_and_in_its_lifted_form(qdq):
+    """QT101 at each kept QuantizeLinear's scale input (its DequantizeLinear related), in the QDQ file and in
+    the typed model lift writes, where the pairs are no type's boundary."""
+    lifted = lift_model(qdq).model
+    for model in (qdq, lifted):
+        kept = _kept(model)
+        errors = [d for d in diagnose(model).diagnostics if d.is_error]
+        assert {d.rule for d in errors} == {"QT101"}
+        quantizers = {k for name, k in kept.items() if model.graph.node[k].op_type == "QuantizeLinear"}
+        assert {d.location.pointer for d in errors} == {f"/graph/node/{k}/input/1" for k in quantizers}
+        related = {r.pointer for d in errors for r in d.related}
+        assert related == {f"/graph/node/{k}/input/1" for k in set(kept.values()) - quantizers}
+        assert all("scale inf must be finite and non-zero" in d.message for d in errors)
+
+
+def test_the_commands_lift_and_then_check_it(qdq, tmp_path, capsys):
+    onnx.save(qdq, tmp_path / "qdq.onnx")
+    assert main(["lift", str(tmp_path / "qdq.onnx"), str(tmp_path / "typed.onnx")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("(QT101); left as it was") == 4 and "Traceback" not in err
+    assert main(["check", str(tmp_path / "typed.onnx")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("QT101") == 2 and all(name in out for name in _kept(qdq) if "QuantizeLinear" in name)
