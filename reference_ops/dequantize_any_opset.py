@@ -3,7 +3,9 @@
 onnx.reference implements DequantizeLinear from opset 19 only, so QDQ
 models exported at opset 10 or 13 do not run in it. This operator
 delegates to onnx.reference's implementation where one exists and uses
-``quant.dequantize`` (the same formula) for the older opsets.
+``quant.dequantize`` (the same formula) for the older opsets, except with a
+scale no quantized type holds (0, infinity, NaN: a pair a lift keeps as
+written), which opset 19's implementation computes as IEEE arithmetic does.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ class DequantizeLinear(OpRun):
 
     def _run(self, x: Any, x_scale: Any, x_zero_point: Any = None, **attributes: Any) -> tuple:
         version = int(self.run_params["opsets"].get("", FIRST_REFERENCE_OPSET))
+        operands = (x, x_scale) if x_zero_point is None else (x, x_scale, x_zero_point)
         if version >= FIRST_REFERENCE_OPSET:
-            operands = (x, x_scale) if x_zero_point is None else (x, x_scale, x_zero_point)
             return self._onnx_reference(version).run(*operands)
+        with np.errstate(invalid="ignore"):
+            untypeable = not np.all(np.isfinite(x_scale) & (np.asarray(x_scale) != 0))
+        if untypeable:  # a pair a lift keeps as written (no type holds its scale): the formula as IEEE computes it
+            return self._onnx_reference(FIRST_REFERENCE_OPSET).run(*operands)  # unchanged since opset 13 for these
         x = np.asarray(x)
         storage = _OLD_STORAGE.get(x.dtype.name)
         if storage is None:

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_qtypes import diagnose, lower, quantized_tensors
 from onnx_qtypes.cli import main
 from onnx_qtypes.interop import lift_model
+from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 pytest.importorskip("onnxruntime")
 
@@ -128,3 +129,16 @@ def test_the_commands_lift_and_then_check_it(qdq, tmp_path, capsys):
     assert main(["check", str(tmp_path / "typed.onnx")]) == 1
     out = capsys.readouterr().out
     assert out.count("QT101") == 2 and all(name in out for name in _kept(qdq) if "QuantizeLinear" in name)
+
+
+def test_the_reference_runs_the_kept_pairs_as_onnxruntime_does(qdq):
+    """The kept pairs compute the operators' formulas in IEEE arithmetic (x / inf = 0, 0 * inf = NaN), at the
+    file's opset (below 19, where onnx.reference has no DequantizeLinear of its own): the reference's outputs equal
+    onnxruntime's unoptimized ones, NaN for NaN."""
+    assert next(o.version for o in qdq.opset_import if o.domain in ("", "ai.onnx")) < 19
+    lifted = lift_model(qdq).model
+    for seed in (10, 11):
+        theirs = run_onnxruntime(qdq, _feeds(seed), optimize=False)
+        ours = ReferenceEvaluator(lifted).run(list(theirs), _feeds(seed))
+        for (name, value), got in zip(theirs.items(), ours):
+            np.testing.assert_array_equal(np.asarray(got, np.float32), value, err_msg=name)
