@@ -40,6 +40,7 @@ from onnx_qtypes.interop.qoperator import operands, spec_for
 from onnx_qtypes.interop.recognise import is_dequantize, is_quantize, recognise
 from onnx_qtypes.proto import iter_declarations, iter_graphs
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
+from onnx_qtypes.proto.encoding import marked_storage
 from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.model import may_declare_extension, read_view
 from onnx_qtypes.proto.reader import ReadModel
@@ -177,7 +178,8 @@ def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto
     """The malformed parameters of a typed model's quantization nodes that no quantized type covers, read as a QDQ
     file's are (``recognise``), each with its graph's locator. A lift leaves such nodes where no type can stand
     (a scale of 0, infinity or NaN: proposal/spec/interop.md#lift-untypeable-scales), and they still run; a node
-    writing or reading a typed tensor is a boundary, which QT307 checks against the type."""
+    writing or reading a typed tensor, or reading an initializer marked as typed storage (a boundary zero point
+    in wire form), is a boundary, which the type rules check (QT307, QT301)."""
     picked = []
     for pointer, graph in graphs:
         nodes = graph.node
@@ -185,7 +187,8 @@ def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto
         if chosen:
             ports = {i: _Locator.parameterized(nodes[i]) for i in chosen}
             typed = _quantized_declarations(graph, {name for names in ports.values() for name in names})
-            chosen = [i for i in chosen if typed.isdisjoint(ports[i])]
+            typed.update(t.name for t in graph.initializer if marked_storage(t.data_type) is not None)
+            chosen = [i for i in chosen if typed.isdisjoint(ports[i]) and typed.isdisjoint(nodes[i].input)]
         if chosen:
             picked.append((pointer, graph, chosen))
     if not picked:

@@ -142,3 +142,19 @@ def test_the_reference_runs_the_kept_pairs_as_onnxruntime_does(qdq):
         ours = ReferenceEvaluator(lifted).run(list(theirs), _feeds(seed))
         for (name, value), got in zip(theirs.items(), ours):
             np.testing.assert_array_equal(np.asarray(got, np.float32), value, err_msg=name)
+
+
+def test_a_typed_boundary_is_left_to_the_type_rules(tmp_path):
+    """Only quantization nodes outside the types are read as a QDQ file's: a boundary whose zero point is marked as
+    typed storage (wire form) stays the type rules' even when its tensor's declaration is lost, so no finding
+    speaks of the marker's data type number (1003) as if it were an element type."""
+    from test_interop_malformed import qdq_relu
+
+    from onnx_qtypes import save
+
+    save(lift_model(qdq_relu()).model, tmp_path / "typed.onnx")
+    typed = onnx.load(tmp_path / "typed.onnx")
+    assert any(t.data_type > 1000 for t in typed.graph.initializer)  # the boundary zero points, marked
+    typed.graph.value_info[0].name = "elsewhere"  # xq's type now names no tensor: the model stays typed, xq not
+    messages = [d.message for d in diagnose(typed).diagnostics]
+    assert not [m for m in messages if "data type 10" in m], messages
