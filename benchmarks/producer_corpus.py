@@ -32,9 +32,9 @@ For each quantized model it reports (the issue-20 criteria):
   with its custom-op library and the final outputs are compared; for Brevitas's QONNX files (onnxruntime has no
   QONNX operators) onnxruntime's run of the same net's QCDQ export stands in for the original;
 - lower: lower + onnxruntime against onnxruntime on the original (raised to the lowered model's opset 21 when
-  lower), bit for bit, in lower's default form: the form of the file lift read (qoperator for a QOperator or
-  quantize_dynamic file, matmulnbits for a MatMulNBits one, qdq otherwise), so that the lowered model runs the
-  kernels its original runs;
+  lower), bit for bit, of every file lifted whole or with only nodes onnxruntime runs left, in lower's default
+  form: the form of the file lift read (qoperator for a QOperator or quantize_dynamic file, matmulnbits for a
+  MatMulNBits one, qdq otherwise), so that the lowered model runs the kernels its original runs;
 - check: every finding of ``check`` on the producer's own file (the file is clean: each finding is suspect), on the
   lifted form, and for Quark's XINT8 files under the ``vitis-ai-dpu`` profile; per-channel DequantizeLinear before
   opset 13 in the file and whether QT412 reported it.
@@ -69,7 +69,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from onnx_qtypes.interop import lift_model
+from onnx_qtypes.interop import LiftResult, lift_model
 from onnx_qtypes.interop.lower import lower_model
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops import ReferenceEvaluator
@@ -536,9 +536,18 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
             row["run"] = ("refused: " if _is_ours(exc) else "CRASH: " if not isinstance(
                 exc, StageTimeout) else "HANG: ") + _error(exc)
     # lower + onnxruntime against the original
-    if not result.left and not row["unnamed_left"]:
+    if _lowered(row, result):
         row["lower_form"], row["lower"] = lower_stage(model, result.model, feeds, expected, outputs)
     return row
+
+
+_ORT_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
+
+
+def _lowered(row: dict, result: LiftResult) -> bool:
+    """Whether lower's bit identity is asked of a lifted file: lifted whole, or partly with every node left named
+    and run by onnxruntime (a pair kept for its scale of inf), not left with a producer's custom operators."""
+    return not row.get("unnamed_left") and all(n.domain in _ORT_DOMAINS for n in result.left)
 
 
 def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict, expected: dict | None,
@@ -558,16 +567,18 @@ def _compare_lowered(model: onnx.ModelProto, lowered: onnx.ModelProto, feeds: di
                      outputs: list[str]) -> str:
     reference = _at_opset(model, 21)
     try:
-        mine = _ort_run(lowered, feeds)
-    except Exception as exc:
-        return f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
-    try:
         base = _ort_run(reference, feeds) if reference is not None else expected
     except Exception:
         base = expected
     if base is None:
         return "not compared (onnxruntime cannot run the original)"
-    same = all(np.array_equal(mine[o], base[o]) for o in outputs)
+    try:
+        mine = _ort_run(lowered, feeds)
+    except Exception as exc:
+        return f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
+    # bit for bit: NaN where the original has NaN (a kept pair's 0 * inf) is the same bits, unlike array_equal's
+    same = all(np.asarray(mine[o]).dtype == np.asarray(base[o]).dtype and np.shape(mine[o]) == np.shape(base[o])
+               and np.asarray(mine[o]).tobytes() == np.asarray(base[o]).tobytes() for o in outputs)
     return "identical" if same else "differs: max abs " + ", ".join(
         f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
         for o in outputs)
@@ -611,7 +622,7 @@ def _failures(row: dict) -> list[tuple[str, str]]:
     elif isinstance(run, dict) and run.get("per_operator", 0) > 1:
         out.append(("run more than one step per operator", f"{run['per_operator']} steps at {run['worst_operator']}"))
     lowered = row.get("lower", "")
-    if lowered and lowered != "identical" and _lower_criterion(row):
+    if lowered and lowered != "identical" and _lower_criterion(row) and _compared(row):
         out.append(("lower + onnxruntime not bit-identical" if lowered.startswith("differs") else
                     "lower " + lowered.split(":")[0], lowered))
     elif lowered.startswith(("CRASH", "refused", "onnxruntime cannot")):
@@ -620,6 +631,11 @@ def _failures(row: dict) -> list[tuple[str, str]]:
         for f in row.get(key, []):
             out.append((f"{key} finding", f"{f['rule']} {f['severity']}: {re.sub(r'[0-9.e+-]{4,}', 'N', f['message'])[:150]}"))
     return out
+
+
+def _compared(row: dict) -> bool:
+    """Whether the row's lowered model was compared with its original (not when onnxruntime cannot run that)."""
+    return "lower" in row and not row["lower"].startswith("not compared")
 
 
 def _lower_criterion(row: dict) -> bool:
@@ -667,7 +683,7 @@ def by_mode(rows: list[dict]) -> None:
         outputs_only = sum(isinstance(r.get("run"), dict) and "per_operator" not in r["run"] for r in group)
         run = (f"{max(steps)} ({len(steps)} files)" if steps else "-") + (
             f"; outputs only: {outputs_only}" if outputs_only else "")
-        lowered = [r for r in group if "lower" in r]
+        lowered = [r for r in group if _compared(r)]
         same = sum(r["lower"] == "identical" for r in lowered)
         forms = sorted({r.get("lower_form") or "-" for r in lowered})
         lower_text = f"{same} / {len(lowered)}" + (f" ({', '.join(forms)})" if lowered else "") + (
@@ -686,7 +702,7 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
     whole = [r for r in rows if r.get("lift") == "whole"]
     ran = [r for r in rows if isinstance(r.get("run"), dict)]
     within = [r for r in ran if r["run"].get("per_operator", 0) <= 1]
-    static = [r for r in rows if _lower_criterion(r) and "lower" in r]
+    static = [r for r in rows if _lower_criterion(r) and _compared(r)]
     identical = [r for r in static if r["lower"] == "identical"]
     clean = [r for r in rows if not r.get("check") and not r.get("check_lifted")]
     print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
@@ -735,13 +751,16 @@ def _expected(path: pathlib.Path, name: str) -> tuple[dict | None, dict | None]:
 def lower_again(rows: list[dict]) -> None:
     """Each row's lower stage run again, in place, from the model and feeds an earlier run kept (``--keep``)."""
     for row in rows:
-        if "lower" not in row:
+        if not row.get("lift", "").startswith(("whole", "partly")):
             continue
         path = pathlib.Path(row["file"])
         expected, _ = _expected(path, row["model"])
         model = onnx.load(path)
         with _deadline(STAGE_SECONDS):
-            typed = lift_model(model).model
+            result = lift_model(model)
+        if "lower" not in row and not _lowered(row, result):
+            continue
+        typed = result.model
         row["lower_form"], row["lower"] = lower_stage(model, typed,
                                                       dict(np.load(path.with_suffix(".feeds.npz"))), expected,
                                                       [o.name for o in model.graph.output])
