@@ -180,17 +180,7 @@ def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto
     (a scale of 0, infinity or NaN: proposal/spec/interop.md#lift-untypeable-scales), and they still run; a node
     writing or reading a typed tensor, or reading an initializer marked as typed storage (a boundary zero point
     in wire form), is a boundary, which the type rules check (QT307, QT301)."""
-    picked = []
-    for pointer, graph in graphs:
-        nodes = graph.node
-        chosen = [i for i, n in enumerate(nodes) if is_quantize(n) or is_dequantize(n) or spec_for(n)]
-        if chosen:
-            ports = {i: _Locator.parameterized(nodes[i]) for i in chosen}
-            typed = _quantized_declarations(graph, {name for names in ports.values() for name in names})
-            typed.update(t.name for t in graph.initializer if marked_storage(t.data_type) is not None)
-            chosen = [i for i in chosen if typed.isdisjoint(ports[i]) and typed.isdisjoint(nodes[i].input)]
-        if chosen:
-            picked.append((pointer, graph, chosen))
+    picked = untyped_quantization_nodes(graphs)
     if not picked:
         return []
     inferred = dict(iter_graphs(_inferred(model)))
@@ -211,6 +201,24 @@ def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto
                 problem.node = chosen[problem.node]  # the node's place in its graph, not in the part read
                 found.append((problem, where))
     return found
+
+
+def untyped_quantization_nodes(graphs: list[tuple[str, GraphProto]]) -> list[tuple[str, GraphProto, list[int]]]:
+    """(pointer, graph, node positions) of each graph of a typed model with quantization nodes that no quantized
+    type covers (``_untyped_node_problems``): not writing or reading a typed tensor, nor reading an initializer
+    marked as typed storage."""
+    picked = []
+    for pointer, graph in graphs:
+        nodes = graph.node
+        chosen = [i for i, n in enumerate(nodes) if is_quantize(n) or is_dequantize(n) or spec_for(n)]
+        if chosen:
+            ports = {i: _Locator.parameterized(nodes[i]) for i in chosen}
+            typed = _quantized_declarations(graph, {name for names in ports.values() for name in names})
+            typed.update(t.name for t in graph.initializer if marked_storage(t.data_type) is not None)
+            chosen = [i for i in chosen if typed.isdisjoint(ports[i]) and typed.isdisjoint(nodes[i].input)]
+        if chosen:
+            picked.append((pointer, graph, chosen))
+    return picked
 
 
 def _quantized_declarations(graph: GraphProto, names: set[str]) -> set[str]:

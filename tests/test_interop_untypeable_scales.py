@@ -129,6 +129,14 @@ def test_the_commands_lift_and_then_check_it(qdq, tmp_path, capsys):
     assert main(["check", str(tmp_path / "typed.onnx")]) == 1
     out = capsys.readouterr().out
     assert out.count("QT101") == 2 and all(name in out for name in _kept(qdq) if "QuantizeLinear" in name)
+    assert main(["show", str(tmp_path / "typed.onnx")]) == 0
+    assert "note: 4 quantization node(s) outside the types" in capsys.readouterr().out
+    from test_interop_malformed import qdq_relu
+
+    onnx.save(qdq_relu(), tmp_path / "clean.onnx")  # lifted whole: its Q / DQ are typed boundaries
+    assert main(["lift", str(tmp_path / "clean.onnx"), str(tmp_path / "clean_typed.onnx")]) == 0
+    assert main(["show", str(tmp_path / "clean_typed.onnx")]) == 0
+    assert "outside the types" not in capsys.readouterr().out
 
 
 def test_the_reference_runs_the_kept_pairs_as_onnxruntime_does(qdq):

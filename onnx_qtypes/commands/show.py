@@ -115,6 +115,8 @@ def _run(args: argparse.Namespace) -> int:
     rows, notes = collect(model, args.model), []
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them
         rows, notes = _quantizer_rows(model, args.model)
+    else:
+        notes = _untyped_nodes_note(read)
     for row in rows:  # a graph the reader sorted: the places the file has
         row["declared_at"] = [read.file_pointer(p) for p in row["declared_at"]]
     if args.format == "json":
@@ -139,6 +141,18 @@ def _html(model: ReadModel, rows: list[dict[str, Any]], source: str, notes: list
     except QTypesError as exc:  # the parameters are still worth showing
         findings, notes = (), [*notes, f"the checker could not read the model: {' '.join(str(exc).split())}"]
     return iter_html(rows, source, findings, notes)
+
+
+def _untyped_nodes_note(read: ReadModel) -> list[str]:
+    """A typed model's quantization nodes that no type covers (a lift keeps those whose scale no type holds), counted:
+    they have no row."""
+    from onnx_qtypes.diagnosis import untyped_quantization_nodes  # imports interop: only for a typed model
+
+    count = sum(len(chosen) for _, _, chosen in untyped_quantization_nodes(read.graphs()))
+    if not count:
+        return []
+    return [f"{count} quantization node(s) outside the types (a lift keeps those whose scale no type holds) are not "
+            "listed; `onnx-qtypes check` reads their parameters"]
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
