@@ -70,7 +70,7 @@ def crossings(node: onnx.NodeProto, opset: int) -> Iterator[Crossing]:
                                stacked=0)
         return
     scans = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
-    state = max(len(node.input) - scans, 0)
+    state = min(max(len(node.input) - scans, 0), len(node.input))  # a negative count (invalid) carries no more
     yield from _carried(node, state, body_in, body_out, first_in=0, first_body_in=0, first_body_out=0)
     in_axes, out_axes = _ints(node, "scan_input_axes"), _ints(node, "scan_output_axes")
     for j, (inner, outer) in enumerate(zip(body_in[state:], node.input[state:])):

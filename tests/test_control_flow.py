@@ -44,6 +44,29 @@ def test_stacking_moves_the_axis_at_or_after_the_stacked_one(inner_axis, stacked
         assert "the axis moved" in crossing_problem(_scan(), crossing, inner, inner)
 
 
+@pytest.mark.parametrize("count", [-2**31, -1, 0])
+def test_a_scan_count_below_one_carries_no_more_than_the_node_has(count):
+    """num_scan_inputs = -2^31 (QT413 reports it) made every input beyond the node's a carried value: 2^31 of them,
+    and check hung (found by tests/fuzz_long.py --seed 80)."""
+    import signal  # noqa: PLC0415
+
+    def stop(*_: object) -> None:
+        raise TimeoutError("crossings ran past 5 s")
+
+    node = _scan()
+    node.attribute[1].i = count  # num_scan_inputs
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(5)
+    try:
+        found = list(crossings(node, 21))
+    except TimeoutError:
+        pytest.fail(f"crossings of a Scan with num_scan_inputs = {count} did not end within 5 s", pytrace=False)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(found) <= 3 * len(node.input)  # at most three per carried value, and every input carried
+
+
 def test_a_per_tensor_type_crosses_unchanged_and_a_plain_side_is_named():
     crossing = next(iter(crossings(_scan(), 21)))
     q = QType("int8", 0.5, 1)
