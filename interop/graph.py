@@ -73,10 +73,11 @@ class GraphIndex:
     (a subgraph's, e.g. ``/graph/node/3/attribute/0/g``), as messages name its nodes."""
 
     def __init__(self, graph: GraphProto, inferred: Inferred | DeferredInference | None = None, pointer: str = "/graph",
-                 opset: int | None = None) -> None:
+                 opset: int | None = None, positions: list[int] | None = None) -> None:
         self.graph = graph
         self.pointer = pointer
         self.opset = opset  # the model's default-domain opset, when the caller knows it
+        self.positions = positions  # each node's position in its file's graph, when ``graph`` holds some of them
         nodes = self.nodes = list(graph.node)
         # each node's fields as read here, the state producer and consumers describe (a step that rewrites a node reads
         # the node itself): every protobuf field read once, in one pass per field, for the steps reading them again
@@ -228,7 +229,7 @@ class GraphIndex:
         return None if not et else et in FLOAT_TYPES
 
     def label(self, index: int) -> str:
-        return node_label(self.nodes[index], index, self.pointer)
+        return node_label(self.nodes[index], index if self.positions is None else self.positions[index], self.pointer)
 
     def tensor_names(self) -> set[str]:
         """Every tensor the graph computes or reads (declarations alone do not count)."""

@@ -139,6 +139,7 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
     attrs = attributes(node)
     op = QuantOp(i, "qlinear", {}, spec=spec)
     read: list[QType] = []
+    found: list[MalformedQDQError] = []  # every operand's problems, raised together (a kept node has QT101 only)
     for operand in operands(spec, node):
         data = _input(node, operand.data)
         scale = _input(node, operand.scale)
@@ -150,25 +151,38 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
             raise Unrecognized(f"{ix.label(i)}: per-axis scale on {data!r}, whose rank is unknown")
         zp = _input(node, operand.zero_point)
         storage = ix.elem_type(data) if not zp else None
-        qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage, data_type=ix.elem_type(data))
+        try:
+            qtype = read_parameters(ix, i, data, scale, zp, axis=axis, storage=storage, data_type=ix.elem_type(data))
+        except MalformedQDQError as exc:
+            found.extend(exc.every())
+            read.append(None)  # keeps the operand positions below
+            continue
         if spec.scales_operand is not None and spec.scales_operand[1] == len(read):
             qtype = _scaled_by_attribute(ix, i, qtype, *spec.scales_operand)
         op.ports[("in", operand.data)] = data
         op.evidence.append(Evidence(data, qtype, i, "reads", node.op_type, bool(zp)))
         read.append(qtype)
-    if spec.bias is not None and (bias := _input(node, spec.bias.data)):
+    if not found and spec.bias is not None and (bias := _input(node, spec.bias.data)):
         op.ports[("in", spec.bias.data)] = bias
         op.evidence.append(Evidence(bias, _bias_type(ix, i, bias, spec, read), i, "reads", node.op_type))
     out_scale = _input(node, spec.output[0]) if spec.output else None
     if out_scale is not None:
         out = node.output[0]
         zp = _input(node, spec.output[1])
-        storage = None if zp else read[0].storage_type.data_type
-        qtype = read_parameters(ix, i, out, out_scale, zp, axis=None, storage=storage, data_type=ix.elem_type(out))
-        op.ports[("out", 0)] = out
-        op.evidence.append(Evidence(out, qtype, i, "writes", node.op_type, bool(zp)))
+        if zp or read[0] is not None:
+            storage = None if zp else read[0].storage_type.data_type
+            try:
+                qtype = read_parameters(ix, i, out, out_scale, zp, axis=None, storage=storage,
+                                        data_type=ix.elem_type(out))
+                op.ports[("out", 0)] = out
+                op.evidence.append(Evidence(out, qtype, i, "writes", node.op_type, bool(zp)))
+            except MalformedQDQError as exc:
+                found.extend(exc.every())
     elif not spec.output_optional:
         raise Unrecognized(f"{ix.label(i)}: output scale missing")
+    if found:
+        found[0].also = found[1:]
+        raise found[0]
     return op
 
 

@@ -33,7 +33,7 @@ from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules,
 from onnx_qtypes.checker.op_versions import file_problems
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
 from onnx_qtypes.interop.errors import MalformedQDQError
-from onnx_qtypes.interop.graph import ORIGIN_KEY, GraphIndex, declared_types
+from onnx_qtypes.interop.graph import ORIGIN_KEY, GraphIndex, declared_types, default_opset
 from onnx_qtypes.interop.left import summary as summary_of_left
 from onnx_qtypes.interop.lift import LiftResult, lift_model
 from onnx_qtypes.interop.qoperator import operands, spec_for
@@ -165,7 +165,7 @@ def _subgraph_problems(model: ModelProto, graphs: list[tuple[str, GraphProto]]
     for pointer, graph in subgraphs:
         typed = inferred.get(pointer)
         ix = GraphIndex(_with_outer_parameters(graph, pointer, by_pointer),
-                        declared_types(typed if typed is not None else graph), pointer)
+                        declared_types(typed if typed is not None else graph), pointer, default_opset(model))
         problems = recognise(ix, tolerant=True).problems
         if problems:
             where = _Locator(model, None, graph=graph, root=pointer)
@@ -186,15 +186,18 @@ def _untyped_node_problems(model: ModelProto, graphs: list[tuple[str, GraphProto
     inferred = dict(iter_graphs(_inferred(model)))
     by_pointer = dict(graphs)
     found: list[tuple[MalformedQDQError, _Locator]] = []
+    opset = default_opset(model)
     for pointer, graph, chosen in picked:
-        part = onnx.GraphProto()
+        part = onnx.GraphProto()  # the nodes read, named at their places in the file; a graph input stays one
         part.node.extend(graph.node[i] for i in chosen)
         wanted = {name for i in chosen for name in graph.node[i].input}
-        part.node.extend(n for n in graph.node if n.op_type == "Constant" and not wanted.isdisjoint(n.output))
+        constants = [k for k, n in enumerate(graph.node) if n.op_type == "Constant" and not wanted.isdisjoint(n.output)]
+        part.node.extend(graph.node[k] for k in constants)
         part.initializer.extend(t for t in graph.initializer if t.name in wanted)
+        part.input.extend(vi for vi in graph.input if vi.name in wanted)
         typed = inferred.get(pointer)
         ix = GraphIndex(_with_outer_parameters(part, pointer, by_pointer),
-                        declared_types(typed if typed is not None else graph), pointer)
+                        declared_types(typed if typed is not None else graph), pointer, opset, chosen + constants)
         where = _Locator(model, None, graph=graph, root=pointer)
         for problem in recognise(ix, tolerant=True).problems:
             if problem.node is not None and problem.node < len(chosen):

@@ -255,3 +255,28 @@ def test_typed_tensors_keep_set_qtype_semantics():
     w = quantized_tensors(typed)["w"]
     assert w == QType("int8", [0.5, 0.25, 0.125, 0.0625], [0, 1, 2, 3], axis=1)
     set_qtype(typed, "w", w)
+
+
+@pytest.mark.parametrize("y_zero_point", [[128, 128], 128])
+def test_a_qlinear_node_with_a_bad_scale_is_kept_only_when_that_is_its_only_fault(y_zero_point):
+    """A QLinearMatMul reads every operand before it judges: an infinite a_scale with a y_zero_point of two values for
+    one y_scale is refused (QT107 besides QT101), the infinite a_scale alone keeps the node as written."""
+    def const(value, name, dtype):
+        return numpy_helper.from_array(np.asarray(value, dtype), name)
+
+    inits = [const(np.inf, "as", np.float32), const(128, "az", np.uint8), const(np.full((4, 4), 130), "b", np.uint8),
+             const(0.01, "bs", np.float32), const(128, "bz", np.uint8), const(0.05, "ys", np.float32),
+             const(y_zero_point, "yz", np.uint8), const(128, "yz1", np.uint8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "as", "az"], ["aq"], name="quant_a"),
+             helper.make_node("QLinearMatMul", ["aq", "as", "az", "b", "bs", "bz", "ys", "yz"], ["yq"], name="mm"),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz1"], ["y"], name="dequant_y")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    if isinstance(y_zero_point, list):
+        with pytest.raises(MalformedQDQError) as info:
+            lift_model(model)
+        assert {p.rule for p in info.value.every()} == {"QT101", "QT107"}
+    else:
+        result = lift_model(model)
+        assert any(w.startswith("QLinearMatMul 'mm'") and "(QT101); left as it was" in w for w in result.warnings)

@@ -48,7 +48,7 @@ def _feeds(seed: int) -> dict[str, np.ndarray]:
 
 
 @functools.cache
-def _quantized(folder: pathlib.Path) -> onnx.ModelProto:
+def _quantized(folder: pathlib.Path, form: str = "QDQ") -> onnx.ModelProto:
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     class Reader:
@@ -60,9 +60,9 @@ def _quantized(folder: pathlib.Path) -> onnx.ModelProto:
 
     onnx.save(_masked_attention(), folder / "float.onnx")
     with _quiet(), np.errstate(divide="ignore", invalid="ignore"):  # the quantizer's own zero point of -inf / inf
-        quantize_static(folder / "float.onnx", folder / "qdq.onnx", Reader(), quant_format=QuantFormat.QDQ,
+        quantize_static(folder / "float.onnx", folder / f"{form}.onnx", Reader(), quant_format=QuantFormat[form],
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    return onnx.load(folder / "qdq.onnx")
+    return onnx.load(folder / f"{form}.onnx")
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +166,39 @@ def test_a_typed_boundary_is_left_to_the_type_rules(tmp_path):
     typed.graph.value_info[0].name = "elsewhere"  # xq's type now names no tensor: the model stays typed, xq not
     messages = [d.message for d in diagnose(typed).diagnostics]
     assert not [m for m in messages if "data type 10" in m], messages
+
+
+def test_check_reports_the_same_nodes_of_a_qoperator_file_and_of_its_lifted_form(tmp_path):
+    """quantize_static's QOperator form keeps the mask's scale inf in com.microsoft QLinearAdd / QLinearSoftmax
+    nodes: each node check reports in the file it reports in the lifted form too (the QLinearSoftmax only when the
+    lifted form is read at the model's opset)."""
+    qop = _quantized(tmp_path, "QOperator")
+    assert any(n.op_type == "QLinearSoftmax" for n in qop.graph.node)
+    lifted = lift_model(qop).model
+
+    def reported(model: onnx.ModelProto) -> set[str]:
+        found = [d for d in diagnose(model).diagnostics if d.rule == "QT101"]
+        return {d.location.node for d in found} | {r.node for d in found for r in d.related}
+
+    in_file = reported(qop)
+    assert "softmax_quant" in in_file
+    assert reported(lifted) == in_file
+
+
+def test_findings_on_nodes_outside_the_types_name_their_places_in_the_file():
+    """A pair outside the types whose halves disagree (QT307): the message names both nodes at their positions in the
+    typed model, as the finding's pointer does."""
+    from test_interop_malformed import qdq_relu
+
+    typed = lift_model(qdq_relu()).model
+    first = len(typed.graph.node)
+    typed.graph.initializer.extend([numpy_helper.from_array(np.array(0.1, np.float32), "k_s"),
+                                    numpy_helper.from_array(np.array(0.2, np.float32), "k_other"),
+                                    numpy_helper.from_array(np.array(0, np.int8), "k_z")])
+    typed.graph.node.extend([helper.make_node("QuantizeLinear", ["y", "k_s", "k_z"], ["k_q"], name="k_Q"),
+                             helper.make_node("DequantizeLinear", ["k_q", "k_other", "k_z"], ["k_y"], name="k_DQ")])
+    typed.graph.output.append(helper.make_tensor_value_info("k_y", TensorProto.FLOAT, [2, 3]))
+    (found,) = [d for d in diagnose(typed).diagnostics if d.rule == "QT307"]
+    assert found.location.pointer == f"/graph/node/{first + 1}/input/1"
+    assert f"DequantizeLinear 'k_DQ' (/graph/node/{first + 1})" in found.message
+    assert f"QuantizeLinear 'k_Q' (/graph/node/{first})" in found.message

@@ -8,8 +8,10 @@ proposal/experiments/float_op_differential.py measured what these fix (its table
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
+import onnx.reference
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from reference_models import T, lower_to_qdq, run_onnxruntime, steps_apart, typed_model
@@ -455,3 +457,23 @@ def test_resize_output_length_is_the_floor_of_the_exact_product():
     multiplies in float32 (7.0) and gives 7 (recorded, not asserted)."""
     x = RNG.normal(size=(1, 1, 1, 5)).astype(np.float32)
     assert ours(resize(x, scales=[1, 1, 1, 1.4], mode="nearest"), {"x": x})[0].shape == (1, 1, 1, 6)
+
+
+@pytest.mark.parametrize("zero_point", [np.uint8(0), np.int8(0), ml_dtypes.float8_e4m3fn(0)])
+def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_point):
+    """ONNX: saturate(round(x / 0) + zp), the range's end for x != 0 (onnxruntime gives 255 for uint8); onnx.reference
+    casts inf to int32 first and returns 0. A float8 zero point: x / 0 = inf saturates in the type, as it computes."""
+    zp = numpy_helper.from_array(np.asarray(zero_point), "z")
+    graph = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="kept")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("q", zp.data_type, [3])],
+                              [numpy_helper.from_array(np.array(0.0, np.float32), "s"), zp])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    x = np.array([1.0, -1.0, 0.5], np.float32)
+    if np.asarray(zero_point).dtype.kind in "iu":
+        with pytest.raises(EvaluationError, match=r"node 'kept' \(QuantizeLinear\): scale 0 into integer storage"):
+            ReferenceEvaluator(model).run(None, {"x": x})
+    else:
+        (ours,) = ReferenceEvaluator(model).run(None, {"x": x})
+        (stock,) = onnx.reference.ReferenceEvaluator(model).run(None, {"x": x})
+        assert np.asarray(ours).tobytes() == np.asarray(stock).tobytes()

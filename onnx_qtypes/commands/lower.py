@@ -35,6 +35,7 @@ import sys
 
 from onnx_qtypes.interop.lower import DYNAMIC_INPUTS, FORMS, lower_model
 from onnx_qtypes.proto import save
+from onnx_qtypes.proto.default_domain import default_opset
 from onnx_qtypes.proto.external import spill_folder
 from onnx_qtypes.proto.files import keep_when_idle, refuse_overwrite, standard_output
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"onnx-qtypes: warning: {idle}", file=sys.stderr)
     for message in result.warnings:
         print(f"onnx-qtypes: warning: {message}", file=sys.stderr)
-    opset = next(o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx"))
+    opset = default_opset(result.model.opset_import)
     with standard_output() as out:
         for message in result.notes:
             print(f"note: {message}", file=out)

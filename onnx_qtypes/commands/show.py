@@ -144,15 +144,15 @@ def _html(model: ReadModel, rows: list[dict[str, Any]], source: str, notes: list
 
 
 def _untyped_nodes_note(read: ReadModel) -> list[str]:
-    """A typed model's quantization nodes that no type covers (a lift keeps those whose scale no type holds), counted:
-    they have no row."""
+    """A typed model's quantization nodes that no type covers (those a lift left as written), counted: they have
+    no row."""
     from onnx_qtypes.diagnosis import untyped_quantization_nodes  # imports interop: only for a typed model
 
     count = sum(len(chosen) for _, _, chosen in untyped_quantization_nodes(read.graphs()))
     if not count:
         return []
-    return [f"{count} quantization node(s) outside the types (a lift keeps those whose scale no type holds) are not "
-            "listed; `onnx-qtypes check` reads their parameters"]
+    return [f"{count} quantization node(s) outside the types (left as the file wrote them; `onnx-qtypes lift` names "
+            "each and why) are not listed; `onnx-qtypes check` reads their parameters"]
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
