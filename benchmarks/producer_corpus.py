@@ -71,6 +71,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from onnx_qtypes.interop import LiftResult, lift_model
 from onnx_qtypes.interop.lower import lower_model
+from onnx_qtypes.interop.recognise import QDQ_DOMAINS
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 from producer_recipes import Reader, quiet, samples_of, write_samples
@@ -541,13 +542,10 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     return row
 
 
-_ORT_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
-
-
 def _lowered(row: dict, result: LiftResult) -> bool:
     """Whether lower's bit identity is asked of a lifted file: lifted whole, or partly with every node left named
     and run by onnxruntime (a pair kept for its scale of inf), not left with a producer's custom operators."""
-    return not row.get("unnamed_left") and all(n.domain in _ORT_DOMAINS for n in result.left)
+    return not row.get("unnamed_left") and all(n.domain in QDQ_DOMAINS for n in result.left)  # onnxruntime's own
 
 
 def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict, expected: dict | None,

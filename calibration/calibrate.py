@@ -36,6 +36,7 @@ from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_r
 from onnx_qtypes.calibration.running import TensorAccumulator
 from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES
@@ -181,7 +182,7 @@ def constants_as_initializers(model: ModelProto) -> None:
     kept, moved = [], []
     for node in model.graph.node:
         value = next((a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR),
-                     None) if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else None
+                     None) if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS else None
         if value is None or value.data_type not in FLOAT_TYPES or node.output[0] in outputs:
             kept.append(node)
             continue
@@ -346,7 +347,7 @@ def shared_groups(model: ModelProto, acts: set[str], profile: Any) -> list[set[s
 
     for node in model.graph.node:
         mode = next((a.s for a in node.attribute if a.name == "mode"), b"nearest")
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in STANDARD_DOMAINS:
             continue
         if moves_data(node.op_type, mode):  # the one list (proto/data_movement.py): QT401 checks the same ties
             ins, outs = DATA_MOVEMENT[node.op_type]

@@ -19,7 +19,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx_qtypes.calibration.data import feeds
 from onnx_qtypes.calibration.errors import CalibrationError
 from onnx_qtypes.calibration.running import CHANNEL_BINS, TensorAccumulator
-from onnx_qtypes.proto.default_domain import default_opset
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS, default_opset
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
 ORT_IR, ORT_OPSET = 10, 21
@@ -103,7 +103,7 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
         return None
     opset = default_opset(model.opset_import) or 0
     # a domain imported but read by no node (onnxruntime's quant_pre_process imports several) is no reason
-    if opset > ORT_OPSET or any(n.domain not in ("", "ai.onnx") for n in model.graph.node):
+    if opset > ORT_OPSET or any(n.domain not in STANDARD_DOMAINS for n in model.graph.node):
         return None
     wide = ModelProto()
     wide.CopyFrom(model)

@@ -21,6 +21,7 @@ from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.checker.diagnostics import Location
 from onnx_qtypes.checker.profile import Profile
 from onnx_qtypes.proto import iter_graphs, onnx_qtypes_pb2 as pb, static_shape
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.encoding import plain_data_type, tensor_array
 from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.errors import ModelLoadError
@@ -91,7 +92,7 @@ class NodeRef(NamedTuple):
     @classmethod
     def of(cls, pointer: str, node: onnx.NodeProto, scope: str, opsets: dict[str, int]) -> NodeRef:
         domain = node.domain
-        return cls(pointer, node, scope, opsets, node.op_type, node.name or None, domain in ("", "ai.onnx"),
+        return cls(pointer, node, scope, opsets, node.op_type, node.name or None, domain in STANDARD_DOMAINS,
                    tuple(node.input[:]), tuple(node.output[:]), domain)
 
     @property

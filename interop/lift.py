@@ -44,6 +44,7 @@ from onnx_qtypes.interop.recognise import QDQ_DOMAINS, is_dequantize, is_quantiz
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.external import varint
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
@@ -659,7 +660,7 @@ def _drop_unused(model: ModelProto, final: GraphIndex, parameters: set[str]) -> 
 
     def dead(node: NodeProto) -> bool:  # a parameter's producer nothing reads any more (Identity / Cast chains too)
         passes = node.op_type in PASSED_CONSTANT_OPS and len(node.output) == 1
-        return ((node.op_type == "Constant" or passes) and node.domain in ("", "ai.onnx") and bool(node.output)
+        return ((node.op_type == "Constant" or passes) and node.domain in STANDARD_DOMAINS and bool(node.output)
                 and node.output[0] in parameters and node.output[0] not in read)
 
     while any(dead(n) for n in graph.node):

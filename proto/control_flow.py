@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import onnx
 
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.qtype import QType
 
 CONTROL_FLOW = ("If", "Loop", "Scan")
@@ -48,7 +49,8 @@ def crossings(node: onnx.NodeProto, opset: int) -> Iterator[Crossing]:
 
     Scan before opset 9 (a ``sequence_lens`` input and a batch axis) is not read: no crossing is reported.
     """
-    if node.domain not in ("", "ai.onnx") or node.op_type not in CONTROL_FLOW or (node.op_type == "Scan" and opset < 9):
+    if (node.domain not in STANDARD_DOMAINS or node.op_type not in CONTROL_FLOW
+            or (node.op_type == "Scan" and opset < 9)):
         return
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     if node.op_type == "If":

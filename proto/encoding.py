@@ -19,9 +19,12 @@ import functools
 from collections.abc import Iterator
 
 import numpy as np
+import onnx
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
 from onnx_qtypes.proto import external
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
+from onnx_qtypes.proto.errors import ModelLoadError
 from onnx_qtypes.proto.parameter_tensors import unique_name
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE, byte_dtype
 
@@ -57,12 +60,24 @@ def tensor_array(tensor: TensorProto) -> np.ndarray:
         return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(tensor.dims)
     storage = marked_storage(tensor.data_type)
     if storage is None:
-        return numpy_helper.to_array(tensor)
+        return _to_array(tensor)
     tensor.data_type = storage  # in place and back: a copy would duplicate the data of a large weight
     try:
-        return numpy_helper.to_array(tensor)
+        return _to_array(tensor)
     finally:
         tensor.data_type = marker(storage)
+
+
+def _to_array(tensor: TensorProto) -> np.ndarray:
+    """numpy_helper.to_array; external data it cannot read (a model given in memory, its file missing) is a
+    ModelLoadError naming the tensor, not onnx's ValidationError."""
+    if tensor.data_location != TensorProto.EXTERNAL:
+        return numpy_helper.to_array(tensor)
+    try:
+        return numpy_helper.to_array(tensor)
+    except (onnx.checker.ValidationError, OSError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ModelLoadError(f"tensor {tensor.name!r}: its external data cannot be read: {reason}") from None
 
 
 def _lazy_array(tensor: TensorProto) -> np.ndarray:
@@ -141,7 +156,7 @@ def _storage_of(value_info: ValueInfoProto) -> int | None:
 def _constants(graph: GraphProto | object) -> dict[str, TensorProto]:
     found = {t.name: t for t in getattr(graph, "initializer", ())}
     for node in graph.node:  # type: ignore[attr-defined]
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+        if node.op_type == "Constant" and node.domain in STANDARD_DOMAINS and node.output:
             for attribute in node.attribute:
                 if attribute.name == "value":
                     found.setdefault(node.output[0], attribute.t)
@@ -233,7 +248,7 @@ def _names_in(graphs: list) -> set[str]:
 
 def _mark_boundary(graph, node: NodeProto, storage: dict[str, int], constants: dict[str, TensorProto],
                    scope: _Scope, apply: bool) -> int:
-    if node.op_type not in _BOUNDARY or node.domain not in ("", "ai.onnx"):
+    if node.op_type not in _BOUNDARY or node.domain not in STANDARD_DOMAINS:
         return 0
     ports = node.output if node.op_type == "QuantizeLinear" else node.input
     quantized = ports[0] if ports else ""  # a node without one (malformed, left as it was) marks nothing

@@ -122,7 +122,6 @@ def copy_into(tensor: TensorProto, out: IO[bytes]) -> int:
     path, offset, length = region(tensor)
     if str(path) in _DEFERRED:
         return _made_into(tensor, str(path), out)
-    path, offset, length = readable_region(tensor)
     with open(path, "rb") as source:
         source.seek(offset)
         left = length

@@ -13,10 +13,12 @@ from __future__ import annotations
 import onnx
 from onnx import checker
 
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
+
 
 def node_problem(node: onnx.NodeProto, opsets: dict[str, int], ir_version: int) -> str | None:
     """What onnx.checker says is wrong with ``node`` under ``opsets`` ({domain: version}), or None."""
-    if node.domain not in ("", "ai.onnx") or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if node.domain not in STANDARD_DOMAINS or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                                                  for a in node.attribute):
         return None
     context = checker.C.CheckerContext()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from onnx import ModelProto
 
 from onnx_qtypes.proto import iter_graphs
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 
 MAIN = ""  # the main graph and its subgraphs: one name space (a branch reads outer names)
 
@@ -21,6 +22,6 @@ def read_only_by_relu(model: ModelProto) -> set[tuple[str, str]]:
         readers: dict[str, set[str]] = {}
         for node in nodes:
             for name in node.input:
-                readers.setdefault(name, set()).add(node.op_type if node.domain in ("", "ai.onnx") else "")
+                readers.setdefault(name, set()).add(node.op_type if node.domain in STANDARD_DOMAINS else "")
         found.update((scope, n) for n, ops in readers.items() if ops == {"Relu"} and n not in outputs)
     return found

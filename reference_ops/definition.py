@@ -22,10 +22,10 @@ import numpy as np
 from onnx import AttributeProto, FunctionProto, NodeProto, TensorProto, helper
 from onnx.reference.op_run import OpFunction, OpRun
 
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.qtype import QType
 
 _NARROW_FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
-_STANDARD = ("", "ai.onnx")
 
 
 def runs_function_body(inner: OpRun) -> bool:
@@ -54,7 +54,7 @@ def exact_body(body: FunctionProto) -> FunctionProto | None:
     changed = False
     taken = {n for node in body.node for n in (*node.input, *node.output)} | set(body.input) | set(body.output)
     for node in body.node:
-        if node.domain not in _STANDARD:
+        if node.domain not in STANDARD_DOMAINS:
             nodes.append(node)
             continue
         if node.op_type == "Cast" and _cast_target(node) in _NARROW_FLOATS:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from onnx.reference.op_run import OpRun
 
+from onnx_qtypes.proto.validity import first_bad_scale
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.operands import operand_qtype
 
@@ -30,9 +31,8 @@ class DequantizeLinear(OpRun):
         operands = (x, x_scale) if x_zero_point is None else (x, x_scale, x_zero_point)
         if version >= FIRST_REFERENCE_OPSET:
             return self._onnx_reference(version).run(*operands)
-        with np.errstate(invalid="ignore"):
-            untypeable = not np.all(np.isfinite(x_scale) & (np.asarray(x_scale) != 0))
-        if untypeable:  # a pair a lift keeps as written (no type holds its scale): the formula as IEEE computes it
+        # a pair a lift keeps as written (no type holds its scale): the formula as IEEE computes it
+        if first_bad_scale(np.asarray(x_scale, np.float64).reshape(-1)) is not None:
             return self._onnx_reference(FIRST_REFERENCE_OPSET).run(*operands)  # unchanged since opset 13 for these
         x = np.asarray(x)
         storage = _OLD_STORAGE.get(x.dtype.name)

@@ -202,3 +202,23 @@ def test_findings_on_nodes_outside_the_types_name_their_places_in_the_file():
     assert found.location.pointer == f"/graph/node/{first + 1}/input/1"
     assert f"DequantizeLinear 'k_DQ' (/graph/node/{first + 1})" in found.message
     assert f"QuantizeLinear 'k_Q' (/graph/node/{first})" in found.message
+
+
+def test_a_node_outside_the_types_whose_scale_cannot_be_read_is_a_located_load_error():
+    """The scale of a pair outside the types lies in an external file that is not there (the model given in memory):
+    check stops with the project's error naming the tensor, not onnx's ValidationError."""
+    from test_interop_malformed import qdq_relu
+
+    from onnx_qtypes import QTypesError
+
+    typed = lift_model(qdq_relu()).model
+    scale = numpy_helper.from_array(np.array(0.1, np.float32), "k_s")
+    onnx.external_data_helper.set_external_data(scale, "missing.bin", offset=0, length=4)
+    scale.ClearField("raw_data")
+    scale.data_location = TensorProto.EXTERNAL
+    typed.graph.initializer.extend([scale, numpy_helper.from_array(np.array(0, np.int8), "k_z")])
+    typed.graph.node.extend([helper.make_node("QuantizeLinear", ["y", "k_s", "k_z"], ["k_q"], name="k_Q"),
+                             helper.make_node("DequantizeLinear", ["k_q", "k_s", "k_z"], ["k_y"], name="k_DQ")])
+    typed.graph.output.append(helper.make_tensor_value_info("k_y", TensorProto.FLOAT, [2, 3]))
+    with pytest.raises(QTypesError, match="tensor 'k_s': its external data cannot be read"):
+        diagnose(typed)

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from onnx import helper
 
-from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE, STORAGE_TYPES
+from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
 
 
@@ -24,8 +25,8 @@ class QuantizeLinear(Corrected):
 
 def _float_storage(zero_point: Any, output_dtype: int | None) -> bool:
     """Whether the node writes float storage (float8 / float4: x / 0 = inf rounds to the type's own value)."""
+    data_type = output_dtype or 0  # no zero point: output_dtype, else uint8
     if zero_point is not None:
-        dtype = np.asarray(zero_point).dtype
-        return any(st.is_float and np.dtype(st.np_dtype) == dtype for st in STORAGE_TYPES.values())
-    storage = STORAGE_BY_DATA_TYPE.get(output_dtype or 0)
+        data_type = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
+    storage = STORAGE_BY_DATA_TYPE.get(data_type)
     return storage is not None and storage.is_float
