@@ -393,6 +393,50 @@ def _per_operator(evaluator, ours: dict, theirs: dict, pairs: dict) -> tuple[int
     return worst, where
 
 
+def _producer_nodes(model: onnx.ModelProto, values_path: pathlib.Path) -> tuple[int, int, str]:
+    """(nodes identical, nodes compared, the first that is not) over the producer's own quantization nodes (Quark's
+    com.amd.quark), each run by the reference on onnxruntime's value of its input in the producer's run
+    (``<file>.ort_nodes.npz``, producer_recipes.py) against onnxruntime's value of its output: values equal, NaN
+    alike (+0 and -0 alike: the library's float path drops a zero's sign). A dequantize node is compared with its
+    quantize node (bfloat16 storage does not leave onnxruntime's Python API)."""
+    stored = np.load(values_path)
+    values = {str(n): stored[f"v{i}"] for i, n in enumerate(stored["names"])}
+    producers = {o: n for n in model.graph.node for o in n.output}
+    constants = {t.name: t for t in model.graph.initializer}
+    opsets = list(model.opset_import)
+    same = total = 0
+    worst = ""
+    for node in model.graph.node:
+        if node.domain != "com.amd.quark" or not node.input or not node.output:
+            continue
+        group = [node]
+        if node.op_type == "ExtendedDequantizeLinear":
+            first = producers.get(node.input[0])
+            if first is None or first.op_type != "ExtendedQuantizeLinear":
+                continue
+            group = [first, node]
+        elif node.op_type == "ExtendedQuantizeLinear":
+            continue  # compared with its dequantize
+        source, target = group[0].input[0], node.output[0]
+        x = values.get(source)
+        if x is None and source in constants:
+            x = numpy_helper.to_array(constants[source])
+        if x is None or target not in values:
+            continue
+        needed = [constants[i] for i in dict.fromkeys(i for n in group for i in n.input[1:]) if i in constants]
+        graph = helper.make_graph(group, "node", [helper.make_tensor_value_info(source, helper.np_dtype_to_tensor_dtype(
+            x.dtype), x.shape)], [onnx.ValueInfoProto(name=target)], needed)
+        mini = helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
+        ours = np.asarray(ReferenceEvaluator(mini).run(None, {source: x})[0])
+        total += 1
+        if ours.shape == values[target].shape and np.array_equal(ours.astype(np.float64),
+                                                                 values[target].astype(np.float64), equal_nan=True):
+            same += 1
+        elif not worst:
+            worst = f"{node.op_type} {node.name or target!r}"
+    return same, total, worst
+
+
 def _output_step(model: onnx.ModelProto, output: str) -> float | None:
     inits = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
@@ -532,6 +576,14 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
                 step = _output_step(model, outputs[0])
                 if step and isinstance(diffs[outputs[0]], float):
                     run["output_steps"] = diffs[outputs[0]] / step
+                node_values = path.with_suffix(".ort_nodes.npz")
+                if not pairs and node_values.exists():  # a producer's own nodes: each against its library's run
+                    same, total, worst = _producer_nodes(model, node_values)
+                    run["producer_nodes"] = f"{same} of {total} identical"
+                    if same == total:
+                        run["per_operator"], run["worst_operator"] = 0, ""
+                    else:
+                        run["producer_node_differs"] = worst
                 row["run"] = run
         except Exception as exc:
             row["run"] = ("refused: " if _is_ours(exc) else "CRASH: " if not isinstance(
@@ -619,6 +671,9 @@ def _failures(row: dict) -> list[tuple[str, str]]:
         out.append(("run " + run.split(":")[0], re.sub(r"'[^']*'", "'…'", run.split(": ", 1)[1])[:200]))
     elif isinstance(run, dict) and run.get("per_operator", 0) > 1:
         out.append(("run more than one step per operator", f"{run['per_operator']} steps at {run['worst_operator']}"))
+    elif isinstance(run, dict) and run.get("producer_node_differs"):
+        out.append(("run: a producer's node differs from its library", f"{run['producer_nodes']}; first: "
+                    f"{run['producer_node_differs']}"))
     lowered = row.get("lower", "")
     if lowered and lowered != "identical" and _lower_criterion(row) and _compared(row):
         out.append(("lower + onnxruntime not bit-identical" if lowered.startswith("differs") else
@@ -646,6 +701,8 @@ def _run_text(run) -> str:
     if isinstance(run, dict):
         per = run.get("per_operator")
         parts = [f"op {per}" if per is not None else "op -", f"e2e {run.get('end_to_end', '-')}"]
+        if "producer_nodes" in run:  # the producer's own nodes, each on its own: bit identity, not steps
+            parts[0] += f" ({run['producer_nodes']})"
         if "output_steps" in run:
             parts.append(f"out {run['output_steps']:.2f} st")
         elif isinstance(run.get("output_max_abs"), float):
@@ -699,12 +756,14 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
                or any(f["rule"] == "CRASH" for k in ("check", "check_lifted") for f in r.get(k, []))]
     whole = [r for r in rows if r.get("lift") == "whole"]
     ran = [r for r in rows if isinstance(r.get("run"), dict)]
-    within = [r for r in ran if r["run"].get("per_operator", 0) <= 1]
+    per_operator = [r for r in ran if "per_operator" in r["run"]]
+    within = [r for r in per_operator if r["run"]["per_operator"] <= 1]
     static = [r for r in rows if _lower_criterion(r) and _compared(r)]
     identical = [r for r in static if r["lower"] == "identical"]
     clean = [r for r in rows if not r.get("check") and not r.get("check_lifted")]
-    print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)}, "
-          f"{len(within)} within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
+    print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)} "
+          f"({len(ran) - len(per_operator)} on their outputs only), {len(within)} of {len(per_operator)} within one step "
+          f"per operator; lower + onnxruntime bit-identical on {len(identical)} of "
           f"{len(static)} models lowered in their own form; check silent on {len(clean)} (file and lifted form)\n")
     by_mode(rows)
     print()

@@ -27,7 +27,10 @@ input). Every recipe writes ``OUT/<file>.onnx`` and ``OUT/manifest.json``: ``{"p
 [{"name", "file", "float", "recipe"}], "refused": [{"float", "recipe", "error"}]}``. Where the producer's file
 needs the producer's own onnxruntime custom operators (Quark's BF16 and MX ops), the recipe also writes
 ``<file>.ort.npz``: onnxruntime's unoptimized outputs of the original on the float's test input, with the
-producer's custom-op library registered, for producer_corpus.py to compare with.
+producer's custom-op library registered, for producer_corpus.py to compare with, and ``<file>.ort_nodes.npz``: the
+float values around each of the producer's nodes in that run, for producer_corpus.py to compare each node with (for
+files written before: ``QUARK/bin/python -c "import sys; sys.path.insert(0, 'benchmarks'); import pathlib,
+producer_recipes as r; r.quark_node_values(sorted(pathlib.Path('DIR').glob('quark-*-[bm][fx]*.onnx')))"``).
 """
 
 from __future__ import annotations
@@ -159,6 +162,55 @@ def _ort_outputs(model_path: pathlib.Path, feed: dict, library: str | None) -> d
     return dict(zip(names, session.run(names, feed)))
 
 
+def _custom_node_values(model_path: pathlib.Path, feed: dict, library: str, domain: str) -> dict[str, np.ndarray]:
+    """onnxruntime's unoptimized values of the float tensors each ``domain`` node reads and writes (for a quantize /
+    dequantize pair of nodes, the quantize's input and the dequantize's output: onnxruntime's Python API cannot
+    hand out bfloat16 storage), so that producer_corpus.py compares each such node on its own."""
+    import onnxruntime as ort
+
+    model = onnx.load(model_path)
+    wanted: list[str] = []
+    for node in model.graph.node:
+        if node.domain != domain or not node.input or not node.output:
+            continue
+        if node.op_type.endswith("QuantizeLinear") and not node.op_type.endswith("DequantizeLinear"):
+            wanted.append(node.input[0])
+        elif node.op_type.endswith("DequantizeLinear"):
+            wanted.append(node.output[0])
+        else:
+            wanted += [node.input[0], node.output[0]]
+    constants = {t.name for t in model.graph.initializer}
+    declared = {o.name for o in model.graph.output}
+    for name in dict.fromkeys(wanted):
+        if name and name not in constants and name not in declared:
+            model.graph.output.append(onnx.ValueInfoProto(name=name))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    options.register_custom_ops_library(library)
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feed)))
+
+
+def save_node_values(path: pathlib.Path, values: dict[str, np.ndarray]) -> None:
+    """``values`` as ``<file>.ort_nodes.npz`` beside ``path``: arrays v0, v1, ... and their tensor names in order."""
+    names = list(values)
+    np.savez(path.with_suffix(".ort_nodes.npz"), names=np.array(names),
+             **{f"v{i}": values[name] for i, name in enumerate(names)})
+
+
+def quark_node_values(files: list[pathlib.Path]) -> None:
+    """``<file>.ort_nodes.npz`` for Quark files written before (each with ``<file>.feeds.npz`` beside it)."""
+    with quiet():
+        from quark.onnx.operators.custom_ops import get_library_path
+
+        library = get_library_path()
+    for path in files:
+        feed = dict(np.load(path.with_suffix(".feeds.npz")))
+        save_node_values(path, _custom_node_values(path, feed, library, "com.amd.quark"))
+
+
 # --- AMD Quark ------------------------------------------------------------------------------------------------
 
 QUARK_CONFIGS = ("A8W8", "A16W8", "S16S8_ASWS", "XINT8", "BF16", "MXINT8", "MXFP4E2M1")
@@ -187,6 +239,8 @@ def quark(floats, out: pathlib.Path, manifest: Manifest) -> None:
 
                             library = get_library_path()
                     np.savez(out / f"{file}.ort.npz", **_ort_outputs(out / f"{file}.onnx", feed, library))
+                    save_node_values(out / f"{file}.onnx",
+                                     _custom_node_values(out / f"{file}.onnx", feed, library, "com.amd.quark"))
                 except Exception as exc:  # noqa: BLE001 - recorded: the comparison is then not possible
                     manifest.data["models"][-1]["ort_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
 

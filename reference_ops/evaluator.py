@@ -279,9 +279,11 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             or (isinstance(proto, FunctionProto) and (proto.domain, proto.name) in session.functions)
         )
         from onnx_qtypes.reference_ops.corrected import CORRECTED_OPS  # noqa: PLC0415
+        from onnx_qtypes.reference_ops.producer_ops import PRODUCER_OPS  # noqa: PLC0415
 
         ops = list(new_ops or [])  # a caller's own class wins over ours (onnx.reference keeps the first of a name)
-        ops += [op for op in CORRECTED_OPS if all((o.op_domain, o.__name__) != (op.op_domain, op.__name__) for o in ops)]
+        ops += [op for op in (*CORRECTED_OPS, *PRODUCER_OPS)
+                if all((o.op_domain, o.__name__) != (op.op_domain, op.__name__) for o in ops)]
         try:
             super().__init__(proto, opsets, functions, verbose, ops, check_shape_annotations)
         except EvaluationError:

@@ -1,0 +1,20 @@
+"""Operators of a producer's own domain that its quantizer leaves in the models it writes, computed as the
+producer's runtime library computes them, so that ``run`` executes such a model instead of refusing it.
+
+They are not ONNX operators and the proposal defines none of them: the lift leaves their nodes as they are, named
+as unknown quantization (``interop.left``), and no quantized type covers their tensors. Each class transcribes the
+CPU kernel of the producer's own onnxruntime custom-op library (the source the producer ships), one operator per
+file; ``tests/test_reference_producer_ops.py`` compares each with that library's results, recorded by
+``tests/data/record_quark_custom_ops.py``. A node outside what the library computes (a storage type, an element
+type, an attribute it refuses or builds differently) is refused (``Refused``), never guessed.
+"""
+
+from __future__ import annotations
+
+from onnx_qtypes.reference_ops.producer_ops.quark_extended_dequantize_linear import ExtendedDequantizeLinear
+from onnx_qtypes.reference_ops.producer_ops.quark_extended_quantize_linear import ExtendedQuantizeLinear
+from onnx_qtypes.reference_ops.producer_ops.quark_mx_quantize_dequantize import MXQuantizeDequantize
+
+__all__ = ["PRODUCER_OPS"]
+
+PRODUCER_OPS = [ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize]

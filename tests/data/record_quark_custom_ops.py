@@ -1,0 +1,119 @@
+"""Record what AMD Quark's own onnxruntime custom-op library computes for its quantization operators, as test data
+for reference_ops/producer_ops (tests/test_reference_producer_ops.py): quark_custom_ops.npz beside this file.
+
+Run with an interpreter that has amd-quark (its library is built on first use) and onnxruntime:
+    QUARK/bin/python tests/data/record_quark_custom_ops.py
+It writes, per case, the input ("<case>.x"), each output onnxruntime gives ("<case>.y"; for bfloat16 storage, which
+onnxruntime's Python API cannot hand out, only the ExtendedDequantizeLinear of the ExtendedQuantizeLinear), and the
+case's node as JSON ("<case>.node": op type, attributes, parameters). Inputs come from a fixed seed and hold the
+values a kernel gets wrong first: ties of the rounding, saturation, zeros of both signs, subnormals, infinities,
+NaN, blocks that do not fill the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = pathlib.Path(__file__).with_name("quark_custom_ops.npz")
+DOMAIN = "com.amd.quark"
+
+
+def _session(nodes, inputs, outputs, initializers):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid(DOMAIN, 1)],
+                              ir_version=10)
+    from quark.onnx.operators.custom_ops import get_library_path
+
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(get_library_path())
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def mx_input(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    x = (rng.normal(size=shape) * np.exp2(rng.integers(-8, 8, size=shape))).astype(np.float32)
+    flat = x.reshape(-1)
+    specials = np.array([0.0, -0.0, 1e-40, -3e-39, np.inf, -np.inf, np.nan, 3e38, 1.0, 0.5 / 64, 1.5 / 64, -2.5 / 64,
+                         -0.25, 0.75, 5.0, -5.0, 7.0, 13.0 / 16], np.float32)
+    flat[: specials.size] = specials
+    return x
+
+
+def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarray, axis: int) -> np.ndarray:
+    steps = rng.integers(-200000, 200000, size=shape).astype(np.float64) / 2  # ties: half steps
+    along = [1] * len(shape)
+    along[axis] = -1
+    x = (steps * (scale if scale.size == 1 else scale.reshape(along))).astype(np.float32)
+    x.reshape(-1)[:4] = [0.0, -0.0, 1e30, -1e30]
+    return x
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261129)
+    record: dict[str, np.ndarray] = {}
+    for element in ("fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"):
+        for rounding in ((0, 1, 2) if element == "int8" else (2,)):
+            for shape, axis, dtype in (((70,), 0, np.float32), ((2, 40, 3), 1, np.float32), ((5, 64), -1, np.float32),
+                                       ((3, 33), 0, np.float16)):
+                case = f"mx-{element}-r{rounding}-{'x'.join(map(str, shape))}-a{axis}-{np.dtype(dtype).name}"
+                attrs = {"element_dtype": element, "axis": axis, "block_size": 32, "rounding_mode": rounding}
+                node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+                elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+                session = _session([node], [helper.make_tensor_value_info("x", elem, shape)],
+                                   [helper.make_tensor_value_info("y", elem, shape)], [])
+                with np.errstate(over="ignore"):  # 3e38 in float16: an infinity, as meant
+                    x = mx_input(rng, shape).astype(dtype)
+                record[f"{case}.x"], record[f"{case}.y"] = x, session.run(None, {"x": x})[0]
+                record[f"{case}.node"] = np.array(json.dumps({"op_type": "MXQuantizeDequantize", "attributes": attrs}))
+    storages = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
+                "uint32": np.uint32, "bfloat16": None}
+    for storage, dtype in storages.items():
+        for per_axis, axis in ((False, None), (True, None), (True, 1)):
+            shape = (4, 6, 5)
+            count = shape[0 if axis is None else axis]
+            scale = (rng.uniform(0.5, 2.0, size=count if per_axis else 1) * (2e-3 if dtype is not None and
+                     np.iinfo(dtype).bits == 8 else 1e-4)).astype(np.float32)
+            if not per_axis:
+                scale = scale.reshape(())
+            if dtype is None:
+                import ml_dtypes
+
+                zero_point = np.asarray(rng.uniform(-3, 3, size=scale.shape), ml_dtypes.bfloat16)
+                zp_tensor = helper.make_tensor("zp", TensorProto.BFLOAT16, zero_point.shape,
+                                               zero_point.view(np.uint16).tolist())
+            else:
+                info = np.iinfo(dtype)
+                zero_point = rng.integers(max(info.min, -100), min(info.max, 100), size=scale.shape).astype(dtype)
+                zp_tensor = numpy_helper.from_array(zero_point, "zp")
+            attrs = {} if axis is None else {"axis": axis}
+            case = f"qdq-{storage}-{'axis' if per_axis else 'tensor'}-a{axis}"
+            quantize = helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN, **attrs)
+            dequantize = helper.make_node("ExtendedDequantizeLinear", ["q", "scale", "zp"], ["y"], domain=DOMAIN,
+                                          **attrs)
+            storage_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype)) if dtype is not None else TensorProto.BFLOAT16
+            outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+            if dtype is not None:
+                outputs.append(helper.make_tensor_value_info("q", storage_type, shape))
+            session = _session([quantize, dequantize], [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                               outputs, [numpy_helper.from_array(scale, "scale"), zp_tensor])
+            x = qdq_input(rng, shape, scale, 0 if axis is None else axis)
+            got = session.run(None, {"x": x})
+            record[f"{case}.x"], record[f"{case}.y"] = x, got[0]
+            if dtype is not None:
+                record[f"{case}.q"] = got[1]
+            record[f"{case}.scale"] = scale
+            record[f"{case}.zp"] = zero_point.view(np.uint16) if dtype is None else zero_point
+            record[f"{case}.node"] = np.array(json.dumps({"op_type": "ExtendedQuantizeLinear", "attributes": attrs,
+                                                          "storage": storage}))
+    np.savez_compressed(OUT, **record)
+    print(f"{OUT}: {len([k for k in record if k.endswith('.node')])} cases")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""AMD Quark's own quantization operators (domain com.amd.quark), which its quantizer leaves in BF16 and MX models:
+the reference computes them as Quark's onnxruntime custom-op library does (reference_ops/producer_ops).
+
+The library's results are recorded data (tests/data/quark_custom_ops.npz, written by
+tests/data/record_quark_custom_ops.py with amd-quark 0.13's library and onnxruntime's unoptimized path); the
+inputs hold ties, saturation, signed zeros, subnormals, infinities, NaN and partly filled blocks. A few values are
+also worked out by hand from the OCP microscaling rules, independently of both.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
+
+DOMAIN = "com.amd.quark"
+RECORDED = np.load(pathlib.Path(__file__).parent / "data" / "quark_custom_ops.npz")
+CASES = sorted({key.rsplit(".", 1)[0] for key in RECORDED.files})
+
+
+def _model(nodes: list[onnx.NodeProto], x: np.ndarray, outputs: list[str],
+           initializers: list[onnx.TensorProto] = ()) -> onnx.ModelProto:
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(nodes, "quark", [helper.make_tensor_value_info("x", elem, x.shape)],
+                              [onnx.ValueInfoProto(name=o) for o in outputs], list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid(DOMAIN, 1)],
+                             ir_version=10)
+
+
+def _run(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, {"x": x})]
+
+
+def _same(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    """Equal values (NaN alike, +0 and -0 alike: the library's float path drops a zero's sign) of one dtype."""
+    return ours.dtype == theirs.dtype and ours.shape == theirs.shape and bool(np.array_equal(
+        ours.astype(np.float64), theirs.astype(np.float64), equal_nan=True))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_as_quarks_library_computes(case: str) -> None:
+    spec = json.loads(str(RECORDED[f"{case}.node"]))
+    x = RECORDED[f"{case}.x"]
+    if spec["op_type"] == "MXQuantizeDequantize":
+        node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **spec["attributes"])
+        (y,) = _run(_model([node], x, ["y"]), x)
+        assert _same(y, RECORDED[f"{case}.y"])
+        return
+    scale, zero_point = RECORDED[f"{case}.scale"], RECORDED[f"{case}.zp"]
+    if spec["storage"] == "bfloat16":
+        zp = helper.make_tensor("zp", TensorProto.BFLOAT16, zero_point.shape, zero_point.tolist())
+    else:
+        zp = numpy_helper.from_array(zero_point, "zp")
+    nodes = [helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN,
+                              **spec["attributes"]),
+             helper.make_node("ExtendedDequantizeLinear", ["q", "scale", "zp"], ["y"], domain=DOMAIN,
+                              **spec["attributes"])]
+    y, q = _run(_model(nodes, x, ["y", "q"], [numpy_helper.from_array(scale, "scale"), zp]), x)
+    assert _same(y, RECORDED[f"{case}.y"])
+    if f"{case}.q" in RECORDED.files:
+        assert _same(q, RECORDED[f"{case}.q"])
+    else:  # bfloat16 storage: onnxruntime's Python API cannot hand it out; its type at least
+        assert q.dtype == ml_dtypes.bfloat16
+
+
+def test_recording_covers_every_element_type_and_storage() -> None:
+    """The recorded data exercises what the corpus's Quark files use (fp4_e2m1, int8 with half-to-even rounding,
+    bfloat16 storage) and the rest the library knows."""
+    specs = [json.loads(str(RECORDED[f"{c}.node"])) for c in CASES]
+    elements = {s["attributes"]["element_dtype"] for s in specs if s["op_type"] == "MXQuantizeDequantize"}
+    storages = {s["storage"] for s in specs if s["op_type"] == "ExtendedQuantizeLinear"}
+    assert elements == {"fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"}
+    assert storages == {"int8", "uint8", "int16", "uint16", "int32", "uint32", "bfloat16"}
+
+
+def _mx(values: list[float], element: str, rounding_mode: int = 2) -> np.ndarray:
+    x = np.array(values, np.float32)
+    node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, element_dtype=element, axis=0,
+                            block_size=4, rounding_mode=rounding_mode)
+    return _run(_model([node], x, ["y"]), x)[0]
+
+
+def test_mx_int8_by_hand() -> None:
+    # block max 1.0: exponent 0, int8's emax 0, scale 2^0; values kept to 6 fractional bits (steps of 1/64)
+    np.testing.assert_array_equal(_mx([1.0, 0.3, 0.5 / 64, 1.5 / 64], "int8", 2), [1.0, 19 / 64, 0.0, 2 / 64])
+    # half up (1) and half away from zero (0) differ on a negative tie
+    assert _mx([1.0, -2.5 / 64, 0, 0], "int8", 1)[1] == -2 / 64
+    assert _mx([1.0, -2.5 / 64, 0, 0], "int8", 0)[1] == -3 / 64
+    # block max 3.0: exponent 1, scale 2; 3.0 / 2 * 64 = 96 steps, exact; saturation at 127 steps: 1.99 * 2 stays
+    np.testing.assert_array_equal(_mx([3.0, -4.0, 0.0, 2.0], "int8", 2), [3.0, -4.0, 0.0, 2.0])
+
+
+def test_mx_fp4_by_hand() -> None:
+    # block max 6.0: exponent 2, fp4_e2m1's emax 2, scale 2^0; fp4 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6
+    np.testing.assert_array_equal(_mx([6.0, 5.0, 0.25, 2.6], "fp4_e2m1"), [6.0, 4.0, 0.0, 3.0])
+    # block max 7.9 (exponent 2): 7.9 saturates to 6; an infinity passes through and is not the block's max
+    np.testing.assert_array_equal(_mx([7.9, np.inf, 1.25, -0.74], "fp4_e2m1"), [6.0, np.inf, 1.0, -0.5])
+
+
+def test_mx_passes_a_single_value_through() -> None:
+    x = np.array([0.123456], np.float32)
+    node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, element_dtype="fp4_e2m1")
+    assert _run(_model([node], x, ["y"]), x)[0][0] == x[0]
+
+
+@pytest.mark.parametrize(("attributes", "words"), [
+    ({"element_dtype": "fp3_e1m1"}, "element_dtype 'fp3_e1m1'"),
+    ({"element_dtype": "int8", "scale_dtype": "fp32"}, "scale_dtype 'fp32'"),
+    ({"element_dtype": "int8", "axis": 5}, "axis 5"),
+])
+def test_mx_refuses_what_the_library_does_not_compute(attributes: dict, words: str) -> None:
+    x = np.ones((2, 3), np.float32)
+    node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, name="mx0", **attributes)
+    with pytest.raises(EvaluationError, match=words) as caught:
+        _run(_model([node], x, ["y"]), x)
+    assert "mx0" in str(caught.value)
+
+
+def test_extended_qdq_refuses_float16_storage_and_nan_into_integers() -> None:
+    x = np.array([1.0, np.nan], np.float32)
+    scale = numpy_helper.from_array(np.array(0.5, np.float32), "scale")
+    for zero_point, words in ((np.array(0, np.float16), "storage float16"), (np.array(0, np.int8), "NaN")):
+        node = helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN, name="q0")
+        model = _model([node], x, ["q"], [scale, numpy_helper.from_array(zero_point, "zp")])
+        with pytest.raises(EvaluationError, match=words) as caught:
+            _run(model, x)
+        assert "q0" in str(caught.value)
+
+
+def test_run_executes_a_quark_mx_model(tmp_path: pathlib.Path) -> None:
+    """``onnx-qtypes run`` on a float model with an MX quantize-dequantize before a MatMul, as Quark writes one:
+    exit 0, and the output is the MatMul of the block-quantized input, worked out by hand."""
+    weight = np.eye(4, dtype=np.float32) * 2
+    nodes = [helper.make_node("MXQuantizeDequantize", ["x"], ["xq"], domain=DOMAIN, element_dtype="fp4_e2m1",
+                              axis=1, block_size=4, rounding_mode=2),
+             helper.make_node("MatMul", ["xq", "w"], ["y"])]
+    x = np.array([[6.0, 5.0, 0.25, 2.6]], np.float32)
+    model = _model(nodes, x, ["y"], [numpy_helper.from_array(weight, "w")])
+    onnx.save(model, tmp_path / "mx.onnx")
+    np.savez(tmp_path / "in.npz", x=x)
+    done = subprocess.run([sys.executable, "-m", "onnx_qtypes", "run", str(tmp_path / "mx.onnx"), "--inputs",
+                           str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [[12.0, 8.0, 0.0, 6.0]])
