@@ -152,3 +152,16 @@ def test_run_executes_a_quark_mx_model(tmp_path: pathlib.Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [[12.0, 8.0, 0.0, 6.0]])
+
+
+def test_mx_block_larger_than_the_axis_is_one_block_without_padding() -> None:
+    """A block_size of 2^40 over 70 values: one block per row, as block_size 70 gives; nothing 2^40 long is made."""
+    x = np.random.default_rng(3).normal(size=(3, 70)).astype(np.float32)
+
+    def mx(block_size: int) -> np.ndarray:
+        node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, element_dtype="int8", axis=1,
+                                block_size=block_size, rounding_mode=2)
+        return _run(_model([node], x, ["y"]), x)[0]
+
+    np.testing.assert_array_equal(mx(2**40), mx(70))
+    assert not np.array_equal(mx(70), mx(7))  # (the block size matters: the test can tell)

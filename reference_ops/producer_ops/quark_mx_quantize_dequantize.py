@@ -60,10 +60,7 @@ class MXQuantizeDequantize(QuarkOp):
             raise Refused(f"axis {axis} outside a tensor of rank {rank}")
         along = 0 if rank == 1 else axis % rank
         moved = np.swapaxes(x.astype(np.float32), along, -1)
-        length = moved.shape[-1]
-        padded = np.concatenate([moved, np.zeros(moved.shape[:-1] + (-length % block_size,), np.float32)], axis=-1)
-        blocks = padded.reshape(-1, block_size)
-        out = _quantize_dequantize(blocks, element, rounding_mode).reshape(padded.shape)[..., :length]
+        out = _quantize_dequantize(moved, block_size, element, rounding_mode)
         return (np.swapaxes(out, along, -1).astype(x.dtype),)
 
 
@@ -71,13 +68,20 @@ def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _quantize_dequantize(blocks: np.ndarray, element: str, rounding_mode: int) -> np.ndarray:
-    """Each row of ``blocks`` (float32) quantized with its shared scale and dequantized."""
+def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, rounding_mode: int) -> np.ndarray:
+    """``rows`` (float32, blocks along the last axis, the last one of a row possibly short) quantized with each
+    block's shared scale and dequantized. A short block is not padded: its zeros would not change the scale."""
     kind, emax, largest = ELEMENT_TYPES[element]
+    blocks = np.ascontiguousarray(rows)
+    length = blocks.shape[-1]
     exponents = ((blocks.view(np.uint32) >> 23) & 0xFF).astype(np.int32)
     finite = exponents != 0xFF
-    shared = np.where(finite, exponents, 0).max(axis=1, keepdims=True) - 127 - emax
-    scale = np.ldexp(np.float32(1), shared).astype(np.float32)
+    if length == 0:
+        return blocks
+    starts = np.arange(0, length, block_size)
+    shared = np.maximum.reduceat(np.where(finite, exponents, 0), starts, axis=-1) - 127 - emax
+    widths = np.diff(np.append(starts, length))
+    scale = np.repeat(np.ldexp(np.float32(1), shared).astype(np.float32), widths, axis=-1)
     with np.errstate(all="ignore"):
         scaled = blocks / scale
         if kind is not None:

@@ -96,7 +96,8 @@ def main() -> None:
             quantize = helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN, **attrs)
             dequantize = helper.make_node("ExtendedDequantizeLinear", ["q", "scale", "zp"], ["y"], domain=DOMAIN,
                                           **attrs)
-            storage_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype)) if dtype is not None else TensorProto.BFLOAT16
+            storage_type = (helper.np_dtype_to_tensor_dtype(np.dtype(dtype)) if dtype is not None
+                            else TensorProto.BFLOAT16)
             outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
             if dtype is not None:
                 outputs.append(helper.make_tensor_value_info("q", storage_type, shape))
