@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx.reference
-from onnx import FunctionProto, GraphProto, ModelProto
+from onnx import FunctionProto, GraphProto, ModelProto, NodeProto
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
@@ -233,6 +233,10 @@ class _Session:
             raise FeedError(f"input {name!r} with {name}.scale / {name}.zero_point: {exc}") from None
 
 
+# the domains onnx.reference computes itself (its own message says what it lacks there)
+_STOCK_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training", "experimental"})
+
+
 class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
     """Runs a typed model: ``ReferenceEvaluator(model).run(output_names, feeds)``.
 
@@ -292,6 +296,19 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             raise EvaluationError(str(exc)) from exc
         except (NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
             raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
+
+    def _load_impl(self, node: NodeProto, input_types: Any = None) -> Any:
+        try:
+            return super()._load_impl(node, input_types)
+        except NotImplementedError as exc:
+            if node.domain in _STOCK_DOMAINS:
+                raise
+            # an operator of another domain that no class here computes: the node named, not onnx.reference's list
+            who = (f"node {node.name!r}" if node.name else f"the node writing {node.output[0]!r}" if node.output
+                   else "a node")
+            raise EvaluationError(f"{who} ({node.domain}.{node.op_type}): the reference computes no operator of that "
+                                  "name in that domain (ONNX's own domains, the model's functions, and the "
+                                  "producers' operators of reference_ops/producer_ops)") from exc
 
     def _init(self) -> None:
         super()._init()

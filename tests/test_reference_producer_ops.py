@@ -165,3 +165,14 @@ def test_mx_block_larger_than_the_axis_is_one_block_without_padding() -> None:
 
     np.testing.assert_array_equal(mx(2**40), mx(70))
     assert not np.array_equal(mx(70), mx(7))  # (the block size matters: the test can tell)
+
+
+def test_an_operator_no_class_computes_is_refused_naming_its_node() -> None:
+    """Another producer's operator (here a made-up one), or a com.microsoft QLinear node lift kept: the node and its
+    domain are named, not onnx.reference's list of known functions."""
+    x = np.ones(2, np.float32)
+    node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example", name="frob0")
+    model = _model([node], x, ["y"])
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(EvaluationError, match=r"node 'frob0' \(com.example.Frobnicate\): the reference computes no"):
+        _run(model, x)
