@@ -9,7 +9,8 @@ about 1,000 / 4,000 / 16,000 nodes each:
   its output on this model, reproduced here because quantize_static itself needs minutes at 4,000 nodes);
   `onnx-qtypes check` reads it through its lifted form (onnx_qtypes.diagnose). Its peer: onnx.checker on
   that same file.
-- the typed model the onnx-qtypes checker validates (iter_diagnostics); its peer, onnx.checker on its float
+- the typed model as `onnx-qtypes check` reads it (onnx_qtypes.diagnose: the rules, and the quantization nodes no
+  type covers, which this model has none of); its peer, onnx.checker on its float
   twin (same graph, float weights: stock onnx.checker refuses the typed model itself by design).
 
 Prints, per size, the median time of each and their ratios; targets: the QDQ form at most 3x onnx.checker
@@ -29,7 +30,6 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, Schema, diagnose
-from onnx_qtypes.checker import iter_diagnostics
 from onnx_qtypes.proto import write_qtype
 from onnx_qtypes.proto.encoding import to_wire_form
 
@@ -143,14 +143,14 @@ def _time(fn) -> float:  # noqa: ANN001
 def measure(nodes: int, repeat: int) -> dict[str, float]:
     typed, twin = build(nodes)
     qdq = build_qdq(nodes)
-    errors = [str(d) for d in iter_diagnostics(typed) if d.is_error]
+    errors = [str(d) for d in diagnose(typed).diagnostics if d.is_error]
     errors += [str(d) for d in diagnose(qdq).diagnostics if d.is_error]
     assert not errors, errors[:3]  # the benchmark models are valid: every rule runs to the end
     onnx.checker.check_model(twin, full_check=True)
     onnx.checker.check_model(qdq, full_check=True)
     runs: dict[str, list[float]] = {"typed": [], "twin": [], "qdq": [], "qdq_onnx": []}
     for _ in range(repeat):  # interleaved, so that load from other processes hits all alike
-        runs["typed"].append(_time(lambda: list(iter_diagnostics(typed))))
+        runs["typed"].append(_time(lambda: diagnose(typed)))
         runs["twin"].append(_time(lambda: onnx.checker.check_model(twin, full_check=True)))
         runs["qdq"].append(_time(lambda: diagnose(qdq)))
         runs["qdq_onnx"].append(_time(lambda: onnx.checker.check_model(qdq, full_check=True)))
