@@ -459,6 +459,24 @@ def test_resize_output_length_is_the_floor_of_the_exact_product():
     assert ours(resize(x, scales=[1, 1, 1, 1.4], mode="nearest"), {"x": x})[0].shape == (1, 1, 1, 6)
 
 
+@pytest.mark.parametrize("scale", [np.nan, np.inf])
+def test_kept_pair_with_nan_or_infinite_scale_runs_as_onnxruntime_does(scale):
+    """A Q / DQ pair a lift keeps for a NaN or infinite scale (x / inf = 0, inf / inf and x / NaN are NaN; NaN
+    into int8 stays the storage's lowest value in both) runs as onnxruntime's unoptimized path runs it, integers
+    and reals, compared as bytes (NaN alike)."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="kept_q"),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="kept_dq")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [5])],
+                              [helper.make_tensor_value_info("y", F, [5]),
+                               helper.make_tensor_value_info("q", TensorProto.INT8, [5])],
+                              [numpy_helper.from_array(np.array(scale, np.float32), "s"),
+                               numpy_helper.from_array(np.array(3, np.int8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    x = np.array([1.0, -2.0, 0.0, np.inf, -np.inf], np.float32)
+    for mine, theirs in zip(ours(model, {"x": x}), unoptimized(model, {"x": x})):
+        assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
+
+
 @pytest.mark.parametrize("zero_point", [np.uint8(0), np.int8(0), ml_dtypes.float8_e4m3fn(0)])
 def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_point):
     """ONNX: saturate(round(x / 0) + zp), the range's end for x != 0 (onnxruntime gives 255 for uint8); onnx.reference
