@@ -171,6 +171,18 @@ def one_tensor(q: Q, shape: Sequence[int] | None = (2, 3), statistics: TensorSta
             .node("Identity", ["q"], ["y"], name="identity").output("y", out_shape, elem_type=out_type).build())
 
 
+def _kept_pair(scale: float) -> onnx.ModelProto:
+    """A typed model (graph input ``q``) with a QuantizeLinear / DequantizeLinear pair on a float tensor that no
+    quantized type covers, as a lift keeps a pair whose scale no type holds (proposal/spec/interop.md
+    #lift-untypeable-scales): x -> Q(scale, 0) -> DQ -> y."""
+    return (Graph().input("q", (2, 3), QType("int8", 0.5, 0)).node("Identity", ["q"], ["u"], name="identity")
+            .output("u", (2, 3)).input("x", (2, 3))
+            .init("x_scale", np.array(scale, np.float32)).init("x_zero_point", np.array(0, np.int8))
+            .node("QuantizeLinear", ["x", "x_scale", "x_zero_point"], ["x_q"], name="kept_q")
+            .node("DequantizeLinear", ["x_q", "x_scale", "x_zero_point"], ["y"], name="kept_dq")
+            .output("y", (2, 3)).build())
+
+
 def _relu_read(statistics: TensorStatistics) -> onnx.ModelProto:
     """Graph input ``q`` (int8, scale 0.02, zero point -128: range [0, 5.1]) read only by a Relu: its statistics
     are the pre-Relu values a calibrator records, negatives included."""
@@ -844,6 +856,9 @@ def cases() -> list[Case]:
         _fire("QT101", "negative-infinite-scale", lambda: one_tensor(qmsg(scale=[float("-inf")])), f"{QF}/scale/0", "q"),
         _miss("QT101", "positive-scales", lambda: one_tensor(_per_axis([0.5, 0.001, 2.0]))),
         _miss("QT101", "negative-weight-scales", lambda: _negative_weight("MatMul")),
+        _fire("QT101", "kept-pair-infinite-scale", lambda: _kept_pair(float("inf")), "/graph/node/1/input/1",
+              "x_scale", "kept_q", message="scale inf"),
+        _miss("QT101", "kept-pair-finite-scale", lambda: _kept_pair(0.25)),
         # QT102
         _fire("QT102", "float16-inexact", lambda: one_tensor(qmsg(scale=[0.1], expressed=TensorProto.FLOAT16)),
               f"{QF}/scale/0", "q", message="nearest is 0.0999755859375"),

@@ -1,11 +1,13 @@
-"""Every rule fires at the right location on its cases, and stays silent on its near misses."""
+"""Every rule fires at the right location on its cases, and stays silent on its near misses, as ``onnx-qtypes check``
+reads them (``diagnose``: the rules, and the quantization nodes no type covers)."""
 
 from __future__ import annotations
 
 import pytest
 from checker_models import Case, cases
 
-from onnx_qtypes.checker import get_rule, iter_diagnostics
+from onnx_qtypes import diagnose
+from onnx_qtypes.checker import get_rule
 
 CASES = cases()
 
@@ -16,7 +18,7 @@ def _show(diagnostics) -> str:  # noqa: ANN001
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule}-{'fires' if c.fires else 'near-miss'}-{c.id}")
 def test_rule_case(case: Case):
-    diagnostics = list(iter_diagnostics(case.build(), case.profile))
+    diagnostics = list(diagnose(case.build(), case.profile).diagnostics)
     mine = [d for d in diagnostics if d.rule == case.rule]
     if not case.fires:
         assert not mine, f"{case.rule} fired on its near miss:\n{_show(mine)}"

@@ -9,7 +9,8 @@ import jsonschema
 import pytest
 from builders import ROOT, load_script
 
-from onnx_qtypes.checker import all_rules, iter_diagnostics
+from onnx_qtypes import diagnose
+from onnx_qtypes.checker import all_rules
 
 FOLDER = ROOT / "conformance_tests" / "cases" / "checker"
 SCHEMA = json.loads((ROOT / "conformance_tests" / "case.schema.json").read_text())
@@ -41,7 +42,7 @@ def test_case_meets_the_schema_and_our_checker_meets_the_case(case_id):
     jsonschema.validate(case, SCHEMA)
     assert case["id"] == case_id
     expect = case["expect"]
-    found = list(iter_diagnostics((FOLDER / case_id / "model.onnx").read_bytes(), case.get("profile")))
+    found = list(diagnose((FOLDER / case_id / "model.onnx").read_bytes(), case.get("profile")).diagnostics)
     mine = [d for d in found if d.rule == case["rule"]]
     if not expect["fires"]:
         assert mine == []
