@@ -176,3 +176,14 @@ def test_an_operator_no_class_computes_is_refused_naming_its_node() -> None:
     model.opset_import.append(helper.make_opsetid("com.example", 1))
     with pytest.raises(EvaluationError, match=r"node 'frob0' \(com.example.Frobnicate\): the reference computes no"):
         _run(model, x)
+
+
+@pytest.mark.parametrize("attributes", [{"axis": 1.5}, {"block_size": 2.5}, {"rounding_mode": [2]}])
+def test_mx_refuses_an_integer_attribute_of_another_type(attributes: dict) -> None:
+    x = np.ones((2, 3), np.float32)
+    node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, name="mx1", element_dtype="int8",
+                            **attributes)
+    name = next(iter(attributes))
+    with pytest.raises(EvaluationError, match=rf"node 'mx1' \(MXQuantizeDequantize\): attribute {name} = .*reads an "
+                                              "integer"):
+        _run(_model([node], x, ["y"]), x)

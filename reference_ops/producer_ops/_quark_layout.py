@@ -26,6 +26,14 @@ class QuarkOp(Corrected):
     op_domain = QUARK_DOMAIN
 
 
+def integer_attribute(name: str, value: Any) -> int:
+    """``value`` of the integer attribute ``name``; Refused when the node gives another type (the library reads
+    the attribute as an integer and fails otherwise)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise Refused(f"attribute {name} = {value} ({type(value).__name__}): the library reads an integer")
+    return int(value)
+
+
 def parameters(x: Any, scale: Any, zero_point: Any, axis: int | None) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """(scale, zero point, storage dtype), the parameters shaped to broadcast against ``x``."""
     if zero_point is None:
@@ -43,7 +51,7 @@ def parameters(x: Any, scale: Any, zero_point: Any, axis: int | None) -> tuple[n
             raise Refused(f"a single scale with a zero point of shape {list(zero_point.shape)}")
         return scale.reshape(()), zero_point.reshape(()), storage
     rank = len(shape)
-    axis = 0 if axis is None else int(axis)
+    axis = 0 if axis is None else integer_attribute("axis", axis)
     if not -rank <= axis < rank:
         raise Refused(f"axis {axis} outside a tensor of rank {rank}")
     axis %= rank

@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp, integer_attribute
 
 # element type -> (numpy type of its values, or None for int8's fixed point; emax; largest magnitude)
 ELEMENT_TYPES: dict[str, tuple[Any, int, float]] = {
@@ -44,6 +44,8 @@ class MXQuantizeDequantize(QuarkOp):
     def _run(self, x: Any, axis: int = 1, block_size: int = 32, element_dtype: Any = "int8",
              rounding_mode: int = 0, scale_dtype: Any = "e8m0") -> tuple:
         x = np.asarray(x)
+        axis, block_size = integer_attribute("axis", axis), integer_attribute("block_size", block_size)
+        rounding_mode = integer_attribute("rounding_mode", rounding_mode)
         element, scale_name = _text(element_dtype), _text(scale_dtype)
         if element not in ELEMENT_TYPES:
             raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
