@@ -74,6 +74,7 @@ from onnx_qtypes.interop.lower import lower_model
 from onnx_qtypes.interop.recognise import QDQ_DOMAINS
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops import ReferenceEvaluator
+from onnx_qtypes.reference_ops.producer_ops import QUARK_DOMAIN
 from producer_recipes import Reader, quiet, samples_of, write_samples
 
 from onnx_qtypes import diagnose, quantized_tensors
@@ -396,9 +397,8 @@ def _per_operator(evaluator, ours: dict, theirs: dict, pairs: dict) -> tuple[int
 def _producer_nodes(model: onnx.ModelProto, values_path: pathlib.Path) -> tuple[int, int, str]:
     """(nodes identical, nodes compared, the first that is not) over the producer's own quantization nodes (Quark's
     com.amd.quark), each run by the reference on onnxruntime's value of its input in the producer's run
-    (``<file>.ort_nodes.npz``, producer_recipes.py) against onnxruntime's value of its output: values equal, NaN
-    alike (+0 and -0 alike: the library's float path drops a zero's sign). A dequantize node is compared with its
-    quantize node (bfloat16 storage does not leave onnxruntime's Python API)."""
+    (``<file>.ort_nodes.npz``, producer_recipes.py) against onnxruntime's value of its output, byte for byte. A
+    dequantize node is compared with its quantize node (bfloat16 storage does not leave onnxruntime's Python API)."""
     stored = np.load(values_path)
     values = {str(n): stored[f"v{i}"] for i, n in enumerate(stored["names"])}
     producers = {o: n for n in model.graph.node for o in n.output}
@@ -407,7 +407,7 @@ def _producer_nodes(model: onnx.ModelProto, values_path: pathlib.Path) -> tuple[
     same = total = 0
     worst = ""
     for node in model.graph.node:
-        if node.domain != "com.amd.quark" or not node.input or not node.output:
+        if node.domain != QUARK_DOMAIN or not node.input or not node.output:
             continue
         group = [node]
         if node.op_type == "ExtendedDequantizeLinear":
@@ -429,8 +429,8 @@ def _producer_nodes(model: onnx.ModelProto, values_path: pathlib.Path) -> tuple[
         mini = helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
         ours = np.asarray(ReferenceEvaluator(mini).run(None, {source: x})[0])
         total += 1
-        if ours.shape == values[target].shape and np.array_equal(ours.astype(np.float64),
-                                                                 values[target].astype(np.float64), equal_nan=True):
+        if ours.dtype == values[target].dtype and ours.shape == values[target].shape and (
+                ours.tobytes() == values[target].tobytes()):
             same += 1
         elif not worst:
             worst = f"{node.op_type} {node.name or target!r}"
@@ -579,11 +579,12 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
                 node_values = path.with_suffix(".ort_nodes.npz")
                 if not pairs and node_values.exists():  # a producer's own nodes: each against its library's run
                     same, total, worst = _producer_nodes(model, node_values)
-                    run["producer_nodes"] = f"{same} of {total} identical"
-                    if same == total:
-                        run["per_operator"], run["worst_operator"] = 0, ""
-                    else:
-                        run["producer_node_differs"] = worst
+                    if total:
+                        run["producer_nodes"] = f"{same} of {total} identical"
+                        if same == total:
+                            run["per_operator"], run["worst_operator"] = 0, ""
+                        else:
+                            run["producer_node_differs"] = worst
                 row["run"] = run
         except Exception as exc:
             row["run"] = ("refused: " if _is_ours(exc) else "CRASH: " if not isinstance(
@@ -756,14 +757,15 @@ def report(rows: list[dict], producers: dict[str, str]) -> None:
                or any(f["rule"] == "CRASH" for k in ("check", "check_lifted") for f in r.get(k, []))]
     whole = [r for r in rows if r.get("lift") == "whole"]
     ran = [r for r in rows if isinstance(r.get("run"), dict)]
-    per_operator = [r for r in ran if "per_operator" in r["run"]]
-    within = [r for r in per_operator if r["run"]["per_operator"] <= 1]
+    # judged per operator: steps per operator, or a producer's node against its library (differing: not within)
+    per_operator = [r for r in ran if "per_operator" in r["run"] or "producer_node_differs" in r["run"]]
+    within = [r for r in per_operator if r["run"].get("per_operator", 2) <= 1]
     static = [r for r in rows if _lower_criterion(r) and _compared(r)]
     identical = [r for r in static if r["lower"] == "identical"]
     clean = [r for r in rows if not r.get("check") and not r.get("check_lifted")]
-    print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on {len(ran)} "
-          f"({len(ran) - len(per_operator)} on their outputs only), {len(within)} of {len(per_operator)} within one step "
-          f"per operator; lower + onnxruntime bit-identical on {len(identical)} of "
+    print(f"\n{len(rows)} models: {len(crashes)} crashed or hung; {len(whole)} lifted whole; run compared on "
+          f"{len(ran)} ({len(ran) - len(per_operator)} on their outputs only), {len(within)} of {len(per_operator)} "
+          f"within one step per operator; lower + onnxruntime bit-identical on {len(identical)} of "
           f"{len(static)} models lowered in their own form; check silent on {len(clean)} (file and lifted form)\n")
     by_mode(rows)
     print()

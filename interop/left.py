@@ -20,6 +20,7 @@ from collections import Counter
 from onnx import GraphProto, NodeProto, TensorProto, helper
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, ORIGIN_KEY, QDQ_OPS, QONNX_DOMAINS, STANDARD_DOMAINS, node_label
+from onnx_qtypes.reference_ops.producer_ops import QUARK_DOMAIN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +116,7 @@ def collect(graph: GraphProto, typed: set[str], reasons: dict[int, str]) -> list
 
 def _quark_detail(node: NodeProto, stored: dict[str, int]) -> str:
     """What AMD Quark 0.13's own operators (domain com.amd.quark) compute, read from the node: "" for others."""
-    if node.domain != "com.amd.quark":
+    if node.domain != QUARK_DOMAIN:
         return ""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     element = attrs.get("element_dtype", b"")

@@ -1,5 +1,5 @@
-"""What AMD Quark's ExtendedQuantizeLinear and ExtendedDequantizeLinear share: how the scale and zero point lie
-over the data, and which storage types the library computes.
+"""What AMD Quark's ExtendedQuantizeLinear and ExtendedDequantizeLinear share: their inputs, how the scale and zero
+point lie over the data, and which storage types the library computes.
 
 Its library (``quark/onnx/operators/custom_ops``, PrepareForQDQ) takes one scale and one zero point for the whole
 tensor when the scale holds one value, else one per slice along ``axis``, whose default is 0, not ONNX's 1 (the
@@ -20,24 +20,34 @@ QUARK_DOMAIN = "com.amd.quark"
 # was built (with USE_NATIVE_OP_CAST it is a plain Cast that ignores the scale), so it is refused
 INTEGER_STORAGE = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32))
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+# the one NaN of onnxruntime's BFloat16 (kPositiveQNaNBits), which the library's bfloat16 quantize writes for any NaN
+BFLOAT16_NAN_BITS = 0x7FC1
 
 
 class QuarkOp(Corrected):
     op_domain = QUARK_DOMAIN
 
 
+def operands(op_type: str, inputs: tuple, count: int) -> tuple:
+    """``inputs`` when the node gives exactly ``count`` of them, none omitted; Refused otherwise (the library
+    refuses the graph)."""
+    if len(inputs) != count or any(i is None for i in inputs):
+        given = ", ".join("omitted" if i is None else "one" for i in inputs) or "none"
+        raise Refused(f"{op_type} takes {count} input(s), all given; the node gives {len(inputs)} ({given})")
+    return inputs
+
+
 def integer_attribute(name: str, value: Any) -> int:
-    """``value`` of the integer attribute ``name``; Refused when the node gives another type (the library reads
-    the attribute as an integer and fails otherwise)."""
+    """``value`` of the integer attribute ``name``; Refused when the node gives another type (the library would
+    not read it and take its default instead: refused as a node that says something the library ignores)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise Refused(f"attribute {name} = {value} ({type(value).__name__}): the library reads an integer")
+        raise Refused(f"attribute {name} = {value} ({type(value).__name__}) is not an integer: the library would "
+                      "ignore it and take its default")
     return int(value)
 
 
 def parameters(x: Any, scale: Any, zero_point: Any, axis: int | None) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """(scale, zero point, storage dtype), the parameters shaped to broadcast against ``x``."""
-    if zero_point is None:
-        raise Refused("the zero point input is missing: the library requires all three inputs")
     scale, zero_point = np.asarray(scale), np.asarray(zero_point)
     if scale.dtype != np.float32:
         raise Refused(f"scale of {scale.dtype}: the library computes float32 scales only")

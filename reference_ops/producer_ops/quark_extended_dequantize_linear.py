@@ -1,6 +1,6 @@
 """AMD Quark's ExtendedDequantizeLinear (domain com.amd.quark), as its library's CPU kernel computes it:
 (x - zero point) * scale in float32, the difference taken exactly for integer storage (int64) and in float32 for
-bfloat16."""
+bfloat16, whose NaN reads as float32's quiet NaN (onnxruntime's BFloat16::ToFloat)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import BFLOAT16, QuarkOp, parameters
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import BFLOAT16, QuarkOp, operands, parameters
 
 
 class ExtendedDequantizeLinear(QuarkOp):
-    def _run(self, x: Any, x_scale: Any, x_zero_point: Any = None, axis: int | None = None) -> tuple:
+    def _run(self, *inputs: Any, axis: Any = None) -> tuple:
+        x, x_scale, x_zero_point = operands("ExtendedDequantizeLinear", inputs, 3)
         x = np.asarray(x)
         scale, zero_point, storage = parameters(x, x_scale, x_zero_point, axis)
         if x.dtype != storage:
             raise Refused(f"input of {x.dtype} with a zero point of {storage}")
         if storage == BFLOAT16:
-            difference = x.astype(np.float32) - zero_point.astype(np.float32)
+            wide = x.astype(np.float32)
+            difference = np.where(np.isnan(wide), np.float32(np.nan), wide) - zero_point.astype(np.float32)
         else:
             difference = (x.astype(np.int64) - zero_point.astype(np.int64)).astype(np.float32)
         with np.errstate(all="ignore"):

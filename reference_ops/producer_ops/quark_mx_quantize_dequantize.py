@@ -7,8 +7,8 @@ unbiased exponent field of its finite float32 values (a subnormal or zero counts
 largest exponent. Each value is divided by it and rounded into the element type:
 - a float element type (fp8_e5m2, fp8_e4m3, fp6_e3m2, fp6_e2m3, fp4_e2m1): to nearest even, saturated to its
   largest magnitude;
-- int8: a fixed point of 6 fractional bits, rounded as ``rounding_mode`` says (0: half away from zero, 1: half
-  up, 2: half to even), saturated to [-128, 127].
+- int8: a fixed point of 6 fractional bits, rounded as ``rounding_mode`` says (0: half away from zero, 1: a
+  negative tie upward, else half away from zero, 2: half to even), saturated to [-128, 127].
 It is then multiplied back. Infinities and NaN pass through; a tensor of one value passes through unchanged;
 float16 input is computed in float32 and rounded back.
 """
@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp, integer_attribute
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp, integer_attribute, operands
 
 # element type -> (numpy type of its values, or None for int8's fixed point; emax; largest magnitude)
 ELEMENT_TYPES: dict[str, tuple[Any, int, float]] = {
@@ -33,16 +33,34 @@ ELEMENT_TYPES: dict[str, tuple[Any, int, float]] = {
     "int8": (None, 0, 127.0),
 }
 INT8_FRACTION_BITS = 6
-_ROUNDINGS = {
-    0: lambda v: np.trunc(v + np.copysign(0.5, v)),  # half away from zero (std::round)
-    1: lambda v: np.floor(v + 0.5),  # half up
-    2: np.rint,  # half to even
-}
+BLOCK_SIZE_MAX = 2**31 - 1  # the library passes block_size on as a C int
+
+
+def _std_round(v: np.ndarray) -> np.ndarray:
+    """Half away from zero, as std::round (a zero keeps its sign)."""
+    return np.trunc(v + np.copysign(0.5, v))
+
+
+def _dpu_round(v: np.ndarray) -> np.ndarray:
+    """A negative tie upward (std::ceil), every other value as std::round: the library's dpu_round."""
+    return np.where((v < 0) & (v - np.floor(v) == 0.5), np.ceil(v), _std_round(v))
+
+
+def _py3_round(v: np.ndarray) -> np.ndarray:
+    """Half to even, written as the library's py3_round: from the floor, so -0.3 gives +0 and -0 stays -0."""
+    floor = np.floor(v)
+    fraction = v - floor
+    up = (fraction > 0.5) | ((fraction == 0.5) & (np.fmod(floor, 2) != 0))
+    return np.where(up, floor + 1, floor)
+
+
+_ROUNDINGS = {0: _std_round, 1: _dpu_round, 2: _py3_round}  # rounding_mode; any other: std::round
 
 
 class MXQuantizeDequantize(QuarkOp):
-    def _run(self, x: Any, axis: int = 1, block_size: int = 32, element_dtype: Any = "int8",
-             rounding_mode: int = 0, scale_dtype: Any = "e8m0") -> tuple:
+    def _run(self, *inputs: Any, axis: Any = 1, block_size: Any = 32, element_dtype: Any = "int8",
+             rounding_mode: Any = 0, scale_dtype: Any = "e8m0") -> tuple:
+        (x,) = operands("MXQuantizeDequantize", inputs, 1)
         x = np.asarray(x)
         axis, block_size = integer_attribute("axis", axis), integer_attribute("block_size", block_size)
         rounding_mode = integer_attribute("rounding_mode", rounding_mode)
@@ -50,11 +68,11 @@ class MXQuantizeDequantize(QuarkOp):
         if element not in ELEMENT_TYPES:
             raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
         if scale_name != "e8m0":
-            raise Refused(f"scale_dtype {scale_name!r}: the library computes e8m0 shared scales only")
+            raise Refused(f"scale_dtype {scale_name!r}: the library ignores it and computes e8m0 shared scales")
         if x.dtype not in (np.float32, np.float16):
             raise Refused(f"input of {x.dtype}: the library computes float32 and float16")
-        if block_size < 1:
-            raise Refused(f"block_size {block_size}: a block holds at least one value")
+        if not 1 <= block_size <= BLOCK_SIZE_MAX:
+            raise Refused(f"block_size {block_size}: the library takes 1 to 2^31 - 1 values per block (a C int)")
         if x.size == 1:
             return (x.copy(),)
         rank = x.ndim
@@ -86,10 +104,11 @@ def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, roundi
     scale = np.repeat(np.ldexp(np.float32(1), shared).astype(np.float32), widths, axis=-1)
     with np.errstate(all="ignore"):
         scaled = blocks / scale
-        if kind is not None:
+        if kind is not None:  # a value rounding to zero is +0, as the library builds it from its magnitude
             values = np.clip(scaled, -largest, largest).astype(kind).astype(np.float32)
+            values[values == 0] = 0
         else:
             step = np.float32(2.0**-INT8_FRACTION_BITS)
-            rounded = _ROUNDINGS.get(rounding_mode, _ROUNDINGS[0])(scaled.astype(np.float64) / step)
+            rounded = _ROUNDINGS.get(rounding_mode, _std_round)(scaled.astype(np.float64) / step)
             values = (np.clip(rounded, -128, 127) * step).astype(np.float32)
         return np.where(finite, scale * values, blocks)

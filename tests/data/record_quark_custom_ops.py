@@ -3,9 +3,9 @@ for reference_ops/producer_ops (tests/test_reference_producer_ops.py): quark_cus
 
 Run with an interpreter that has amd-quark (its library is built on first use) and onnxruntime:
     QUARK/bin/python tests/data/record_quark_custom_ops.py
-It writes, per case, the input ("<case>.x"), each output onnxruntime gives ("<case>.y"; for bfloat16 storage, which
-onnxruntime's Python API cannot hand out, only the ExtendedDequantizeLinear of the ExtendedQuantizeLinear), and the
-case's node as JSON ("<case>.node": op type, attributes, parameters). Inputs come from a fixed seed and hold the
+It writes, per case, the input ("<case>.x"), each output onnxruntime gives ("<case>.y"; the stored integers
+"<case>.q", bfloat16 storage through a Cast to float32, which onnxruntime's Python API can hand out), the parameters,
+and the case's node as JSON ("<case>.node": op type, attributes). Inputs come from a fixed seed and hold the
 values a kernel gets wrong first: ties of the rounding, saturation, zeros of both signs, subnormals, infinities,
 NaN, blocks that do not fill the last one.
 """
@@ -16,7 +16,6 @@ import json
 import pathlib
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
@@ -40,17 +39,22 @@ def mx_input(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     x = (rng.normal(size=shape) * np.exp2(rng.integers(-8, 8, size=shape))).astype(np.float32)
     flat = x.reshape(-1)
     specials = np.array([0.0, -0.0, 1e-40, -3e-39, np.inf, -np.inf, np.nan, 3e38, 1.0, 0.5 / 64, 1.5 / 64, -2.5 / 64,
-                         -0.25, 0.75, 5.0, -5.0, 7.0, 13.0 / 16], np.float32)
+                         -0.25, 0.75, 5.0, -5.0, 7.0, 13.0 / 16, -0.3 / 64, -1e-30], np.float32)
     flat[: specials.size] = specials
     return x
 
 
-def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarray, axis: int) -> np.ndarray:
+def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarray, axis: int,
+              special: bool) -> np.ndarray:
     steps = rng.integers(-200000, 200000, size=shape).astype(np.float64) / 2  # ties: half steps
     along = [1] * len(shape)
     along[axis] = -1
     x = (steps * (scale if scale.size == 1 else scale.reshape(along))).astype(np.float32)
-    x.reshape(-1)[:4] = [0.0, -0.0, 1e30, -1e30]
+    # zeros of both signs, and quotients far beyond every storage range yet inside int64, where the library's
+    # cast to int64 is defined (beyond 2^63 it is not: tests/test_reference_producer_ops.py refuses those)
+    x.reshape(-1)[:4] = [0.0, -0.0, 2.0**40 * float(scale.reshape(-1)[0]), -(2.0**40) * float(scale.reshape(-1)[0])]
+    if special:  # bfloat16 storage holds them: NaN of either sign, infinities
+        x.reshape(-1)[4:8] = [np.nan, -np.nan, np.inf, -np.inf]
     return x
 
 
@@ -85,8 +89,8 @@ def main() -> None:
                 import ml_dtypes
 
                 zero_point = np.asarray(rng.uniform(-3, 3, size=scale.shape), ml_dtypes.bfloat16)
-                zp_tensor = helper.make_tensor("zp", TensorProto.BFLOAT16, zero_point.shape,
-                                               zero_point.view(np.uint16).tolist())
+                zp_tensor = helper.make_tensor("zp", TensorProto.BFLOAT16, zero_point.shape, zero_point.tobytes(),
+                                               raw=True)  # (a list would be read as numbers, not bit patterns)
             else:
                 info = np.iinfo(dtype)
                 zero_point = rng.integers(max(info.min, -100), min(info.max, 100), size=scale.shape).astype(dtype)
@@ -98,16 +102,18 @@ def main() -> None:
                                           **attrs)
             storage_type = (helper.np_dtype_to_tensor_dtype(np.dtype(dtype)) if dtype is not None
                             else TensorProto.BFLOAT16)
+            nodes = [quantize, dequantize]
             outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
             if dtype is not None:
                 outputs.append(helper.make_tensor_value_info("q", storage_type, shape))
-            session = _session([quantize, dequantize], [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+            else:  # bfloat16 leaves onnxruntime's Python API as float32 only (a Cast is exact)
+                nodes.append(helper.make_node("Cast", ["q"], ["q_float"], to=TensorProto.FLOAT))
+                outputs.append(helper.make_tensor_value_info("q_float", TensorProto.FLOAT, shape))
+            session = _session(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                                outputs, [numpy_helper.from_array(scale, "scale"), zp_tensor])
-            x = qdq_input(rng, shape, scale, 0 if axis is None else axis)
+            x = qdq_input(rng, shape, scale, 0 if axis is None else axis, dtype is None)
             got = session.run(None, {"x": x})
-            record[f"{case}.x"], record[f"{case}.y"] = x, got[0]
-            if dtype is not None:
-                record[f"{case}.q"] = got[1]
+            record[f"{case}.x"], record[f"{case}.y"], record[f"{case}.q"] = x, got[0], got[1]
             record[f"{case}.scale"] = scale
             record[f"{case}.zp"] = zero_point.view(np.uint16) if dtype is None else zero_point
             record[f"{case}.node"] = np.array(json.dumps({"op_type": "ExtendedQuantizeLinear", "attributes": attrs,
