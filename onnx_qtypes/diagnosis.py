@@ -122,13 +122,17 @@ class QuantizerView:
     locator: _Locator
     subgraph_problems: tuple[tuple[MalformedQDQError, _Locator], ...] = ()  # each with its subgraph's locator
 
+    def other_warnings(self) -> list[str]:
+        """The lift's warnings on anything but the nodes it left (those it names in ``result.left``)."""
+        named = {n.label for n in self.result.left}
+        return [w for w in self.result.warnings if not w.startswith(tuple(named))] if named else self.result.warnings
+
     def notes(self) -> list[str]:
         notes = [f"checked as its lifted form (in memory, the file is not changed): {self.result.summary()}"]
         if self.result.left:  # each node named, counted exactly by op type
             notes.append(f"the lift {summary_of_left(self.result.left)}, so no rule on types looks at them:")
             notes.extend(f"  {n.line()}" for n in self.result.left)
-        named = {n.label for n in self.result.left}
-        others = [w for w in self.result.warnings if not w.startswith(tuple(named))] if named else self.result.warnings
+        others = self.other_warnings()
         if others:
             notes.append(f"the lift also says ({len(others)}; the parameters of quantization nodes inside subgraphs "
                          "are still checked):")

@@ -93,6 +93,9 @@ def test_a_quantizing_custom_op_is_unknown_quantization_never_no_quantization(tm
     printed = captured.out + captured.err
     assert "unknown quantization: BFPQuantizeDequantize (com.amd.quark) not lifted" in printed
     assert "no quantization" not in printed
+    main(["show", str(path)])  # no row, and not "0 quantized tensors" alone: the node is counted
+    assert ("note: the lift left 1 quantization node(s) as they were: 1 com.amd.quark.BFPQuantizeDequantize, which "
+            "no row shows") in capsys.readouterr().out
 
 
 def test_a_float_model_still_says_it_has_no_quantization():

@@ -156,7 +156,7 @@ def _untyped_nodes_note(read: ReadModel) -> list[str]:
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
-    from onnx_qtypes.diagnosis import quantizer_view  # imports interop and the checker: only for such models
+    from onnx_qtypes.diagnosis import quantizer_view, summary_of_left  # imports interop and the checker: only here
 
     try:
         view = quantizer_view(model)
@@ -170,10 +170,15 @@ def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str,
         row["declared_at"] = [location.pointer]
     notes = ["read from its QuantizeLinear / DequantizeLinear / QOperator nodes (declared_at: the node that "
              "applies the parameters)"]
+    if view.result.left:  # a custom quantizer's nodes too: never "0 quantized tensors" alone
+        notes.append(f"the lift {summary_of_left(view.result.left)}, which no row shows; `onnx-qtypes check` names "
+                     "each and why")
     malformed = {p.node for p in view.result.problems}  # a node may break several rules: counted once
-    if malformed or view.result.warnings:
-        notes.append(f"{len(malformed)} node(s) with malformed quantization and {len(view.result.warnings)} "
-                     "thing(s) the lift left as they were are not listed; `onnx-qtypes check` names each")
+    others = view.other_warnings()
+    unlisted = [f"{len(malformed)} node(s) with malformed quantization"] if malformed else []
+    unlisted += [f"{len(others)} other thing(s) the lift left as they were"] if others else []
+    if unlisted:
+        notes.append(f"{' and '.join(unlisted)} are not listed; `onnx-qtypes check` names each")
     return rows, notes
 
 
