@@ -10,7 +10,7 @@ producer (``--quark-python`` ...) and reads the files back in the project's venv
 Recipes (each producer's documented entry points, with its own defaults unless named):
 
 - ``quark`` (amd-quark 0.13): ``ModelQuantizer(QConfig.get_default_config(NAME)).quantize_model`` for A8W8,
-  A16W8, S16S8_ASWS, XINT8 (the Vitis AI DPU preset: power-of-two scales, MinMSE), BF16, MXINT8 and MXFP4E2M1.
+  A16W8, S16S8_ASWS, XINT8 (the Vitis AI DPU preset: power-of-two scales, MinMSE), BF16, FP16, MXINT8 and MXFP4E2M1.
 - ``inc`` (onnx-neural-compressor 1.0): ``quantize(..., StaticQuantConfig(reader, quant_format=QDQ|QOperator))``
   with its defaults (uint8 activations, int8 weights, per tensor, MinMax); weight-only ``MatMulNBitsQuantizer``
   (4 bits, blocks of 32, symmetric) with ``RTNWeightOnlyQuantConfig`` and ``GPTQWeightOnlyQuantConfig``.
@@ -213,7 +213,7 @@ def quark_node_values(files: list[pathlib.Path]) -> None:
 
 # --- AMD Quark ------------------------------------------------------------------------------------------------
 
-QUARK_CONFIGS = ("A8W8", "A16W8", "S16S8_ASWS", "XINT8", "BF16", "MXINT8", "MXFP4E2M1")
+QUARK_CONFIGS = ("A8W8", "A16W8", "S16S8_ASWS", "XINT8", "BF16", "FP16", "MXINT8", "MXFP4E2M1")
 
 
 def quark(floats, out: pathlib.Path, manifest: Manifest) -> None:

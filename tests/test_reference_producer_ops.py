@@ -81,7 +81,7 @@ def test_recording_covers_every_element_type_and_storage() -> None:
     elements = {s["attributes"]["element_dtype"] for s in specs if s["op_type"] == "MXQuantizeDequantize"}
     storages = {s["storage"] for s in specs if s["op_type"] == "ExtendedQuantizeLinear"}
     assert elements == {"fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"}
-    assert storages == {"int8", "uint8", "int16", "uint16", "int32", "uint32", "bfloat16"}
+    assert storages == {"int8", "uint8", "int16", "uint16", "int32", "uint32", "bfloat16", "float16"}
 
 
 def _mx(values: list[float], element: str, rounding_mode: int = 2) -> np.ndarray:
@@ -129,10 +129,10 @@ def test_mx_refuses_what_the_library_does_not_compute_or_ignores(attributes: dic
     assert "mx0" in str(caught.value)
 
 
-def test_extended_qdq_refuses_float16_storage_and_nan_into_integers() -> None:
+def test_extended_qdq_refuses_float64_storage_and_nan_into_integers() -> None:
     x = np.array([1.0, np.nan], np.float32)
     scale = numpy_helper.from_array(np.array(0.5, np.float32), "scale")
-    for zero_point, words in ((np.array(0, np.float16), "storage float16"), (np.array(0, np.int8), "NaN")):
+    for zero_point, words in ((np.array(0, np.float64), "storage float64"), (np.array(0, np.int8), "NaN")):
         node = helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN, name="q0")
         model = _model([node], x, ["q"], [scale, numpy_helper.from_array(zero_point, "zp")])
         with pytest.raises(EvaluationError, match=words) as caught:

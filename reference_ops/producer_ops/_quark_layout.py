@@ -1,5 +1,6 @@
 """What AMD Quark's ExtendedQuantizeLinear and ExtendedDequantizeLinear share: their inputs, how the scale and zero
-point lie over the data, and which storage types the library computes.
+point lie over the data (checked for float16 storage too, which then ignores them), and which storage types the
+library computes.
 
 Its library (``quark/onnx/operators/custom_ops``, PrepareForQDQ) takes one scale and one zero point for the whole
 tensor when the scale holds one value, else one per slice along ``axis``, whose default is 0, not ONNX's 1 (the
@@ -16,10 +17,11 @@ import numpy as np
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
 
 QUARK_DOMAIN = "com.amd.quark"
-# the storage types the library's CPU kernel computes by one formula; float16's result depends on how the library
-# was built (with USE_NATIVE_OP_CAST it is a plain Cast that ignores the scale), so it is refused
 INTEGER_STORAGE = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32))
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+# float16 storage: the CPU library is built with USE_NATIVE_OP_CAST (custom_op_qdq.h defines it), which casts,
+# clipped to float16's range, and ignores the scale and the zero point
+FLOAT16 = np.dtype(np.float16)
 # the one NaN of onnxruntime's BFloat16 (kPositiveQNaNBits), which the library's bfloat16 quantize writes for any NaN
 BFLOAT16_NAN_BITS = 0x7FC1
 
@@ -52,9 +54,8 @@ def parameters(x: Any, scale: Any, zero_point: Any, axis: int | None) -> tuple[n
     if scale.dtype != np.float32:
         raise Refused(f"scale of {scale.dtype}: the library computes float32 scales only")
     storage = zero_point.dtype
-    if storage not in INTEGER_STORAGE and storage != BFLOAT16:
-        raise Refused(f"storage {storage}: the library computes 8-, 16- and 32-bit integers and bfloat16 by one "
-                      "formula (float16 only through a Cast chosen when it is built)")
+    if storage not in INTEGER_STORAGE and storage not in (BFLOAT16, FLOAT16):
+        raise Refused(f"storage {storage}: the library computes 8-, 16- and 32-bit integers, bfloat16 and float16")
     shape = np.shape(x)
     if scale.size == 1 and scale.ndim <= 1:
         if zero_point.size != 1 or zero_point.ndim > 1:

@@ -1,6 +1,7 @@
 """AMD Quark's ExtendedDequantizeLinear (domain com.amd.quark), as its library's CPU kernel computes it:
 (x - zero point) * scale in float32, the difference taken exactly for integer storage (int64) and in float32 for
-bfloat16, whose NaN reads as float32's quiet NaN (onnxruntime's BFloat16::ToFloat)."""
+bfloat16, whose NaN reads as float32's quiet NaN (onnxruntime's BFloat16::ToFloat); float16 storage is cast back,
+the scale and zero point unread (the CPU library's build casts: ``_quark_layout``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import BFLOAT16, QuarkOp, operands, parameters
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import BFLOAT16, FLOAT16, QuarkOp, operands, parameters
 
 
 class ExtendedDequantizeLinear(QuarkOp):
@@ -19,6 +20,8 @@ class ExtendedDequantizeLinear(QuarkOp):
         scale, zero_point, storage = parameters(x, x_scale, x_zero_point, axis)
         if x.dtype != storage:
             raise Refused(f"input of {x.dtype} with a zero point of {storage}")
+        if storage == FLOAT16:  # the CPU library's Cast back, scale and zero point unread
+            return (x.astype(np.float32),)
         if storage == BFLOAT16:
             wide = x.astype(np.float32)
             difference = np.where(np.isnan(wide), np.float32(np.nan), wide) - zero_point.astype(np.float32)

@@ -3,6 +3,8 @@
 Integer storage: round(x / scale) half to even (``nearbyint``) plus the zero point, saturated to the storage
 range, as ONNX's QuantizeLinear. bfloat16 storage: x / scale + zero point in float32, rounded to bfloat16 to
 nearest even (no saturation: bfloat16 holds float32's range), any NaN written as onnxruntime's one bfloat16 NaN.
+float16 storage: x cast to float16 after clipping to its largest magnitude, the scale and zero point unread (the CPU
+library's build casts: ``_quark_layout``).
 Into integer storage, an x / scale that is not finite or not below 2^63 in magnitude is refused: the library casts
 it to int64, which C++ leaves undefined.
 """
@@ -14,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import (BFLOAT16, BFLOAT16_NAN_BITS, QuarkOp, operands,
-                                                                  parameters)
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import (BFLOAT16, BFLOAT16_NAN_BITS, FLOAT16, QuarkOp,
+                                                                  operands, parameters)
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)
 
 
 class ExtendedQuantizeLinear(QuarkOp):
@@ -27,6 +31,8 @@ class ExtendedQuantizeLinear(QuarkOp):
         scale, zero_point, storage = parameters(x, y_scale, y_zero_point, axis)
         with np.errstate(all="ignore"):
             scaled = x / scale  # float32, as the kernel divides
+        if storage == FLOAT16:  # the CPU library's Cast: clipped to float16's range, scale and zero point unread
+            return (np.clip(x, -FLOAT16_MAX, FLOAT16_MAX).astype(FLOAT16),)
         if storage == BFLOAT16:
             stored = (scaled + zero_point.astype(np.float32)).astype(BFLOAT16)
             return (np.where(np.isnan(stored), np.uint16(BFLOAT16_NAN_BITS).view(BFLOAT16), stored),)

@@ -53,7 +53,7 @@ def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarra
     # zeros of both signs, and quotients far beyond every storage range yet inside int64, where the library's
     # cast to int64 is defined (beyond 2^63 it is not: tests/test_reference_producer_ops.py refuses those)
     x.reshape(-1)[:4] = [0.0, -0.0, 2.0**40 * float(scale.reshape(-1)[0]), -(2.0**40) * float(scale.reshape(-1)[0])]
-    if special:  # bfloat16 storage holds them: NaN of either sign, infinities
+    if special:  # float storage holds them: NaN of either sign, infinities
         x.reshape(-1)[4:8] = [np.nan, -np.nan, np.inf, -np.inf]
     return x
 
@@ -76,12 +76,13 @@ def main() -> None:
                 record[f"{case}.x"], record[f"{case}.y"] = x, session.run(None, {"x": x})[0]
                 record[f"{case}.node"] = np.array(json.dumps({"op_type": "MXQuantizeDequantize", "attributes": attrs}))
     storages = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
-                "uint32": np.uint32, "bfloat16": None}
+                "uint32": np.uint32, "bfloat16": None, "float16": np.float16}
     for storage, dtype in storages.items():
         for per_axis, axis in ((False, None), (True, None), (True, 1)):
             shape = (4, 6, 5)
             count = shape[0 if axis is None else axis]
-            scale = (rng.uniform(0.5, 2.0, size=count if per_axis else 1) * (2e-3 if dtype is not None and
+            integer = dtype is not None and np.dtype(dtype).kind in "iu"
+            scale = (rng.uniform(0.5, 2.0, size=count if per_axis else 1) * (2e-3 if integer and
                      np.iinfo(dtype).bits == 8 else 1e-4)).astype(np.float32)
             if not per_axis:
                 scale = scale.reshape(())
@@ -91,6 +92,9 @@ def main() -> None:
                 zero_point = np.asarray(rng.uniform(-3, 3, size=scale.shape), ml_dtypes.bfloat16)
                 zp_tensor = helper.make_tensor("zp", TensorProto.BFLOAT16, zero_point.shape, zero_point.tobytes(),
                                                raw=True)  # (a list would be read as numbers, not bit patterns)
+            elif not integer:  # float16: the library's Cast reads neither scale nor zero point
+                zero_point = rng.uniform(-3, 3, size=scale.shape).astype(dtype)
+                zp_tensor = numpy_helper.from_array(zero_point, "zp")
             else:
                 info = np.iinfo(dtype)
                 zero_point = rng.integers(max(info.min, -100), min(info.max, 100), size=scale.shape).astype(dtype)
@@ -111,7 +115,7 @@ def main() -> None:
                 outputs.append(helper.make_tensor_value_info("q_float", TensorProto.FLOAT, shape))
             session = _session(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                                outputs, [numpy_helper.from_array(scale, "scale"), zp_tensor])
-            x = qdq_input(rng, shape, scale, 0 if axis is None else axis, dtype is None)
+            x = qdq_input(rng, shape, scale, 0 if axis is None else axis, not integer)
             got = session.run(None, {"x": x})
             record[f"{case}.x"], record[f"{case}.y"], record[f"{case}.q"] = x, got[0], got[1]
             record[f"{case}.scale"] = scale
