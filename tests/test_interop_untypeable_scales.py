@@ -131,6 +131,9 @@ def test_the_commands_lift_and_then_check_it(qdq, tmp_path, capsys):
     assert out.count("QT101") == 2 and all(name in out for name in _kept(qdq) if "QuantizeLinear" in name)
     assert main(["show", str(tmp_path / "typed.onnx")]) == 0
     assert "note: 4 quantization node(s) outside the types" in capsys.readouterr().out
+    assert main(["show", str(tmp_path / "qdq.onnx")]) == 0  # the file itself: the kept nodes counted once
+    out = capsys.readouterr().out
+    assert "note: the lift left 4 quantization node(s) as they were" in out and "malformed" not in out
     from test_interop_malformed import qdq_relu
 
     onnx.save(qdq_relu(), tmp_path / "clean.onnx")  # lifted whole: its Q / DQ are typed boundaries

@@ -1,5 +1,5 @@
-"""AMD Quark's own quantization operators (domain com.amd.quark), which its quantizer leaves in BF16 and MX models:
-the reference computes them as Quark's onnxruntime custom-op library does (reference_ops/producer_ops).
+"""AMD Quark's own quantization operators (domain com.amd.quark), which its quantizer leaves in BF16, FP16 and MX
+models: the reference computes them as Quark's onnxruntime custom-op library does (reference_ops/producer_ops).
 
 The library's results are recorded data (tests/data/quark_custom_ops.npz, written by
 tests/data/record_quark_custom_ops.py with amd-quark 0.13's library and onnxruntime's unoptimized path); the
@@ -76,7 +76,7 @@ def test_as_quarks_library_computes(case: str) -> None:
 
 def test_recording_covers_every_element_type_and_storage() -> None:
     """The recorded data exercises what the corpus's Quark files use (fp4_e2m1, int8 with half-to-even rounding,
-    bfloat16 storage) and the rest the library knows."""
+    bfloat16 storage, float16 storage) and the rest the library knows."""
     specs = [json.loads(str(RECORDED[f"{c}.node"])) for c in CASES]
     elements = {s["attributes"]["element_dtype"] for s in specs if s["op_type"] == "MXQuantizeDequantize"}
     storages = {s["storage"] for s in specs if s["op_type"] == "ExtendedQuantizeLinear"}

@@ -173,7 +173,8 @@ def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str,
     if view.result.left:  # a custom quantizer's nodes too: never "0 quantized tensors" alone
         notes.append(f"the lift {summary_of_left(view.result.left)}, which no row shows; `onnx-qtypes check` names "
                      "each and why")
-    malformed = {p.node for p in view.result.problems}  # a node may break several rules: counted once
+    # a node may break several rules: counted once; one the note above counts already (a kept pair), not again
+    malformed = {p.node for p in view.result.problems} - {n.index for n in view.result.left}
     others = view.other_warnings()
     unlisted = [f"{len(malformed)} node(s) with malformed quantization"] if malformed else []
     unlisted += [f"{len(others)} other thing(s) the lift left as they were"] if others else []

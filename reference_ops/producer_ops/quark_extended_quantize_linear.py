@@ -3,8 +3,8 @@
 Integer storage: round(x / scale) half to even (``nearbyint``) plus the zero point, saturated to the storage
 range, as ONNX's QuantizeLinear. bfloat16 storage: x / scale + zero point in float32, rounded to bfloat16 to
 nearest even (no saturation: bfloat16 holds float32's range), any NaN written as onnxruntime's one bfloat16 NaN.
-float16 storage: x cast to float16 after clipping to its largest magnitude, the scale and zero point unread (the CPU
-library's build casts: ``_quark_layout``).
+float16 storage: x cast to float16 after clipping to its largest magnitude, a NaN made quiet, the scale and zero
+point unread (the CPU library's build casts: ``_quark_layout``).
 Into integer storage, an x / scale that is not finite or not below 2^63 in magnitude is refused: the library casts
 it to int64, which C++ leaves undefined.
 """
@@ -32,7 +32,7 @@ class ExtendedQuantizeLinear(QuarkOp):
         with np.errstate(all="ignore"):
             scaled = x / scale  # float32, as the kernel divides
         if storage == FLOAT16:  # the CPU library's Cast: clipped to float16's range, scale and zero point unread
-            return (np.clip(x, -FLOAT16_MAX, FLOAT16_MAX).astype(FLOAT16),)
+            return (_float16_cast(np.clip(x, -FLOAT16_MAX, FLOAT16_MAX)),)
         if storage == BFLOAT16:
             stored = (scaled + zero_point.astype(np.float32)).astype(BFLOAT16)
             return (np.where(np.isnan(stored), np.uint16(BFLOAT16_NAN_BITS).view(BFLOAT16), stored),)
@@ -43,3 +43,16 @@ class ExtendedQuantizeLinear(QuarkOp):
         info = np.iinfo(storage)
         values = steps.astype(np.int64) + zero_point.astype(np.int64)
         return (np.clip(values, info.min, info.max).astype(storage),)
+
+
+def _float16_cast(x: np.ndarray) -> np.ndarray:
+    """float32 -> float16 as onnxruntime's Cast converts on an x86 CPU with F16C: to nearest even, and a NaN made
+    quiet, keeping its sign and the top 10 bits of its payload (numpy keeps a signalling NaN signalling). Without
+    F16C onnxruntime writes 0x7E00 and the sign, no payload: that bit pattern depends on the CPU."""
+    out = x.astype(FLOAT16)
+    nan = np.isnan(x)
+    if nan.any():
+        bits = x.view(np.uint32)[nan]
+        quiet = ((bits >> 16) & 0x8000) | 0x7E00 | ((bits >> 13) & 0x3FF)
+        out[nan] = quiet.astype(np.uint16).view(FLOAT16)
+    return out

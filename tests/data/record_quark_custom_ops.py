@@ -53,8 +53,11 @@ def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarra
     # zeros of both signs, and quotients far beyond every storage range yet inside int64, where the library's
     # cast to int64 is defined (beyond 2^63 it is not: tests/test_reference_producer_ops.py refuses those)
     x.reshape(-1)[:4] = [0.0, -0.0, 2.0**40 * float(scale.reshape(-1)[0]), -(2.0**40) * float(scale.reshape(-1)[0])]
-    if special:  # float storage holds them: NaN of either sign, infinities
+    if special:  # float storage holds them: NaN of either sign, signalling NaN, infinities; float16's subnormals and
+        # rounding ties (2^-25 and 3 * 2^-25 between subnormals, 1 + 2^-11 and 1 + 3 * 2^-11 between normals)
         x.reshape(-1)[4:8] = [np.nan, -np.nan, np.inf, -np.inf]
+        x.reshape(-1)[8:10] = np.array([0x7F800001, 0x7FA00000], np.uint32).view(np.float32)
+        x.reshape(-1)[10:16] = [2.0**-24, 2.0**-25, 3 * 2.0**-25, -(2.0**-20), 1 + 2.0**-11, 1 + 3 * 2.0**-11]
     return x
 
 
