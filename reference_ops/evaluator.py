@@ -298,14 +298,17 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
 
     def _load_impl(self, node: NodeProto, input_types: Any = None) -> Any:
+        who = (f"node {node.name!r}" if node.name else f"the node writing {node.output[0]!r}" if node.output
+               else "a node")
+        if node.domain not in self.opsets:  # (onnx.reference's own message names neither node nor model)
+            raise EvaluationError(f"{who} ({node.domain}.{node.op_type}): the model imports no opset of domain "
+                                  f"{node.domain!r}")
         try:
             return super()._load_impl(node, input_types)
         except NotImplementedError as exc:
             if node.domain in _STOCK_DOMAINS:
                 raise
             # an operator of another domain that no class here computes: the node named, not onnx.reference's list
-            who = (f"node {node.name!r}" if node.name else f"the node writing {node.output[0]!r}" if node.output
-                   else "a node")
             raise EvaluationError(f"{who} ({node.domain}.{node.op_type}): the reference computes no operator of that "
                                   "name in that domain (ONNX's own domains, the model's functions, and the "
                                   "producers' operators of reference_ops/producer_ops)") from exc

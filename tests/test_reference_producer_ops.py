@@ -24,7 +24,7 @@ from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
 
 DOMAIN = "com.amd.quark"
 RECORDED = np.load(pathlib.Path(__file__).parent / "data" / "quark_custom_ops.npz")
-CASES = sorted({key.rsplit(".", 1)[0] for key in RECORDED.files})
+CASES = sorted(key.rsplit(".", 1)[0] for key in RECORDED.files if key.endswith(".node"))
 
 
 def _model(nodes: list[onnx.NodeProto], x: np.ndarray, outputs: list[str],
@@ -76,12 +76,15 @@ def test_as_quarks_library_computes(case: str) -> None:
 
 def test_recording_covers_every_element_type_and_storage() -> None:
     """The recorded data exercises what the corpus's Quark files use (fp4_e2m1, int8 with half-to-even rounding,
-    bfloat16 storage, float16 storage) and the rest the library knows."""
+    bfloat16 storage, float16 storage) and the rest the library knows, and says which versions it is of."""
     specs = [json.loads(str(RECORDED[f"{c}.node"])) for c in CASES]
     elements = {s["attributes"]["element_dtype"] for s in specs if s["op_type"] == "MXQuantizeDequantize"}
     storages = {s["storage"] for s in specs if s["op_type"] == "ExtendedQuantizeLinear"}
     assert elements == {"fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"}
     assert storages == {"int8", "uint8", "int16", "uint16", "int32", "uint32", "bfloat16", "float16"}
+    assert {s["attributes"]["rounding_mode"] for s in specs if s["op_type"] == "MXQuantizeDequantize"} == {0, 1, 2, 3}
+    versions = json.loads(str(RECORDED["versions"]))  # the library's results are of these versions
+    assert versions["amd-quark"].startswith("0.13") and versions["onnxruntime"]
 
 
 def _mx(values: list[float], element: str, rounding_mode: int = 2) -> np.ndarray:
@@ -209,6 +212,10 @@ def test_an_operator_no_class_computes_is_refused_naming_its_node() -> None:
     model = _model([node], x, ["y"])
     model.opset_import.append(helper.make_opsetid("com.example", 1))
     with pytest.raises(EvaluationError, match=r"node 'frob0' \(com.example.Frobnicate\): the reference computes no"):
+        _run(model, x)
+    del model.opset_import[-1]  # the domain not imported: named with the node, not onnx.reference's opset dict
+    with pytest.raises(EvaluationError, match=r"node 'frob0' \(com.example.Frobnicate\): the model imports no opset "
+                                              r"of domain 'com.example'"):
         _run(model, x)
 
 

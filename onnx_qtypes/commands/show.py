@@ -156,7 +156,8 @@ def _untyped_nodes_note(read: ReadModel) -> list[str]:
 
 
 def _quantizer_rows(model: onnx.ModelProto, source: str) -> tuple[list[dict[str, Any]], list[str]]:
-    from onnx_qtypes.diagnosis import quantizer_view, summary_of_left  # imports interop and the checker: only here
+    from onnx_qtypes.diagnosis import quantizer_view  # imports interop and the checker: only for such models
+    from onnx_qtypes.interop.left import summary as summary_of_left
 
     try:
         view = quantizer_view(model)

@@ -1,7 +1,11 @@
 """AMD Quark's ExtendedDequantizeLinear (domain com.amd.quark), as its library's CPU kernel computes it:
 (x - zero point) * scale in float32, the difference taken exactly for integer storage (int64) and in float32 for
 bfloat16, whose NaN reads as float32's quiet NaN (onnxruntime's BFloat16::ToFloat); float16 storage is cast back,
-the scale and zero point unread (the CPU library's build casts: ``_quark_layout``)."""
+the scale and zero point unread (the CPU library's build casts: ``_quark_layout``).
+
+Not ``quant.dequantize``, the project's one dequantize formula: the library rounds the difference to float32 before it
+multiplies, which differs from the exact product for int32 / uint32 differences beyond 2^24; run reproduces the
+library's bytes."""
 
 from __future__ import annotations
 

@@ -7,6 +7,10 @@ float16 storage: x cast to float16 after clipping to its largest magnitude, a Na
 point unread (the CPU library's build casts: ``_quark_layout``).
 Into integer storage, an x / scale that is not finite or not below 2^63 in magnitude is refused: the library casts
 it to int64, which C++ leaves undefined.
+
+Not ``quant.quantize``, the project's one quantize formula: that divides exactly (float64), as the definition does,
+while the library divides in float32 and so is one step off it on near ties (proposal/spec/semantics.md
+#quantize-precision allows a runtime that); run reproduces the library's bytes. The rounding is quant's.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
+from onnx_qtypes.reference_ops.quant import round_half_to_even
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import (BFLOAT16, BFLOAT16_NAN_BITS, FLOAT16, QuarkOp,
                                                                   operands, parameters)
 
@@ -29,15 +34,15 @@ class ExtendedQuantizeLinear(QuarkOp):
         if x.dtype != np.float32:
             raise Refused(f"input of {x.dtype}: the library quantizes float32")
         scale, zero_point, storage = parameters(x, y_scale, y_zero_point, axis)
-        with np.errstate(all="ignore"):
-            scaled = x / scale  # float32, as the kernel divides
         if storage == FLOAT16:  # the CPU library's Cast: clipped to float16's range, scale and zero point unread
             return (_float16_cast(np.clip(x, -FLOAT16_MAX, FLOAT16_MAX)),)
+        with np.errstate(all="ignore"):
+            scaled = x / scale  # float32, as the kernel divides
         if storage == BFLOAT16:
             stored = (scaled + zero_point.astype(np.float32)).astype(BFLOAT16)
             return (np.where(np.isnan(stored), np.uint16(BFLOAT16_NAN_BITS).view(BFLOAT16), stored),)
-        steps = np.rint(scaled)
-        if not (np.abs(steps) < 2.0**63).all():  # (NaN fails the test too)
+        steps = round_half_to_even(scaled)  # (a float32 under 2^63 is at most 2^63 - 2^39: adding a 32-bit zero
+        if not (np.abs(steps) < 2.0**63).all():  # point cannot overflow int64; NaN fails the test too)
             raise Refused("x / scale is infinite, NaN or beyond 2^63 into integer storage: the library casts it to "
                           "int64, which C++ leaves undefined")
         info = np.iinfo(storage)

@@ -1,8 +1,8 @@
 """AMD Quark's MXQuantizeDequantize (domain com.amd.quark): an OCP microscaling (MX) quantize-dequantize whose
 block scales are computed from the data at run time, as its library's CPU kernel computes it.
 
-Blocks of ``block_size`` values run along ``axis`` (a rank-1 tensor: along its only axis; the last block is
-padded with zeros, which do not change its scale). A block's shared scale is 2^(e - emax): e is the largest
+Blocks of ``block_size`` values run along ``axis`` (a rank-1 tensor: along its only axis; the last block may be
+short: the library pads it with zeros, which change no scale). A block's shared scale is 2^(e - emax): e is the largest
 unbiased exponent field of its finite float32 values (a subnormal or zero counts as -127), emax the element type's
 largest exponent. Each value is divided by it and rounded into the element type:
 - a float element type (fp8_e5m2, fp8_e4m3, fp6_e3m2, fp6_e2m3, fp4_e2m1): to nearest even, saturated to its
@@ -23,16 +23,17 @@ import numpy as np
 from onnx_qtypes.reference_ops.corrected._base import Refused
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp, integer_attribute, operands
 
-# element type -> (numpy type of its values, or None for int8's fixed point; emax; largest magnitude)
-ELEMENT_TYPES: dict[str, tuple[Any, int, float]] = {
-    "fp8_e5m2": (ml_dtypes.float8_e5m2, 15, 57344.0),
-    "fp8_e4m3": (ml_dtypes.float8_e4m3fn, 8, 448.0),
-    "fp6_e3m2": (ml_dtypes.float6_e3m2fn, 4, 28.0),
-    "fp6_e2m3": (ml_dtypes.float6_e2m3fn, 2, 7.5),
-    "fp4_e2m1": (ml_dtypes.float4_e2m1fn, 2, 6.0),
-    "int8": (None, 0, 127.0),
+# the library's float element types; each one's largest magnitude and exponent (its emax) are ml_dtypes' figures
+FLOAT_ELEMENTS: dict[str, Any] = {
+    "fp8_e5m2": ml_dtypes.float8_e5m2,
+    "fp8_e4m3": ml_dtypes.float8_e4m3fn,
+    "fp6_e3m2": ml_dtypes.float6_e3m2fn,
+    "fp6_e2m3": ml_dtypes.float6_e2m3fn,
+    "fp4_e2m1": ml_dtypes.float4_e2m1fn,
 }
+ELEMENT_TYPES = (*FLOAT_ELEMENTS, "int8")  # int8: a fixed point whose largest value is under 2 (emax 0)
 INT8_FRACTION_BITS = 6
+INT8 = np.iinfo(np.int8)
 BLOCK_SIZE_MAX = 2**31 - 1  # the library passes block_size on as a C int
 
 
@@ -91,13 +92,15 @@ def _text(value: Any) -> str:
 def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, rounding_mode: int) -> np.ndarray:
     """``rows`` (float32, blocks along the last axis, the last one of a row possibly short) quantized with each
     block's shared scale and dequantized. A short block is not padded: its zeros would not change the scale."""
-    kind, emax, largest = ELEMENT_TYPES[element]
+    kind = FLOAT_ELEMENTS.get(element)
+    largest = float(ml_dtypes.finfo(kind).max) if kind is not None else 0.0
+    emax = int(np.frexp(largest)[1]) - 1 if kind is not None else 0  # (448 = 1.75 * 2^8: emax 8)
     blocks = np.ascontiguousarray(rows)
     length = blocks.shape[-1]
-    exponents = ((blocks.view(np.uint32) >> 23) & 0xFF).astype(np.int32)
-    finite = exponents != 0xFF
     if length == 0:
         return blocks
+    exponents = ((blocks.view(np.uint32) >> 23) & 0xFF).astype(np.int32)
+    finite = exponents != 0xFF
     starts = np.arange(0, length, block_size)
     shared = np.maximum.reduceat(np.where(finite, exponents, 0), starts, axis=-1) - 127 - emax
     widths = np.diff(np.append(starts, length))
@@ -110,5 +113,5 @@ def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, roundi
         else:
             step = np.float32(2.0**-INT8_FRACTION_BITS)
             rounded = _ROUNDINGS.get(rounding_mode, _std_round)(scaled.astype(np.float64) / step)
-            values = (np.clip(rounded, -128, 127) * step).astype(np.float32)
+            values = (np.clip(rounded, INT8.min, INT8.max) * step).astype(np.float32)
         return np.where(finite, scale * values, blocks)

@@ -38,6 +38,9 @@ def _session(nodes, inputs, outputs, initializers):
 def mx_input(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     x = (rng.normal(size=shape) * np.exp2(rng.integers(-8, 8, size=shape))).astype(np.float32)
     flat = x.reshape(-1)
+    if flat.size < 40:  # a small tensor: its values of every magnitude, and a few of the specials below
+        flat[rng.integers(0, flat.size, size=min(3, flat.size))] = rng.choice([0.0, -0.0, 1e-40, np.inf, np.nan, 3e38])
+        return x
     specials = np.array([0.0, -0.0, 1e-40, -3e-39, np.inf, -np.inf, np.nan, 3e38, 1.0, 0.5 / 64, 1.5 / 64, -2.5 / 64,
                          -0.25, 0.75, 5.0, -5.0, 7.0, 13.0 / 16, -0.3 / 64, -1e-30], np.float32)
     flat[: specials.size] = specials
@@ -59,6 +62,28 @@ def qdq_input(rng: np.random.Generator, shape: tuple[int, ...], scale: np.ndarra
         x.reshape(-1)[8:10] = np.array([0x7F800001, 0x7FA00000], np.uint32).view(np.float32)
         x.reshape(-1)[10:16] = [2.0**-24, 2.0**-25, 3 * 2.0**-25, -(2.0**-20), 1 + 2.0**-11, 1 + 3 * 2.0**-11]
     return x
+
+
+def _random_mx(rng: np.random.Generator, record: dict[str, np.ndarray], count: int = 40) -> None:
+    """``count`` MX cases of random rank (1-4), axis (negative too), block size (partial blocks), element type,
+    rounding mode (3: one the library has no name for) and input dtype, over values of every magnitude and the
+    specials."""
+    for k in range(count):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 7, size=rank))
+        attrs = {"element_dtype": str(rng.choice(["fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"])),
+                 "axis": int(rng.integers(-rank, rank)), "block_size": int(rng.choice([1, 2, 3, 5, 7, 8, 16, 33])),
+                 "rounding_mode": int(rng.integers(0, 4))}
+        dtype = np.float16 if k % 5 == 0 else np.float32
+        elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+        node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+        session = _session([node], [helper.make_tensor_value_info("x", elem, shape)],
+                           [helper.make_tensor_value_info("y", elem, shape)], [])
+        with np.errstate(over="ignore"):
+            x = mx_input(rng, shape).astype(dtype)
+        case = f"mx-random-{k}"
+        record[f"{case}.x"], record[f"{case}.y"] = x, session.run(None, {"x": x})[0]
+        record[f"{case}.node"] = np.array(json.dumps({"op_type": "MXQuantizeDequantize", "attributes": attrs}))
 
 
 def main() -> None:
@@ -125,6 +150,10 @@ def main() -> None:
             record[f"{case}.zp"] = zero_point.view(np.uint16) if dtype is None else zero_point
             record[f"{case}.node"] = np.array(json.dumps({"op_type": "ExtendedQuantizeLinear", "attributes": attrs,
                                                           "storage": storage}))
+    _random_mx(rng, record)
+    import importlib.metadata  # noqa: PLC0415 - the versions the results are of
+
+    record["versions"] = np.array(json.dumps({p: importlib.metadata.version(p) for p in ("amd-quark", "onnxruntime")}))
     np.savez_compressed(OUT, **record)
     print(f"{OUT}: {len([k for k in record if k.endswith('.node')])} cases")
 
