@@ -19,7 +19,6 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
 from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
 
 DOMAIN = "com.amd.quark"
@@ -49,8 +48,8 @@ def _same(ours: np.ndarray, theirs: np.ndarray) -> bool:
 def test_as_quarks_library_computes(case: str) -> None:
     spec = json.loads(str(RECORDED[f"{case}.node"]))
     x = RECORDED[f"{case}.x"]
-    if spec["op_type"] == "MXQuantizeDequantize":
-        node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **spec["attributes"])
+    if spec["op_type"] in ("MXQuantizeDequantize", "BFPQuantizeDequantize"):
+        node = helper.make_node(spec["op_type"], ["x"], ["y"], domain=DOMAIN, **spec["attributes"])
         (y,) = _run(_model([node], x, ["y"]), x)
         assert _same(y, RECORDED[f"{case}.y"])
         return
@@ -83,6 +82,14 @@ def test_recording_covers_every_element_type_and_storage() -> None:
     assert elements == {"fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"}
     assert storages == {"int8", "uint8", "int16", "uint16", "int32", "uint32", "bfloat16", "float16"}
     assert {s["attributes"]["rounding_mode"] for s in specs if s["op_type"] == "MXQuantizeDequantize"} == {0, 1, 2, 3}
+    bfp = [s["attributes"] for s in specs if s["op_type"] == "BFPQuantizeDequantize"]
+    assert {a["bfp_method"] for a in bfp} == {"to_bfp", "to_bfp_prime", "to_bfp_prime_shared"}
+    presets = {(a["bfp_method"], a.get("bit_width"), a["block_size"]) for a in bfp}  # BFP16, MX4 / 6 / 9
+    assert {("to_bfp", 16, 8), ("to_bfp_prime", 11, 16), ("to_bfp_prime", 13, 16), ("to_bfp_prime", 16, 16)} <= presets
+    assert {a.get("rounding_mode", 0) for a in bfp} == {0, 1, 2}
+    assert any(a.get("use_compiler_version_cpu_kernel") for a in bfp)
+    assert any(a.get("convert_to_bfloat_before_bfp") for a in bfp)
+    assert {str(RECORDED[f"{c}.x"].dtype) for c in CASES if c.startswith("bfp-")} == {"float32", "float16"}
     versions = json.loads(str(RECORDED["versions"]))  # the library's results are of these versions
     assert versions["amd-quark"].startswith("0.13") and versions["onnxruntime"]
 
@@ -228,3 +235,66 @@ def test_mx_refuses_an_integer_attribute_of_another_type(attributes: dict) -> No
     with pytest.raises(EvaluationError, match=rf"node 'mx1' \(MXQuantizeDequantize\): attribute {name} = .*is not an "
                                               "integer"):
         _run(_model([node], x, ["y"]), x)
+
+
+def _bfp(values: list[float], **attributes: object) -> np.ndarray:
+    x = np.array(values, np.float32)
+    node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, axis=0, block_size=4, **attributes)
+    return _run(_model([node], x, ["y"]), x)[0]
+
+
+def test_bfp16_by_hand() -> None:
+    """bit_width 16: 7 mantissa bits. Block max 1.0 (exponent 0): steps of 2^(0 - 6) = 1/64, clamped to
+    +-(2 - 1/64)."""
+    values = [1.0, 0.3, 2.5 / 64, -2.5 / 64]
+    np.testing.assert_array_equal(_bfp(values, rounding_mode=2), [1.0, 19 / 64, 2 / 64, -2 / 64])
+    np.testing.assert_array_equal(_bfp(values, rounding_mode=0), [1.0, 19 / 64, 3 / 64, -3 / 64])
+    assert _bfp(values, rounding_mode=1)[3] == -2 / 64  # a negative tie upward
+    # 1.999 * 64 = 127.94 rounds to 128 steps, past the largest, 127 / 64
+    assert _bfp([1.999, 1.0, 0.0, 0.0], rounding_mode=2)[0] == 127 / 64
+    # an infinity or NaN passes and is no block's max: the rest keep the steps of 1.0
+    out = _bfp([np.inf, np.nan, 1.0, 0.3], rounding_mode=2)
+    assert out[0] == np.inf and np.isnan(out[1]) and out[3] == 19 / 64
+
+
+def test_bfp_prime_by_hand() -> None:
+    """bit_width 13: 4 mantissa bits. Block [1.0, 0.25 | 0.1, 0.05], sub-blocks of 2 shifted by at most 1: the
+    first at the block's exponent 0 (steps of 2^-3), the second one lower (steps of 2^-4), where 0.1 = 1.6 * 2^-4
+    rounds to 2 steps and 0.05 = 0.8 * 2^-4 to 1. A block with an infinity is all NaN."""
+    np.testing.assert_array_equal(_bfp([1.0, 0.25, 0.1, 0.05], bfp_method="to_bfp_prime", bit_width=13,
+                                       sub_block_size=2, sub_block_shift_bits=1, rounding_mode=2),
+                                  [1.0, 0.25, 0.125, 0.0625])
+    assert np.isnan(_bfp([1.0, np.inf, 0.1, 0.05], bfp_method="to_bfp_prime", bit_width=13)).all()
+
+
+@pytest.mark.parametrize(("attributes", "words"), [
+    ({"bfp_method": "to_bfp_fast"}, "bfp_method 'to_bfp_fast'"),
+    ({"bit_width": 33}, "bit_width 33"),
+    ({"bit_width": 8}, "bit_width 8"),
+    ({"rounding_mode": 3}, "rounding_mode 3: the library's kernels leave the result undefined"),
+    ({"bfp_method": "to_bfp_prime", "block_size": 8, "sub_block_size": 3}, "sub_block_size 3"),
+    ({"bfp_method": "to_bfp_prime", "sub_block_shift_bits": 31}, "sub_block_shift_bits 31"),
+    ({"block_size": 0}, "block_size 0"),
+    ({"axis": 5}, "axis 5"),
+    ({"bit_width": 16.0}, "attribute bit_width = 16.0"),
+])
+def test_bfp_refuses_what_the_library_leaves_undefined_or_refuses(attributes: dict, words: str) -> None:
+    x = np.ones((2, 3), np.float32)
+    node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, name="bfp0", **attributes)
+    with pytest.raises(EvaluationError, match=rf"node 'bfp0' .*{words}"):
+        _run(_model([node], x, ["y"]), x)
+
+
+def test_bfp_refuses_float64_input_and_leaves_its_input_unrounded() -> None:
+    """The library rounds its input buffer to bfloat16 in place; here the input a second consumer reads is the
+    value given."""
+    x = np.array([1.0 + 2.0**-20, 3.0], np.float32)
+    nodes = [helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, axis=0, block_size=2,
+                              convert_to_bfloat_before_bfp=1),
+             helper.make_node("Identity", ["x"], ["same"])]
+    y, same = _run(_model(nodes, x, ["y", "same"]), x)
+    assert y[0] == 1.0 and _same(same, x)
+    wide = x.astype(np.float64)
+    node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, name="bfp1")
+    with pytest.raises(EvaluationError, match=r"node 'bfp1' .*input of float64"):
+        _run(_model([node], wide, ["y"]), wide)

@@ -12,10 +12,11 @@ type, an attribute it refuses or builds differently) is refused (``Refused``), n
 from __future__ import annotations
 
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import QUARK_DOMAIN
+from onnx_qtypes.reference_ops.producer_ops.quark_bfp_quantize_dequantize import BFPQuantizeDequantize
 from onnx_qtypes.reference_ops.producer_ops.quark_extended_dequantize_linear import ExtendedDequantizeLinear
 from onnx_qtypes.reference_ops.producer_ops.quark_extended_quantize_linear import ExtendedQuantizeLinear
 from onnx_qtypes.reference_ops.producer_ops.quark_mx_quantize_dequantize import MXQuantizeDequantize
 
 __all__ = ["PRODUCER_OPS", "QUARK_DOMAIN"]
 
-PRODUCER_OPS = [ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize]
+PRODUCER_OPS = [BFPQuantizeDequantize, ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize]

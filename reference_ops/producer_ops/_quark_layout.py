@@ -9,6 +9,7 @@ library applies a per-channel axis to weights). The three inputs are required, t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -24,6 +25,7 @@ BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT16 = np.dtype(np.float16)
 # the one NaN of onnxruntime's BFloat16 (kPositiveQNaNBits), which the library's bfloat16 quantize writes for any NaN
 BFLOAT16_NAN_BITS = 0x7FC1
+BLOCK_SIZE_MAX = 2**31 - 1  # the library passes block_size on as a C int
 
 
 class QuarkOp(Corrected):
@@ -72,3 +74,74 @@ def parameters(x: Any, scale: Any, zero_point: Any, axis: int | None) -> tuple[n
     along = [1] * rank
     along[axis] = shape[axis]
     return scale.reshape(along), zero_point.reshape(along), storage
+
+
+def text_attribute(value: Any) -> str:
+    """A string attribute as the library reads it (onnx.reference hands bytes or str)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+# onnxruntime's Cast between float16 and float32 converts whole runs of values in vector registers (F16C) and the
+# rest of the tensor, its last n % run values, one by one; the two make different NaNs. Runs measured with
+# onnxruntime 1.32.0 on an x86-64 CPU with F16C (tests/data/record_quark_custom_ops.py records both kinds)
+WIDEN_RUN, NARROW_RUN = 16, 8
+
+
+def _in_runs(size: int, run: int) -> np.ndarray:
+    """Per value of a flat tensor of ``size``: converted in a vector run (True) or one by one at the end."""
+    return np.arange(size) < size - size % run
+
+
+def float16_cast(x: np.ndarray) -> np.ndarray:
+    """float32 -> float16 as onnxruntime's Cast converts on an x86 CPU with F16C: to nearest even; a NaN in a vector
+    run made quiet, keeping its sign and the top 10 bits of its payload (numpy keeps a signalling NaN signalling),
+    one of the last values 0x7E00 and its sign (no payload). These NaN bits depend on the CPU."""
+    out = x.astype(FLOAT16)
+    nan = np.isnan(x)
+    if nan.any():
+        bits = np.ascontiguousarray(x).view(np.uint32)
+        run = _in_runs(x.size, NARROW_RUN).reshape(x.shape)
+        payload = np.where(run, (bits >> 13) & 0x3FF, 0)
+        quiet = ((bits >> 16) & 0x8000) | 0x7E00 | payload
+        out[nan] = quiet[nan].astype(np.uint16).view(FLOAT16)
+    return out
+
+
+def float16_widen(x: np.ndarray) -> np.ndarray:
+    """float16 -> float32 as onnxruntime's Cast converts on an x86 CPU with F16C: exact; a NaN in a vector run made
+    quiet (sign and payload kept), one of the last values kept as it is, as numpy converts it."""
+    out = x.astype(np.float32)
+    nan = np.isnan(out) & _in_runs(x.size, WIDEN_RUN).reshape(x.shape)
+    if nan.any():
+        out.view(np.uint32)[nan] |= np.uint32(0x00400000)
+    return out
+
+
+def block_size_attribute(value: Any) -> int:
+    """``block_size`` as the library passes it on: a C int of at least 1."""
+    block_size = integer_attribute("block_size", value)
+    if not 1 <= block_size <= BLOCK_SIZE_MAX:
+        raise Refused(f"block_size {block_size}: the library takes 1 to 2^31 - 1 values per block (a C int)")
+    return block_size
+
+
+def along_axis(x: np.ndarray, axis: int, blocks: Callable[[np.ndarray], np.ndarray],
+               prepare: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+    """What the library's blocked quantize-dequantize kernels share around their arithmetic: float16 input cast to
+    float32 and back (as onnxruntime's Cast), ``prepare`` on the float32 values, a tensor of one value passed
+    through, and ``blocks`` computed on the values with ``axis`` moved last (a rank-1 tensor: its only axis, the
+    attribute unread), as the library transposes it."""
+    if x.dtype not in (np.float32, FLOAT16):
+        raise Refused(f"input of {x.dtype}: the library computes float32 and float16")
+    values = float16_widen(x) if x.dtype == FLOAT16 else x.astype(np.float32)
+    if prepare is not None:
+        values = prepare(values)
+    if values.size == 1:
+        out = values
+    else:
+        rank = values.ndim
+        if rank > 1 and not -rank <= axis < rank:
+            raise Refused(f"axis {axis} outside a tensor of rank {rank}")
+        along = 0 if rank == 1 else axis % rank
+        out = np.swapaxes(blocks(np.ascontiguousarray(np.swapaxes(values, along, -1))), along, -1)
+    return float16_cast(out) if x.dtype == FLOAT16 else np.ascontiguousarray(out)

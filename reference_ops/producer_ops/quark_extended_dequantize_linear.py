@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import BFLOAT16, FLOAT16, QuarkOp, operands, parameters
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import (BFLOAT16, FLOAT16, QuarkOp, float16_widen, operands,
+                                                                  parameters)
 
 
 class ExtendedDequantizeLinear(QuarkOp):
@@ -25,7 +26,7 @@ class ExtendedDequantizeLinear(QuarkOp):
         if x.dtype != storage:
             raise Refused(f"input of {x.dtype} with a zero point of {storage}")
         if storage == FLOAT16:  # the CPU library's Cast back, scale and zero point unread
-            return (x.astype(np.float32),)
+            return (float16_widen(x),)
         if storage == BFLOAT16:
             wide = x.astype(np.float32)
             difference = np.where(np.isnan(wide), np.float32(np.nan), wide) - zero_point.astype(np.float32)

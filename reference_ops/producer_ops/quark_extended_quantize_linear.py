@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.quant import round_half_to_even
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import (BFLOAT16, BFLOAT16_NAN_BITS, FLOAT16, QuarkOp,
-                                                                  operands, parameters)
+                                                                  float16_cast, operands, parameters)
+from onnx_qtypes.reference_ops.quant import round_half_to_even
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)
 
@@ -35,7 +35,7 @@ class ExtendedQuantizeLinear(QuarkOp):
             raise Refused(f"input of {x.dtype}: the library quantizes float32")
         scale, zero_point, storage = parameters(x, y_scale, y_zero_point, axis)
         if storage == FLOAT16:  # the CPU library's Cast: clipped to float16's range, scale and zero point unread
-            return (_float16_cast(np.clip(x, -FLOAT16_MAX, FLOAT16_MAX)),)
+            return (float16_cast(np.clip(x, -FLOAT16_MAX, FLOAT16_MAX)),)
         with np.errstate(all="ignore"):
             scaled = x / scale  # float32, as the kernel divides
         if storage == BFLOAT16:
@@ -49,15 +49,3 @@ class ExtendedQuantizeLinear(QuarkOp):
         values = steps.astype(np.int64) + zero_point.astype(np.int64)
         return (np.clip(values, info.min, info.max).astype(storage),)
 
-
-def _float16_cast(x: np.ndarray) -> np.ndarray:
-    """float32 -> float16 as onnxruntime's Cast converts on an x86 CPU with F16C: to nearest even, and a NaN made
-    quiet, keeping its sign and the top 10 bits of its payload (numpy keeps a signalling NaN signalling). Without
-    F16C onnxruntime writes 0x7E00 and the sign, no payload: that bit pattern depends on the CPU."""
-    out = x.astype(FLOAT16)
-    nan = np.isnan(x)
-    if nan.any():
-        bits = x.view(np.uint32)[nan]
-        quiet = ((bits >> 16) & 0x8000) | 0x7E00 | ((bits >> 13) & 0x3FF)
-        out[nan] = quiet.astype(np.uint16).view(FLOAT16)
-    return out

@@ -10,7 +10,7 @@ largest exponent. Each value is divided by it and rounded into the element type:
 - int8: a fixed point of 6 fractional bits, rounded as ``rounding_mode`` says (0: half away from zero, 1: a
   negative tie upward, else half away from zero, 2: half to even), saturated to [-128, 127].
 It is then multiplied back. Infinities and NaN pass through; a tensor of one value passes through unchanged;
-float16 input is computed in float32 and rounded back.
+float16 input is computed in float32, both ways cast as onnxruntime's Cast does (a NaN made quiet).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import QuarkOp, integer_attribute, operands
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, block_size_attribute,
+                                                                  integer_attribute, operands, text_attribute)
+from onnx_qtypes.reference_ops.producer_ops._quark_rounding import ROUNDINGS, std_round
 
 # the library's float element types; each one's largest magnitude and exponent (its emax) are ml_dtypes' figures
 FLOAT_ELEMENTS: dict[str, Any] = {
@@ -34,28 +36,6 @@ FLOAT_ELEMENTS: dict[str, Any] = {
 ELEMENT_TYPES = (*FLOAT_ELEMENTS, "int8")  # int8: a fixed point whose largest value is under 2 (emax 0)
 INT8_FRACTION_BITS = 6
 INT8 = np.iinfo(np.int8)
-BLOCK_SIZE_MAX = 2**31 - 1  # the library passes block_size on as a C int
-
-
-def _std_round(v: np.ndarray) -> np.ndarray:
-    """Half away from zero, as std::round (a zero keeps its sign)."""
-    return np.trunc(v + np.copysign(0.5, v))
-
-
-def _dpu_round(v: np.ndarray) -> np.ndarray:
-    """A negative tie upward (std::ceil), every other value as std::round: the library's dpu_round."""
-    return np.where((v < 0) & (v - np.floor(v) == 0.5), np.ceil(v), _std_round(v))
-
-
-def _py3_round(v: np.ndarray) -> np.ndarray:
-    """Half to even, written as the library's py3_round: from the floor, so -0.3 gives +0 and -0 stays -0."""
-    floor = np.floor(v)
-    fraction = v - floor
-    up = (fraction > 0.5) | ((fraction == 0.5) & (np.fmod(floor, 2) != 0))
-    return np.where(up, floor + 1, floor)
-
-
-_ROUNDINGS = {0: _std_round, 1: _dpu_round, 2: _py3_round}  # rounding_mode; any other: std::round
 
 
 class MXQuantizeDequantize(QuarkOp):
@@ -63,31 +43,14 @@ class MXQuantizeDequantize(QuarkOp):
              rounding_mode: Any = 0, scale_dtype: Any = "e8m0") -> tuple:
         (x,) = operands("MXQuantizeDequantize", inputs, 1)
         x = np.asarray(x)
-        axis, block_size = integer_attribute("axis", axis), integer_attribute("block_size", block_size)
+        axis, block_size = integer_attribute("axis", axis), block_size_attribute(block_size)
         rounding_mode = integer_attribute("rounding_mode", rounding_mode)
-        element, scale_name = _text(element_dtype), _text(scale_dtype)
+        element, scale_name = text_attribute(element_dtype), text_attribute(scale_dtype)
         if element not in ELEMENT_TYPES:
             raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
         if scale_name != "e8m0":
             raise Refused(f"scale_dtype {scale_name!r}: the library ignores it and computes e8m0 shared scales")
-        if x.dtype not in (np.float32, np.float16):
-            raise Refused(f"input of {x.dtype}: the library computes float32 and float16")
-        if not 1 <= block_size <= BLOCK_SIZE_MAX:
-            raise Refused(f"block_size {block_size}: the library takes 1 to 2^31 - 1 values per block (a C int)")
-        if x.size == 1:
-            return (x.copy(),)
-        rank = x.ndim
-        if rank > 1 and not -rank <= axis < rank:
-            raise Refused(f"axis {axis} outside a tensor of rank {rank}")
-        along = 0 if rank == 1 else axis % rank
-        moved = np.swapaxes(x.astype(np.float32), along, -1)
-        out = _quantize_dequantize(moved, block_size, element, rounding_mode)
-        return (np.swapaxes(out, along, -1).astype(x.dtype),)
-
-
-def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
+        return (along_axis(x, axis, lambda rows: _quantize_dequantize(rows, block_size, element, rounding_mode)),)
 
 def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, rounding_mode: int) -> np.ndarray:
     """``rows`` (float32, blocks along the last axis, the last one of a row possibly short) quantized with each
@@ -112,6 +75,7 @@ def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, roundi
             values[values == 0] = 0
         else:
             step = np.float32(2.0**-INT8_FRACTION_BITS)
-            rounded = _ROUNDINGS.get(rounding_mode, _std_round)(scaled.astype(np.float64) / step)
+            # (a rounding_mode of no name: std::round, as the MX kernel's switch falls to it)
+            rounded = ROUNDINGS.get(rounding_mode, std_round)(scaled.astype(np.float64) / step)
             values = (np.clip(rounded, INT8.min, INT8.max) * step).astype(np.float32)
         return np.where(finite, scale * values, blocks)

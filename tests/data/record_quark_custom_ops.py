@@ -86,6 +86,110 @@ def _random_mx(rng: np.random.Generator, record: dict[str, np.ndarray], count: i
         record[f"{case}.node"] = np.array(json.dumps({"op_type": "MXQuantizeDequantize", "attributes": attrs}))
 
 
+def bfp_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: type, specials: bool) -> np.ndarray:
+    """Values of every magnitude, in blocks of mixed exponents (so that sub-block shifts and the clamp act), ties
+    of the rounding at several steps, and with ``specials`` zeros of both signs, subnormals, infinities, NaN
+    (signalling too) and float32's largest values."""
+    x = rng.normal(size=shape) * np.exp2(rng.integers(-12, 12, size=shape))
+    flat = x.reshape(-1)
+    flat[::5] = np.round(flat[::5] * 64) / 64 + 1 / 128  # ties at 1/64 steps
+    flat[1::7] = rng.integers(-300, 300, size=flat[1::7].shape) / 2  # ties at 1/2 steps
+    x = x.astype(np.float32)
+    flat = x.reshape(-1)
+    if specials and flat.size >= 24:
+        values = np.array([0.0, -0.0, 1e-40, -3e-39, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1.0, -1.0, 255.5,
+                           -255.5, 127.5, -0.0078125, 1.9999999], np.float32)
+        at = rng.choice(flat.size, size=values.size, replace=False)
+        flat[at] = values
+        flat[at[0] ^ 1 if (at[0] ^ 1) < flat.size else at[0]] = np.array([0x7F800001], np.uint32).view(np.float32)[0]
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+def _bfp(rng: np.random.Generator, record: dict[str, np.ndarray]) -> None:
+    """Quark's BFP16 and MX4 / MX6 / MX9 presets as its configs write them, each rounding mode, both kernels of
+    to_bfp, the bfloat16 pre-rounding, float16 input, ranks 1-4 with negative axes and partial blocks, and 30
+    random combinations; a separate block of blocks that all hold specials or only zeros and subnormals."""
+    chosen = []
+    for method, bits, block in (("to_bfp", 16, 8), ("to_bfp_prime", 11, 16), ("to_bfp_prime", 13, 16),
+                                ("to_bfp_prime", 16, 16)):
+        for rounding in (0, 1, 2):
+            chosen.append({"bfp_method": method, "axis": 1, "bit_width": bits, "block_size": block,
+                           "rounding_mode": rounding})
+    chosen += [{"bfp_method": "to_bfp", "axis": 1, "bit_width": 16, "block_size": 8, "rounding_mode": r,
+                "use_compiler_version_cpu_kernel": 1} for r in (0, 1, 2)]
+    chosen += [{"bfp_method": m, "axis": 1, "bit_width": 13, "block_size": 16, "rounding_mode": 2,
+                "convert_to_bfloat_before_bfp": 1} for m in ("to_bfp", "to_bfp_prime")]
+    chosen += [{"bfp_method": "to_bfp_prime_shared", "axis": 1, "bit_width": 9, "block_size": 12, "rounding_mode": 2,
+                "sub_block_size": 3, "sub_block_shift_bits": 2}]
+    cases = [(attrs, (2, 37, 3), np.float32, True) for attrs in chosen]
+    cases += [(dict(chosen[k], axis=-1), (5, 20), np.float16, True) for k in (2, 8, 12)]
+    for k in range(30):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 9, size=rank))
+        block = int(rng.choice([1, 2, 4, 6, 8, 16, 32]))
+        method = str(rng.choice(["to_bfp", "to_bfp_prime"]))
+        attrs = {"bfp_method": method, "axis": int(rng.integers(-rank, rank)), "bit_width": int(rng.integers(9, 33)),
+                 "block_size": block, "rounding_mode": int(rng.integers(0, 3)),
+                 "convert_to_bfloat_before_bfp": int(rng.integers(0, 2))}
+        if method == "to_bfp":
+            attrs["use_compiler_version_cpu_kernel"] = int(rng.integers(0, 2))
+        else:
+            attrs["sub_block_size"] = int(rng.choice([d for d in (1, 2, 3, 4, 8) if block % d == 0]))
+            attrs["sub_block_shift_bits"] = int(rng.integers(0, 4))
+        cases.append((attrs, shape, np.float16 if k % 6 == 0 else np.float32, True))
+    cases += [({"bfp_method": m, "axis": 0, "bit_width": 16, "block_size": 4, "rounding_mode": 2}, (24,), np.float32,
+               False) for m in ("to_bfp", "to_bfp_prime")]
+    for k, (attrs, shape, dtype, specials) in enumerate(cases):
+        elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+        node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+        session = _session([node], [helper.make_tensor_value_info("x", elem, shape)],
+                           [helper.make_tensor_value_info("y", elem, shape)], [])
+        x = bfp_input(rng, shape, dtype, specials)
+        if not specials:  # blocks of one kind each: all zeros, subnormals only, one infinity, one NaN
+            x[:] = [0.0, -0.0, 0.0, 0.0, 1e-40, -2e-39, 3e-45, 0.0, 1.0, np.inf, 2.0, -1.0, 0.5, 0.25, np.nan, -4.0,
+                    1e-38, -1e-38, 6e-39, 1.5e-38, 3.0, -2.5, 0.75, 1.25]
+        case = f"bfp-{k}-{attrs['bfp_method']}-b{attrs['bit_width']}-r{attrs['rounding_mode']}"
+        record[f"{case}.x"] = x.copy()  # (the library may round its input buffer in place: kept before the run)
+        record[f"{case}.y"] = session.run(None, {"x": x})[0]
+        record[f"{case}.node"] = np.array(json.dumps({"op_type": "BFPQuantizeDequantize", "attributes": attrs}))
+
+
+def _float16_nans(record: dict[str, np.ndarray]) -> None:
+    """MX and BFP on float16 input holding NaNs of both signs, signalling or quiet, with payloads (the library casts
+    float16 in and out with onnxruntime's Cast), in blocks and as a tensor of one value."""
+    nans = np.array([0x7C01, 0xFC01, 0x7D55, 0x7E00, 0xFE3F, 0x3C00, 0xBC00, 0x7BFF, 0x0001, 0x8000, 0x4500, 0xC100],
+                    np.uint16).view(np.float16)
+    for op, attrs in (("MXQuantizeDequantize", {"element_dtype": "int8", "axis": 0, "block_size": 4,
+                                                "rounding_mode": 2}),
+                      ("BFPQuantizeDequantize", {"bfp_method": "to_bfp", "axis": 0, "block_size": 4}),
+                      ("BFPQuantizeDequantize", {"bfp_method": "to_bfp_prime", "axis": 0, "block_size": 4,
+                                                 "bit_width": 13})):
+        for x in (nans, nans[:1]):
+            node = helper.make_node(op, ["x"], ["y"], domain=DOMAIN, **attrs)
+            session = _session([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT16, x.shape)],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT16, x.shape)], [])
+            case = f"float16-nans-{op[:3].lower()}-{attrs.get('bfp_method', 'mx')}-{x.size}"
+            record[f"{case}.x"] = x.copy()
+            record[f"{case}.y"] = session.run(None, {"x": x.copy()})[0]
+            record[f"{case}.node"] = np.array(json.dumps({"op_type": op, "attributes": attrs}))
+
+
+def _bfloat_nans(record: dict[str, np.ndarray]) -> None:
+    """BFP's bfloat16 pre-rounding on NaNs whose rounding carries (0x7FFFFFFF wraps to -0) or not, and on ties."""
+    x = np.array([0x7FFFFFFF, 0xFFFF8001, 0x7F808000, 0x7FC00000, 0x3F808000, 0x3F818000, 0x3F80FFFF, 0xBF808001],
+                 np.uint32).view(np.float32)
+    for method in ("to_bfp", "to_bfp_prime"):
+        attrs = {"bfp_method": method, "axis": 0, "block_size": 2, "bit_width": 16, "convert_to_bfloat_before_bfp": 1}
+        node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+        session = _session([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)], [])
+        case = f"bfloat-nans-{method}"
+        record[f"{case}.x"] = x.copy()
+        record[f"{case}.y"] = session.run(None, {"x": x.copy()})[0]
+        record[f"{case}.node"] = np.array(json.dumps({"op_type": "BFPQuantizeDequantize", "attributes": attrs}))
+
+
 def main() -> None:
     rng = np.random.default_rng(20261129)
     record: dict[str, np.ndarray] = {}
@@ -151,6 +255,9 @@ def main() -> None:
             record[f"{case}.node"] = np.array(json.dumps({"op_type": "ExtendedQuantizeLinear", "attributes": attrs,
                                                           "storage": storage}))
     _random_mx(rng, record)
+    _bfp(rng, record)
+    _float16_nans(record)
+    _bfloat_nans(record)
     import importlib.metadata  # noqa: PLC0415 - the versions the results are of
 
     record["versions"] = np.array(json.dumps({p: importlib.metadata.version(p) for p in ("amd-quark", "onnxruntime")}))
