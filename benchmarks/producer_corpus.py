@@ -2,7 +2,7 @@
 
     python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
         [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
-        [--producers a,b] [--models a,b]
+        [--producers a,b] [--models a,b] [--quark-configs A8W8,BFP16,...]
     python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # the report of earlier runs, again
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
@@ -252,7 +252,7 @@ ELSEWHERE = {  # producer -> recipe of producer_recipes.py
 
 
 def run_recipe(recipe: str, python: str, out: pathlib.Path, floats_dir: pathlib.Path | None,
-               models: str | None, log: pathlib.Path) -> tuple[dict | None, str]:
+               models: str | None, log: pathlib.Path, configs: str | None = None) -> tuple[dict | None, str]:
     """Run one recipe of producer_recipes.py in ``python``; (manifest or None, status)."""
     out.mkdir(parents=True, exist_ok=True)
     command = [python, str(RECIPES_SCRIPT), recipe, "--out", str(out)]
@@ -260,6 +260,8 @@ def run_recipe(recipe: str, python: str, out: pathlib.Path, floats_dir: pathlib.
         command += ["--floats", str(floats_dir)]
     if models:
         command += ["--models", models]
+    if configs and recipe == "quark":
+        command += ["--configs", configs]
     started = time.perf_counter()
     with open(log, "w") as sink:
         done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, cwd=out,  # producers (Quark) write side files into their working folder
@@ -840,6 +842,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
+    parser.add_argument("--quark-configs", help="comma-separated Quark presets (default: producer_recipes.QUARK_CONFIGS)")
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files")
     parser.add_argument("--lower-again", action="store_true",
                         help="with --report: run each row's lower stage again from its kept file first (--json FILE: "
@@ -907,7 +910,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{producer} ({pythons[recipe]}):", flush=True)
         uses_floats = recipe in ("quark", "inc")
         manifest, status = run_recipe(recipe, pythons[recipe], folder / recipe, floats_dir if uses_floats else None,
-                                      ",".join(floats) if uses_floats else None, folder / f"{recipe}.log")
+                                      ",".join(floats) if uses_floats else None, folder / f"{recipe}.log",
+                                      args.quark_configs)
         producers[producer] = status
         if manifest is None:
             continue

@@ -213,15 +213,16 @@ def quark_node_values(files: list[pathlib.Path]) -> None:
 
 # --- AMD Quark ------------------------------------------------------------------------------------------------
 
-QUARK_CONFIGS = ("A8W8", "A16W8", "S16S8_ASWS", "XINT8", "BF16", "FP16", "MXINT8", "MXFP4E2M1")
+QUARK_CONFIGS = ("A8W8", "A16W8", "S16S8_ASWS", "XINT8", "BF16", "FP16", "MXINT8", "MXFP4E2M1", "BFP16", "MX4", "MX6",
+                 "MX9")
 
 
-def quark(floats, out: pathlib.Path, manifest: Manifest) -> None:
+def quark(floats, out: pathlib.Path, manifest: Manifest, configs: tuple[str, ...] = QUARK_CONFIGS) -> None:
     from quark.onnx import ModelQuantizer, QConfig
 
     library = None
     for name, (source, calib, feed) in floats.items():
-        for config in QUARK_CONFIGS:
+        for config in configs:
             file = f"quark-{name}-{config.lower()}"
 
             def make(target, config=config, source=source, calib=calib):
@@ -502,14 +503,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floats", type=pathlib.Path, help="the float models (NAME.onnx + NAME.npz)")
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--models", help="comma-separated float model names (default: every one in --floats)")
+    parser.add_argument("--configs", help=f"comma-separated Quark presets (default: {', '.join(QUARK_CONFIGS)})")
     args = parser.parse_args(argv)
+    configs = tuple(args.configs.split(",")) if args.configs else None
+    if configs is not None and (args.recipe != "quark" or not set(configs) <= set(QUARK_CONFIGS)):
+        parser.error(f"--configs chooses among the quark recipe's presets: {', '.join(QUARK_CONFIGS)}")
     recipe, packages = RECIPES[args.recipe]
     args.out.mkdir(parents=True, exist_ok=True)
     chosen = set(args.models.split(",")) if args.models else None
     manifest = Manifest(args.recipe, args.out, packages)
     try:
         floats = _floats(args.floats, chosen) if args.floats else chosen
-        recipe(floats, args.out, manifest)
+        recipe(floats, args.out, manifest, *([configs] if configs else []))
     except ImportError as exc:
         print(f"not installed: {exc.name or exc}", file=sys.stderr)
         return 3

@@ -4,6 +4,8 @@ byte for byte by their generator, one firing case and one near miss per rule, an
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -53,3 +55,21 @@ def test_case_meets_the_schema_and_our_checker_meets_the_case(case_id):
     assert at, [str(d) for d in found]
     assert all(at[0].location.to_dict()[k] == expect[k] for k in ("tensor", "node") if k in expect)
     assert expect.get("message_contains", "") in at[0].message
+
+
+@pytest.mark.parametrize("generator", ["checker_cases", "reject_cases", "execution_cases", "gguf_cases"])
+def test_a_generator_takes_help_and_never_empties_a_folder_of_other_things(tmp_path, generator):
+    """``--help`` prints the usage and writes nothing (it was once taken as the folder to write); a folder that
+    holds anything but case folders is refused with exit 2 and left as it was (the generator replaces its
+    folder)."""
+    script = ROOT / "conformance_tests" / "generators" / f"{generator}.py"
+    shown = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert shown.returncode == 0 and "usage:" in shown.stdout, shown.stderr
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "notes.txt").write_text("mine")
+    refused = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert refused.returncode == 2 and "not case folders (first: 'notes.txt')" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine"

@@ -104,7 +104,9 @@ def write(folder: pathlib.Path = CASES) -> int:
 
 
 if __name__ == "__main__":
-    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else CASES
+    from execution_gen.common import output_folder  # noqa: PLC0415 (beside this file)
+
+    out = output_folder(__doc__, CASES)
     print(f"{write(out)} execution cases in {out}")
     for line in SKIPPED:
         print("left out:", line)

@@ -311,5 +311,8 @@ def write(folder: pathlib.Path = CASES) -> int:
 
 
 if __name__ == "__main__":
-    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else CASES
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from execution_gen.common import output_folder  # noqa: PLC0415 (beside this file)
+
+    out = output_folder(__doc__, CASES)
     print(f"{write(out)} reject cases in {out}")

@@ -5,6 +5,7 @@ entry script) plans, builds and writes them.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
 import json
@@ -228,3 +229,20 @@ def far_from_ties(x: np.ndarray, qtype) -> np.ndarray:
         return x
     moved = (np.floor(x.astype(np.float64) / scale) + 0.25) * scale
     return np.where(near, moved.astype(x.dtype), x)
+
+
+def output_folder(doc: str, default: pathlib.Path) -> pathlib.Path:
+    """The one argument of a generator script: the folder its cases replace (``default``: the committed ones). A
+    folder that holds anything but case folders (each with a case.json) is refused with exit 2, never emptied."""
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc)
+    parser.add_argument("out", nargs="?", type=pathlib.Path, default=default,
+                        help=f"the folder of cases to write (default: {default.relative_to(ROOT)})")
+    out = parser.parse_args().out
+    if out.exists() and not out.is_dir():
+        parser.error(f"{out} is not a folder")
+    strangers = sorted(p.name for p in out.iterdir() if not (p / "case.json").is_file()) if out.is_dir() else []
+    if strangers:
+        parser.error(f"{out} holds {len(strangers)} entries that are not case folders (first: {strangers[0]!r}); "
+                     "the generator replaces the folder: give a new or empty one, or one of cases")
+    return out
