@@ -99,7 +99,7 @@ def float16_cast(x: np.ndarray) -> np.ndarray:
     out = x.astype(FLOAT16)
     nan = np.isnan(x)
     if nan.any():
-        bits = np.ascontiguousarray(x).view(np.uint32)
+        bits = np.array(x, order="C").view(np.uint32)  # (rank 0 kept: not ascontiguousarray)
         run = _in_runs(x.size, NARROW_RUN).reshape(x.shape)
         payload = np.where(run, (bits >> 13) & 0x3FF, 0)
         quiet = ((bits >> 16) & 0x8000) | 0x7E00 | payload
@@ -144,4 +144,5 @@ def along_axis(x: np.ndarray, axis: int, blocks: Callable[[np.ndarray], np.ndarr
             raise Refused(f"axis {axis} outside a tensor of rank {rank}")
         along = 0 if rank == 1 else axis % rank
         out = np.swapaxes(blocks(np.ascontiguousarray(np.swapaxes(values, along, -1))), along, -1)
-    return float16_cast(out) if x.dtype == FLOAT16 else np.ascontiguousarray(out)
+    return float16_cast(out) if x.dtype == FLOAT16 else np.array(out, order="C")  # (ascontiguousarray makes a
+    # tensor of rank 0 one of rank 1)

@@ -83,7 +83,7 @@ class BFPQuantizeDequantize(QuarkOp):
 def _to_bfloat(x: np.ndarray) -> np.ndarray:
     """The library's float2bfloat_cpu: round the bits to nearest even at bit 16 (in 32-bit arithmetic, so that a
     NaN's carry may wrap) and clear the low half."""
-    bits = np.ascontiguousarray(x).view(np.uint32)
+    bits = np.array(x, order="C").view(np.uint32)  # (rank 0 kept: not ascontiguousarray)
     low = bits & np.uint32(0xFFFF)
     up = (low > 0x8000) | ((low == 0x8000) & ((bits & np.uint32(0x10000)) != 0))
     rounded = np.where(up, bits + np.uint32(0x10000), bits) & np.uint32(0xFFFF0000)

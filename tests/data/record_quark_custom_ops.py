@@ -190,6 +190,24 @@ def _bfloat_nans(record: dict[str, np.ndarray]) -> None:
         record[f"{case}.node"] = np.array(json.dumps({"op_type": "BFPQuantizeDequantize", "attributes": attrs}))
 
 
+def _scalars(record: dict[str, np.ndarray]) -> None:
+    """A tensor of rank 0 (PP-OCR's scalar constants, which Quark's MX4 preset quantizes) through MX and BFP."""
+    for op, attrs in (("MXQuantizeDequantize", {"element_dtype": "fp4_e2m1", "axis": 0, "block_size": 32,
+                                                "rounding_mode": 2}),
+                      ("BFPQuantizeDequantize", {"bfp_method": "to_bfp_prime", "axis": 0, "bit_width": 11,
+                                                 "block_size": 16}),
+                      ("BFPQuantizeDequantize", {"bfp_method": "to_bfp", "convert_to_bfloat_before_bfp": 1})):
+        for x in (np.array(3.0001, np.float32), np.array(0x7C01, np.uint16).view(np.float16)):
+            elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+            node = helper.make_node(op, ["x"], ["y"], domain=DOMAIN, **attrs)
+            session = _session([node], [helper.make_tensor_value_info("x", elem, [])],
+                               [helper.make_tensor_value_info("y", elem, [])], [])
+            case = f"scalar-{op[:3].lower()}-{attrs.get('bfp_method', 'mx')}-{len(attrs)}-{x.dtype}"
+            record[f"{case}.x"] = x.copy()
+            record[f"{case}.y"] = session.run(None, {"x": x.copy()})[0]
+            record[f"{case}.node"] = np.array(json.dumps({"op_type": op, "attributes": attrs}))
+
+
 def main() -> None:
     rng = np.random.default_rng(20261129)
     record: dict[str, np.ndarray] = {}
@@ -258,6 +276,7 @@ def main() -> None:
     _bfp(rng, record)
     _float16_nans(record)
     _bfloat_nans(record)
+    _scalars(record)
     import importlib.metadata  # noqa: PLC0415 - the versions the results are of
 
     record["versions"] = np.array(json.dumps({p: importlib.metadata.version(p) for p in ("amd-quark", "onnxruntime")}))
