@@ -622,13 +622,14 @@ class _Lowering:
             self._check_dynamic_boundary(i, node, tensor)
             return
         attrs = attributes(node)
+        axis, block_size, output_dtype = (_integer(node, i, attrs, name, default)
+                                          for name, default in (("axis", 1), ("block_size", 0), ("output_dtype", 0)))
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
         try:
             given = read_parameters(
-                self.ix, i, tensor, node.input[1], zp, axis=int(attrs.get("axis", 1)),
-                block_size=int(attrs.get("block_size", 0)),
-                storage=int(attrs.get("output_dtype", 0) if is_quantize(node) else 0) or qtype.storage_type.data_type,
-                real_type=self.ix.elem_type(node.input[0]) if is_quantize(node) else attrs.get("output_dtype"),
+                self.ix, i, tensor, node.input[1], zp, axis=axis, block_size=block_size,
+                storage=(output_dtype if is_quantize(node) else 0) or qtype.storage_type.data_type,
+                real_type=self.ix.elem_type(node.input[0]) if is_quantize(node) else output_dtype or None,
             )  # a DequantizeLinear's output_dtype is its float output's type (the expressed type of E8M0 scales)
         except Unrecognized as exc:
             raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
@@ -1170,6 +1171,15 @@ def _plain(vi: ValueInfoProto, elem_type: int) -> ValueInfoProto:
 def _all_declarations(model: ModelProto) -> Iterator[ValueInfoProto]:
     for decl in iter_declarations(model):
         yield decl.value_info
+
+
+def _integer(node: NodeProto, i: int, attrs: dict, name: str, default: int) -> int:
+    """An INT attribute of a boundary node; LowerError when the node holds another kind there (a mistyped file)."""
+    value = attrs.get(name, default)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise LowerError(f"{node_label(node, i)}: attribute {name} is {value!r}, not an integer (the operator's schema "
+                     "types it INT)")
 
 
 __all__ = ["FORMS", "LowerResult", "LowerWarning", "lower", "lower_model"]

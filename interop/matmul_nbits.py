@@ -353,13 +353,15 @@ def _eligible(ix: GraphIndex, node: NodeProto) -> bool:
     if node.op_type != "DequantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.input) < 2:
         return False
     attrs = attributes(node)
-    block = int(attrs.get("block_size", 0))
+    block, axis = attrs.get("block_size", 0), attrs.get("axis", 1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (block, axis)):
+        return False  # a mistyped attribute: not this fusion's to judge (the boundary check names it)
     storage = STORAGE_BY_DATA_TYPE.get(ix.constant_dtype(node.input[0]))
     shape = ix.shape(node.input[0])
     zp = node.input[2] if len(node.input) > 2 else ""
     return (
         storage is not None and not storage.is_float and storage.bits in BITS and shape is not None and len(shape) == 2
-        and int(attrs.get("axis", 1)) in (0, -2) and block >= 16 and block & (block - 1) == 0
+        and axis in (0, -2) and block >= 16 and block & (block - 1) == 0
         and ix.constant_dtype(node.input[1]) in EXPRESSED_BY_DATA_TYPE and (not zp or ix.is_constant(zp))
     )
 

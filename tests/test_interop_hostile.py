@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import onnx
 import pytest
-from builders import IR_VERSION, OPSET
+from builders import IR_VERSION, OPSET, ROOT
 from corpus import run_onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
@@ -389,4 +389,22 @@ def test_a_node_its_schema_does_not_allow_is_named_before_lowering(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "internal error" not in err[0], err
     assert f"{path}: DequantizeLinear 'short' (/graph/node/1): " in err[0] and "input size 1 not in range" in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("attribute", ["axis", "block_size"])
+def test_a_boundary_attribute_of_another_kind_is_one_located_line(tmp_path, capsys, attribute):
+    """A blocked QuantizeLinear of a typed model whose integer attribute was retyped GRAPH (a fuzz mutant, seed 88)
+    ended lower in a TypeError from int(GraphProto)."""
+    source = (ROOT / "conformance_tests/cases/execution/quantize_linear-int8-float16-blocked/model.onnx").read_bytes()
+    model = onnx.ModelProto.FromString(source)
+    node = model.graph.node[0]
+    assert node.op_type == "QuantizeLinear"
+    next(a for a in node.attribute if a.name == attribute).type = onnx.AttributeProto.GRAPH
+    path, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["lower", str(path), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0], err
+    assert f"(/graph/node/0): attribute {attribute} is GraphProto" in err[0] and "not an integer" in err[0]
     assert not out.exists()
