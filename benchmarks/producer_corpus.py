@@ -3,7 +3,7 @@
     python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
         [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
         [--producers a,b] [--models a,b] [--quark-configs A8W8,BFP16,...]
-    python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # the report of earlier runs, again
+    python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # earlier runs' report (later rows win)
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
 the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias at opsets 13
@@ -170,6 +170,15 @@ def ort_static(floats, out: pathlib.Path) -> dict:
         "w4": dict(quant_format=QuantFormat.QDQ, weight_type=QuantType.QInt4, per_channel=True),
         "fp8": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QFLOAT8E4M3FN,
                     weight_type=QuantType.QFLOAT8E4M3FN, calibrate_method=CalibrationMethod.Distribution),
+        # the extra options that change the graph's form: weights as float Q / DQ pairs, a pair per consumer,
+        # symmetric ranges, activations kept between pairs; 16-bit weights; unsigned 4-bit weights
+        "wpair_ded_sym": dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QInt8,
+                              extra_options={"AddQDQPairToWeight": True, "DedicatedQDQPair": True,
+                                             "ActivationSymmetric": True, "WeightSymmetric": True}),
+        "keep_act": dict(quant_format=QuantFormat.QDQ, extra_options={"QDQKeepRemovableActivations": True}),
+        "s16s16": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt16, weight_type=QuantType.QInt16,
+                       per_channel=True),
+        "w4u": dict(quant_format=QuantFormat.QDQ, weight_type=QuantType.QUInt4),
     }
     made: dict = {}
     for name, (source, calib, _) in floats.items():
@@ -842,8 +851,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
-    parser.add_argument("--quark-configs", help="comma-separated Quark presets (default: producer_recipes.QUARK_CONFIGS)")
-    parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files")
+    parser.add_argument("--quark-configs", help="comma-separated names of Quark preset configs (default: "
+                        "producer_recipes.QUARK_CONFIGS)")
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files "
+                        "(a model in a later file too: the later file's row)")
     parser.add_argument("--lower-again", action="store_true",
                         help="with --report: run each row's lower stage again from its kept file first (--json FILE: "
                              "write the rows so updated)")
@@ -852,7 +863,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--lower-again re-runs the lower stage of kept runs: give their --report files")
     if args.report:
         runs = [json.loads(pathlib.Path(f).read_text()) for f in args.report]
-        rows, producers = [r for run in runs for r in run["rows"]], {k: v for run in runs for k, v in run["producers"].items()}
+        # a model a later file has again (a producer run again) is that file's row, in the place of the first
+        by_model = {r["model"]: r for run in runs for r in run["rows"]}
+        rows = list(by_model.values())
+        producers = {k: v for run in runs for k, v in run["producers"].items()}
         if args.lower_again:
             lower_again(rows)
             if args.json:
