@@ -83,7 +83,9 @@ def text_attribute(value: Any) -> str:
 
 # onnxruntime's Cast between float16 and float32 converts whole runs of values in vector registers (F16C) and the
 # rest of the tensor, its last n % run values, one by one; the two make different NaNs. Runs measured with
-# onnxruntime 1.32.0 on an x86-64 CPU with F16C (tests/data/record_quark_custom_ops.py records both kinds)
+# onnxruntime 1.32.0 on an x86-64 CPU with F16C (tests/data/record_quark_custom_ops.py records both kinds). These
+# are one thread's bits: with more, onnxruntime splits a tensor of over 128,000 values into pieces, each with a
+# one-by-one end of its own, so that a NaN's bits there depend on the session's thread count
 WIDEN_RUN, NARROW_RUN = 16, 8
 
 
@@ -96,7 +98,8 @@ def float16_cast(x: np.ndarray) -> np.ndarray:
     """float32 -> float16 as onnxruntime's Cast converts on an x86 CPU with F16C: to nearest even; a NaN in a vector
     run made quiet, keeping its sign and the top 10 bits of its payload (numpy keeps a signalling NaN signalling),
     one of the last values 0x7E00 and its sign (no payload). These NaN bits depend on the CPU."""
-    out = x.astype(FLOAT16)
+    x = np.asarray(x)  # (np.clip of a tensor of rank 0 hands back a scalar)
+    out = np.array(x.astype(FLOAT16), ndmin=0)
     nan = np.isnan(x)
     if nan.any():
         bits = np.array(x, order="C").view(np.uint32)  # (rank 0 kept: not ascontiguousarray)
@@ -110,11 +113,20 @@ def float16_cast(x: np.ndarray) -> np.ndarray:
 def float16_widen(x: np.ndarray) -> np.ndarray:
     """float16 -> float32 as onnxruntime's Cast converts on an x86 CPU with F16C: exact; a NaN in a vector run made
     quiet (sign and payload kept), one of the last values kept as it is, as numpy converts it."""
-    out = x.astype(np.float32)
+    x = np.asarray(x)
+    out = np.array(x, np.float32)
     nan = np.isnan(out) & _in_runs(x.size, WIDEN_RUN).reshape(x.shape)
     if nan.any():
         out.view(np.uint32)[nan] |= np.uint32(0x00400000)
     return out
+
+
+def c_int_attribute(name: str, value: Any) -> int:
+    """An integer attribute the library passes on as a C int; Refused beyond one (the library would cut it)."""
+    number = integer_attribute(name, value)
+    if not -(2**31) <= number < 2**31:
+        raise Refused(f"attribute {name} = {number}: the library passes it on as a C int, which would cut it")
+    return number
 
 
 def block_size_attribute(value: Any) -> int:

@@ -22,7 +22,8 @@ import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, block_size_attribute,
-                                                                  integer_attribute, operands, text_attribute)
+                                                                  c_int_attribute, integer_attribute, operands,
+                                                                  text_attribute)
 from onnx_qtypes.reference_ops.producer_ops._quark_rounding import ROUNDINGS, std_round
 
 # the library's float element types; each one's largest magnitude and exponent (its emax) are ml_dtypes' figures
@@ -43,14 +44,19 @@ class MXQuantizeDequantize(QuarkOp):
              rounding_mode: Any = 0, scale_dtype: Any = "e8m0") -> tuple:
         (x,) = operands("MXQuantizeDequantize", inputs, 1)
         x = np.asarray(x)
-        axis, block_size = integer_attribute("axis", axis), block_size_attribute(block_size)
-        rounding_mode = integer_attribute("rounding_mode", rounding_mode)
+        axis = integer_attribute("axis", axis)
+        rounding_mode = c_int_attribute("rounding_mode", rounding_mode)
         element, scale_name = text_attribute(element_dtype), text_attribute(scale_dtype)
-        if element not in ELEMENT_TYPES:
-            raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
-        if scale_name != "e8m0":
-            raise Refused(f"scale_dtype {scale_name!r}: the library ignores it and computes e8m0 shared scales")
-        return (along_axis(x, axis, lambda rows: _quantize_dequantize(rows, block_size, element, rounding_mode)),)
+
+        def blocks(rows: np.ndarray) -> np.ndarray:  # (more than one value: only then does the library look further)
+            if element not in ELEMENT_TYPES:
+                raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
+            if scale_name != "e8m0":
+                raise Refused(f"scale_dtype {scale_name!r}: the library ignores it and computes e8m0 shared scales")
+            return _quantize_dequantize(rows, block_size_attribute(block_size), element, rounding_mode)
+
+        return (along_axis(x, axis, blocks),)
+
 
 def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, rounding_mode: int) -> np.ndarray:
     """``rows`` (float32, blocks along the last axis, the last one of a row possibly short) quantized with each

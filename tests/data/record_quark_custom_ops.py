@@ -208,6 +208,63 @@ def _scalars(record: dict[str, np.ndarray]) -> None:
             record[f"{case}.node"] = np.array(json.dumps({"op_type": op, "attributes": attrs}))
 
 
+def _edges(rng: np.random.Generator, record: dict[str, np.ndarray]) -> None:
+    """What the library defines outside the presets: to_bfp at any bit width (steps of 2^-149 and below, or larger
+    than the values), to_bfp_prime at 33-39 bits (tails of 0 bits or fewer), sub-blocks that do not divide the block
+    of a row that ends before the unwritten ones, a mode of no name on data without ties, a tensor of one value
+    whatever the attributes, tensors with a dimension of 0, and float16 NaNs of rank 0 through the bfloat16
+    rounding and the float16 storage."""
+    x = bfp_input(rng, (3, 40), np.float32, True)
+    # full random mantissas: no value ties at the steps these widths make (the chance is about 2^-19 a value)
+    untied = (rng.normal(size=(3, 40)) * np.exp2(rng.integers(-8, 8, size=(3, 40)))).astype(np.float32)
+    cases = [(dict(bfp_method="to_bfp", axis=1, block_size=8, bit_width=w, rounding_mode=2), x)
+             for w in (0, 8, 33, 40, 200)]
+    cases += [(dict(bfp_method="to_bfp", axis=1, block_size=8, bit_width=w, rounding_mode=1,
+                    use_compiler_version_cpu_kernel=1), x) for w in (8, 33)]
+    cases += [(dict(bfp_method="to_bfp_prime", axis=1, block_size=16, bit_width=w, rounding_mode=2), x)
+              for w in (33, 36, 39)]
+    cases += [(dict(bfp_method="to_bfp_prime", axis=1, block_size=8, sub_block_size=3, bit_width=13), x[:, :6]),
+              (dict(bfp_method="to_bfp_prime", axis=1, block_size=16, bit_width=13, rounding_mode=5), untied),
+              (dict(bfp_method="bogus", rounding_mode=3, bit_width=5, block_size=0), np.array([[2.7]], np.float32)),
+              (dict(bfp_method="to_bfp", axis=1, block_size=4), np.zeros((0, 3), np.float32)),
+              (dict(bfp_method="to_bfp_prime", axis=-1, block_size=4), np.zeros((2, 0, 4), np.float32)),
+              (dict(bfp_method="to_bfp", convert_to_bfloat_before_bfp=1),
+               np.array(0x7E00, np.uint16).view(np.float16))]
+    for k, (attrs, value) in enumerate(cases):
+        elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+        node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+        session = _session([node], [helper.make_tensor_value_info("x", elem, value.shape)],
+                           [helper.make_tensor_value_info("y", elem, value.shape)], [])
+        case = f"edge-{k}-{attrs['bfp_method']}"
+        record[f"{case}.x"] = value.copy()
+        record[f"{case}.y"] = session.run(None, {"x": value.copy()})[0]
+        record[f"{case}.node"] = np.array(json.dumps({"op_type": "BFPQuantizeDequantize", "attributes": attrs}))
+    # MX on one value, whatever the element type says (the library checks it only for more)
+    value = np.array([[1.37]], np.float32)
+    attrs = {"element_dtype": "fp3_e1m1", "block_size": 0, "axis": 1, "rounding_mode": 2}
+    node = helper.make_node("MXQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attrs)
+    session = _session([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, value.shape)],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, value.shape)], [])
+    record["edge-mx-one-value.x"], record["edge-mx-one-value.y"] = value, session.run(None, {"x": value.copy()})[0]
+    record["edge-mx-one-value.node"] = np.array(json.dumps({"op_type": "MXQuantizeDequantize", "attributes": attrs}))
+    # float16 storage of a NaN of rank 0 (and one of rank 1): a Cast, the scale and zero point unread
+    for shape in ((), (1,)):
+        value = np.full(shape, np.nan, np.float32)
+        nodes = [helper.make_node("ExtendedQuantizeLinear", ["x", "scale", "zp"], ["q"], domain=DOMAIN),
+                 helper.make_node("ExtendedDequantizeLinear", ["q", "scale", "zp"], ["y"], domain=DOMAIN)]
+        scale, zero_point = np.array(0.5, np.float32), np.array(0, np.float16)
+        session = _session(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape),
+                            helper.make_tensor_value_info("q", TensorProto.FLOAT16, shape)],
+                           [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(zero_point, "zp")])
+        case = f"qdq-float16-nan-rank{len(shape)}"
+        got = session.run(None, {"x": value.copy()})
+        record[f"{case}.x"], record[f"{case}.y"], record[f"{case}.q"] = value, got[0], got[1]
+        record[f"{case}.scale"], record[f"{case}.zp"] = scale, zero_point
+        record[f"{case}.node"] = np.array(json.dumps({"op_type": "ExtendedQuantizeLinear", "attributes": {},
+                                                      "storage": "float16"}))
+
+
 def main() -> None:
     rng = np.random.default_rng(20261129)
     record: dict[str, np.ndarray] = {}
@@ -277,6 +334,7 @@ def main() -> None:
     _float16_nans(record)
     _bfloat_nans(record)
     _scalars(record)
+    _edges(rng, record)
     import importlib.metadata  # noqa: PLC0415 - the versions the results are of
 
     record["versions"] = np.array(json.dumps({p: importlib.metadata.version(p) for p in ("amd-quark", "onnxruntime")}))
