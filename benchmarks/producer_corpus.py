@@ -620,9 +620,19 @@ def lower_stage(model: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict, exp
         with _deadline(STAGE_SECONDS):
             result = lower_model(typed)
     except Exception as exc:
+        if _is_ours(exc) and not _runs_as_written(model, feeds):  # the file's own error, which onnxruntime refuses too
+            return None, f"not compared (onnxruntime cannot run the original; lower refuses it too: {_error(exc)})"
         return None, ("refused: " if _is_ours(exc) else "CRASH: ") + _error(exc)
     lowered = result.model
     return result.form, _compare_lowered(model, lowered, feeds, expected, outputs)
+
+
+def _runs_as_written(model: onnx.ModelProto, feeds: dict) -> bool:
+    try:
+        _ort_run(model, feeds)
+    except Exception:  # noqa: BLE001 - onnxruntime refusing the file is the answer
+        return False
+    return True
 
 
 def _compare_lowered(model: onnx.ModelProto, lowered: onnx.ModelProto, feeds: dict, expected: dict | None,
