@@ -134,9 +134,11 @@ class Manifest:
             self.data["refused"].append({"float": float_name, "recipe": recipe,
                                          "error": (text[-1] if text else type(exc).__name__)[:300]})
             print(f"  {file}: refused ({self.data['refused'][-1]['error'][:160]})", flush=True)
+            self.save()
             return False
         self.data["models"].append({"name": file, "file": path.name, "float": float_name, "recipe": recipe})
         print(f"  {file}", flush=True)
+        self.save()  # (a producer the kernel kills for its memory leaves the models made so far examinable)
         return True
 
     def save(self) -> None:
