@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterator
+from typing import Any
 from itertools import chain, repeat
 
 import numpy as np
@@ -70,22 +71,28 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
                       with_subgraphs: list[int] | None = None) -> list[int] | None:
     """None when ``graph``'s nodes are in topological order already; else the stable order (file indices).
 
-    ModelLoadError naming a node on a cycle when there is none. A name the graph also has as an input or
-    initializer is there from the start (two definitions of one name are onnx.checker's to report).
+    ModelLoadError naming a node on a cycle when there is none, and naming a node that writes a name another node
+    writes too, or the graph's input or initializer (not single static assignment: every step after assumes one
+    writer).
     ``names``: ``node_names(graph)`` when the caller has read them already; ``with_subgraphs``: the indices of
     the nodes with a subgraph, when the caller knows them.
     """
     inputs, outputs = names or node_names(graph)
-    given = {name if isinstance(name, str) else name.name for name in graph.input}
+    given = inputs_of(graph)
     given.update([t.name for t in getattr(graph, "initializer", ())])
     producer: dict[str, int] = {}
     for i, produced in enumerate(outputs):
         for name in produced:
             if name not in producer:
                 producer[name] = i
-    for name in given.intersection(producer):
-        del producer[name]
+            elif name:  # (an omitted optional output is "", as often as a node has one)
+                raise _written_twice(graph.node, pointer, name, producer[name], i)
     producer.pop("", None)
+    shadowed = given.intersection(producer)
+    if shadowed:  # the first node in the file that writes one
+        name = min(shadowed, key=lambda n: (producer[n], outputs[producer[n]].index(n)))
+        what = "input" if name in inputs_of(graph) else "initializer"
+        raise _written_twice(graph.node, pointer, name, producer[name], producer[name], f"the graph's {what}")
     nodes = graph.node
     if with_subgraphs is None:
         with_subgraphs = [i for i, node in enumerate(nodes) if node.attribute and _has_subgraph(node)]
@@ -116,6 +123,24 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     if len(order) < len(reads):
         raise _cycle(list(nodes), reads, producer, set(range(len(reads))) - set(order), pointer)
     return order
+
+
+def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int, already: str = "") -> ModelLoadError:
+    """The error naming the second node that writes ``name`` (every lift and run step assumes one writer), or the
+    node that writes a name the graph has ``already`` (an input, an initializer)."""
+    def label(at: int) -> str:
+        node = nodes[at]
+        return f"{node.op_type} {node.name!r}" if node.name else node.op_type
+
+    where = (f", which is {already}" if already else "twice" if first == second
+             else f"as {pointer}/node/{first} ({label(first)}) does")
+    return ModelLoadError(f"{pointer}/node/{second} ({label(second)}): writes {name!r}{' ' if not already else ''}"
+                          f"{where}; a graph defines each name once (single static assignment, as onnx.checker "
+                          "requires)")
+
+
+def inputs_of(graph: GraphProto | onnx.FunctionProto) -> set[str]:
+    return {name if isinstance(name, str) else name.name for name in graph.input}
 
 
 def _cycle(nodes: list[onnx.NodeProto], reads: list, producer: dict[str, int], left: set[int],

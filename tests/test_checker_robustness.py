@@ -75,7 +75,7 @@ EXTRA_INPUTS = {  # op -> constant inputs after the data (any shapes: a node tha
     "Resize": [("roi", None), ("scales", np.ones(4, np.float32))],
     "Conv": [("w", np.ones((1, 1, 1, 1), np.int8)), ("b", np.ones(1, np.int32))],
     "Gemm": [("w", np.ones((4, 4), np.int8)), ("b", np.ones(4, np.int32))], "MatMul": [("w", np.ones((4, 4), np.int8))],
-    "DequantizeLinear": [("s", np.array(0.5, np.float32)), ("z", np.array(0, np.int8))],
+    "DequantizeLinear": [("s", np.array(0.5, np.float32)), ("zp", np.array(0, np.int8))],  # (not "z": the output)
 }
 
 

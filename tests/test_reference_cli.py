@@ -295,9 +295,36 @@ def test_models_that_assign_a_name_twice_are_refused(tmp_path, capsys):
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), tmp_path / "dup.onnx")
     inputs = _npz(tmp_path / "in.npz", a=np.array([-1, 1], np.float32))
     line = _error(capsys, "run", str(tmp_path / "dup.onnx"), "--inputs", inputs, "--outputs", str(tmp_path / "o.npz"))
-    assert line.startswith(f"onnx-qtypes: error: {tmp_path / 'dup.onnx'}: tensor 'b' is written by node 'n2' (Neg) "
-                           "and is already the output of node 'n1' (Relu)")
+    assert line.startswith(f"onnx-qtypes: error: {tmp_path / 'dup.onnx'}: /graph/node/1 (Neg 'n2'): writes 'b' as "
+                           "/graph/node/0 (Relu 'n1') does; a graph defines each name once (single static assignment")
     assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize(("outputs", "words"), [
+    ((["b"], ["b"]), "/graph/node/1 (Neg 'n2'): writes 'b' as /graph/node/0 (Relu 'n1') does"),
+    ((["b", "b"], ["c"]), "/graph/node/0 (Split 'n1'): writes 'b' twice"),  # (a fuzz mutant: KeyError in the lift)
+    ((["b"], ["a"]), "/graph/node/1 (Neg 'n2'): writes 'a', which is the graph's input"),
+    ((["b"], ["w"]), "/graph/node/1 (Neg 'n2'): writes 'w', which is the graph's initializer"),
+])
+def test_every_command_refuses_a_name_written_twice_alike(tmp_path, capsys, outputs, words):
+    """check, show, lift and lower read a file as run does: a name a graph defines twice (two nodes, one node twice,
+    a node and the graph's input or initializer) is one located line with exit 2 from each, not an internal error
+    in the lift (a KeyError) nor 'no findings' from check."""
+    first = (helper.make_node("Split", ["a"], outputs[0], name="n1", axis=0, num_outputs=2)
+             if len(outputs[0]) == 2 else helper.make_node("Relu", ["a"], outputs[0], name="n1"))
+    nodes = [first, helper.make_node("Neg", ["a"], outputs[1], name="n2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])])
+    path = tmp_path / "dup.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                                       ir_version=10).SerializeToString())
+    inputs = _npz(tmp_path / "in.npz", a=np.array([-1, 1], np.float32))
+    for command in (["check"], ["show"], ["lift", str(tmp_path / "l.onnx")], ["lower", str(tmp_path / "w.onnx")],
+                    ["run", "--inputs", inputs, "--outputs", str(tmp_path / "o.npz")]):
+        line = _error(capsys, command[0], str(path), *command[1:])
+        assert line.startswith(f"onnx-qtypes: error: {path}: {words}"), (command, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.onnx", "in.npz"]
 
 
 def test_a_failure_in_a_float_node_names_the_node(tmp_path, capsys):
