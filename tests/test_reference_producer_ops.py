@@ -272,7 +272,8 @@ def test_bfp_prime_by_hand() -> None:
     ({"bfp_method": "to_bfp_fast"}, "bfp_method 'to_bfp_fast'"),
     ({"bfp_method": "to_bfp_prime", "bit_width": 40}, "bit_width 40"),
     ({"bfp_method": "to_bfp_prime", "bit_width": 8}, "bit_width 8"),
-    ({"rounding_mode": 3}, "rounding_mode 3: the library's to_bfp leaves every value undefined"),
+    ({"rounding_mode": 3}, "rounding_mode 3: the library's to_bfp leaves a finite value undefined"),
+    ({"bit_width": -(2**31) + 5}, "int arithmetic on it"),
     ({"bfp_method": "to_bfp_prime", "block_size": 8, "sub_block_size": 3}, "sub_block_size 3 does not divide"),
     ({"bfp_method": "to_bfp_prime", "sub_block_size": 0}, "sub_block_size 0"),
     ({"bfp_method": "to_bfp_prime", "sub_block_shift_bits": 31}, "sub_block_shift_bits 31"),
@@ -314,3 +315,23 @@ def test_bfp_prime_refuses_a_mode_of_no_name_only_on_a_tie() -> None:
     tied = np.array([1.0, 1.0625], np.float32)  # 4 mantissa bits at exponent 0: steps of 2^-3, 1.0625 half of one
     with pytest.raises(EvaluationError, match=r"node 'bfp2' .*rounding_mode 5 on a tie"):
         _run(_model([node], tied, ["y"]), tied)
+
+
+def test_bfp_reads_only_what_the_library_reads() -> None:
+    """A tensor of one value passes through whatever its attributes (C int or not); to_bfp reads no sub_block_size,
+    to_bfp_prime not the compiler flag; a tensor of no values reads nothing past the method and block size; a row of
+    infinities and NaN never reads to_bfp's rounding mode (the library passes them first)."""
+    def bfp(x: np.ndarray, **attributes: object) -> np.ndarray:
+        node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, **attributes)
+        return _run(_model([node], x, ["y"]), x)[0]
+
+    one = np.array([[2.7]], np.float32)
+    assert _same(bfp(one, rounding_mode=2**32, bit_width=2**32 + 16, bfp_method="bogus"), one)
+    x = np.array([1.0, 0.3], np.float32)
+    assert _same(bfp(x, axis=0, block_size=2, sub_block_size=2**32), bfp(x, axis=0, block_size=2))
+    assert _same(bfp(x, axis=0, block_size=2, bfp_method="to_bfp_prime", use_compiler_version_cpu_kernel=2**32),
+                 bfp(x, axis=0, block_size=2, bfp_method="to_bfp_prime"))
+    empty = np.zeros((0, 10), np.float32)
+    assert _same(bfp(empty, bfp_method="to_bfp_prime", block_size=8, sub_block_size=3, rounding_mode=7), empty)
+    specials = np.array([np.inf, np.nan], np.float32)
+    assert _same(bfp(specials, axis=0, block_size=2, rounding_mode=3), specials)

@@ -44,6 +44,8 @@ SHIFT_BITS = range(31)  # the library shifts a C int 1 by it: 31 and beyond over
 COMPILER_LIMIT = 128  # the compiler kernel's bound on a rounded value of the largest exponent (2^7, for 16 bits)
 NAN_BITS = 0x7FFFFFFF  # what the prime kernel writes for every value of a block with an infinity or NaN
 FLOAT_MANTISSA = 23
+C_INT_MAX = 2**31 - 1
+TO_BFP_WIDTH_LIMIT = 2**30  # |bit_width| beyond: the library's int arithmetic on it overflows near the C int's ends
 
 
 class BFPQuantizeDequantize(QuarkOp):
@@ -54,22 +56,33 @@ class BFPQuantizeDequantize(QuarkOp):
         x = np.asarray(x)
         method = text_attribute(bfp_method)
         axis = integer_attribute("axis", axis)
-        bits, block, rounding, sub_block, shift_bits, compiler = (c_int_attribute(n, v) for n, v in (
+        bits, block, rounding, sub_block, shift_bits, compiler = (integer_attribute(n, v) for n, v in (
             ("bit_width", bit_width), ("block_size", block_size), ("rounding_mode", rounding_mode),
             ("sub_block_size", sub_block_size), ("sub_block_shift_bits", sub_block_shift_bits),
             ("use_compiler_version_cpu_kernel", use_compiler_version_cpu_kernel)))
         to_bfloat = integer_attribute("convert_to_bfloat_before_bfp", convert_to_bfloat_before_bfp) != 0
 
-        def blocks(rows: np.ndarray) -> np.ndarray:  # (more than one value: only then does the library look further)
+        def blocks(rows: np.ndarray) -> np.ndarray:  # (more than one value: only then does the library look further,
+            # and only at what the method reads)
             if method not in METHODS:
                 raise Refused(f"bfp_method {method!r}: the library knows {', '.join(METHODS)}")
-            if block < 1:
+            if c_int_attribute("block_size", block) < 1:
                 raise Refused(f"block_size {block}: the library divides by it")
+            if rows.size == 0:  # (nothing to compute: no other attribute is read)
+                return rows
+            padded = rows.size // rows.shape[-1] * (-(-rows.shape[-1] // block) * block)
+            if padded > C_INT_MAX:
+                raise Refused(f"{padded} values with the last block of each row padded: the library counts them in "
+                              "a C int")
             if method == "to_bfp":
-                if rounding not in ROUNDINGS:
-                    raise Refused(f"rounding_mode {rounding}: the library's to_bfp leaves every value undefined for "
-                                  f"a mode other than {', '.join(map(str, ROUNDINGS))}")
+                c_int_attribute("rounding_mode", rounding)
+                c_int_attribute("use_compiler_version_cpu_kernel", compiler)
+                if not -TO_BFP_WIDTH_LIMIT <= bits <= TO_BFP_WIDTH_LIMIT:
+                    raise Refused(f"bit_width {bits}: the library's int arithmetic on it (bit_width - 9, then the "
+                                  "step's exponent) overflows")
                 return _to_bfp(rows, block, bits - 9, rounding, compiler != 0)
+            for name, value in (("rounding_mode", rounding), ("sub_block_size", sub_block)):
+                c_int_attribute(name, value)
             if bits not in PRIME_BIT_WIDTHS or sub_block < 1 or shift_bits not in SHIFT_BITS:
                 raise Refused(f"bit_width {bits}, sub_block_size {sub_block}, sub_block_shift_bits {shift_bits}: the "
                               "library's to_bfp_prime takes 9 to 39 bits, sub-blocks of at least 1 value and shifts "
@@ -109,6 +122,11 @@ def _to_bfp(rows: np.ndarray, block: int, m: int, rounding: int, compiler: bool)
         return rows
     exponents = ((rows.view(np.uint32) >> 23) & 0xFF).astype(np.int64)
     special = exponents == 0xFF
+    if rounding not in ROUNDINGS:  # read for every finite value (an infinity or NaN passes before it)
+        if not special.all():
+            raise Refused(f"rounding_mode {rounding}: the library's to_bfp leaves a finite value undefined for a "
+                          f"mode other than {', '.join(map(str, ROUNDINGS))}")
+        return rows
     shared = _per_block(rows, block, np.where(special, 0, exponents), np.maximum)
     power = shared - 127
     round_ = ROUNDINGS[rounding]

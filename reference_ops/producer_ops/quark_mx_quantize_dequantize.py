@@ -45,7 +45,7 @@ class MXQuantizeDequantize(QuarkOp):
         (x,) = operands("MXQuantizeDequantize", inputs, 1)
         x = np.asarray(x)
         axis = integer_attribute("axis", axis)
-        rounding_mode = c_int_attribute("rounding_mode", rounding_mode)
+        rounding_mode = integer_attribute("rounding_mode", rounding_mode)
         element, scale_name = text_attribute(element_dtype), text_attribute(scale_dtype)
 
         def blocks(rows: np.ndarray) -> np.ndarray:  # (more than one value: only then does the library look further)
@@ -53,7 +53,8 @@ class MXQuantizeDequantize(QuarkOp):
                 raise Refused(f"element_dtype {element!r}: the library knows {', '.join(ELEMENT_TYPES)}")
             if scale_name != "e8m0":
                 raise Refused(f"scale_dtype {scale_name!r}: the library ignores it and computes e8m0 shared scales")
-            return _quantize_dequantize(rows, block_size_attribute(block_size), element, rounding_mode)
+            return _quantize_dequantize(rows, block_size_attribute(block_size), element,
+                                        c_int_attribute("rounding_mode", rounding_mode))
 
         return (along_axis(x, axis, blocks),)
 
