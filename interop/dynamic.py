@@ -30,7 +30,8 @@ import dataclasses
 import numpy as np
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, infer, replace_nodes
+from onnx_qtypes.interop.graph import (STANDARD_DOMAINS, GraphIndex, infer, int_attribute, node_with_attributes,
+                                      replace_nodes)
 from onnx_qtypes.proto.qtype import QType
 
 INTEGER_OPS = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -110,7 +111,7 @@ def _match(ix: GraphIndex, i: int, node: NodeProto) -> _Match | None:
     if c is None:
         return None
     cast = ix.nodes[c]
-    if cast.op_type != "Cast" or {x.name: helper.get_attribute_value(x) for x in cast.attribute}.get("to") != TensorProto.FLOAT:
+    if cast.op_type != "Cast" or int_attribute(cast, "to") != TensorProto.FLOAT:
         return None
     m = _only_reader(ix, _output(cast))
     if m is None or ix.nodes[m].op_type != "Mul" or len(ix.nodes[m].input) != 2 or not _output(ix.nodes[m]):
@@ -184,9 +185,8 @@ def _lift_integer_ops(model: ModelProto, found: DynamicLift) -> None:
     for m in matches:
         node = ix.nodes[m.integer]
         out = ix.nodes[m.scaled].output[0]
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        replaced[m.integer] = helper.make_node(INTEGER_OPS[node.op_type], [m.activation, m.weight], [out],
-                                               name=node.name, **attrs)
+        replaced[m.integer] = node_with_attributes(INTEGER_OPS[node.op_type], [m.activation, m.weight], [out], node,
+                                                   name=node.name)
         dropped.update((m.cast, m.scaled))
         products.setdefault(m.product, set()).add(m.scaled)
         found.types[m.activation] = ACTIVATION

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from onnx import NodeProto, TensorProto, helper
+from onnx import NodeProto, TensorProto
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Names, attributes
+from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Names, node_with_attributes
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
 from onnx_qtypes.interop.qoperator import operands
 from onnx_qtypes.interop.recognise import QuantOp, Recognition
@@ -97,13 +97,12 @@ class _Expander:
         inputs += [self.dequantize(node.input[o.data]) for o in operands(spec, node)]
         if spec.bias is not None and ("in", spec.bias.data) in op.ports:
             inputs.append(self.dequantize(op.ports[("in", spec.bias.data)]))
-        attrs = {k: v for k, v in attributes(node).items() if k not in spec.drop}
         out = node.output[0]
         typed_out = ("out", 0) in op.ports
         float_out = self.float_name(out) if typed_out else out
         name = node.name[: -len(QUANT_NODE_SUFFIX)] if node.name.endswith(QUANT_NODE_SUFFIX) else node.name
         name = self.node_names.fresh(name) if name else ""
-        lifted = helper.make_node(spec.float_op, inputs, [float_out], name=name, **attrs)
+        lifted = node_with_attributes(spec.float_op, inputs, [float_out], node, name=name, drop=tuple(spec.drop))
         if node.domain == MS_DOMAIN:  # lower's qoperator form writes it back: the original's kernel
             metadata.mark_contrib(lifted, node.op_type)
         self.out.nodes.append(lifted)

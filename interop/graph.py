@@ -48,6 +48,24 @@ def attributes(node: NodeProto) -> dict[str, object]:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def int_attribute(node: NodeProto, name: str) -> int | None:
+    """The node's INT attribute ``name``; None when it has none, or one of another kind (a pattern that reads it
+    then leaves the node: a mistyped file is named by the check of its node)."""
+    for a in node.attribute:
+        if a.name == name:
+            return a.i if a.type == AttributeProto.INT else None
+    return None
+
+
+def node_with_attributes(op_type: str, inputs: list[str], outputs: list[str], source: NodeProto, *, name: str = "",
+                         drop: tuple[str, ...] = ()) -> NodeProto:
+    """A node of ``op_type`` with ``source``'s attributes (but ``drop``), copied as they are: helper.make_node
+    cannot give an empty list a type."""
+    node = onnx.helper.make_node(op_type, inputs, outputs, name=name)
+    node.attribute.extend(a for a in source.attribute if a.name not in drop)
+    return node
+
+
 _SUBGRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 
 

@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, numpy_helper
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, attributes, replace_nodes
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, attributes, int_attribute, replace_nodes
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 
 INTEGERS = {TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16,
@@ -152,7 +152,7 @@ def _bounds(ix: GraphIndex, node: NodeProto, dtype: int) -> tuple[int, int] | No
 def _zero_points_in(ix: GraphIndex, node: NodeProto, dtype: int, names: Names,
                     made: dict[tuple[str, int], TensorProto]) -> dict[int, TensorProto] | None:
     """For a widening integer Cast: each reading DequantizeLinear's zero point in the narrower type, or None."""
-    to = attributes(node).get("to")
+    to = int_attribute(node, "to")
     if to not in INTEGERS or np.iinfo(INTEGERS[to]).min > np.iinfo(INTEGERS[dtype]).min \
             or np.iinfo(INTEGERS[to]).max < np.iinfo(INTEGERS[dtype]).max:
         return None

@@ -27,7 +27,8 @@ import dataclasses
 import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, helper
 
-from onnx_qtypes.interop.graph import FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, attributes, infer, replace_nodes
+from onnx_qtypes.interop.graph import (FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, attributes, infer, int_attribute,
+                                      replace_nodes)
 from onnx_qtypes.proto.qtype import QType
 
 FLOAT_OP = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -92,7 +93,8 @@ def _result_readers_fine(ix: GraphIndex, y: str) -> str | None:
         return f"its result {y!r} is read inside a subgraph"
     for c, _ in ix.consumers.get(y, []):
         reader = ix.nodes[c]
-        if not (reader.op_type == "Cast" and reader.domain in STANDARD_DOMAINS and attributes(reader).get("to") in FLOAT_TYPES):
+        if not (reader.op_type == "Cast" and reader.domain in STANDARD_DOMAINS
+                and int_attribute(reader, "to") in FLOAT_TYPES):
             return f"its int32 result {y!r} is read by {ix.label(c)} as plain integers"
     return None
 

@@ -68,7 +68,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.dynamic_lower import dynamic_quantize, is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Inferred, Names, _subgraph_names,
-                                      attributes, default_opset, has_subgraph, node_label)
+                                      attributes, default_opset, has_subgraph, node_label, node_with_attributes)
 from onnx_qtypes.interop.inline_functions import inline_typed_functions
 from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, contrib_reason
 from onnx_qtypes.interop.qoperator import bias_problem
@@ -758,12 +758,11 @@ class _Lowering:
         base = node.name or out
         product, acc = self.names.fresh(f"{base}_quant_scales_mul"), self.names.fresh(f"{out}_output_quantized")
         wide = self.names.fresh(f"{acc}_cast_output")
-        attrs = attributes(node)
         op = "ConvInteger" if node.op_type == "Conv" else "MatMulInteger"
         ins = [self.integer_name[node.input[0]], self.integer_name[node.input[1]], a_zp or "", b_zp or ""]
         fresh = self.node_names.fresh
         self.nodes += [helper.make_node("Mul", [a_scale, b_scale], [product], name=fresh(f"{base}_scales_mul")),
-                       helper.make_node(op, ins, [acc], name=fresh(f"{base}_quant"), **attrs),
+                       node_with_attributes(op, ins, [acc], node, name=fresh(f"{base}_quant")),
                        helper.make_node("Cast", [acc], [wide], name=fresh(f"{base}_cast"), to=TensorProto.FLOAT),
                        helper.make_node("Mul", [wide, product], [out], name=fresh(f"{base}_scaled"))]
         self.result.integer_nodes += 1
@@ -776,10 +775,9 @@ class _Lowering:
         ins += list(self._parameters_with_zero(out))
         if node.op_type == "Conv" and len(node.input) > 2 and node.input[2]:
             ins.append(self.integer_name[node.input[2]])
-        attrs = attributes(node)
         op = "QLinearConv" if node.op_type == "Conv" else "QLinearMatMul"
         name = self.node_names.fresh(f"{node.name}_quant") if node.name else ""
-        self.nodes.append(helper.make_node(op, ins, [self.integer_name[out]], name=name, **attrs))
+        self.nodes.append(node_with_attributes(op, ins, [self.integer_name[out]], node, name=name))
         self.result.qlinear_nodes += 1
 
     def _parameters_with_zero(self, name: str) -> tuple[str, str]:

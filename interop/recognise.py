@@ -108,8 +108,9 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto, quantize: bool) -> QuantOp:
                                "one into NaN or infinity; a quantized type saturates")
         return _qdq_op(i, True, data, qtype, bool(zp))
     data_type = ix.elem_type(data)
+    real_type = _int_attribute(ix, i, attrs, "output_dtype", 0, data, "QT305") or None  # (the float output's type)
     qtype = read_parameters(ix, i, data, inputs[1], zp, axis=axis, block_size=block, storage=data_type,
-                            data_type=data_type, real_type=attrs.get("output_dtype") or None)
+                            data_type=data_type, real_type=real_type)
     return _qdq_op(i, False, data, qtype, bool(zp))
 
 

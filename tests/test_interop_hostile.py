@@ -408,3 +408,70 @@ def test_a_boundary_attribute_of_another_kind_is_one_located_line(tmp_path, caps
     assert len(err) == 1 and "internal error" not in err[0], err
     assert f"(/graph/node/0): attribute {attribute} is GraphProto" in err[0] and "not an integer" in err[0]
     assert not out.exists()
+
+
+def _mistyped(name: str, kind: int, fill) -> onnx.AttributeProto:  # noqa: ANN001
+    attribute = onnx.AttributeProto(name=name, type=kind)
+    fill(attribute)
+    return attribute
+
+
+def _widening_cast(to: onnx.AttributeProto) -> onnx.ModelProto:
+    """QCDQ's widening Cast on the stored integers, its ``to`` replaced."""
+    cast = helper.make_node("Cast", ["q"], ["c"], name="widen")
+    cast.attribute.append(to)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"), cast,
+             helper.make_node("DequantizeLinear", ["c", "s", "z32"], ["y"], name="dq")]
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z"),
+             numpy_helper.from_array(np.array(0, np.int32), "z32")]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], inits)
+
+
+def _qlinear_conv_empty_pads() -> onnx.ModelProto:
+    """onnxruntime's QOperator Conv with an empty INTS attribute (helper.make_node cannot type an empty list)."""
+    conv = helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"], name="conv")
+    conv.attribute.append(onnx.AttributeProto(name="pads", type=onnx.AttributeProto.INTS))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]), conv,
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in
+             (("xs", 0.1, np.float32), ("xz", 0, np.uint8), ("ws", 0.05, np.float32), ("wz", 0, np.uint8),
+              ("ys", 0.2, np.float32), ("yz", 0, np.uint8))] + [
+        numpy_helper.from_array(np.ones((1, 1, 1, 1), np.uint8), "w")]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], inits)
+
+
+def _block_scaled_dequantize(output_dtype: onnx.AttributeProto) -> onnx.ModelProto:
+    """A DequantizeLinear with an E8M0 block scale (whose float output type output_dtype names), that replaced."""
+    dq = helper.make_node("DequantizeLinear", ["w", "s"], ["y"], name="dq", axis=0, block_size=2)
+    dq.attribute.append(output_dtype)
+    scale = helper.make_tensor("s", TensorProto.FLOAT8E8M0, [1, 2], b"\x7f\x80", raw=True)
+    model = _model([dq], [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+                   [numpy_helper.from_array(np.ones((2, 2), np.int8), "w"), scale])
+    model.opset_import[0].version = 24
+    model.ir_version = 11
+    return model
+
+
+@pytest.mark.parametrize("model", [
+    _widening_cast(_mistyped("to", onnx.AttributeProto.INTS, lambda a: a.ints.extend([6]))),
+    _block_scaled_dequantize(_mistyped("output_dtype", onnx.AttributeProto.INTS, lambda a: a.ints.extend([1]))),
+    _widening_cast(_mistyped("to", onnx.AttributeProto.FLOAT, lambda a: setattr(a, "f", 6.0))),
+    _qlinear_conv_empty_pads(),
+], ids=["cast-to-ints", "dq-output-dtype-ints", "cast-to-float", "qlinearconv-empty-pads"])
+def test_a_mistyped_or_empty_attribute_never_ends_in_an_internal_error(tmp_path, capsys, model):
+    """A second review's reproducers: a Cast whose ``to`` is a list (TypeError: unhashable in the QCDQ lift) or a
+    float (read as the int it equals), a block-scaled DequantizeLinear whose output_dtype is a list (TypeError in
+    read_parameters), a QLinearConv with an empty ``pads`` (make_node's ValueError in the lift):
+    every command answers (exit 0, 1 or 2) without an internal error."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    for command in (["check"], ["show"], ["lift", str(tmp_path / "l.onnx")]):
+        code = main([command[0], str(path), *command[1:]])
+        err = capsys.readouterr().err
+        assert code in (0, 1, 2) and "internal error" not in err and "Traceback" not in err, (command, err)
+    if (tmp_path / "l.onnx").exists():
+        code = main(["lower", str(tmp_path / "l.onnx"), str(tmp_path / "w.onnx"), "--form", "qoperator"])
+        err = capsys.readouterr().err
+        assert code in (0, 2) and "internal error" not in err, err
