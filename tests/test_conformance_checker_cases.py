@@ -70,6 +70,20 @@ def test_a_generator_takes_help_and_never_empties_a_folder_of_other_things(tmp_p
     (tmp_path / "notes.txt").write_text("mine")
     refused = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
                              timeout=120, check=False)
-    assert refused.returncode == 2 and "not case folders (first: 'notes.txt')" in refused.stderr
+    assert refused.returncode == 2 and "case folders (first: 'notes.txt')" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine"
+    if generator != "checker_cases":  # a folder of another generator's cases is not this one's to replace
+        other = tmp_path / "other"
+        (other / "QT101-case").mkdir(parents=True)
+        (other / "QT101-case" / "case.json").write_text('{"kind": "checker"}')
+        refused = subprocess.run([sys.executable, str(script), str(other)], capture_output=True, text=True,
+                                 timeout=120, check=False)
+        kind = "reject" if generator == "reject_cases" else "execution"
+        assert refused.returncode == 2 and f"not {kind} case folders" in refused.stderr, refused.stderr
+        assert (other / "QT101-case" / "case.json").is_file()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path, target_is_directory=True)
+    refused = subprocess.run([sys.executable, str(script), str(link)], capture_output=True, text=True, timeout=120,
+                             check=False)
+    assert refused.returncode == 2 and "is a symbolic link" in refused.stderr and "Traceback" not in refused.stderr

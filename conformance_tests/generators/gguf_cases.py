@@ -249,5 +249,5 @@ def write(folder: pathlib.Path = CASES) -> int:
 if __name__ == "__main__":
     from execution_gen.common import output_folder  # noqa: PLC0415 (beside this file)
 
-    out = output_folder(__doc__, CASES)
+    out = output_folder(__doc__, CASES, "execution")
     print(f"{write(out)} LLM-format execution cases in {out}")

@@ -314,5 +314,5 @@ if __name__ == "__main__":
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from execution_gen.common import output_folder  # noqa: PLC0415 (beside this file)
 
-    out = output_folder(__doc__, CASES)
+    out = output_folder(__doc__, CASES, "reject")
     print(f"{write(out)} reject cases in {out}")

@@ -231,18 +231,30 @@ def far_from_ties(x: np.ndarray, qtype) -> np.ndarray:
     return np.where(near, moved.astype(x.dtype), x)
 
 
-def output_folder(doc: str, default: pathlib.Path) -> pathlib.Path:
+def output_folder(doc: str, default: pathlib.Path, kind: str) -> pathlib.Path:
     """The one argument of a generator script: the folder its cases replace (``default``: the committed ones). A
-    folder that holds anything but case folders (each with a case.json) is refused with exit 2, never emptied."""
+    folder that holds anything but case folders of ``kind`` (each with a case.json saying so), or that is a
+    symbolic link, is refused with exit 2, never emptied."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc)
     parser.add_argument("out", nargs="?", type=pathlib.Path, default=default,
                         help=f"the folder of cases to write (default: {default.relative_to(ROOT)})")
     out = parser.parse_args().out
+    if out.is_symlink():
+        parser.error(f"{out} is a symbolic link; give the folder itself")
     if out.exists() and not out.is_dir():
         parser.error(f"{out} is not a folder")
-    strangers = sorted(p.name for p in out.iterdir() if not (p / "case.json").is_file()) if out.is_dir() else []
+    strangers = sorted(p.name for p in out.iterdir() if _kind(p) != kind) if out.is_dir() else []
     if strangers:
-        parser.error(f"{out} holds {len(strangers)} entries that are not case folders (first: {strangers[0]!r}); "
-                     "the generator replaces the folder: give a new or empty one, or one of cases")
+        parser.error(f"{out} holds {len(strangers)} entries that are not {kind} case folders (first: "
+                     f"{strangers[0]!r}); the generator replaces the folder: give a new or empty one, or one of "
+                     f"{kind} cases")
     return out
+
+
+def _kind(entry: pathlib.Path) -> str | None:
+    """The ``kind`` an entry's case.json declares; None for anything else."""
+    try:
+        return json.loads((entry / "case.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
