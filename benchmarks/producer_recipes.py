@@ -505,8 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floats", type=pathlib.Path, help="the float models (NAME.onnx + NAME.npz)")
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--models", help="comma-separated float model names (default: every one in --floats)")
-    parser.add_argument("--configs", help="comma-separated names of Quark's preset configs (QConfig.get_default_config; "
-                        f"default: {', '.join(QUARK_CONFIGS)}); a name Quark does not know is a refused row")
+    parser.add_argument("--configs", help="comma-separated names of Quark's preset configs "
+                        f"(QConfig.get_default_config; default: {', '.join(QUARK_CONFIGS)}); a name Quark does not "
+                        "know is a refused row")
     args = parser.parse_args(argv)
     configs = tuple(args.configs.split(",")) if args.configs else None
     if configs is not None and args.recipe != "quark":

@@ -422,8 +422,8 @@ def _widening_cast(to: onnx.AttributeProto) -> onnx.ModelProto:
     cast.attribute.append(to)
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"), cast,
              helper.make_node("DequantizeLinear", ["c", "s", "z32"], ["y"], name="dq")]
-    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z"),
-             numpy_helper.from_array(np.array(0, np.int32), "z32")]
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.int8), "z"), numpy_helper.from_array(np.array(0, np.int32), "z32")]
     return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], inits)
 
