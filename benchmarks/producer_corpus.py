@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import logging
 import os

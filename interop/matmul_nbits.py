@@ -32,7 +32,8 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer, node_label
+from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer,
+                                      int_attribute, node_label)
 from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, spill_deferred, tensor_bytes
 from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
@@ -352,10 +353,8 @@ def fuse(model: ModelProto) -> int:
 def _eligible(ix: GraphIndex, node: NodeProto) -> bool:
     if node.op_type != "DequantizeLinear" or node.domain not in STANDARD_DOMAINS or len(node.input) < 2:
         return False
-    attrs = attributes(node)
-    block, axis = attrs.get("block_size", 0), attrs.get("axis", 1)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (block, axis)):
-        return False  # a mistyped attribute: not this fusion's to judge (the boundary check names it)
+    # (absent or mistyped: not this fusion's; the boundary check names a mistyped one)
+    block, axis = int_attribute(node, "block_size") or 0, int_attribute(node, "axis")
     storage = STORAGE_BY_DATA_TYPE.get(ix.constant_dtype(node.input[0]))
     shape = ix.shape(node.input[0])
     zp = node.input[2] if len(node.input) > 2 else ""
@@ -371,7 +370,7 @@ def _packed(ix: GraphIndex, dq: NodeProto, names: Names) -> dict:
     weight, scale = dq.input[0], dq.input[1]
     zp = dq.input[2] if len(dq.input) > 2 else ""
     storage = STORAGE_BY_DATA_TYPE[ix.constant_dtype(weight)]
-    bits, block = storage.bits, int(attributes(dq)["block_size"])
+    bits, block = storage.bits, int_attribute(dq, "block_size")  # (an eligible node's: an INT)
     k, n = (int(d) for d in ix.constant_tensor(weight).dims)
     columns = _weight_columns(ix, weight, storage, k, n)
     blocks = -(-k // block)

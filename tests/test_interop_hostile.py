@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType, QTypesError, lift, lower, save, set_qtype
 from onnx_qtypes.cli import main
-from onnx_qtypes.interop import LowerError, LowerWarning, lower_model
+from onnx_qtypes.interop import LowerError, LowerWarning, lift_model, lower_model
 from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
@@ -383,13 +383,19 @@ def test_a_node_its_schema_does_not_allow_is_named_before_lowering(tmp_path, cap
     """A DequantizeLinear with one input used to end in an IndexError inside the walk."""
     model = relu_model(scale=[0.125])
     model.graph.node.append(helper.make_node("DequantizeLinear", ["b"], ["b_real"], name="short"))
+    path, line = _lower_refuses(tmp_path, capsys, model)
+    assert f"{path}: DequantizeLinear 'short' (/graph/node/1): " in line and "input size 1 not in range" in line
+
+
+def _lower_refuses(tmp_path, capsys, model: onnx.ModelProto) -> tuple:  # noqa: ANN001
+    """``lower`` of ``model`` saved as it is: exit 2, one line that is not an internal error, nothing written."""
     path, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
     path.write_bytes(model.SerializeToString())
     assert main(["lower", str(path), str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "internal error" not in err[0], err
-    assert f"{path}: DequantizeLinear 'short' (/graph/node/1): " in err[0] and "input size 1 not in range" in err[0]
     assert not out.exists()
+    return path, err[0]
 
 
 @pytest.mark.parametrize("attribute", ["axis", "block_size"])
@@ -401,13 +407,8 @@ def test_a_boundary_attribute_of_another_kind_is_one_located_line(tmp_path, caps
     node = model.graph.node[0]
     assert node.op_type == "QuantizeLinear"
     next(a for a in node.attribute if a.name == attribute).type = onnx.AttributeProto.GRAPH
-    path, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
-    path.write_bytes(model.SerializeToString())
-    assert main(["lower", str(path), str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "internal error" not in err[0], err
-    assert f"(/graph/node/0): attribute {attribute} is GraphProto" in err[0] and "not an integer" in err[0]
-    assert not out.exists()
+    _, line = _lower_refuses(tmp_path, capsys, model)
+    assert f"(/graph/node/0): attribute {attribute} is GraphProto" in line and "not an integer" in line
 
 
 def _mistyped(name: str, kind: int, fill) -> onnx.AttributeProto:  # noqa: ANN001
@@ -475,3 +476,13 @@ def test_a_mistyped_or_empty_attribute_never_ends_in_an_internal_error(tmp_path,
         code = main(["lower", str(tmp_path / "l.onnx"), str(tmp_path / "w.onnx"), "--form", "qoperator"])
         err = capsys.readouterr().err
         assert code in (0, 2) and "internal error" not in err, err
+
+
+def test_a_cast_whose_to_is_a_float_is_not_read_as_the_int_it_equals():
+    """Cast ``to`` = 6.0 (FLOAT) is not the INT 6 onnx.checker requires: the QCDQ lift reads no widening Cast there
+    and leaves the pair, naming it; the INT twin folds the Cast into the type."""
+    def lifted(kind: int, fill) -> list[str]:  # noqa: ANN001
+        return [n.op_type for n in lift_model(_widening_cast(_mistyped("to", kind, fill))).model.graph.node]
+
+    assert "Cast" in lifted(onnx.AttributeProto.FLOAT, lambda a: setattr(a, "f", 6.0))
+    assert "Cast" not in lifted(onnx.AttributeProto.INT, lambda a: setattr(a, "i", 6))

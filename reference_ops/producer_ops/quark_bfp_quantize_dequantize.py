@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, c_int_attribute,
-                                                                  integer_attribute, operands, text_attribute)
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, block_size_attribute,
+                                                                  c_int_attribute, integer_attribute, operands,
+                                                                  text_attribute)
 from onnx_qtypes.reference_ops.producer_ops._quark_rounding import ROUNDINGS
 
 METHODS = ("to_bfp", "to_bfp_prime", "to_bfp_prime_shared")
@@ -66,8 +67,7 @@ class BFPQuantizeDequantize(QuarkOp):
             # and only at what the method reads)
             if method not in METHODS:
                 raise Refused(f"bfp_method {method!r}: the library knows {', '.join(METHODS)}")
-            if c_int_attribute("block_size", block) < 1:
-                raise Refused(f"block_size {block}: the library divides by it")
+            block_size_attribute(block)  # (the library divides by it, as a C int)
             if rows.size == 0:  # (nothing to compute: no other attribute is read)
                 return rows
             padded = rows.size // rows.shape[-1] * (-(-rows.shape[-1] // block) * block)
