@@ -943,6 +943,7 @@ class _Lowering:
                      else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
         if current is not None and current != opset:
+            node_meta = _node_metadata(model)
             try:
                 converted = onnx.version_converter.convert_version(model, opset)
             except Exception as exc:  # the converter raises bare RuntimeErrors and C++ assertion text
@@ -951,6 +952,7 @@ class _Lowering:
             for vi in _all_declarations(model):  # the converter drops ValueInfo metadata_props
                 for key, value in meta.get(vi.name, {}).items():
                     metadata.write(vi, key, value)
+            _restore_node_metadata(model, node_meta)  # and a node's (MatMulNBits' accuracy_level, the range Clips)
         if current is None:
             model.opset_import.add(domain="", version=opset)
         for entry in model.opset_import:
@@ -964,6 +966,25 @@ class _Lowering:
     def _two_bit(self) -> bool:
         """A typed tensor or a plain one (initializer, Constant, declaration) of the model is stored in 2 bits."""
         return any(q.storage in ("int2", "uint2") for q in self.types.values()) or bool(_two_bit_tensors(self.model))
+
+
+def _node_metadata(model: ModelProto) -> dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]]:
+    """Every node's metadata_props, by its graph's pointer and its outputs (one node writes a name)."""
+    return {(pointer, tuple(node.output)): [(p.key, p.value) for p in node.metadata_props]
+            for pointer, graph in iter_graphs(model) for node in graph.node if node.metadata_props}
+
+
+def _restore_node_metadata(model: ModelProto, saved: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]]) -> None:
+    """``saved`` (``_node_metadata``) back on the nodes writing the same outputs, where the version converter (which
+    drops it) left a node that writes them."""
+    if not saved:
+        return
+    for pointer, graph in iter_graphs(model):
+        for node in graph.node:
+            entries = saved.get((pointer, tuple(node.output)))
+            if entries and not node.metadata_props:
+                for key, value in entries:
+                    node.metadata_props.add(key=key, value=value)
 
 
 TWO_BIT = frozenset({TensorProto.INT2, TensorProto.UINT2})

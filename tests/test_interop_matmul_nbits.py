@@ -348,6 +348,22 @@ def test_a_bad_accuracy_level_in_metadata_is_a_located_lower_error(tmp_path):
         lower_model(typed, form="matmulnbits")
 
 
+def test_accuracy_level_survives_lower_raising_the_opset():
+    """A MatMulNBits file at opset 13 (onnxruntime's quantizer keeps the float model's opset): lower raises it to 21
+    with onnx's version converter, which drops every node's metadata_props, the accuracy_level lift kept included.
+    Without it onnxruntime computes in float where the original quantized A to int8 (found by the producer corpus:
+    8.8e-05 apart on a 6 x 6 MatMul)."""
+    source = MODELS["ort-q4-asym-k96n20b64-accuracy4"]
+    old = onnx.ModelProto()
+    old.CopyFrom(source)
+    next(o for o in old.opset_import if o.domain in ("", "ai.onnx")).version = 13
+    lowered = lower_model(lift_model(old).model).model
+    assert next(o.version for o in lowered.opset_import if o.domain in ("", "ai.onnx")) == 21
+    assert _nbits_attributes(lowered) == _nbits_attributes(old)
+    feeds = nbits_feeds(old, seed=2)
+    assert _ort(lowered, feeds).tobytes() == _ort(old, feeds).tobytes()
+
+
 def test_lower_writes_a_lifted_matmul_nbits_model_back_as_matmul_nbits_by_default():
     """lift records that it read MatMulNBits (model metadata), so lower without a form fuses the weight back."""
     lowered = lower_model(_lifted(NAMES[0]))
