@@ -87,3 +87,30 @@ def test_a_generator_takes_help_and_never_empties_a_folder_of_other_things(tmp_p
     refused = subprocess.run([sys.executable, str(script), str(link)], capture_output=True, text=True, timeout=120,
                              check=False)
     assert refused.returncode == 2 and "is a symbolic link" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_generator_that_fails_part_way_leaves_the_cases_as_they_were(tmp_path, monkeypatch):
+    """Every generator writes into a new folder that takes the old one's place only once all is written: a case
+    that fails to build, or a write that fails, leaves the committed cases as they were, with nothing beside them."""
+    module = load_script("conformance_tests/generators/checker_cases.py")
+    folder = tmp_path / "checker"
+    assert module.write(folder) > 0
+    before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    written = []
+
+    def fails_part_way(data: bytes) -> int:
+        if len(written) == 5:
+            raise OSError("No space left on device")
+        written.append(data)
+        return len(data)
+
+    monkeypatch.setattr(module.pathlib.Path, "write_bytes", lambda self, data: fails_part_way(data))
+    with pytest.raises(OSError, match="No space"):
+        module.write(folder)
+    monkeypatch.undo()
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["checker"]
+    assert module.write(folder) == len(CASES)  # and a write that succeeds replaces it, leaving nothing beside it
+    assert [p.name for p in tmp_path.iterdir()] == ["checker"]
+    (tmp_path / "made").mkdir()
+    assert folder.stat().st_mode & 0o777 == (tmp_path / "made").stat().st_mode & 0o777  # not private, as mkdir makes

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import shutil
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -59,14 +58,18 @@ def case_documents() -> dict[str, tuple[dict, bytes]]:
 
 def write(folder: pathlib.Path = CASES) -> int:
     """Replace ``folder`` with every case; returns how many were written."""
-    if folder.exists():
-        shutil.rmtree(folder)
     documents = case_documents()
-    for case_id, (doc, model) in documents.items():
-        target = folder / case_id
-        target.mkdir(parents=True)
-        (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        (target / "model.onnx").write_bytes(model)
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    try:
+        from execution_gen.common import replacing  # noqa: PLC0415 (beside this file)
+    finally:
+        sys.path.pop(0)
+    with replacing(folder) as new:
+        for case_id, (doc, model) in documents.items():
+            target = new / case_id
+            target.mkdir(parents=True)
+            (target / "case.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            (target / "model.onnx").write_bytes(model)
     return len(documents)
 
 

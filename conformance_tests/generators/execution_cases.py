@@ -23,7 +23,6 @@ cannot run is left out (and printed).
 from __future__ import annotations
 
 import pathlib
-import shutil
 import sys
 import tempfile
 import zlib
@@ -32,7 +31,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from execution_gen.build import SKIPPED, build_case  # noqa: E402
 from execution_gen.chains import _chains  # noqa: E402
-from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake, write_documents  # noqa: E402
+from execution_gen.common import CASES, EXPRESSED, STORAGES, _helpers, _snake, replacing, write_documents  # noqa: E402
 from execution_gen.decided import _decided  # noqa: E402
 from execution_gen.features import _bfloat16, _features  # noqa: E402
 from execution_gen.graphs import MIXED, _graphs  # noqa: E402
@@ -94,13 +93,12 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
 
 def write(folder: pathlib.Path = CASES) -> int:
     """Replace ``folder`` with every case; returns how many were written."""
-    if folder.exists():
-        shutil.rmtree(folder)
     documents = case_documents()
-    write_documents(folder, documents)
     import gguf_cases  # noqa: PLC0415 (beside this file: the LLM weight-format cases, gguf-*, into the same folder)
 
-    return len(documents) + gguf_cases.write(folder)
+    with replacing(folder) as new:
+        write_documents(new, documents)
+        return len(documents) + gguf_cases.write(new)
 
 
 if __name__ == "__main__":

@@ -238,10 +238,10 @@ def case_documents() -> dict[str, tuple[dict, dict[str, bytes]]]:
 
 def write(folder: pathlib.Path = CASES) -> int:
     """Replace the ``gguf-*`` folders of ``folder`` with every case; returns how many were written."""
+    documents = case_documents()  # first: a case that fails to build leaves the folder as it was
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob(f"{PREFIX}*"):
         shutil.rmtree(old)
-    documents = case_documents()
     write_documents(folder, documents)
     return len(documents)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-import shutil
 import sys
 from collections.abc import Callable
 
@@ -296,17 +295,21 @@ def case_files(reject: Reject) -> dict[str, bytes]:
 
 def write(folder: pathlib.Path = CASES) -> int:
     """Replace ``folder`` with every case; returns how many were written."""
-    if folder.exists():
-        shutil.rmtree(folder)
     found = cases()
     ids = [c.id for c in found]
     if len(set(ids)) != len(ids) or not all(i.startswith("reject-") for i in ids):
         raise ValueError("reject case ids must be unique and start with 'reject-'")
-    for reject in found:
-        for name, data in case_files(reject).items():
-            path = folder / reject.id / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    try:
+        from execution_gen.common import replacing  # noqa: PLC0415 (beside this file)
+    finally:
+        sys.path.pop(0)
+    with replacing(folder) as new:
+        for reject in found:
+            for name, data in case_files(reject).items():
+                path = new / reject.id / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
     return len(found)
 
 

@@ -6,11 +6,16 @@ entry script) plans, builds and writes them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
+import os
 import pathlib
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -61,6 +66,28 @@ def from_tests(module: str):
 
 def _helpers():
     return from_tests("reference_models")
+
+
+@contextlib.contextmanager
+def replacing(folder: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A new, empty folder beside ``folder`` for the generator to fill; it takes ``folder``'s place when the block
+    ends, and is removed if the block raises: a generator that fails part-way leaves the cases as they were, never
+    an empty or half-written folder."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    new = pathlib.Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    new.chmod(0o777 & ~mask)  # (mkdtemp makes it private) as a folder made by mkdir is
+    try:
+        yield new
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    old = new.with_name(new.name.replace(".new-", ".old-", 1))
+    if folder.exists():
+        folder.rename(old)
+    new.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_documents(folder: pathlib.Path, documents: dict[str, tuple[dict, dict[str, bytes]]]) -> None:
