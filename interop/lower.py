@@ -74,6 +74,7 @@ from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, con
 from onnx_qtypes.interop.qoperator import bias_problem
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
+from onnx_qtypes.interop.opset import convert
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
@@ -943,16 +944,14 @@ class _Lowering:
                      else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
         if current is not None and current != opset:
-            node_meta = _node_metadata(model)
             try:
-                converted = onnx.version_converter.convert_version(model, opset)
+                converted = convert(model, opset)  # (every node's metadata kept: MatMulNBits' accuracy_level ...)
             except Exception as exc:  # the converter raises bare RuntimeErrors and C++ assertion text
                 raise LowerError(_conversion_failure(model, current, opset, exc)) from None
             model.CopyFrom(converted)
             for vi in _all_declarations(model):  # the converter drops ValueInfo metadata_props
                 for key, value in meta.get(vi.name, {}).items():
                     metadata.write(vi, key, value)
-            _restore_node_metadata(model, node_meta)  # and a node's (MatMulNBits' accuracy_level, the range Clips)
         if current is None:
             model.opset_import.add(domain="", version=opset)
         for entry in model.opset_import:
@@ -966,25 +965,6 @@ class _Lowering:
     def _two_bit(self) -> bool:
         """A typed tensor or a plain one (initializer, Constant, declaration) of the model is stored in 2 bits."""
         return any(q.storage in ("int2", "uint2") for q in self.types.values()) or bool(_two_bit_tensors(self.model))
-
-
-def _node_metadata(model: ModelProto) -> dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]]:
-    """Every node's metadata_props, by its graph's pointer and its outputs (one node writes a name)."""
-    return {(pointer, tuple(node.output)): [(p.key, p.value) for p in node.metadata_props]
-            for pointer, graph in iter_graphs(model) for node in graph.node if node.metadata_props}
-
-
-def _restore_node_metadata(model: ModelProto, saved: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]]) -> None:
-    """``saved`` (``_node_metadata``) back on the nodes writing the same outputs, where the version converter (which
-    drops it) left a node that writes them."""
-    if not saved:
-        return
-    for pointer, graph in iter_graphs(model):
-        for node in graph.node:
-            entries = saved.get((pointer, tuple(node.output)))
-            if entries and not node.metadata_props:
-                for key, value in entries:
-                    node.metadata_props.add(key=key, value=value)
 
 
 TWO_BIT = frozenset({TensorProto.INT2, TensorProto.UINT2})
