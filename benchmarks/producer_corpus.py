@@ -178,6 +178,27 @@ def ort_static(floats, out: pathlib.Path) -> dict:
         "s16s16": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt16, weight_type=QuantType.QInt16,
                        per_channel=True),
         "w4u": dict(quant_format=QuantFormat.QDQ, weight_type=QuantType.QUInt4),
+        # more of the options users set (stop 32): 7-bit weights, asymmetric int8 weights, float biases, symmetric
+        # calibrated ranges, 16-bit weights and activations, 4-bit activations, contrib Q / DQ with int4 weights,
+        # constant-B-only MatMuls, a pair per consumer alone, entropy / percentile calibration, and one activation
+        # at 16 bits among 8-bit ones (TensorQuantOverrides: the converting Q / DQ chains it writes)
+        "qdq_reduce": dict(quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True),
+        "qop_reduce": dict(quant_format=QuantFormat.QOperator, per_channel=True, reduce_range=True),
+        "asym_s8w": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+                         extra_options={"WeightSymmetric": False}),
+        "no_bias": dict(quant_format=QuantFormat.QDQ, per_channel=True, extra_options={"QuantizeBias": False}),
+        "qop_no_bias": dict(quant_format=QuantFormat.QOperator, extra_options={"QuantizeBias": False}),
+        "range_sym": dict(quant_format=QuantFormat.QDQ, extra_options={"CalibTensorRangeSymmetric": True}),
+        "a16w16u": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt16, weight_type=QuantType.QUInt16),
+        "a4w4": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt4, weight_type=QuantType.QInt4),
+        "a8w4_contrib": dict(quant_format=QuantFormat.QDQ, weight_type=QuantType.QInt4,
+                             extra_options={"UseQDQContribOps": True}),
+        "matmul_b_only": dict(quant_format=QuantFormat.QDQ, extra_options={"MatMulConstBOnly": True}),
+        "ded_pair": dict(quant_format=QuantFormat.QDQ, extra_options={"DedicatedQDQPair": True}),
+        "entropy": dict(quant_format=QuantFormat.QDQ, calibrate_method=CalibrationMethod.Entropy),
+        "percentile": dict(quant_format=QuantFormat.QDQ, calibrate_method=CalibrationMethod.Percentile),
+        "override16": lambda source: dict(quant_format=QuantFormat.QDQ, extra_options={
+            "TensorQuantOverrides": {_first_activation(source): [{"quant_type": QuantType.QUInt16}]}}),
     }
     made: dict = {}
     for name, (source, calib, _) in floats.items():
@@ -185,8 +206,15 @@ def ort_static(floats, out: pathlib.Path) -> dict:
             target = out / f"ort-{name}-{setting}.onnx"
             _attempt(made, setting, target, name,
                      lambda source=source, target=target, calib=calib, kwargs=kwargs:
-                     quantize_static(source, target, Reader(calib), **kwargs))
+                     quantize_static(source, target, Reader(calib),
+                                     **(kwargs(source) if callable(kwargs) else kwargs)))
     return made
+
+
+def _first_activation(path: pathlib.Path) -> str:
+    """The output of the model's first Conv / MatMul / Gemm / Relu / Add (a tensor quantize_static quantizes)."""
+    model = onnx.load(path, load_external_data=False)
+    return next(n.output[0] for n in model.graph.node if n.op_type in ("Conv", "MatMul", "Gemm", "Relu", "Add"))
 
 
 def ort_dynamic(floats, out: pathlib.Path) -> dict:
@@ -208,21 +236,27 @@ def _constant_matmul(path: pathlib.Path) -> bool:
 
 
 def ort_matmul_nbits(floats, out: pathlib.Path) -> dict:
+    from onnxruntime.quantization import QuantFormat
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
     made: dict = {}
     for name, (source, _, _) in floats.items():
         if not _constant_matmul(source):
             continue
-        for block, symmetric in ((32, False), (16, True)):
-            target = out / f"nbits-{name}-b{block}{'-sym' if symmetric else ''}.onnx"
+        # 4-bit blocks of 32 and 16 (symmetric); 8 bits; blocks of 128; accuracy_level 4 (A quantized to int8 inside
+        # the kernel); the QDQ form (a blocked DequantizeLinear at opset 21)
+        for label, kwargs in (("b32", dict(block_size=32)), ("b16-sym", dict(block_size=16, is_symmetric=True)),
+                              ("b32-bits8", dict(block_size=32, bits=8)), ("b128", dict(block_size=128)),
+                              ("b32-acc4", dict(block_size=32, accuracy_level=4)),
+                              ("b32-qdq", dict(block_size=32, quant_format=QuantFormat.QDQ))):
+            target = out / f"nbits-{name}-{label}.onnx"
 
-            def make(source=source, target=target, block=block, symmetric=symmetric):
-                quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=block, is_symmetric=symmetric)
+            def make(source=source, target=target, kwargs=kwargs):
+                quantizer = MatMulNBitsQuantizer(onnx.load(source), **kwargs)
                 quantizer.process()
                 onnx.save(quantizer.model.model, target)
 
-            _attempt(made, f"b{block}", target, name, make)
+            _attempt(made, label, target, name, make)
     return made
 
 
@@ -231,17 +265,25 @@ def nncf_models(floats, out: pathlib.Path) -> dict:
 
     made: dict = {}
     for name, (source, calib, _) in floats.items():
-        target = out / f"nncf-{name}-ptq.onnx"
-        _attempt(made, "ptq", target, name, lambda source=source, target=target, calib=calib: onnx.save(
-            nncf.quantize(onnx.load(source), nncf.Dataset(calib), subset_size=len(calib)), target))
+        # the default preset; asymmetric activations (MIXED); the transformer model type (its ignored patterns)
+        for label, kwargs in (("ptq", {}), ("ptq-mixed", {"preset": nncf.QuantizationPreset.MIXED}),
+                              ("ptq-transformer", {"model_type": nncf.ModelType.TRANSFORMER})):
+            target = out / f"nncf-{name}-{label}.onnx"
+            _attempt(made, label, target, name, lambda source=source, target=target, calib=calib, kwargs=kwargs:
+                     onnx.save(nncf.quantize(onnx.load(source), nncf.Dataset(calib), subset_size=len(calib), **kwargs),
+                               target))
         if not _constant_matmul(source):
             continue
-        for mode in ("INT8_ASYM", "INT4_SYM"):
-            kwargs = {} if mode.startswith("INT8") else {"ratio": 1.0, "group_size": 8, "all_layers": True}
-            target = out / f"nncf-{name}-{mode.lower()}.onnx"
-            _attempt(made, mode, target, name, lambda source=source, target=target, mode=mode, kwargs=kwargs: onnx.save(
-                nncf.compress_weights(onnx.load(source), mode=getattr(nncf.CompressWeightsMode, mode), **kwargs),
-                target))
+        every = {"ratio": 1.0, "all_layers": True}
+        modes = (("int8_asym", "INT8_ASYM", {}), ("int4_sym", "INT4_SYM", {**every, "group_size": 8}),
+                 ("int8_sym", "INT8_SYM", {}), ("int4_asym", "INT4_ASYM", {**every, "group_size": 8}),
+                 ("int4_asym_channel", "INT4_ASYM", {**every, "group_size": -1}),
+                 ("int4_sym_half", "INT4_SYM", {"ratio": 0.5, "group_size": 16, "all_layers": True}))
+        for label, mode, kwargs in modes:
+            target = out / f"nncf-{name}-{label}.onnx"
+            _attempt(made, label, target, name, lambda source=source, target=target, mode=mode, kwargs=kwargs:
+                     onnx.save(nncf.compress_weights(onnx.load(source), mode=getattr(nncf.CompressWeightsMode, mode),
+                                                     **kwargs), target))
     return made
 
 

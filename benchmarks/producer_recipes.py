@@ -255,28 +255,42 @@ def inc(floats, out: pathlib.Path, manifest: Manifest) -> None:
     from onnx_neural_compressor.quantization import config, matmul_nbits_quantizer, quantize
     from onnxruntime.quantization import QuantFormat
 
+    from onnxruntime.quantization import QuantType
+
+    # static: QDQ and QOperator as configured by default; per channel with int8 activations; SmoothQuant
+    statics = {"static_qdq": dict(quant_format=QuantFormat.QDQ),
+               "static_qoperator": dict(quant_format=QuantFormat.QOperator),
+               "static_qdq_s8_pc": dict(quant_format=QuantFormat.QDQ, per_channel=True,
+                                        activation_type=QuantType.QInt8),
+               "static_qdq_smooth": dict(quant_format=QuantFormat.QDQ, extra_options={"SmoothQuant": True})}
+    # weight-only: 4-bit symmetric blocks of 32 (RTN, GPTQ, AWQ), asymmetric, blocks of 128 with accuracy_level 4
+    weight_only = {"woq_rtn": ("rtn", dict(block_size=32, is_symmetric=True)),
+                   "woq_gptq": ("gptq", dict(block_size=32, is_symmetric=True)),
+                   "woq_awq": ("awq", dict(block_size=32, is_symmetric=True)),
+                   "woq_rtn_asym": ("rtn", dict(block_size=32, is_symmetric=False)),
+                   "woq_rtn_b128_acc4": ("rtn", dict(block_size=128, is_symmetric=True, accuracy_level=4))}
     for name, (source, calib, _) in floats.items():
-        for fmt in ("QDQ", "QOperator"):
-            manifest.attempt(name, f"static_{fmt.lower()}", f"inc-{name}-static_{fmt.lower()}",
-                             lambda target, fmt=fmt, source=source, calib=calib: quantize(
-                                 str(source), str(target),
-                                 config.StaticQuantConfig(Reader(calib), quant_format=getattr(QuantFormat, fmt))))
+        for label, kwargs in statics.items():
+            manifest.attempt(name, label, f"inc-{name}-{label}",
+                             lambda target, kwargs=kwargs, source=source, calib=calib: quantize(
+                                 str(source), str(target), config.StaticQuantConfig(Reader(calib), **kwargs)))
         if not _has_constant_matmul(source):
             continue  # weight-only quantization rewrites MatMul only
-        for algo in ("rtn", "gptq"):
+        for label, (algo, kwargs) in weight_only.items():
 
-            def make(target, algo=algo, source=source, calib=calib):
+            def make(target, algo=algo, kwargs=kwargs, source=source, calib=calib):
                 algo_config = (matmul_nbits_quantizer.RTNWeightOnlyQuantConfig() if algo == "rtn" else
-                               matmul_nbits_quantizer.GPTQWeightOnlyQuantConfig(Reader(calib)))
-                quantizer = matmul_nbits_quantizer.MatMulNBitsQuantizer(str(source), n_bits=4, block_size=32,
-                                                                        is_symmetric=True, algo_config=algo_config)
+                               matmul_nbits_quantizer.GPTQWeightOnlyQuantConfig(Reader(calib)) if algo == "gptq" else
+                               matmul_nbits_quantizer.AWQWeightOnlyQuantConfig(Reader(calib)))
+                quantizer = matmul_nbits_quantizer.MatMulNBitsQuantizer(str(source), n_bits=4, algo_config=algo_config,
+                                                                        **kwargs)
                 quantizer.process()
                 made = quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model
                 if not any(n.op_type == "MatMulNBits" for n in made.graph.node):
                     raise ValueError("no MatMul was quantized")
                 onnx.save(made, target)
 
-            manifest.attempt(name, f"woq_{algo}", f"inc-{name}-woq_{algo}", make)
+            manifest.attempt(name, label, f"inc-{name}-{label}", make)
 
 
 # --- torch: float base models, FX QAT, Brevitas --------------------------------------------------------------
