@@ -375,29 +375,42 @@ def _ort_run(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
     return dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
 
 
-def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto
+             ) -> tuple[onnx.ModelProto, dict[str, str], set[str]]:
     """The original with the integer tensor of every tensor the lifted model types as an extra graph output;
-    {typed tensor: original's tensor}. A typed tensor is the QuantizeLinear output's input (QDQ files) or has the
-    same name as a QOperator node's output or of a Clip on the stored integers (QCDQ)."""
+    {typed tensor: original's tensor}; and which of those pairs hold only if onnxruntime hands out an integer there.
+    A typed tensor is the QuantizeLinear output's input (QDQ files) or has the same name as a QOperator node's output
+    or a Clip's on the stored integers (QCDQ); or any other node's output of that name (a Reshape or Transpose
+    between QOperator nodes, whose values the next operator must be given as onnxruntime computed them), exposed
+    without a declared type, kept where onnxruntime's value is integers (``_integer_pairs``)."""
     qtypes = quantized_tensors(typed)
     produced = {o: n for n in original.graph.node for o in n.output}
-    pairs = {}
+    pairs, unsure = {}, set()
     for node in original.graph.node:
         if node.op_type == "QuantizeLinear" and node.input and node.input[0] in qtypes:
             pairs[node.input[0]] = node.output[0]
     for name in qtypes:
         if name not in pairs and name in produced:
             node = produced[name]
-            if node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in (
-                    "QuantizeLinear", "QAttention", "Clip"):  # (Clip: QCDQ's clip of the stored integers)
-                pairs[name] = name
+            pairs[name] = name
+            if not (node.op_type.startswith(("QLinear", "QGemm")) or node.op_type in (
+                    "QuantizeLinear", "QAttention", "Clip")):  # (Clip: QCDQ's clip of the stored integers)
+                unsure.add(name)
     copy = onnx.ModelProto()
     copy.CopyFrom(original)
     have = {o.name for o in copy.graph.output}
     for typed_name, name in pairs.items():
         if name not in have:
-            copy.graph.output.append(helper.make_tensor_value_info(name, qtypes[typed_name].storage_type.data_type, None))
-    return copy, pairs
+            copy.graph.output.append(helper.make_empty_tensor_value_info(name) if typed_name in unsure else
+                                     helper.make_tensor_value_info(name, qtypes[typed_name].storage_type.data_type,
+                                                                   None))
+    return copy, pairs, unsure
+
+
+def _integer_pairs(pairs: dict[str, str], unsure: set[str], theirs: dict) -> dict[str, str]:
+    """``pairs`` without those of ``unsure`` where onnxruntime's value is not integers (a float tensor of that name)."""
+    return {t: q for t, q in pairs.items()
+            if t not in unsure or (q in theirs and np.asarray(theirs[q]).dtype.kind in "iu")}
 
 
 def _codes(a) -> np.ndarray:
@@ -597,8 +610,9 @@ def examine(name: str, path: pathlib.Path, feeds: dict, expected: dict | None, f
     outputs = [o.name for o in model.graph.output]
     theirs, pairs = None, {}
     try:
-        probe, pairs = _exposed(model, result.model)
+        probe, pairs, unsure = _exposed(model, result.model)
         theirs = _ort_run(probe, feeds)
+        pairs = _integer_pairs(pairs, unsure, theirs)
     except Exception:  # the probe may not load; try the file as it is
         pairs = {}
         try:
