@@ -433,15 +433,18 @@ def torch_fx_qat(floats, out: pathlib.Path, manifest: Manifest) -> None:
     nets = {"small": _small_net, "resnet18": lambda: torchvision.models.resnet18(weights=None),
             "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(weights=None)}
     for name, build in nets.items():
-        for per_channel in (False, True):
-            def make(target, build=build, per_channel=per_channel):
+        # weights per tensor or per channel, activations quint8; and per channel with symmetric qint8 activations
+        for per_channel, signed in ((False, False), (True, False), (True, True)):
+            def make(target, build=build, per_channel=per_channel, signed=signed):
                 torch.manual_seed(0)
                 observer = MovingAveragePerChannelMinMaxObserver if per_channel else MovingAverageMinMaxObserver
                 weight = FakeQuantize.with_args(observer=observer, quant_min=-128, quant_max=127, dtype=torch.qint8,
                                                 qscheme=torch.per_channel_symmetric if per_channel
                                                 else torch.per_tensor_symmetric)
-                act = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
-                                             dtype=torch.quint8)
+                act = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                              dtype=torch.qint8, qscheme=torch.per_tensor_symmetric) if signed else
+                       FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+                                              dtype=torch.quint8))
                 example = torch.from_numpy(_image_samples(0, 1)[0]["x"])
                 prepared = prepare_qat_fx(build().train(), QConfigMapping().set_global(QConfig(activation=act,
                                                                                              weight=weight)),
@@ -456,8 +459,8 @@ def torch_fx_qat(floats, out: pathlib.Path, manifest: Manifest) -> None:
                 _export(prepared, (example,), target, ["x"], ["y"], {})
                 write_samples(target.with_suffix(".npz"), _image_samples(1, 4), _image_samples(2, 1)[0])
 
-            manifest.attempt(name, "fx_qat_pc" if per_channel else "fx_qat_pt",
-                             f"torch-fxqat-{name}-{'pc' if per_channel else 'pt'}", make)
+            mode = ("pc" if per_channel else "pt") + ("_s8" if signed else "")
+            manifest.attempt(name, f"fx_qat_{mode}", f"torch-fxqat-{name}-{mode}", make)
 
 
 def brevitas(floats, out: pathlib.Path, manifest: Manifest) -> None:
@@ -468,13 +471,14 @@ def brevitas(floats, out: pathlib.Path, manifest: Manifest) -> None:
     from torch import nn
 
     class Net(nn.Module):
-        def __init__(self, bits):
+        def __init__(self, bits, per_channel=False):
             super().__init__()
             self.inp = qnn.QuantIdentity(bit_width=bits, return_quant_tensor=True)
             self.c1 = qnn.QuantConv2d(3, 8, 3, padding=1, weight_bit_width=bits, bias_quant=Int32Bias,
-                                      return_quant_tensor=True)
+                                      weight_scaling_per_output_channel=per_channel, return_quant_tensor=True)
             self.r = qnn.QuantReLU(bit_width=bits, return_quant_tensor=True)
-            self.fc = qnn.QuantLinear(8 * 8 * 8, 5, bias=True, weight_bit_width=bits, bias_quant=Int32Bias)
+            self.fc = qnn.QuantLinear(8 * 8 * 8, 5, bias=True, weight_bit_width=bits, bias_quant=Int32Bias,
+                                      weight_scaling_per_output_channel=per_channel)
 
         def forward(self, x):
             return self.fc(self.r(self.c1(self.inp(x))).flatten(1))
@@ -483,9 +487,10 @@ def brevitas(floats, out: pathlib.Path, manifest: Manifest) -> None:
     shape = (1, 3, 8, 8)
     calib = [{"x": rng.normal(0, 1, shape).astype(np.float32)} for _ in range(4)]
     feed = {"x": rng.normal(0, 1, shape).astype(np.float32)}
-    for bits in (8, 4):
+    # 8 and 4 bits per tensor; per output channel; the odd widths 3 and 2 (narrowed int8 storage in QCDQ)
+    for bits, per_channel in ((8, False), (4, False), (8, True), (4, True), (3, False), (2, True)):
         torch.manual_seed(bits)
-        net = Net(bits).train()
+        net = Net(bits, per_channel).train()
         for sample in calib:
             net(torch.from_numpy(sample["x"]))
         net.eval()
@@ -500,8 +505,9 @@ def brevitas(floats, out: pathlib.Path, manifest: Manifest) -> None:
             first = onnx.load(target).graph.input[0].name  # QONNX names its input itself
             write_samples(target.with_suffix(".npz"), [{first: s["x"]} for s in calib], {first: feed["x"]})
 
-        manifest.attempt("brevitas_net", f"qcdq{bits}", f"brevitas-qcdq-{bits}", qcdq)
-        manifest.attempt("brevitas_net", f"qonnx{bits}", f"brevitas-qonnx-{bits}", qonnx)
+        suffix = f"{bits}-pc" if per_channel else f"{bits}"
+        manifest.attempt("brevitas_net", f"qcdq{suffix}", f"brevitas-qcdq-{suffix}", qcdq)
+        manifest.attempt("brevitas_net", f"qonnx{suffix}", f"brevitas-qonnx-{suffix}", qonnx)
 
 
 RECIPES = {
