@@ -399,12 +399,32 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto
     copy = onnx.ModelProto()
     copy.CopyFrom(original)
     have = {o.name for o in copy.graph.output}
-    for typed_name, name in pairs.items():
+    opset = next((o.version for o in copy.opset_import if o.domain in STANDARD), 0)
+    for typed_name, name in list(pairs.items()):
+        data_type = qtypes[typed_name].storage_type.data_type
+        declared = data_type
+        if data_type in _NO_NUMPY and typed_name not in unsure:  # onnxruntime hands no 4- or 2-bit array out
+            wide = f"{name}__widened"
+            if opset >= 21:  # a Cast to the 8-bit type of its sign
+                declared = _NO_NUMPY[data_type]
+                copy.graph.node.append(helper.make_node("Cast", [name], [wide], to=declared))
+            else:  # before Cast-21 reads 4 bits: the com.microsoft DequantizeLinear onnxruntime wrote them with,
+                declared = onnx.TensorProto.FLOAT  # at scale 1 and zero point 0 (exact integers in float)
+                if "__one" not in have:
+                    copy.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1, np.float32), "__one"))
+                    have.add("__one")
+                copy.graph.node.append(helper.make_node("DequantizeLinear", [name, "__one"], [wide],
+                                                        domain="com.microsoft"))
+            pairs[typed_name], name = wide, wide
         if name not in have:
             copy.graph.output.append(helper.make_empty_tensor_value_info(name) if typed_name in unsure else
-                                     helper.make_tensor_value_info(name, qtypes[typed_name].storage_type.data_type,
-                                                                   None))
+                                     helper.make_tensor_value_info(name, declared, None))
     return copy, pairs, unsure
+
+
+# 4- and 2-bit storage -> the 8-bit type of its sign
+_NO_NUMPY = {onnx.TensorProto.INT4: onnx.TensorProto.INT8, onnx.TensorProto.UINT4: onnx.TensorProto.UINT8,
+             onnx.TensorProto.INT2: onnx.TensorProto.INT8, onnx.TensorProto.UINT2: onnx.TensorProto.UINT8}
 
 
 def _integer_pairs(pairs: dict[str, str], unsure: set[str], theirs: dict) -> dict[str, str]:
