@@ -6,8 +6,8 @@
     python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # earlier runs' report (later rows win)
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
-the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias at opsets 13
-and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
+the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias / pad at
+opsets 13 and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
 and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
 TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats); and the three trained PP-OCR
 models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once), as the wheel ships them and

@@ -41,6 +41,7 @@ from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import MICROSOFT as QOPERATOR_MICROSOFT, STANDARD as QOPERATOR_STANDARD, spec_for
 from onnx_qtypes.interop.recognise import QDQ_DOMAINS, is_dequantize, is_quantize, recognise
+from onnx_qtypes.interop.pad_constants import own_pad_constants
 from onnx_qtypes.interop.shared_bias import split_shared_biases
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
@@ -222,6 +223,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
         result.warnings.extend(contrib.warnings)
     if kinds.any(lambda op, domain: op in QOPERATOR_STANDARD or op in QOPERATOR_MICROSOFT):  # (spec_for's tables)
         result.notes.extend(split_shared_biases(model))  # one int32 bias read at several scales: a copy per scale
+    if kinds.any(lambda op, domain: op == "Pad"):
+        result.notes.extend(own_pad_constants(model))  # a Pad padding with a zero point other nodes read: a copy
     declared = _metadata(graph)
     clip_bounds = _drop_range_clips(graph, declared) if kinds.any(lambda op, domain: op == "Clip") else set()
     narrowed = Narrowed()

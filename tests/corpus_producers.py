@@ -8,7 +8,9 @@ what the producer corpus (benchmarks/producer_corpus.py) found in real files:
   QLinearGlobalAveragePool, QGemm with alpha != 1, QLinearMatMul, QLinearWhere, QLinearSoftmax with its ``opset``
   attribute and a non-default axis);
 - ``shared_bias``: two Convs that share one float bias initializer (exporters deduplicate equal initializers),
-  which onnxruntime quantizes once, at the first Conv's scale.
+  which onnxruntime quantizes once, at the first Conv's scale;
+- ``pad``: a constant Pad after an Add, which the QOperator form runs on the stored integers, padding with the very
+  zero-point initializer the QLinearAdd writes its output with (torchvision's swin_t has it).
 
 ``producer_models()`` -> {"<model>-<setting>-opset<N>": ModelProto} (fresh copies); ``producer_feeds(name)``.
 """
@@ -78,7 +80,19 @@ def shared_bias(opset: int) -> onnx.ModelProto:
     return _model("shared_bias", nodes, [1, 4, 8, 8], inits, opset)
 
 
-FLOAT_MODELS = {"ops": ops, "shared_bias": shared_bias}
+def pad(opset: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(2222)
+    inits = [_w(rng, "w1", (4, 3, 3, 3)), _w(rng, "w2", (4, 3, 1, 1)), _w(rng, "w3", (4, 4, 3, 3)),
+             numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4, name="conv1"),
+             helper.make_node("Conv", ["x", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Add", ["c1", "c2"], ["a"], name="add"),
+             helper.make_node("Pad", ["a", "pads"], ["p"], name="pad"),  # pads with 0: the quantizer passes a zero point
+             helper.make_node("Conv", ["p", "w3"], ["y"], name="conv3")]
+    return _model("pad", nodes, [1, 4, 8, 8], inits, opset)
+
+
+FLOAT_MODELS = {"ops": ops, "shared_bias": shared_bias, "pad": pad}
 
 
 def _settings() -> dict[str, dict]:
