@@ -2,14 +2,16 @@
 
     python benchmarks/producer_corpus.py --keep DIR [--json out.json] \\
         [--torch-python PY] [--quark-python PY] [--inc-python PY] [--ppocr-cache DIR | --no-ppocr] \\
-        [--producers a,b] [--models a,b] [--quark-configs A8W8,BFP16,...]
+        [--producers a,b] [--models a,b] [--settings a,b] [--quark-configs A8W8,BFP16,...]
     python benchmarks/producer_corpus.py --report run1.json [run2.json ...]   # earlier runs' report (later rows win)
 
 Float models (written to DIR/float as NAME.onnx + NAME.npz, the calibration samples and one test input):
 the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producers.py ops / shared_bias / pad at
 opsets 13 and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
 and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
-TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats); and the three trained PP-OCR
+TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats; ``--models`` may also name
+squeezenet1_0, shufflenet_v2_x0_5, densenet121, convnext_tiny, mnasnet0_5, regnet_y_400mf, swin_t, resnext50_32x4d
+and googlenet, made only then); and the three trained PP-OCR
 models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once), as the wheel ships them and
 (``NAME_prep``) at opset 13 through onnxruntime's recommended ``quant_pre_process``.
 
@@ -138,7 +140,12 @@ def _floats(folder: pathlib.Path) -> dict[str, tuple[pathlib.Path, list, dict]]:
 # --- producers in this interpreter --------------------------------------------------------------------------------
 
 
+SETTINGS: set[str] | None = None  # --settings: the in-process producers' settings to make (None: all)
+
+
 def _attempt(made: dict, label: str, target: pathlib.Path, float_name: str, make) -> None:
+    if SETTINGS is not None and label not in SETTINGS:
+        return
     try:
         with quiet():
             make()
@@ -940,6 +947,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ppocr", action="store_true", help="leave out the PP-OCR models (no download)")
     parser.add_argument("--producers", help="comma-separated substrings of producer names to run (default: all)")
     parser.add_argument("--models", help="comma-separated float model names (default: all)")
+    parser.add_argument("--settings", help="comma-separated settings of the producers in this interpreter (default: "
+                        "all; e.g. qdq_u8,qop_u8,QInt8,ptq)")
     parser.add_argument("--quark-configs", help="comma-separated names of Quark preset configs (default: "
                         "producer_recipes.QUARK_CONFIGS)")
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print the report of earlier runs' --json files "
@@ -972,14 +981,16 @@ def main(argv: list[str] | None = None) -> int:
         pythons[recipe] = python
     pythons = {k: v or sys.executable for k, v in pythons.items()}
     chosen = set(args.models.split(",")) if args.models else None
+    global SETTINGS
+    SETTINGS = set(args.settings.split(",")) if args.settings else None
     wanted = (lambda p: True) if not args.producers else (
         lambda p: any(s.lower() in p.lower() for s in args.producers.split(",")))
 
     producers: dict[str, str] = {}
     corpus_floats(floats_dir)
     print("float models:", flush=True)
-    manifest, status = run_recipe("torch-floats", pythons["torch-floats"], floats_dir, None, None,
-                                  folder / "torch-floats.log")
+    manifest, status = run_recipe("torch-floats", pythons["torch-floats"], floats_dir, None, args.models,
+                                  folder / "torch-floats.log")  # (--models: only those; more architectures by name)
     producers["float models: torch / torchvision / transformers"] = status
     if not args.no_ppocr:
         try:

@@ -329,10 +329,10 @@ def torch_floats(floats, out: pathlib.Path, manifest: Manifest) -> None:
     import torch
     import torchvision
 
-    def vision(name):
+    def vision(name, **kwargs):
         def make(target):
             torch.manual_seed(0)
-            net = getattr(torchvision.models, name)(weights=None).eval()
+            net = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
             _export(net, (torch.from_numpy(_image_samples(0, 1)[0]["x"]),), target, ["x"], ["logits"],
                     {"x": {0: "batch"}, "logits": {0: "batch"}})
             write_samples(target.with_suffix(".npz"), _image_samples(1, 4), _image_samples(2, 1)[0])
@@ -381,8 +381,13 @@ def torch_floats(floats, out: pathlib.Path, manifest: Manifest) -> None:
     makers = {"resnet18": vision("resnet18"), "mobilenet_v3_small": vision("mobilenet_v3_small"),
               "efficientnet_b0": vision("efficientnet_b0"), "bert_tiny": bert, "gpt2_tiny": gpt2,
               "transformer_encoder": encoder}
-    for name, make in makers.items():
-        if floats is None or name in floats:
+    # more architectures, made only when --models names them (their operators: Pad, LayerNorm, GELU, grouped and
+    # depthwise Convs, channel shuffles, dense Concats, window attention)
+    extra = {name: vision(name) for name in ("squeezenet1_0", "shufflenet_v2_x0_5", "densenet121", "convnext_tiny",
+                                             "mnasnet0_5", "regnet_y_400mf", "swin_t", "resnext50_32x4d")}
+    extra["googlenet"] = vision("googlenet", aux_logits=False, init_weights=True)
+    for name, make in {**makers, **extra}.items():
+        if (floats is None and name in makers) or (floats is not None and name in floats):
             manifest.attempt(name, "float", name, make)
 
 
