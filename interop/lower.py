@@ -685,8 +685,10 @@ class _Lowering:
             return "a narrowed output range (QLinear ops saturate at the full range)"
         if x.axis is not None or y.axis is not None:
             return "per-axis activations"
-        if node.op_type == "MatMul":
-            return "per-axis weights" if w.axis is not None else None
+        if node.op_type == "MatMul":  # QLinearMatMul takes one scale per column of B (1-D, N values)
+            shape = self.ix.shape(data[1])
+            columns = shape is not None and len(shape) >= 2 and w.axis == len(shape) - 1
+            return None if w.axis is None or columns else "per-axis weights on an axis other than B's columns"
         if x.expressed != "float32" or w.expressed != "float32" or y.expressed != "float32":
             return "QLinearConv scales are float32"
         if w.axis not in (None, 0):

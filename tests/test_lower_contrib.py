@@ -316,3 +316,24 @@ def test_a_hand_edited_mark_is_written_as_qdq_with_its_reason(mark, reason):
     assert lowered.contrib_nodes == 0 and not _contrib(lowered.model)
     (note,) = [n for n in lowered.notes if f"read from {mark}" in n]
     assert reason in note
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("ops-") and "perchannel" in n])
+def test_a_matmul_with_per_column_weights_is_written_back_as_qlinear_matmul(name, lifted):
+    """onnxruntime's per-channel QOperator files quantize a MatMul's B per column, which QLinearMatMul takes (b_scale
+    1-D, one value per column of B); lower once wrote it as DequantizeLinear -> float MatMul -> QuantizeLinear, whose
+    float accumulation rounds near ties otherwise than the integer kernel (torchvision's swin_t: 1 step at one
+    element, 0.057 at the output)."""
+    original = MODELS[name]
+    lowered = lower_model(lifted[name].model).model
+    (qmm,) = [n for n in lowered.graph.node if n.op_type == "QLinearMatMul"]
+    b = next(t for t in lowered.graph.initializer if t.name == qmm.input[3])
+    b_scale = next(t for t in lowered.graph.initializer if t.name == qmm.input[4])
+    assert list(b_scale.dims) == [b.dims[-1]] and b.dims[-1] > 1
+    if original.opset_import[0].version < 21:
+        original = version_converter.convert_version(original, 21)
+        original.ir_version = 10
+    for seed in range(3):
+        feeds = producer_feeds(name, seed)
+        assert np.array_equal(run_onnxruntime(lowered, feeds, optimize=False)["y"],
+                              run_onnxruntime(original, feeds, optimize=False)["y"])
