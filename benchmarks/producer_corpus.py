@@ -408,12 +408,13 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto
     have = {o.name for o in copy.graph.output}
     opset = next((o.version for o in copy.opset_import if o.domain in STANDARD), 0)
     for typed_name, name in list(pairs.items()):
-        data_type = qtypes[typed_name].storage_type.data_type
-        declared = data_type
-        if data_type in _NO_NUMPY and typed_name not in unsure:  # onnxruntime hands no 4- or 2-bit array out
+        storage = qtypes[typed_name].storage_type
+        declared = storage.data_type
+        # onnxruntime hands no 4- or 2-bit array out: widened first
+        if storage.bits < 8 and not storage.is_float and typed_name not in unsure:
             wide = f"{name}__widened"
             if opset >= 21:  # a Cast to the 8-bit type of its sign
-                declared = _NO_NUMPY[data_type]
+                declared = onnx.TensorProto.INT8 if storage.min < 0 else onnx.TensorProto.UINT8
                 copy.graph.node.append(helper.make_node("Cast", [name], [wide], to=declared))
             else:  # before Cast-21 reads 4 bits: the com.microsoft DequantizeLinear onnxruntime wrote them with,
                 declared = onnx.TensorProto.FLOAT  # at scale 1 and zero point 0 (exact integers in float)
@@ -427,11 +428,6 @@ def _exposed(original: onnx.ModelProto, typed: onnx.ModelProto
             copy.graph.output.append(helper.make_empty_tensor_value_info(name) if typed_name in unsure else
                                      helper.make_tensor_value_info(name, declared, None))
     return copy, pairs, unsure
-
-
-# 4- and 2-bit storage -> the 8-bit type of its sign
-_NO_NUMPY = {onnx.TensorProto.INT4: onnx.TensorProto.INT8, onnx.TensorProto.UINT4: onnx.TensorProto.UINT8,
-             onnx.TensorProto.INT2: onnx.TensorProto.INT8, onnx.TensorProto.UINT2: onnx.TensorProto.UINT8}
 
 
 def _integer_pairs(pairs: dict[str, str], unsure: set[str], theirs: dict) -> dict[str, str]:
