@@ -25,7 +25,8 @@ BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT16 = np.dtype(np.float16)
 # the one NaN of onnxruntime's BFloat16 (kPositiveQNaNBits), which the library's bfloat16 quantize writes for any NaN
 BFLOAT16_NAN_BITS = 0x7FC1
-BLOCK_SIZE_MAX = 2**31 - 1  # the library passes block_size on as a C int
+C_INT = range(-(2**31), 2**31)  # the values of a C int, which the library passes attributes and counts on as
+FLOAT_MANTISSA = 23  # the bits of a float32's mantissa field, below its 8-bit exponent field
 
 
 class QuarkOp(Corrected):
@@ -124,7 +125,7 @@ def float16_widen(x: np.ndarray) -> np.ndarray:
 def c_int_attribute(name: str, value: Any) -> int:
     """An integer attribute the library passes on as a C int; Refused beyond one (the library would cut it)."""
     number = integer_attribute(name, value)
-    if not -(2**31) <= number < 2**31:
+    if number not in C_INT:
         raise Refused(f"attribute {name} = {number}: the library passes it on as a C int, which would cut it")
     return number
 
@@ -132,7 +133,7 @@ def c_int_attribute(name: str, value: Any) -> int:
 def block_size_attribute(value: Any) -> int:
     """``block_size`` as the library passes it on: a C int of at least 1."""
     block_size = integer_attribute("block_size", value)
-    if not 1 <= block_size <= BLOCK_SIZE_MAX:
+    if block_size < 1 or block_size not in C_INT:
         raise Refused(f"block_size {block_size}: the library takes 1 to 2^31 - 1 values per block (a C int)")
     return block_size
 
@@ -158,3 +159,15 @@ def along_axis(x: np.ndarray, axis: int, blocks: Callable[[np.ndarray], np.ndarr
         out = np.swapaxes(blocks(np.ascontiguousarray(np.swapaxes(values, along, -1))), along, -1)
     return float16_cast(out) if x.dtype == FLOAT16 else np.array(out, order="C")  # (ascontiguousarray makes a
     # tensor of rank 0 one of rank 1)
+
+
+def float32_exponents(x: np.ndarray) -> np.ndarray:
+    """The 8-bit exponent field of each float32 value (255: an infinity or NaN; 0: zero or subnormal), as int64."""
+    return ((np.asarray(x, np.float32).view(np.uint32) >> FLOAT_MANTISSA) & 0xFF).astype(np.int64)
+
+
+def per_block(values: np.ndarray, starts: np.ndarray, reduce: Any) -> np.ndarray:
+    """``reduce`` (a ufunc) over each run of ``values`` along the last axis that begins at one of ``starts``,
+    repeated over the run's values (a short last block as it is: the library's padding zeros change no maximum)."""
+    widths = np.diff(np.append(starts, values.shape[-1]))
+    return np.repeat(reduce.reduceat(values, starts, axis=-1), widths, axis=-1)

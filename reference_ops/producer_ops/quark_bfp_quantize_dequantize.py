@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
-from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, block_size_attribute,
-                                                                  c_int_attribute, integer_attribute, operands,
-                                                                  text_attribute)
+from onnx_qtypes.reference_ops.producer_ops._quark_layout import (C_INT, FLOAT_MANTISSA, QuarkOp, along_axis,
+                                                                  block_size_attribute, c_int_attribute,
+                                                                  float32_exponents, integer_attribute, operands,
+                                                                  per_block, text_attribute)
 from onnx_qtypes.reference_ops.producer_ops._quark_rounding import ROUNDINGS
 
 METHODS = ("to_bfp", "to_bfp_prime", "to_bfp_prime_shared")
@@ -44,8 +45,7 @@ PRIME_BIT_WIDTHS = range(9, 40)  # the prime kernel shifts a C int 1 by bit_widt
 SHIFT_BITS = range(31)  # the library shifts a C int 1 by it: 31 and beyond overflow
 COMPILER_LIMIT = 128  # the compiler kernel's bound on a rounded value of the largest exponent (2^7, for 16 bits)
 NAN_BITS = 0x7FFFFFFF  # what the prime kernel writes for every value of a block with an infinity or NaN
-FLOAT_MANTISSA = 23
-C_INT_MAX = 2**31 - 1
+EXPONENT_CLIP = 2000  # 2^k beyond +-2000 is 0 or inf in float64 already: std::pow's result, without ldexp's overflow
 TO_BFP_WIDTH_LIMIT = 2**30  # |bit_width| beyond: the library's int arithmetic on it overflows near the C int's ends
 
 
@@ -71,18 +71,17 @@ class BFPQuantizeDequantize(QuarkOp):
             if rows.size == 0:  # (nothing to compute: no other attribute is read)
                 return rows
             padded = rows.size // rows.shape[-1] * (-(-rows.shape[-1] // block) * block)
-            if padded > C_INT_MAX:
+            if padded not in C_INT:
                 raise Refused(f"{padded} values with the last block of each row padded: the library counts them in "
                               "a C int")
+            c_int_attribute("rounding_mode", rounding)  # (both methods read it)
             if method == "to_bfp":
-                c_int_attribute("rounding_mode", rounding)
                 c_int_attribute("use_compiler_version_cpu_kernel", compiler)
                 if not -TO_BFP_WIDTH_LIMIT <= bits <= TO_BFP_WIDTH_LIMIT:
                     raise Refused(f"bit_width {bits}: the library's int arithmetic on it (bit_width - 9, then the "
                                   "step's exponent) overflows")
                 return _to_bfp(rows, block, bits - 9, rounding, compiler != 0)
-            for name, value in (("rounding_mode", rounding), ("sub_block_size", sub_block)):
-                c_int_attribute(name, value)
+            c_int_attribute("sub_block_size", sub_block)
             if bits not in PRIME_BIT_WIDTHS or sub_block < 1 or shift_bits not in SHIFT_BITS:
                 raise Refused(f"bit_width {bits}, sub_block_size {sub_block}, sub_block_shift_bits {shift_bits}: the "
                               "library's to_bfp_prime takes 9 to 39 bits, sub-blocks of at least 1 value and shifts "
@@ -107,43 +106,33 @@ def _to_bfloat(x: np.ndarray) -> np.ndarray:
     return np.asarray(rounded, np.uint32).reshape(x.shape).view(np.float32)
 
 
-def _per_block(rows: np.ndarray, block: int, values: np.ndarray, reduce: Any) -> np.ndarray:
-    """``reduce`` (a ufunc) over each block of ``block`` values along the last axis, repeated over the block's
-    values; a short last block as it is (the library's padding zeros change no maximum)."""
-    length = rows.shape[-1]
-    starts = np.arange(0, length, block)
-    widths = np.diff(np.append(starts, length))
-    return np.repeat(reduce.reduceat(values, starts, axis=-1), widths, axis=-1)
-
-
 def _to_bfp(rows: np.ndarray, block: int, m: int, rounding: int, compiler: bool) -> np.ndarray:
     """BFPCPUKernel / BFPCPUKernelCompiler on float32 ``rows`` (blocks along the last axis)."""
-    if rows.shape[-1] == 0:
-        return rows
-    exponents = ((rows.view(np.uint32) >> 23) & 0xFF).astype(np.int64)
+    exponents = float32_exponents(rows)
     special = exponents == 0xFF
     if rounding not in ROUNDINGS:  # read for every finite value (an infinity or NaN passes before it)
         if not special.all():
             raise Refused(f"rounding_mode {rounding}: the library's to_bfp leaves a finite value undefined for a "
                           f"mode other than {', '.join(map(str, ROUNDINGS))}")
         return rows
-    shared = _per_block(rows, block, np.where(special, 0, exponents), np.maximum)
+    starts = np.arange(0, rows.shape[-1], block)
+    shared = per_block(np.where(special, 0, exponents), starts, np.maximum)
     power = shared - 127
     round_ = ROUNDINGS[rounding]
     with np.errstate(all="ignore"):
         # std::pow in double, stored in a float (an exponent far out of range: 0 or inf, as pow gives)
-        scale = np.ldexp(1.0, np.clip(power - (m - 1), -2000, 2000)).astype(np.float32)
+        scale = np.ldexp(1.0, np.clip(power - (m - 1), -EXPONENT_CLIP, EXPONENT_CLIP)).astype(np.float32)
 
         def rounded(step: np.ndarray) -> np.ndarray:  # round(x / step) in float32, exact in float64
             return round_((rows / step).astype(np.float64)).astype(np.float32)
 
         if compiler:
             first = rounded(scale)
-            over = _per_block(rows, block, (exponents == shared) & ((first >= COMPILER_LIMIT)
-                                                                   | (first < -COMPILER_LIMIT)), np.logical_or)
+            over = per_block((exponents == shared) & ((first >= COMPILER_LIMIT) | (first < -COMPILER_LIMIT)),
+                             starts, np.logical_or)
             power = power + over
             scale = np.where(over, scale * np.float32(2), scale)
-            levels = np.ldexp(1.0, np.clip(m, -2000, 2000))
+            levels = np.ldexp(1.0, np.clip(m, -EXPONENT_CLIP, EXPONENT_CLIP))
             high = (np.ldexp(1.0, power) * (levels - 1)).astype(np.float32)
             low = (-np.ldexp(1.0, power) * levels).astype(np.float32)
         else:
@@ -159,18 +148,14 @@ def _to_bfp_prime(rows: np.ndarray, block: int, m: int, sub_block: int, shift_bi
     """BFPPrimeCPUKernel on float32 ``rows``: each block's largest exponent field (infinities and NaN count), each
     sub-block's shift below it, the mantissas rounded by their bits (round_bits)."""
     length = rows.shape[-1]
-    if length == 0:
-        return rows
     bits = rows.view(np.uint32).astype(np.int64)
-    exponents = (bits >> 23) & 0xFF
-    shared = _per_block(rows, block, exponents, np.maximum)
+    exponents = float32_exponents(rows)
+    shared = per_block(exponents, np.arange(0, length, block), np.maximum)
     position = np.arange(length)  # each value's sub-block: its block, then its place in it
     sub = position // block * (block // sub_block + 1) + position % block // sub_block
-    starts = np.flatnonzero(np.diff(sub, prepend=-1))
-    widths = np.diff(np.append(starts, length))
-    sub_max = np.repeat(np.maximum.reduceat(exponents, starts, axis=-1), widths, axis=-1)
+    sub_max = per_block(exponents, np.flatnonzero(np.diff(sub, prepend=-1)), np.maximum)
     shift = np.minimum(shared - sub_max, (1 << shift_bits) - 1)
-    mantissa = np.where(exponents == 0, 0, (bits & 0x7FFFFF) | (1 << FLOAT_MANTISSA))  # subnormals flushed
+    mantissa = np.where(exponents == 0, 0, (bits & ((1 << FLOAT_MANTISSA) - 1)) | (1 << FLOAT_MANTISSA))  # subnormals flushed
     # the bits shifted out; the library's count is unsigned: below 0 it wraps past 25 (then 0), at 0 it keeps all
     tail_bits = shared - shift - exponents + FLOAT_MANTISSA - m + 1
     clipped = np.clip(tail_bits, 1, 26)
@@ -178,7 +163,6 @@ def _to_bfp_prime(rows: np.ndarray, block: int, m: int, sub_block: int, shift_bi
     tail = mantissa & (np.left_shift(1, clipped) - 1)
     kept = mantissa >> clipped
     negative = (bits >> 31) != 0
-    tied = (tail == half) & (tail_bits >= 1) & (tail_bits <= 25)
     upper = (1 << m) - 1
     if rounding == 0:
         tie = kept + 1
@@ -187,6 +171,7 @@ def _to_bfp_prime(rows: np.ndarray, block: int, m: int, sub_block: int, shift_bi
     elif rounding == 2:
         tie = np.where(kept % 2 == 1, kept + 1, kept)
     else:
+        tied = (tail == half) & (tail_bits >= 1) & (tail_bits <= 25)
         if (tied & (kept != upper) & (shared != 0xFF)).any():
             raise Refused(f"rounding_mode {rounding} on a tie: the library's to_bfp_prime leaves that value "
                           "undefined (modes 0-2 are defined)")

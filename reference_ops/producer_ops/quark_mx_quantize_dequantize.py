@@ -22,7 +22,8 @@ import numpy as np
 
 from onnx_qtypes.reference_ops.corrected._base import Refused
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import (QuarkOp, along_axis, block_size_attribute,
-                                                                  c_int_attribute, integer_attribute, operands,
+                                                                  c_int_attribute, float32_exponents,
+                                                                  integer_attribute, operands, per_block,
                                                                   text_attribute)
 from onnx_qtypes.reference_ops.producer_ops._quark_rounding import ROUNDINGS, std_round
 
@@ -69,12 +70,10 @@ def _quantize_dequantize(rows: np.ndarray, block_size: int, element: str, roundi
     length = blocks.shape[-1]
     if length == 0:
         return blocks
-    exponents = ((blocks.view(np.uint32) >> 23) & 0xFF).astype(np.int32)
+    exponents = float32_exponents(blocks)
     finite = exponents != 0xFF
-    starts = np.arange(0, length, block_size)
-    shared = np.maximum.reduceat(np.where(finite, exponents, 0), starts, axis=-1) - 127 - emax
-    widths = np.diff(np.append(starts, length))
-    scale = np.repeat(np.ldexp(np.float32(1), shared).astype(np.float32), widths, axis=-1)
+    shared = per_block(np.where(finite, exponents, 0), np.arange(0, length, block_size), np.maximum) - 127 - emax
+    scale = np.ldexp(np.float32(1), shared).astype(np.float32)
     with np.errstate(all="ignore"):
         scaled = blocks / scale
         if kind is not None:  # a value rounding to zero is +0, as the library builds it from its magnitude
