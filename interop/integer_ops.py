@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from onnx import ModelProto, NodeProto, TensorProto, helper
+from onnx import ModelProto, NodeProto, TensorProto
 
-from onnx_qtypes.interop.graph import (FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, attributes, infer, int_attribute,
-                                      replace_nodes)
+from onnx_qtypes.interop.graph import (FLOAT_TYPES, STANDARD_DOMAINS, GraphIndex, infer, int_attribute,
+                                      node_with_attributes, replace_nodes)
 from onnx_qtypes.proto.qtype import QType
 
 FLOAT_OP = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
@@ -137,9 +137,8 @@ def lift_integer_ops(model: ModelProto, skip: set[str] = frozenset()) -> Integer
             nodes.append(node)
             continue
         a, b = planned[i]
-        attrs = attributes(node)
-        nodes.append(helper.make_node(FLOAT_OP[node.op_type], list(node.input[:2]), [node.output[0]], name=node.name,
-                                      **attrs))
+        nodes.append(node_with_attributes(FLOAT_OP[node.op_type], list(node.input[:2]), [node.output[0]], node,
+                                          name=node.name))
         found.types.update({node.input[0]: a, node.input[1]: b, node.output[0]: ACCUMULATOR})
         found.parameters.update(n for n in node.input[2:4] if n)
         found.lifted += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 
 from onnx import NodeProto, helper
-from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes
+from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes, node_with_attributes
 from onnx_qtypes.interop.qoperator import MICROSOFT, bias_problem, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
 
@@ -107,8 +107,13 @@ def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: 
     if spec.bias is not None and bias and bias[0]:
         slots[spec.bias.data] = integer(bias[0])
     inputs = [slots.get(i, "") for i in range(max(slots) + 1)]
-    attrs = {k: v for k, v in attributes(node).items() if k in spec.takes}  # (contrib_reason: the rest is implied)
-    if "opset" in spec.drop:
-        attrs["opset"] = opset
-    return helper.make_node(op_type, inputs, [integer(out) if out in types else out], name=name, domain=MS_DOMAIN,
-                            **attrs)
+    # the attributes the op takes, copied as they are (contrib_reason: the rest is implied); opset: the typed model's
+    renewed = ("opset",) if "opset" in spec.drop else ()
+    made = node_with_attributes(op_type, inputs, [integer(out) if out in types else out], node, name=name,
+                                drop=tuple(a.name for a in node.attribute
+                                           if a.name not in spec.takes or a.name in renewed))
+    made.domain = MS_DOMAIN
+    if renewed:
+        made.attribute.append(helper.make_attribute("opset", opset))
+    made.attribute.sort(key=lambda a: a.name)  # (in name order, as helper.make_node writes them)
+    return made

@@ -443,6 +443,35 @@ def _qlinear_conv_empty_pads() -> onnx.ModelProto:
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], inits)
 
 
+def _conv_integer_empty_pads() -> onnx.ModelProto:
+    """quantize_dynamic's ConvInteger -> Cast, an empty INTS ``pads`` on the ConvInteger (lift rewrites it as a Conv)."""
+    conv = helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], name="conv")
+    conv.attribute.append(onnx.AttributeProto(name="pads", type=onnx.AttributeProto.INTS))
+    nodes = [conv, helper.make_node("Cast", ["acc"], ["y"], to=TensorProto.FLOAT)]
+    inits = [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.int8), "w"),
+             numpy_helper.from_array(np.array(3, np.uint8), "xz"), numpy_helper.from_array(np.array(0, np.int8), "wz")]
+    model = _model(nodes, [helper.make_tensor_value_info("xq", TensorProto.UINT8, [1, 1, 2, 2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], inits)
+    model.opset_import[0].version = 13
+    return model
+
+
+def _qlinear_average_pool_empty_pads() -> onnx.ModelProto:
+    """onnxruntime's com.microsoft QLinearAveragePool with an empty INTS ``pads`` (lower's qoperator form writes the
+    node back)."""
+    pool = helper.make_node("QLinearAveragePool", ["xq", "xs", "xz", "ys", "yz"], ["yq"], name="pool",
+                            domain="com.microsoft", kernel_shape=[1, 1])
+    pool.attribute.append(onnx.AttributeProto(name="pads", type=onnx.AttributeProto.INTS))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]), pool,
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in
+             (("xs", 0.1, np.float32), ("xz", 0, np.uint8), ("ys", 0.2, np.float32), ("yz", 0, np.uint8))]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], inits)
+    model.opset_import.add(domain="com.microsoft", version=1)
+    return model
+
+
 def _block_scaled_dequantize(output_dtype: onnx.AttributeProto) -> onnx.ModelProto:
     """A DequantizeLinear with an E8M0 block scale (whose float output type output_dtype names), that replaced."""
     dq = helper.make_node("DequantizeLinear", ["w", "s"], ["y"], name="dq", axis=0, block_size=2)
@@ -460,7 +489,10 @@ def _block_scaled_dequantize(output_dtype: onnx.AttributeProto) -> onnx.ModelPro
     _block_scaled_dequantize(_mistyped("output_dtype", onnx.AttributeProto.INTS, lambda a: a.ints.extend([1]))),
     _widening_cast(_mistyped("to", onnx.AttributeProto.FLOAT, lambda a: setattr(a, "f", 6.0))),
     _qlinear_conv_empty_pads(),
-], ids=["cast-to-ints", "dq-output-dtype-ints", "cast-to-float", "qlinearconv-empty-pads"])
+    _conv_integer_empty_pads(),
+    _qlinear_average_pool_empty_pads(),
+], ids=["cast-to-ints", "dq-output-dtype-ints", "cast-to-float", "qlinearconv-empty-pads", "convinteger-empty-pads",
+        "qlinearaveragepool-empty-pads"])
 def test_a_mistyped_or_empty_attribute_never_ends_in_an_internal_error(tmp_path, capsys, model):
     """A second review's reproducers: a Cast whose ``to`` is a list (TypeError: unhashable in the QCDQ lift) or a
     float (read as the int it equals), a block-scaled DequantizeLinear whose output_dtype is a list (TypeError in
