@@ -11,39 +11,37 @@ and what the file computes, stay the same.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from onnx import ModelProto, TensorProto
 
-from onnx_qtypes.interop.graph import STANDARD_DOMAINS, Names, node_label
+from onnx_qtypes.interop.graph import STANDARD_DOMAINS, GraphIndex, Names, node_label
 
 
 def own_pad_constants(model: ModelProto) -> list[str]:
-    """Give, in place, every standard Pad whose constant value is an initializer other nodes also read a copy of it;
-    one note per Pad."""
+    """Give, in place, every standard Pad whose constant value is an initializer something else reads too (another
+    node, a subgraph, the graph's outputs) a copy of it; one note per Pad."""
     graph = model.graph
-    readers = Counter(name for node in graph.node for name in node.input if name)
-    initializers = {t.name: t for t in graph.initializer}
-    inputs = {vi.name for vi in graph.input}
-    names: Names | None = None
+    pads = [i for i, node in enumerate(graph.node)
+            if node.op_type == "Pad" and node.domain in STANDARD_DOMAINS and len(node.input) > 2 and node.input[2]]
+    if not pads:
+        return []
+    ix = GraphIndex(graph)
+    names = Names(ix.all_names())  # subgraphs' names too
     notes = []
-    for i, node in enumerate(graph.node):
-        if node.op_type != "Pad" or node.domain not in STANDARD_DOMAINS or len(node.input) < 3:
+    for i in pads:
+        node, value = graph.node[i], graph.node[i].input[2]
+        if value not in ix.initializers or value in ix.input_set:
             continue
-        value = node.input[2]
-        if value not in initializers or value in inputs or readers[value] < 2:
+        others = {c for c, _ in ix.consumers.get(value, ()) if c != i}  # (a Pad reading it twice links both reads)
+        if not others and value not in ix.outer_refs and value not in ix.output_set:
             continue
-        if names is None:
-            names = Names({vi.name for kind in (graph.input, graph.output, graph.value_info) for vi in kind}
-                          | set(initializers) | {o for n in graph.node for o in n.output} | set(readers))
         copy = TensorProto()
-        copy.CopyFrom(initializers[value])
+        copy.CopyFrom(ix.initializers[value])
         copy.name = names.fresh(value)
         graph.initializer.append(copy)
         node.input[2] = copy.name
-        readers[value] -= 1
-        notes.append(f"{node_label(node, i, '/graph')} pads with {value!r}, which other nodes read too; it reads its "
-                     f"own copy, {copy.name!r}")
+        ix.consumers[value] = [(c, j) for c, j in ix.consumers[value] if c != i]  # (a later Pad: one reader fewer)
+        notes.append(f"{node_label(node, i)} pads with {value!r}, which something else reads too; it reads its own "
+                     f"copy, {copy.name!r}")
     return notes
 
 

@@ -136,3 +136,36 @@ def test_a_pad_padding_with_the_zero_point_its_input_is_written_with_lifts(name,
     assert typed_pad.input[2] != add.input[7] and get_qtype(result.model, typed_pad.input[2]) == get_qtype(
         result.model, typed_pad.input[0])
     assert any("reads its own copy" in note for note in result.notes)
+
+
+def _pad_graph(extra: list, outputs: tuple[str, ...] = ("p",)) -> onnx.ModelProto:
+    """Pad(x, pads, z) on int8, and ``extra`` nodes after it."""
+    inits = [numpy_helper.from_array(np.array(-3, np.int8), "z"), numpy_helper.from_array(np.zeros(2, np.int64), "pads")]
+    graph = helper.make_graph([helper.make_node("Pad", ["x", "pads", "z"], ["p"], name="pad"), *extra], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.INT8, [2])],
+                              [helper.make_tensor_value_info(o, TensorProto.INT8, None) for o in outputs], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_a_pad_constant_is_copied_when_and_only_when_something_else_reads_it():
+    """Another node's read, a read inside a subgraph, a graph output: a copy; only the Pad's own reads (its value as
+    input 0 too): none, nothing to untie."""
+    from onnx_qtypes.interop.pad_constants import own_pad_constants
+
+    def copied(model: onnx.ModelProto) -> bool:
+        notes = own_pad_constants(model)
+        pad = next(n for n in model.graph.node if n.op_type == "Pad")
+        assert bool(notes) == (pad.input[2] != "z")
+        return pad.input[2] != "z"
+
+    alone = _pad_graph([])
+    alone.graph.node[0].input[0] = "z"
+    assert not copied(alone)
+    assert copied(_pad_graph([helper.make_node("Identity", ["z"], ["w"])], ("p", "w")))
+    assert copied(_pad_graph([], ("p", "z")))
+    branch = helper.make_graph([helper.make_node("Identity", ["z"], ["b"])], "branch", [],
+                               [helper.make_tensor_value_info("b", TensorProto.INT8, None)])
+    cond = helper.make_node("If", ["c"], ["w"], then_branch=branch, else_branch=branch)
+    inside = _pad_graph([cond], ("p", "w"))
+    inside.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    assert copied(inside)
