@@ -6,10 +6,11 @@ with onnx.version_converter, so that its other operators keep their meaning at t
 
 from __future__ import annotations
 
-from onnx import ModelProto, version_converter
+from collections.abc import Iterator
+
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, version_converter
 
 from onnx_qtypes.interop.graph import default_opset
-from onnx_qtypes.proto import iter_graphs
 
 
 def qdq_opset(bits: int, per_axis: bool, blocked: bool = False) -> int:
@@ -20,15 +21,26 @@ def qdq_opset(bits: int, per_axis: bool, blocked: bool = False) -> int:
 def convert(model: ModelProto, version: int) -> ModelProto:
     """``onnx.version_converter.convert_version(model, version)``, with the metadata_props of each node it keeps, which
     the converter drops: the lift's marks of each node's origin, lower's of the nodes it inserted, MatMulNBits'
-    accuracy_level (a node is found again by its graph and its outputs: one node writes a name)."""
-    kept = {(pointer, tuple(node.output)): list(node.metadata_props)
-            for pointer, graph in iter_graphs(model) for node in graph.node if node.metadata_props}
+    accuracy_level. A node is found again by its outputs and those of the nodes whose subgraphs hold it (not by
+    position: the converter may insert nodes before it)."""
+    kept = {key: list(node.metadata_props) for key, node in _nodes(model.graph) if node.metadata_props}
     converted = version_converter.convert_version(model, version)
-    for pointer, graph in iter_graphs(converted) if kept else ():
-        for node in graph.node:
-            if not node.metadata_props and (pointer, tuple(node.output)) in kept:
-                node.metadata_props.extend(kept[pointer, tuple(node.output)])
+    for key, node in _nodes(converted.graph) if kept else ():
+        if not node.metadata_props and key in kept:
+            node.metadata_props.extend(kept[key])
     return converted
+
+
+def _nodes(graph: GraphProto, path: tuple = ()) -> Iterator[tuple[tuple, NodeProto]]:
+    """Every node of ``graph`` and of its subgraphs, each with its key: the outputs of the nodes holding it, with the
+    attribute, then its own outputs."""
+    for node in graph.node:
+        outputs = tuple(node.output)
+        yield (*path, outputs), node
+        for attribute in node.attribute:
+            graphs = [attribute.g] if attribute.type == AttributeProto.GRAPH else attribute.graphs
+            for k, sub in enumerate(graphs):
+                yield from _nodes(sub, (*path, outputs, attribute.name, k))
 
 
 def raise_opset(model: ModelProto, needed: int) -> str | None:
