@@ -86,7 +86,13 @@ def replacing(folder: pathlib.Path) -> Iterator[pathlib.Path]:
     old = new.with_name(new.name.replace(".new-", ".old-", 1))
     if folder.exists():
         folder.rename(old)
-    new.rename(folder)
+    try:
+        new.rename(folder)
+    except BaseException:  # the old cases back in their place
+        if old.exists():
+            old.rename(folder)
+        shutil.rmtree(new, ignore_errors=True)
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 
