@@ -22,7 +22,7 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from onnx_qtypes.interop import metadata
-from onnx_qtypes.interop.graph import (QONNX_DOMAINS, STANDARD_DOMAINS, GraphIndex, Names, default_opset, infer,
+from onnx_qtypes.interop.graph import (QONNX_DOMAINS, GraphIndex, Names, default_opset, infer,
                                       node_label, replace_nodes)
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
 from onnx_qtypes.interop.qdq import dequantize_node, quantize_node

@@ -80,6 +80,7 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     inputs, outputs = names or node_names(graph)
     given = inputs_of(graph)
     given.update([t.name for t in getattr(graph, "initializer", ())])
+    given.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
     producer: dict[str, int] = {}
     for i, produced in enumerate(outputs):
         for name in produced:
@@ -91,7 +92,8 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     shadowed = given.intersection(producer)
     if shadowed:  # the first node in the file that writes one
         name = min(shadowed, key=lambda n: (producer[n], outputs[producer[n]].index(n)))
-        what = "input" if name in inputs_of(graph) else "initializer"
+        what = ("input" if name in inputs_of(graph) else "initializer"
+                if name in {t.name for t in getattr(graph, "initializer", ())} else "sparse initializer")
         raise _written_twice(graph.node, pointer, name, producer[name], producer[name], f"the graph's {what}")
     nodes = graph.node
     if with_subgraphs is None:
@@ -137,6 +139,41 @@ def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int,
     return ModelLoadError(f"{pointer}/node/{second} ({label(second)}): writes {name!r}{' ' if not already else ''}"
                           f"{where}; a graph defines each name once (single static assignment, as onnx.checker "
                           "requires)")
+
+
+def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: str,
+                             outer: dict[str, str] | None = None) -> None:
+    """ModelLoadError naming the first node of a subgraph (If, Loop and Scan bodies, at any depth, inside
+    ``graph``) that writes a name an enclosing graph defined before the node holding the subgraph, as onnx.checker
+    refuses it: the name would stand for two tensors. A subgraph's own inputs and initializers may reuse outer names
+    (they hide them in the subgraph), as onnx.checker allows. ``outer``: name -> where an enclosing graph defines
+    it, when ``graph`` is itself a subgraph."""
+    outer = dict(outer or {})
+    scope = {(vi if isinstance(vi, str) else vi.name): f"{pointer}/input/{i}" for i, vi in enumerate(graph.input)}
+    for kind in ("initializer", "sparse_initializer"):
+        for i, tensor in enumerate(getattr(graph, kind, ())):
+            scope.setdefault(tensor.values.name if kind == "sparse_initializer" else tensor.name, f"{pointer}/{kind}/{i}")
+    for name in scope:
+        outer.pop(name, None)
+    for n, node in enumerate(graph.node):
+        here = f"{pointer}/node/{n}"
+        for name in node.output:
+            if name and name in outer:
+                label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+                raise ModelLoadError(f"{here} ({label}): writes {name!r}, which an enclosing graph defines before this "
+                                     f"subgraph ({outer[name]}); a name stands for one tensor in a graph and in every "
+                                     "graph inside it (single static assignment, as onnx.checker requires)")
+        if node.attribute and _has_subgraph(node):
+            visible = {**outer, **scope}
+            for a, attribute in enumerate(node.attribute):
+                if attribute.type == AttributeProto.GRAPH:
+                    require_outer_names_kept(attribute.g, f"{here}/attribute/{a}/g", visible)
+                elif attribute.type == AttributeProto.GRAPHS:
+                    for k, sub in enumerate(attribute.graphs):
+                        require_outer_names_kept(sub, f"{here}/attribute/{a}/graphs/{k}", visible)
+        for o, name in enumerate(node.output):
+            if name:
+                scope.setdefault(name, f"{here}/output/{o}")
 
 
 def inputs_of(graph: GraphProto | onnx.FunctionProto) -> set[str]:

@@ -29,7 +29,8 @@ from onnx import AttributeProto, ModelProto
 
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
-from onnx_qtypes.proto.graph_order import Order, file_pointer, node_names, sort_graphs, topological_order
+from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, require_outer_names_kept, sort_graphs,
+                                           topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
@@ -201,7 +202,7 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
     and ``attributes``: each graph's nodes' attribute lists (``iter_graphs(model, attributes)``), when the
     caller has read them."""
     kinds: set[type] = set()
-    unsorted = False
+    unsorted = nested = False
     main = list(iter_graphs(model)) if graphs is None else graphs
     for pointer, graph in _every_graph(model, main):
         names = node_names(graph)
@@ -239,8 +240,13 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
         if reads is not None:
             reads[pointer] = NodeReads(ops, *names, attribute_names, *read, domains)
         unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
+        nested = nested or bool(with_subgraphs)
     if bytes in kinds or _other_names_not_text(model, main, initializers=False):
         require_utf8_names(model, "")  # the walk that locates it
+    if nested:  # a subgraph's node may write a name of an enclosing graph: each scope, from the top
+        require_outer_names_kept(model.graph, "/graph")
+        for f, function in enumerate(model.functions):
+            require_outer_names_kept(function, f"/functions/{f}")
     return unsorted
 
 

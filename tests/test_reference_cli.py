@@ -11,6 +11,7 @@ import zipfile
 
 import ml_dtypes
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 from reference_models import T, typed_model
@@ -320,6 +321,48 @@ def test_every_command_refuses_a_name_written_twice_alike(tmp_path, capsys, outp
     path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
                                        ir_version=10).SerializeToString())
     inputs = _npz(tmp_path / "in.npz", a=np.array([-1, 1], np.float32))
+    for command in (["check"], ["show"], ["lift", str(tmp_path / "l.onnx")], ["lower", str(tmp_path / "w.onnx")],
+                    ["run", "--inputs", inputs, "--outputs", str(tmp_path / "o.npz")]):
+        line = _error(capsys, command[0], str(path), *command[1:])
+        assert line.startswith(f"onnx-qtypes: error: {path}: {words}"), (command, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.onnx", "in.npz"]
+
+
+def _sparse_initializer_written() -> onnx.GraphProto:
+    sparse = helper.make_sparse_tensor(helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0]),
+                                       helper.make_tensor("w_at", TensorProto.INT64, [1], [0]), [2])
+    nodes = [helper.make_node("Relu", ["a"], ["b"], name="n1"), helper.make_node("Neg", ["a"], ["w"], name="n2")]
+    return helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])], sparse_initializer=[sparse])
+
+
+def _outer_name_written_in_a_branch() -> onnx.GraphProto:
+    def branch(op: str, out: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["a"], [out], name=f"inner_{op}")], op, [],
+                                 [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2])])
+    nodes = [helper.make_node("Relu", ["a"], ["r"], name="n1"),
+             helper.make_node("If", ["c"], ["b"], name="n2", then_branch=branch("Neg", "t"),
+                              else_branch=branch("Abs", "r"))]
+    return helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+                                          helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (_sparse_initializer_written, "/graph/node/1 (Neg 'n2'): writes 'w', which is the graph's sparse initializer"),
+    (_outer_name_written_in_a_branch, "/graph/node/1/attribute/0/g/node/0 (Abs 'inner_Abs'): writes 'r', which an "
+                                      "enclosing graph defines before this subgraph (/graph/node/0/output/0)"),
+])
+def test_every_command_refuses_a_name_a_sparse_initializer_or_an_enclosing_graph_defines(tmp_path, capsys, make, words):
+    """A node writing a sparse initializer's name, or a subgraph's node writing a name its enclosing graph defined
+    before it, as onnx.checker refuses them: refused alike by every command, where check said nothing, lift wrote
+    the file, and run and lower refused what lift wrote."""
+    model = helper.make_model(make(), opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    with pytest.raises(onnx.checker.ValidationError, match="single static assignment"):
+        onnx.checker.check_model(model)
+    path = tmp_path / "dup.onnx"
+    path.write_bytes(model.SerializeToString())
+    inputs = _npz(tmp_path / "in.npz", a=np.array([-1, 1], np.float32), c=np.array(False))
     for command in (["check"], ["show"], ["lift", str(tmp_path / "l.onnx")], ["lower", str(tmp_path / "w.onnx")],
                     ["run", "--inputs", inputs, "--outputs", str(tmp_path / "o.npz")]):
         line = _error(capsys, command[0], str(path), *command[1:])
