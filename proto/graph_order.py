@@ -141,6 +141,47 @@ def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int,
                           "requires)")
 
 
+def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, outer: set[str] | None = None, *,
+                          names: tuple[list, list] | None = None, initializers: list[str] | None = None,
+                          with_subgraphs: list[int] | None = None) -> None:
+    """ModelLoadError naming the first node that reads a name, or the first graph output, that nothing defines: no
+    input, initializer or node of the graph, nor of an enclosing graph (``outer``: every name those define). Such
+    a file is not ONNX (onnx.checker refuses it) and no command could run it; a name defined further down the graph
+    is no fault here (the reader sorts the nodes). ``names``, ``initializers`` (their names) and ``with_subgraphs``
+    (the indices of the nodes holding a subgraph): what the caller has read of the graph already."""
+    inputs, outputs = names or node_names(graph)
+    defined = set(chain.from_iterable(outputs))
+    defined.update(inputs_of(graph))
+    defined.update([t.name for t in getattr(graph, "initializer", ())] if initializers is None else initializers)
+    defined.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
+    if outer:
+        defined |= outer
+    where = "this graph or an enclosing one" if outer else "the graph"
+    read = set(chain.from_iterable(inputs))
+    read.discard("")
+    if not read <= defined:  # (one set operation; the node is found only for a file that fails)
+        n, name = next((n, name) for n, node_inputs in enumerate(inputs) for name in node_inputs
+                       if name and name not in defined)
+        node = graph.node[n]
+        label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+        raise ModelLoadError(f"{pointer}/node/{n} ({label}): reads {name!r}, which no input, initializer or node of "
+                             f"{where} defines; connect it (onnx.checker requires every name a node reads to be defined)")
+    for i, vi in enumerate(graph.output):
+        name = vi if isinstance(vi, str) else vi.name
+        if name and name not in defined:
+            raise ModelLoadError(f"{pointer}/output/{i}: output {name!r} is written by no input, initializer or node "
+                                 f"of {where}; connect it")
+    if with_subgraphs is None:
+        with_subgraphs = [n for n, node in enumerate(graph.node) if node.attribute and _has_subgraph(node)]
+    for n in with_subgraphs:
+        for a, attribute in enumerate(graph.node[n].attribute):
+            subgraphs = ([(f"/attribute/{a}/g", attribute.g)] if attribute.type == AttributeProto.GRAPH else
+                         [(f"/attribute/{a}/graphs/{k}", g) for k, g in enumerate(attribute.graphs)]
+                         if attribute.type == AttributeProto.GRAPHS else [])
+            for tail, sub in subgraphs:
+                require_defined_reads(sub, f"{pointer}/node/{n}{tail}", defined)
+
+
 def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: str,
                              outer: dict[str, str] | None = None) -> None:
     """ModelLoadError naming the first node of a subgraph (If, Loop and Scan bodies, at any depth, inside

@@ -29,8 +29,8 @@ from onnx import AttributeProto, ModelProto
 
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
-from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, require_outer_names_kept, sort_graphs,
-                                           topological_order)
+from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, require_defined_reads,
+                                           require_outer_names_kept, sort_graphs, topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
@@ -203,6 +203,7 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
     caller has read them."""
     kinds: set[type] = set()
     unsorted = nested = False
+    read_names: dict[str, tuple[tuple[list, list], list[int]]] = {}  # per graph: its node names, nodes with subgraphs
     main = list(iter_graphs(model)) if graphs is None else graphs
     for pointer, graph in _every_graph(model, main):
         names = node_names(graph)
@@ -240,13 +241,17 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
         if reads is not None:
             reads[pointer] = NodeReads(ops, *names, attribute_names, *read, domains)
         unsorted = topological_order(graph, pointer, names, with_subgraphs) is not None or unsorted
+        read_names[pointer] = (names, with_subgraphs)
         nested = nested or bool(with_subgraphs)
     if bytes in kinds or _other_names_not_text(model, main, initializers=False):
         require_utf8_names(model, "")  # the walk that locates it
-    if nested:  # a subgraph's node may write a name of an enclosing graph: each scope, from the top
-        require_outer_names_kept(model.graph, "/graph")
-        for f, function in enumerate(model.functions):
-            require_outer_names_kept(function, f"/functions/{f}")
+    scopes = [(model.graph, "/graph"), *((function, f"/functions/{f}") for f, function in enumerate(model.functions))]
+    for graph, pointer in scopes:  # each outermost scope, and the subgraphs inside it
+        names, subgraph_nodes = read_names.get(pointer, (None, None))
+        require_defined_reads(graph, pointer, names=names, with_subgraphs=subgraph_nodes,
+                              initializers=initializers[pointer][0] if initializers and pointer in initializers else None)
+        if nested:  # a subgraph's node may write a name of an enclosing graph
+            require_outer_names_kept(graph, pointer)
     return unsorted
 
 

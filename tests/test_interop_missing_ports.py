@@ -59,8 +59,19 @@ def test_a_node_missing_inputs_or_outputs_never_crashes_the_lift(source):
 
 
 def test_a_quantize_linear_without_output_is_left_and_named():
+    """A QuantizeLinear that writes nothing (read by nothing) is left and named; one whose output its
+    DequantizeLinear still reads leaves a name nothing defines, which the reader refuses, naming the reader."""
     model = corpus_models()["cnn-qdq_s8_perchannel"]
     index = next(i for i, n in enumerate(model.graph.node) if n.op_type == "QuantizeLinear")
-    result = lift_model(_mutated(model, index, "drop-outputs"))
-    assert any(w.startswith(f"QuantizeLinear '{model.graph.node[index].name}' (/graph/node/{index}): no output")
+    quantize = model.graph.node[index]
+    reader = next(i for i, n in enumerate(model.graph.node) if quantize.output[0] in n.input)
+    with pytest.raises(QTypesError, match=rf"/graph/node/{reader} \(DequantizeLinear .*\): reads "
+                                          rf"'{quantize.output[0]}', which no input, initializer or node"):
+        lift_model(_mutated(model, index, "drop-outputs"))
+    alone = onnx.ModelProto()
+    alone.CopyFrom(model)
+    alone.graph.node.append(onnx.helper.make_node("QuantizeLinear", list(quantize.input), [], name="writes_nothing"))
+    result = lift_model(alone)
+    at = len(alone.graph.node) - 1
+    assert any(w.startswith(f"QuantizeLinear 'writes_nothing' (/graph/node/{at}): no output")
                for w in result.warnings), result.warnings

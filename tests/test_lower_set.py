@@ -97,7 +97,9 @@ def _order_on_negative_scale():
 def _function_with_subgraph():
     model = _function_model()
     body = helper.make_graph([helper.make_node("Identity", ["ft"], ["o"])], "b", [], [helper.make_tensor_value_info("o", 0, None)])
-    model.functions[0].node[1].CopyFrom(helper.make_node("If", ["c"], ["fy"], then_branch=body, else_branch=body))
+    model.functions[0].node[1].CopyFrom(helper.make_node("Constant", [], ["c"],
+                                                         value=helper.make_tensor("v", TensorProto.BOOL, [], [True])))
+    model.functions[0].node.append(helper.make_node("If", ["c"], ["fy"], then_branch=body, else_branch=body))
     return model
 
 
@@ -153,7 +155,7 @@ REFUSED = {  # kind -> [(model builder, what the error must name)]
            (_requantizing_branch, r"Identity \(/graph/node/1/attribute/1/g/node/0\) .* requantizes"),
            (_order_on_negative_scale, r"ReduceMax \(/graph/node/0/attribute/1/g/node/0\) .* negative scale")],
     "R5": [(lambda: _function_model(attributes=True), r"function local:Requant \(called by call_0\): a typed body with attributes"),
-           (_function_with_subgraph, r"function local:Requant \(called by call_0\): node 1 \(If\) has a subgraph")],
+           (_function_with_subgraph, r"function local:Requant \(called by call_0\): node 2 \(If\) has a subgraph")],
     "R6": [(_dynamic_constant, r"tensor 'w': a dynamic type \(no scale\) on a constant"),
            (_per_axis_dynamic_output, r"tensor 'y': a per-axis dynamic type"),
            (lambda: _unary("Relu", QType("int2")), r"tensor 'y': a dynamic int2 type"),

@@ -14,11 +14,12 @@ typed model itself (by design, the fail-closed marker), so without this rule
 the structural checks would never run on it.
 
 ## Invalid example
-A `Conv` node with an unknown attribute `padz`; a node that reads a tensor
-no node produces; IR version 3 with opset 21.
+A `Conv` node with an unknown attribute `padz`; a `Relu` with two inputs;
+IR version 3 with opset 21. (A name nothing defines, or one defined twice,
+is refused when the file is read, by every command, before any rule.)
 
 ## Valid example
-The same model with `pads`, with every input produced, with IR version 10.
+The same model with `pads`, with one input to the `Relu`, with IR version 10.
 
 ## Fix
 Fix the structural error onnx.checker names (run it on
