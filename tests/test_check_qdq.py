@@ -131,7 +131,8 @@ def test_one_weight_read_with_two_representations():
     twin.CopyFrom(dq)
     twin.name, twin.output[0] = "second_reader", "second_reader_out"
     model.graph.node.insert(i + 1, twin)
-    model.graph.output.append(onnx.helper.make_tensor_value_info("second_reader_out", onnx.TensorProto.FLOAT, None))
+    dims = list(next(t for t in model.graph.initializer if t.name == dq.input[0]).dims)  # (onnx.checker: QT310)
+    model.graph.output.append(onnx.helper.make_tensor_value_info("second_reader_out", onnx.TensorProto.FLOAT, dims))
     scale = numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == dq.input[1]))
     planted = _own_parameter(model, model.graph.node[i + 1], 1, scale * 2)  # the inserted copy, not `twin`
     (error,) = _errors(model)
@@ -212,6 +213,29 @@ def test_typed_only_rules_stay_quiet_and_select_ignore_apply():
     assert [d.rule for d in everything.errors] == ["QT101"]
     assert diagnose(model, rules=select_rules(ignore=["QT101"])).errors == []
     assert [d.rule for d in diagnose(model, rules=select_rules(["QT1"])).errors] == ["QT101"]
+
+
+@pytest.mark.parametrize("name", ["cnn-qdq_u8_pertensor", "cnn-qop_u8"])
+def test_what_onnx_checker_refuses_in_a_quantizer_file_is_qt310_at_its_node_as_in_its_lifted_file(name, tmp_path):
+    """An attribute the operator does not have, on a node the lift keeps (MaxPool): onnx.checker refuses the file,
+    run and lower refuse it, and check reported nothing (QT310 was for typed files only); it is QT310 at that node,
+    as check says of the file lift writes."""
+    model = _model(name)
+    i, node = _node(model, "MaxPool")
+    node.attribute.append(onnx.helper.make_attribute("padz", [1, 1, 1, 1]))
+    with pytest.raises(onnx.checker.ValidationError, match="padz"):
+        onnx.checker.check_model(model)
+    (error,) = [d for d in diagnose(model).errors if d.rule == "QT310"]
+    assert error.location.pointer == f"/graph/node/{i}" and "Unrecognized attribute: padz" in error.message
+    path = tmp_path / "q.onnx"
+    onnx.save(model, path)
+    assert main(["lift", str(path), str(tmp_path / "t.onnx")]) == 0
+    lifted = onnx.load(tmp_path / "t.onnx")
+    (typed,) = [d for d in diagnose(lifted).errors if d.rule == "QT310"]
+    at = next(k for k, n in enumerate(lifted.graph.node) if n.name == node.name)
+    assert typed.location.pointer == f"/graph/node/{at}" and "padz" in typed.message
+    clean = diagnose(_model(name))
+    assert not [d for d in clean.diagnostics if d.rule == "QT310"]
 
 
 def test_notes_name_what_was_not_lifted():

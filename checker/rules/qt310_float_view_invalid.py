@@ -5,7 +5,10 @@
 attributes and arity, topological order, single assignment, initializer
 sizes) accepts the float view of the model: every quantized tensor replaced
 by its expressed type, quantized constants by graph inputs of that type,
-boundary QuantizeLinear / DequantizeLinear by Identity.
+boundary QuantizeLinear / DequantizeLinear by Identity. A QDQ or QOperator
+file is checked so through its lifted form: what onnx.checker refuses in the
+file is found at the same node as in the typed file `lift` writes (and
+`run` and `lower` refuse that file).
 
 ## Why
 The extension changes element types, nothing else: a typed model must be a
@@ -40,7 +43,7 @@ from onnx_qtypes.checker.registry import rule
 _NODE = re.compile(r"Node \(([^)]*)\)|node\. Name: (\S+) OpType")
 
 
-@rule("QT310", "float-view-invalid", "error", typed_only=True)
+@rule("QT310", "float-view-invalid", "error")
 def check(ctx: Context) -> Iterator[Finding]:
     try:
         onnx.checker.check_model(ctx.view)
