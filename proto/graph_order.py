@@ -79,6 +79,12 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     """
     inputs, outputs = names or node_names(graph)
     given = inputs_of(graph)
+    if len(given) != len(graph.input):  # (a graph input that is also an initializer is its default, not twice)
+        declared = [name if isinstance(name, str) else name.name for name in graph.input]
+        second = next(j for j, name in enumerate(declared) if name in declared[:j])
+        raise ModelLoadError(f"{pointer}/input/{second}: input {declared[second]!r} is declared twice, as "
+                             f"{pointer}/input/{declared.index(declared[second])} is; a graph defines each name once "
+                             "(single static assignment, as onnx.checker requires)")
     given.update([t.name for t in getattr(graph, "initializer", ())])
     given.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
     producer: dict[str, int] = {}

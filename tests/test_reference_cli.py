@@ -361,6 +361,13 @@ def _output_nothing_writes() -> onnx.GraphProto:
     return graph
 
 
+def _input_declared_twice() -> onnx.GraphProto:
+    graph = _name_nothing_defines()
+    graph.node[1].input[1] = "a"
+    graph.input.append(helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]))
+    return graph
+
+
 def _branch_reading_a_name_nothing_defines() -> onnx.GraphProto:
     graph = _outer_name_written_in_a_branch()
     branch = graph.node[1].attribute[0].g
@@ -371,6 +378,7 @@ def _branch_reading_a_name_nothing_defines() -> onnx.GraphProto:
 @pytest.mark.parametrize(("make", "words"), [
     (_name_nothing_defines, "/graph/node/1 (Add 'n2'): reads 'ghost', which no input, initializer or node of the graph "
                             "defines"),
+    (_input_declared_twice, "/graph/input/1: input 'a' is declared twice, as /graph/input/0 is"),
     (_output_nothing_writes, "/graph/output/1: output 'ghost' is written by no input, initializer or node of the graph"),
     (_branch_reading_a_name_nothing_defines, "/graph/node/1/attribute/0/g/node/0 (Abs 'inner_Abs'): reads 'ghost', "
                                              "which no input, initializer or node of this graph or an enclosing one"),
