@@ -10,8 +10,8 @@ the test corpora's (tests/corpus.py cnn / mlp / attention, tests/corpus_producer
 opsets 13 and 21, tests/corpus_real_inputs.py ocr_det / bert_embed); with ``--torch-python`` (a venv with torch, torchvision
 and transformers) resnet18, mobilenet_v3_small, efficientnet_b0, a tiny BERT, a tiny GPT-2 and a
 TransformerEncoder with random weights (benchmarks/producer_recipes.py torch-floats; ``--models`` may also name
-squeezenet1_0, shufflenet_v2_x0_5, densenet121, convnext_tiny, mnasnet0_5, regnet_y_400mf, swin_t, resnext50_32x4d
-and googlenet, made only then); and the three trained PP-OCR
+squeezenet1_0, shufflenet_v2_x0_5, densenet121, convnext_tiny, mnasnet0_5, regnet_y_400mf, swin_t, resnext50_32x4d,
+googlenet and bert_base (BERT at its base size: 12 layers of 768), made only then); and the three trained PP-OCR
 models of the ``rapidocr_onnxruntime`` wheel (``pip download`` into --ppocr-cache, once), as the wheel ships them and
 (``NAME_prep``) at opset 13 through onnxruntime's recommended ``quant_pre_process``.
 

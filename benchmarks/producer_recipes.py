@@ -338,12 +338,15 @@ def torch_floats(floats, out: pathlib.Path, manifest: Manifest) -> None:
             write_samples(target.with_suffix(".npz"), _image_samples(1, 4), _image_samples(2, 1)[0])
         return make
 
-    def bert(target):
+    def bert(target, base: bool = False):
         from transformers import BertConfig, BertModel
 
         torch.manual_seed(0)
-        net = BertModel(BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=128, max_position_embeddings=64)).eval()
+        # base: BERT-base's own sizes (transformers' defaults: 12 layers of 768, 12 heads, 3072, vocabulary 30522)
+        config = BertConfig() if base else BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                                      num_attention_heads=2, intermediate_size=128,
+                                                      max_position_embeddings=64)
+        net = BertModel(config).eval()
         feed = _text_samples(2, 1, mask=True)[0]
         args = (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"]))
         axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
@@ -382,10 +385,11 @@ def torch_floats(floats, out: pathlib.Path, manifest: Manifest) -> None:
               "efficientnet_b0": vision("efficientnet_b0"), "bert_tiny": bert, "gpt2_tiny": gpt2,
               "transformer_encoder": encoder}
     # more architectures, made only when --models names them (their operators: Pad, LayerNorm, GELU, grouped and
-    # depthwise Convs, channel shuffles, dense Concats, window attention)
+    # depthwise Convs, channel shuffles, dense Concats, window attention), and BERT at its base size
     extra = {name: vision(name) for name in ("squeezenet1_0", "shufflenet_v2_x0_5", "densenet121", "convnext_tiny",
                                              "mnasnet0_5", "regnet_y_400mf", "swin_t", "resnext50_32x4d")}
     extra["googlenet"] = vision("googlenet", aux_logits=False, init_weights=True)
+    extra["bert_base"] = lambda target: bert(target, base=True)
     for name, make in {**makers, **extra}.items():
         if (floats is None and name in makers) or (floats is not None and name in floats):
             manifest.attempt(name, "float", name, make)
