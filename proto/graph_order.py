@@ -147,80 +147,79 @@ def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int,
                           "requires)")
 
 
-def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, outer: set[str] | None = None, *,
+def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, outer: tuple[set[str], ...] = (), *,
                           names: tuple[list, list] | None = None, initializers: list[str] | None = None,
                           with_subgraphs: list[int] | None = None) -> None:
     """ModelLoadError naming the first node that reads a name, or the first graph output, that nothing defines: no
-    input, initializer or node of the graph, nor of an enclosing graph (``outer``: every name those define). Such
-    a file is not ONNX (onnx.checker refuses it) and no command could run it; a name defined further down the graph
-    is no fault here (the reader sorts the nodes). ``names``, ``initializers`` (their names) and ``with_subgraphs``
-    (the indices of the nodes holding a subgraph): what the caller has read of the graph already."""
+    input, initializer or node of the graph, nor of an enclosing graph (``outer``: the names each enclosing graph
+    defines, outermost first). Such a file is not ONNX (onnx.checker refuses it) and no command could run it; a name
+    defined further down the graph is no fault here (the reader sorts the nodes). ``names``, ``initializers`` (their
+    names) and ``with_subgraphs`` (the indices of the nodes holding a subgraph): what the caller has read already."""
     inputs, outputs = names or node_names(graph)
     defined = set(chain.from_iterable(outputs))
     defined.update(inputs_of(graph))
     defined.update([t.name for t in getattr(graph, "initializer", ())] if initializers is None else initializers)
     defined.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
-    if outer:
-        defined |= outer
+
+    def undefined(name: str) -> bool:
+        return bool(name) and name not in defined and not any(name in scope for scope in outer)
+
     where = "this graph or an enclosing one" if outer else "the graph"
     read = set(chain.from_iterable(inputs))
-    read.discard("")
-    if not read <= defined:  # (one set operation; the node is found only for a file that fails)
-        n, name = next((n, name) for n, node_inputs in enumerate(inputs) for name in node_inputs
-                       if name and name not in defined)
+    if not read <= defined and any(undefined(name) for name in read - defined):  # (the node only for a file that fails)
+        n, name = next((n, name) for n, node_inputs in enumerate(inputs) for name in node_inputs if undefined(name))
         node = graph.node[n]
         label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
         raise ModelLoadError(f"{pointer}/node/{n} ({label}): reads {name!r}, which no input, initializer or node of "
                              f"{where} defines; connect it (onnx.checker requires every name a node reads to be defined)")
     for i, vi in enumerate(graph.output):
-        name = vi if isinstance(vi, str) else vi.name
-        if name and name not in defined:
+        if undefined(name := vi if isinstance(vi, str) else vi.name):
             raise ModelLoadError(f"{pointer}/output/{i}: output {name!r} is written by no input, initializer or node "
                                  f"of {where}; connect it")
     if with_subgraphs is None:
         with_subgraphs = [n for n, node in enumerate(graph.node) if node.attribute and _has_subgraph(node)]
     for n in with_subgraphs:
-        for a, attribute in enumerate(graph.node[n].attribute):
-            subgraphs = ([(f"/attribute/{a}/g", attribute.g)] if attribute.type == AttributeProto.GRAPH else
-                         [(f"/attribute/{a}/graphs/{k}", g) for k, g in enumerate(attribute.graphs)]
-                         if attribute.type == AttributeProto.GRAPHS else [])
-            for tail, sub in subgraphs:
-                require_defined_reads(sub, f"{pointer}/node/{n}{tail}", defined)
+        for tail, sub in _attribute_graphs(graph.node[n]):
+            require_defined_reads(sub, f"{pointer}/node/{n}{tail}", (*outer, defined))
 
 
 def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: str,
-                             outer: dict[str, str] | None = None) -> None:
+                             outer: tuple[dict[str, str], ...] = ()) -> None:
     """ModelLoadError naming the first node of a subgraph (If, Loop and Scan bodies, at any depth, inside
     ``graph``) that writes a name an enclosing graph defined before the node holding the subgraph, as onnx.checker
     refuses it: the name would stand for two tensors. A subgraph's own inputs and initializers may reuse outer names
-    (they hide them in the subgraph), as onnx.checker allows. ``outer``: name -> where an enclosing graph defines
-    it, when ``graph`` is itself a subgraph."""
-    outer = dict(outer or {})
+    (they hide them in the subgraph), as onnx.checker allows. ``outer``: for each enclosing graph, outermost first,
+    the names it defines before the subgraph, with where."""
     scope = {(vi if isinstance(vi, str) else vi.name): f"{pointer}/input/{i}" for i, vi in enumerate(graph.input)}
     for kind in ("initializer", "sparse_initializer"):
         for i, tensor in enumerate(getattr(graph, kind, ())):
             scope.setdefault(tensor.values.name if kind == "sparse_initializer" else tensor.name, f"{pointer}/{kind}/{i}")
-    for name in scope:
-        outer.pop(name, None)
+    hidden = set(scope)  # (a name the graph itself writes twice is topological_order's finding)
     for n, node in enumerate(graph.node):
         here = f"{pointer}/node/{n}"
         for name in node.output:
-            if name and name in outer:
+            if name and name not in hidden and (at := next((s[name] for s in outer if name in s), None)):
                 label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
                 raise ModelLoadError(f"{here} ({label}): writes {name!r}, which an enclosing graph defines before this "
-                                     f"subgraph ({outer[name]}); a name stands for one tensor in a graph and in every "
-                                     "graph inside it (single static assignment, as onnx.checker requires)")
+                                     f"subgraph ({at}); a name stands for one tensor in a graph and in every graph "
+                                     "inside it (single static assignment, as onnx.checker requires)")
         if node.attribute and _has_subgraph(node):
-            visible = {**outer, **scope}
-            for a, attribute in enumerate(node.attribute):
-                if attribute.type == AttributeProto.GRAPH:
-                    require_outer_names_kept(attribute.g, f"{here}/attribute/{a}/g", visible)
-                elif attribute.type == AttributeProto.GRAPHS:
-                    for k, sub in enumerate(attribute.graphs):
-                        require_outer_names_kept(sub, f"{here}/attribute/{a}/graphs/{k}", visible)
+            for tail, sub in _attribute_graphs(node):  # (the scope as it is now: the names defined before the node)
+                require_outer_names_kept(sub, f"{here}{tail}", (*outer, scope))
         for o, name in enumerate(node.output):
             if name:
                 scope.setdefault(name, f"{here}/output/{o}")
+
+
+def _attribute_graphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
+    """(the pointer's tail after the node's, graph) of each graph in ``node``'s attributes."""
+    found = []
+    for a, attribute in enumerate(node.attribute):
+        if attribute.type == AttributeProto.GRAPH:
+            found.append((f"/attribute/{a}/g", attribute.g))
+        elif attribute.type == AttributeProto.GRAPHS:
+            found += [(f"/attribute/{a}/graphs/{k}", g) for k, g in enumerate(attribute.graphs)]
+    return found
 
 
 def inputs_of(graph: GraphProto | onnx.FunctionProto) -> set[str]:
