@@ -379,3 +379,22 @@ def test_unknown_kernel_mode_is_refused():
     model = typed_model("Relu", [T("x", (2,), QType("int8", 1.0, 0))], [T("y", (2,), QType("int8", 1.0, 0))])
     with pytest.raises(EvaluationError, match="kernels='fast'"):
         ReferenceEvaluator(model, kernels="fast")
+
+
+def test_a_model_importing_the_default_domain_as_ai_onnx_runs_as_onnxruntime_runs_it():
+    """opset_import may name the default domain "ai.onnx" while its nodes say "" (onnx.checker and onnxruntime
+    accept it); onnx.reference finds no opset for "" and refused the model. Typed and plain nodes run alike."""
+    from reference_models import run_onnxruntime  # noqa: PLC0415
+
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"], name="dq"),
+             helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("q", TensorProto.INT8, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+                               numpy_helper.from_array(np.array(-2, np.int8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx", 21)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"q": np.array([-128, -2, 3, 127], np.int8)}
+    want = run_onnxruntime(model, feeds, optimize=False)[0]
+    np.testing.assert_array_equal(want, [0.0, 0.0, 2.5, 64.5])
+    np.testing.assert_array_equal(ReferenceEvaluator(model).run(None, feeds)[0], want)
