@@ -34,11 +34,18 @@ Order = dict[str, list[int]]  # graph pointer in the sorted model -> the file's 
 
 
 def _subgraphs(node: onnx.NodeProto) -> Iterator[GraphProto]:
-    for attr in node.attribute:
-        if attr.type == AttributeProto.GRAPH:
-            yield attr.g
-        elif attr.type == AttributeProto.GRAPHS:
-            yield from attr.graphs
+    return (graph for _, graph in _attribute_graphs(node))
+
+
+def _attribute_graphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
+    """(the pointer's tail after the node's, graph) of each graph in ``node``'s attributes."""
+    found = []
+    for a, attribute in enumerate(node.attribute):
+        if attribute.type == AttributeProto.GRAPH:
+            found.append((f"/attribute/{a}/g", attribute.g))
+        elif attribute.type == AttributeProto.GRAPHS:
+            found += [(f"/attribute/{a}/graphs/{k}", g) for k, g in enumerate(attribute.graphs)]
+    return found
 
 
 def _subgraph_reads(node: onnx.NodeProto) -> set[str]:
@@ -78,15 +85,13 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     the nodes with a subgraph, when the caller knows them.
     """
     inputs, outputs = names or node_names(graph)
-    given = inputs_of(graph)
-    if len(given) != len(graph.input):  # (a graph input that is also an initializer is its default, not twice)
-        declared = [name if isinstance(name, str) else name.name for name in graph.input]
+    declared = _inputs(graph)
+    if len(set(declared)) != len(declared):  # (a graph input that is also an initializer is its default, not twice)
         second = next(j for j, name in enumerate(declared) if name in declared[:j])
         raise ModelLoadError(f"{pointer}/input/{second}: input {declared[second]!r} is declared twice, as "
                              f"{pointer}/input/{declared.index(declared[second])} is; a graph defines each name once "
                              "(single static assignment, as onnx.checker requires)")
-    given.update([t.name for t in getattr(graph, "initializer", ())])
-    given.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
+    given = _given(graph)
     producer: dict[str, int] = {}
     for i, produced in enumerate(outputs):
         for name in produced:
@@ -98,8 +103,7 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     shadowed = given.intersection(producer)
     if shadowed:  # the first node in the file that writes one
         name = min(shadowed, key=lambda n: (producer[n], outputs[producer[n]].index(n)))
-        what = ("input" if name in inputs_of(graph) else "initializer"
-                if name in {t.name for t in getattr(graph, "initializer", ())} else "sparse initializer")
+        what = next(kind for kind, names in _given_kinds(graph) if name in names)
         raise _written_twice(graph.node, pointer, name, producer[name], producer[name], f"the graph's {what}")
     nodes = graph.node
     if with_subgraphs is None:
@@ -156,10 +160,8 @@ def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, 
     defined further down the graph is no fault here (the reader sorts the nodes). ``names``, ``initializers`` (their
     names) and ``with_subgraphs`` (the indices of the nodes holding a subgraph): what the caller has read already."""
     inputs, outputs = names or node_names(graph)
-    defined = set(chain.from_iterable(outputs))
-    defined.update(inputs_of(graph))
-    defined.update([t.name for t in getattr(graph, "initializer", ())] if initializers is None else initializers)
-    defined.update([t.values.name for t in getattr(graph, "sparse_initializer", ())])
+    defined = _given(graph, initializers)
+    defined.update(chain.from_iterable(outputs))
 
     def undefined(name: str) -> bool:
         return bool(name) and name not in defined and not any(name in scope for scope in outer)
@@ -190,10 +192,10 @@ def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: st
     refuses it: the name would stand for two tensors. A subgraph's own inputs and initializers may reuse outer names
     (they hide them in the subgraph), as onnx.checker allows. ``outer``: for each enclosing graph, outermost first,
     the names it defines before the subgraph, with where."""
-    scope = {(vi if isinstance(vi, str) else vi.name): f"{pointer}/input/{i}" for i, vi in enumerate(graph.input)}
-    for kind in ("initializer", "sparse_initializer"):
-        for i, tensor in enumerate(getattr(graph, kind, ())):
-            scope.setdefault(tensor.values.name if kind == "sparse_initializer" else tensor.name, f"{pointer}/{kind}/{i}")
+    scope: dict[str, str] = {}
+    for kind, names in _given_kinds(graph):
+        for i, name in enumerate(names):
+            scope.setdefault(name, f"{pointer}/{kind.replace(' ', '_')}/{i}")
     hidden = set(scope)  # (a name the graph itself writes twice is topological_order's finding)
     for n, node in enumerate(graph.node):
         here = f"{pointer}/node/{n}"
@@ -211,19 +213,22 @@ def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: st
                 scope.setdefault(name, f"{here}/output/{o}")
 
 
-def _attribute_graphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
-    """(the pointer's tail after the node's, graph) of each graph in ``node``'s attributes."""
-    found = []
-    for a, attribute in enumerate(node.attribute):
-        if attribute.type == AttributeProto.GRAPH:
-            found.append((f"/attribute/{a}/g", attribute.g))
-        elif attribute.type == AttributeProto.GRAPHS:
-            found += [(f"/attribute/{a}/graphs/{k}", g) for k, g in enumerate(attribute.graphs)]
-    return found
+def _inputs(graph: GraphProto | onnx.FunctionProto) -> list[str]:
+    return [name if isinstance(name, str) else name.name for name in graph.input]
 
 
-def inputs_of(graph: GraphProto | onnx.FunctionProto) -> set[str]:
-    return {name if isinstance(name, str) else name.name for name in graph.input}
+def _given_kinds(graph: GraphProto | onnx.FunctionProto, initializers: list[str] | None = None
+                 ) -> list[tuple[str, list[str]]]:
+    """The names a graph has before any node runs, by kind, in the order of its fields (a function body: its inputs).
+    ``initializers``: the initializers' names, when the caller has read them."""
+    if initializers is None:
+        initializers = [t.name for t in getattr(graph, "initializer", ())]
+    return [("input", _inputs(graph)), ("initializer", initializers),
+            ("sparse initializer", [t.values.name for t in getattr(graph, "sparse_initializer", ())])]
+
+
+def _given(graph: GraphProto | onnx.FunctionProto, initializers: list[str] | None = None) -> set[str]:
+    return set(chain.from_iterable(names for _, names in _given_kinds(graph, initializers)))
 
 
 def _cycle(nodes: list[onnx.NodeProto], reads: list, producer: dict[str, int], left: set[int],

@@ -42,7 +42,6 @@ from onnx_qtypes.proto import iter_declarations, iter_graphs, load, read_qtype
 from onnx_qtypes.proto.encoding import marker, plain_copy
 from onnx_qtypes.proto.model import model_parameters, read_view
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
-from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS, default_opset
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import require_utf8_names
 from onnx_qtypes.proto.qtype import QType
@@ -301,10 +300,10 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
     def _load_impl(self, node: NodeProto, input_types: Any = None) -> Any:
         who = (f"node {node.name!r}" if node.name else f"the node writing {node.output[0]!r}" if node.output
                else "a node")
-        if node.domain not in self.opsets and node.domain in STANDARD_DOMAINS:
-            version = default_opset(self.opsets)  # imported as the other spelling ("" or "ai.onnx"): one domain
-            if version is not None:
-                self.opsets_[node.domain] = version
+        if node.domain == "" and "" not in self.opsets and "ai.onnx" in self.opsets:
+            # the default domain imported as "ai.onnx" (onnx.checker and onnxruntime read it so); onnx.reference
+            # looks up "" only, in the table its __init__ filled from opset_import
+            self.opsets_[""] = self.opsets["ai.onnx"]
         if node.domain not in self.opsets:  # (onnx.reference's own message names neither node nor model)
             raise EvaluationError(f"{who} ({node.domain}.{node.op_type}): the model imports no opset of domain "
                                   f"{node.domain!r}")
