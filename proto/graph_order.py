@@ -33,6 +33,10 @@ from onnx_qtypes.proto.errors import ModelLoadError
 Order = dict[str, list[int]]  # graph pointer in the sorted model -> the file's index of each of its nodes
 
 
+def _label(node: onnx.NodeProto) -> str:
+    return f"{node.op_type} {node.name!r}" if node.name else node.op_type
+
+
 def _subgraphs(node: onnx.NodeProto) -> Iterator[GraphProto]:
     return (graph for _, graph in _attribute_graphs(node))
 
@@ -49,16 +53,19 @@ def _attribute_graphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
 
 
 def _subgraph_reads(node: onnx.NodeProto) -> set[str]:
-    """Names a node's subgraphs read (inputs of their nodes and their outputs, at any depth)."""
+    """Names a node's subgraphs read from the graphs around them (inputs of their nodes and their outputs, at any
+    depth), leaving out what a subgraph defines itself: a name a branch writes is no dependency on the outer node
+    that writes it too (onnx.checker allows that when the outer node comes after)."""
     names: set[str] = set()
-    stack = list(_subgraphs(node))
+    stack = [(graph, frozenset()) for graph in _subgraphs(node)]
     while stack:
-        graph = stack.pop()
-        names.update(o.name for o in graph.output)
+        graph, around = stack.pop()
+        here = around | _given(graph) | {name for inner in graph.node for name in inner.output}
+        names.update(o.name for o in graph.output if o.name not in here)
         for inner in graph.node:
-            names.update(inner.input)
+            names.update(name for name in inner.input if name not in here)
             if inner.attribute:
-                stack.extend(_subgraphs(inner))
+                stack.extend((sub, here) for sub in _subgraphs(inner))
     return names
 
 
@@ -87,9 +94,10 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     inputs, outputs = names or node_names(graph)
     declared = _inputs(graph)
     if len(set(declared)) != len(declared):  # (a graph input that is also an initializer is its default, not twice)
-        second = next(j for j, name in enumerate(declared) if name in declared[:j])
+        first: dict[str, int] = {}
+        second = next(j for j, name in enumerate(declared) if first.setdefault(name, j) != j)  # (one pass)
         raise ModelLoadError(f"{pointer}/input/{second}: input {declared[second]!r} is declared twice, as "
-                             f"{pointer}/input/{declared.index(declared[second])} is; a graph defines each name once "
+                             f"{pointer}/input/{first[declared[second]]} is; a graph defines each name once "
                              "(single static assignment, as onnx.checker requires)")
     given = _given(graph)
     producer: dict[str, int] = {}
@@ -141,8 +149,7 @@ def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int,
     """The error naming the second node that writes ``name`` (every lift and run step assumes one writer), or the
     node that writes a name the graph has ``already`` (an input, an initializer)."""
     def label(at: int) -> str:
-        node = nodes[at]
-        return f"{node.op_type} {node.name!r}" if node.name else node.op_type
+        return _label(nodes[at])
 
     where = (f", which is {already}" if already else "twice" if first == second
              else f"as {pointer}/node/{first} ({label(first)}) does")
@@ -171,7 +178,7 @@ def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, 
     if not read <= defined and any(undefined(name) for name in read - defined):  # (the node only for a file that fails)
         n, name = next((n, name) for n, node_inputs in enumerate(inputs) for name in node_inputs if undefined(name))
         node = graph.node[n]
-        label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+        label = _label(node)
         raise ModelLoadError(f"{pointer}/node/{n} ({label}): reads {name!r}, which no input, initializer or node of "
                              f"{where} defines; connect it (onnx.checker requires every name a node reads to be defined)")
     for i, vi in enumerate(graph.output):
@@ -200,8 +207,8 @@ def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: st
     for n, node in enumerate(graph.node):
         here = f"{pointer}/node/{n}"
         for name in node.output:
-            if name and name not in hidden and (at := next((s[name] for s in outer if name in s), None)):
-                label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+            if name and name not in hidden and (at := next((s[name] for s in reversed(outer) if name in s), None)):
+                label = _label(node)
                 raise ModelLoadError(f"{here} ({label}): writes {name!r}, which an enclosing graph defines before this "
                                      f"subgraph ({at}); a name stands for one tensor in a graph and in every graph "
                                      "inside it (single static assignment, as onnx.checker requires)")
@@ -214,7 +221,7 @@ def require_outer_names_kept(graph: GraphProto | onnx.FunctionProto, pointer: st
 
 
 def _inputs(graph: GraphProto | onnx.FunctionProto) -> list[str]:
-    return [name if isinstance(name, str) else name.name for name in graph.input]
+    return [name if isinstance(name, (str, bytes)) else name.name for name in graph.input]  # (bytes: not UTF-8)
 
 
 def _given_kinds(graph: GraphProto | onnx.FunctionProto, initializers: list[str] | None = None
@@ -242,7 +249,7 @@ def _cycle(nodes: list[onnx.NodeProto], reads: list, producer: dict[str, int], l
         at = producer[via]
     loop = path[seen[at]:]
     node = nodes[at]
-    label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+    label = _label(node)
     through = " -> ".join(repr(via) for _, via in loop)
     return ModelLoadError(f"{pointer}/node/{at} ({label}): reads what it computes itself, through the cycle "
                           f"{through}; no order of the nodes computes it")

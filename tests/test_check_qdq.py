@@ -217,9 +217,9 @@ def test_typed_only_rules_stay_quiet_and_select_ignore_apply():
 
 @pytest.mark.parametrize("name", ["cnn-qdq_u8_pertensor", "cnn-qop_u8"])
 def test_what_onnx_checker_refuses_in_a_quantizer_file_is_qt310_at_its_node_as_in_its_lifted_file(name, tmp_path):
-    """An attribute the operator does not have, on a node the lift keeps (MaxPool): onnx.checker refuses the file,
-    run and lower refuse it, and check reported nothing (QT310 was for typed files only); it is QT310 at that node,
-    as check says of the file lift writes."""
+    """An attribute the operator does not have, on a node the lift keeps (MaxPool): onnx.checker and lower refuse
+    the file, and check reported nothing (QT310 was for typed files only); it is QT310 at that node, as check says
+    of the file lift writes."""
     model = _model(name)
     i, node = _node(model, "MaxPool")
     node.attribute.append(onnx.helper.make_attribute("padz", [1, 1, 1, 1]))
@@ -229,6 +229,7 @@ def test_what_onnx_checker_refuses_in_a_quantizer_file_is_qt310_at_its_node_as_i
     assert error.location.pointer == f"/graph/node/{i}" and "Unrecognized attribute: padz" in error.message
     path = tmp_path / "q.onnx"
     onnx.save(model, path)
+    assert main(["lower", str(path), str(tmp_path / "w.onnx")]) == 2 and not (tmp_path / "w.onnx").exists()
     assert main(["lift", str(path), str(tmp_path / "t.onnx")]) == 0
     lifted = onnx.load(tmp_path / "t.onnx")
     (typed,) = [d for d in diagnose(lifted).errors if d.rule == "QT310"]

@@ -232,3 +232,65 @@ def test_what_the_reader_keeps_of_each_graph_is_what_its_nodes_and_initializers_
         assert kept.initializers == [t.name for t in tensors]
         assert kept.initializer_types == [t.data_type for t in tensors]
     assert read.reads["/graph"].inputs[1] == ["q", "s", ""]  # an omitted optional input stays in its place
+
+
+def _branch(op: str, reads: str, writes: str, inputs: list[onnx.ValueInfoProto] = ()) -> onnx.GraphProto:
+    return helper.make_graph([helper.make_node(op, [reads], [writes], name=f"in_{op}")], op, list(inputs),
+                             [helper.make_tensor_value_info(writes, TensorProto.FLOAT, [2])])
+
+
+def _model(nodes: list[onnx.NodeProto], outputs: list[str]) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2]) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_a_branch_may_write_a_name_the_outer_graph_writes_only_after_it():
+    """onnx.checker allows it (the If's scope has not seen the later name), and the If is no reader of that name:
+    the graph is in order and runs as onnxruntime runs it, where the reader called it a cycle."""
+    nodes = [helper.make_node("If", ["c"], ["y"], name="choose", then_branch=_branch("Neg", "x", "later"),
+                              else_branch=_branch("Abs", "x", "e")),
+             helper.make_node("Relu", ["x"], ["later"], name="after")]
+    model = _model(nodes, ["y", "later"])
+    onnx.checker.check_model(model)
+    assert not read_model(model).orders  # in order, nothing sorted
+    feeds = {"x": np.array([-1.0, 2.0], np.float32), "c": np.array(True)}
+    y, later = ReferenceEvaluator(model).run(None, feeds)
+    np.testing.assert_array_equal(y, [1.0, -2.0])
+    np.testing.assert_array_equal(later, [0.0, 2.0])
+
+
+def test_a_branch_writing_a_name_of_its_nearest_enclosing_body_is_located_there():
+    """The Loop body's input x hides the main graph's x; an If inside the body writing x clashes with the body's x,
+    and the message points at that definition, not at the outer one it hides."""
+    inner_if = helper.make_node("If", ["cond_in"], ["v"], name="inner", then_branch=_branch("Neg", "z", "x"),
+                                else_branch=_branch("Abs", "z", "w"))
+    body = helper.make_graph([inner_if, helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+                              helper.make_node("Identity", ["z"], ["z_out"], name="carry")], "body",
+                             [helper.make_tensor_value_info("it", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                              helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v", TensorProto.FLOAT, [2]),
+                              helper.make_tensor_value_info("z_out", TensorProto.FLOAT, [2])])
+    loop = helper.make_node("Loop", ["", "c", "x", "x"], ["y", "y2"], name="loop", body=body)
+    model = _model([loop], ["y", "y2"])
+    with pytest.raises(onnx.checker.ValidationError, match="single static assignment"):
+        onnx.checker.check_model(model)
+    with pytest.raises(ModelLoadError, match=r"/graph/node/0/attribute/0/g/node/0/attribute/1/g/node/0 \(Neg "
+                                             r"'in_Neg'\): writes 'x', which an enclosing graph defines before this "
+                                             r"subgraph \(/graph/node/0/attribute/0/g/input/2\)"):
+        read_model(model)
+
+
+def test_a_function_input_that_is_not_utf8_is_named_not_an_internal_error():
+    function = helper.make_function("local", "F", ["fx"], ["fy"], [helper.make_node("Relu", ["fx"], ["fy"])],
+                                    [helper.make_opsetid("", 21)])
+    model = _model([helper.make_node("F", ["x"], ["y"], domain="local", name="call")], ["y"])
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    model.functions.append(function)
+    data = model.SerializeToString().replace(b"\x22\x02fx", b"\x22\x02\xff\xfe", 1)  # FunctionProto.input (field 4)
+    with pytest.raises(ModelLoadError, match=r"/functions/0/input/0 holds b'\\xff\\xfe', which is not UTF-8"):
+        read_model(data)

@@ -310,12 +310,12 @@ def test_bfp_prime_refuses_a_mode_of_no_name_only_on_a_tie() -> None:
     without one the block is defined (the recording's edge case computes it), with one it is refused."""
     node = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, name="bfp2", axis=0, block_size=2,
                             bfp_method="to_bfp_prime", bit_width=13, rounding_mode=5, sub_block_size=2)
-    untied = np.array([1.0, 0.3], np.float32)  # 0.3: full mantissa, no tie at 4 bits
+    untied = np.array([1.0, 0.36], np.float32)  # steps of 2^-3 beside 1.0: 0.36 / 0.125 = 2.88, no tie
     named = helper.make_node("BFPQuantizeDequantize", ["x"], ["y"], domain=DOMAIN, axis=0, block_size=2,
                              bfp_method="to_bfp_prime", bit_width=13, rounding_mode=0, sub_block_size=2)
     y = _run(_model([node], untied, ["y"]), untied)[0]
     assert _same(y, _run(_model([named], untied, ["y"]), untied)[0])  # no tie: as a named mode rounds it
-    assert y[1] != untied[1]  # (0.3 is rounded: the comparison reads a rounding)
+    assert y[1] == 0.375  # rounded to the nearest step (truncation would give 0.25): the comparison reads a rounding
     tied = np.array([1.0, 1.0625], np.float32)  # 4 mantissa bits at exponent 0: steps of 2^-3, 1.0625 half of one
     with pytest.raises(EvaluationError, match=r"node 'bfp2' .*rounding_mode 5 on a tie"):
         _run(_model([node], tied, ["y"]), tied)

@@ -18,7 +18,7 @@ the structural checks would never run on it.
 
 ## Invalid example
 A `Conv` node with an unknown attribute `padz`; a `Relu` with two inputs;
-IR version 3 with opset 21. (A name nothing defines, or one defined twice,
+IR version 2, which has no opset_import, with one. (A name nothing defines, or one defined twice,
 is refused when the file is read, by every command, before any rule.)
 
 ## Valid example
