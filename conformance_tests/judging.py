@@ -53,6 +53,11 @@ class OutputVerdict:
     worst: list = dataclasses.field(default_factory=list)  # [{"index", "expected", "actual", "steps"}], worst first
 
 
+def steps_text(steps: float) -> str:
+    """A distance in steps as a reader compares it: a whole number as it is, any other to 3 significant digits."""
+    return str(int(steps)) if float(steps).is_integer() else f"{steps:.3g}"
+
+
 def float_steps(case: ExecutionCase) -> dict[str, object]:
     """The quantization step of each float output, where the case knows it: a number, or for a DequantizeLinear of a
     per-axis or blocked type its ``QType`` (``step_array`` spreads its scales over the output)."""

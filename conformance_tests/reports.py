@@ -19,7 +19,7 @@ from typing import Any
 from onnx_qtypes.proto.files import atomic_write
 
 from .deviations import normalize_message
-from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
+from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED, steps_text
 from .runner import DECLINED, NOT_EXPRESSIBLE, REFUSED, TIMEOUT, CaseResult
 from .text import clean_text
 
@@ -234,10 +234,14 @@ def _element(parent: ET.Element | None, tag: str, attributes: Mapping[str, Any] 
     return element
 
 
+def _max_steps(steps: float | None) -> str:
+    return "not measurable" if steps is None else steps_text(steps)
+
+
 def _problem_text(r: CaseResult) -> str:
     if r.outcome != FAIL:
         return r.message
-    return (f"max deviation {r.max_steps} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
+    return (f"max deviation {_max_steps(r.max_steps)} step(s), {r.elements} element(s) beyond tolerance: {r.message}"
             + "".join(f"\n{_deviation(d)}" for d in r.deviations))
 
 
@@ -246,7 +250,7 @@ def _text(value: Any) -> str:
 
 
 def _deviation(d: Mapping[str, Any]) -> str:
-    steps = "" if d.get("steps") is None else f" ({d['steps']} step(s))"
+    steps = "" if not isinstance(d.get("steps"), (int, float)) else f" ({steps_text(d['steps'])} step(s))"
     return f"{d.get('output')}{d.get('index')}: {d.get('actual')!r}, expected {d.get('expected')!r}{steps}"
 
 

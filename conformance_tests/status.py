@@ -45,7 +45,7 @@ from .execution_cases import (
     iter_cases,
     load_cases,
 )
-from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED
+from .judging import ERROR, FAIL, OUTCOMES, PASS, UNSUPPORTED, steps_text
 from .runner import CaseResult, _rank
 
 HERE = Path(__file__).resolve().parent
@@ -234,7 +234,7 @@ def render(cases: Sequence[ExecutionCase], records: Sequence[dict[str, Any]], de
             details = rec["details"].get(dev.reproduction, {})
             worst = max((_steps(rec["details"].get(i, {}).get("max_steps")) for i in ids), default=0)
             reach = "" if not worst else ", some infinitely far (NaN or ±inf)" if worst == math.inf \
-                else f", up to {int(worst) if worst.is_integer() else worst} step(s)"
+                else f", up to {steps_text(worst)} step(s)"
             out += [f"- **{dev.kind}** — {len(ids)} case(s)" + reach + ". "
                     + dev.explanation,
                     f"  - Reproduce: `onnx-qtypes conformance --backend {rec['backend']} -k {dev.reproduction}`"

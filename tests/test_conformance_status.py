@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -218,3 +219,12 @@ def test_the_rfc_results_table_is_the_records_summary(records):
                                                                                           "error")))
                       for rec in records)
     assert copied == recorded, "the RFC's Results table differs from conformance_tests/results/: copy proposal/status.md"
+
+
+def test_a_deviation_reach_in_steps_is_printed_whole_or_to_three_digits_as_a_reader_compares_it():
+    page = PAGE.read_text(encoding="utf-8")
+    reaches = re.findall(r"up to ([^ ]+) step\(s\)", page)
+    assert reaches, "the page names no deviation's reach"
+    for reach in reaches:  # 766, 0.00485: never the 16 digits of a float's repr
+        value = float(reach)
+        assert value > 0 and (reach.isdigit() if value >= 100 else float(f"{value:.3g}") == value), reach

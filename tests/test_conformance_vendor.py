@@ -768,3 +768,16 @@ def test_a_vendor_subclass_of_a_shipped_backend_keeps_its_name():
         name = "my-npu-plugin"
 
     assert MyOv().name == "my-npu-plugin" and OpenVinoBackend().name == "openvino"
+
+
+def test_a_junit_failure_gives_its_distance_in_steps_as_a_reader_compares_it():
+    from onnx_qtypes.conformance.reports import junit_xml
+    from onnx_qtypes.conformance.runner import CaseResult
+
+    failed = CaseResult("conv-int16-bf16", "Conv", "fail", max_steps=765.9043509322804, elements=2,
+                        message="output 'y': 2 elements off",
+                        deviations=[{"output": "y", "index": [0, 3], "expected": 21601, "actual": 21500,
+                                     "steps": 0.0048484848484848485}])
+    text = ET.fromstring(junit_xml([failed], "vendor", "1")).find(".//testcase/failure").text
+    assert text.startswith("max deviation 766 step(s), 2 element(s)"), text
+    assert "(0.00485 step(s))" in text and "765.904" not in text and "0.004848" not in text

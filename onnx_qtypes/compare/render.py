@@ -14,6 +14,8 @@ import json
 import math
 from typing import Any
 
+from onnx_qtypes.conformance.judging import steps_text as _steps
+
 from .comparison import BEYOND, NO_BOUND, NOT_OBSERVED, REAL, STEPS, Comparison, InputState, Row
 
 HEADINGS = ("tensor", "producer", "op", "unit", "deviation", "beyond", "tolerance")
@@ -27,7 +29,7 @@ def steps_text(value: float | None, unit: str = STEPS) -> str:
         return "no bound"
     if unit == REAL:
         return "0" if value == 0 else f"{value:.3g}"
-    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
+    return _steps(value)
 
 
 def cells(row: Row) -> tuple[str, ...]:
