@@ -97,8 +97,8 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
         first: dict[str, int] = {}
         second = next(j for j, name in enumerate(declared) if first.setdefault(name, j) != j)  # (one pass)
         raise ModelLoadError(f"{pointer}/input/{second}: input {declared[second]!r} is declared twice, as "
-                             f"{pointer}/input/{first[declared[second]]} is; a graph defines each name once "
-                             "(single static assignment, as onnx.checker requires)")
+                             f"{pointer}/input/{first[declared[second]]} is; {_body(graph, 'a')} defines each name "
+                             "once (single static assignment, as onnx.checker requires)")
     given = _given(graph)
     producer: dict[str, int] = {}
     for i, produced in enumerate(outputs):
@@ -106,13 +106,13 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
             if name not in producer:
                 producer[name] = i
             elif name:  # (an omitted optional output is "", as often as a node has one)
-                raise _written_twice(graph.node, pointer, name, producer[name], i)
+                raise _written_twice(graph, pointer, name, producer[name], i)
     producer.pop("", None)
     shadowed = given.intersection(producer)
     if shadowed:  # the first node in the file that writes one
         name = min(shadowed, key=lambda n: (producer[n], outputs[producer[n]].index(n)))
         what = next(kind for kind, names in _given_kinds(graph) if name in names)
-        raise _written_twice(graph.node, pointer, name, producer[name], producer[name], f"the graph's {what}")
+        raise _written_twice(graph, pointer, name, producer[name], producer[name], f"{_body(graph)}'s {what}")
     nodes = graph.node
     if with_subgraphs is None:
         with_subgraphs = [i for i, node in enumerate(nodes) if node.attribute and _has_subgraph(node)]
@@ -145,17 +145,18 @@ def topological_order(graph: GraphProto | onnx.FunctionProto, pointer: str,
     return order
 
 
-def _written_twice(nodes: Any, pointer: str, name: str, first: int, second: int, already: str = "") -> ModelLoadError:
+def _written_twice(graph: GraphProto | onnx.FunctionProto, pointer: str, name: str, first: int, second: int,
+                   already: str = "") -> ModelLoadError:
     """The error naming the second node that writes ``name`` (every lift and run step assumes one writer), or the
     node that writes a name the graph has ``already`` (an input, an initializer)."""
     def label(at: int) -> str:
-        return _label(nodes[at])
+        return _label(graph.node[at])
 
     where = (f", which is {already}" if already else "twice" if first == second
              else f"as {pointer}/node/{first} ({label(first)}) does")
     return ModelLoadError(f"{pointer}/node/{second} ({label(second)}): writes {name!r}{' ' if not already else ''}"
-                          f"{where}; a graph defines each name once (single static assignment, as onnx.checker "
-                          "requires)")
+                          f"{where}; {_body(graph, 'a')} defines each name once (single static assignment, as "
+                          "onnx.checker requires)")
 
 
 def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, outer: tuple[set[str], ...] = (), *,
@@ -173,18 +174,19 @@ def require_defined_reads(graph: GraphProto | onnx.FunctionProto, pointer: str, 
     def undefined(name: str) -> bool:
         return bool(name) and name not in defined and not any(name in scope for scope in outer)
 
-    where = "this graph or an enclosing one" if outer else "the graph"
+    where = "this graph or an enclosing one" if outer else _body(graph)
+    sources = "input or node" if isinstance(graph, onnx.FunctionProto) else "input, initializer or node"
     read = set(chain.from_iterable(inputs))
     if not read <= defined and any(undefined(name) for name in read - defined):  # (the node only for a file that fails)
         n, name = next((n, name) for n, node_inputs in enumerate(inputs) for name in node_inputs if undefined(name))
         node = graph.node[n]
         label = _label(node)
-        raise ModelLoadError(f"{pointer}/node/{n} ({label}): reads {name!r}, which no input, initializer or node of "
-                             f"{where} defines; connect it (onnx.checker requires every name a node reads to be defined)")
+        raise ModelLoadError(f"{pointer}/node/{n} ({label}): reads {name!r}, which no {sources} of {where} defines; "
+                             "connect it (onnx.checker requires every name a node reads to be defined)")
     for i, vi in enumerate(graph.output):
         if undefined(name := vi if isinstance(vi, str) else vi.name):
-            raise ModelLoadError(f"{pointer}/output/{i}: output {name!r} is written by no input, initializer or node "
-                                 f"of {where}; connect it")
+            raise ModelLoadError(f"{pointer}/output/{i}: output {name!r} is written by no {sources} of {where}; "
+                                 "connect it")
     if with_subgraphs is None:
         with_subgraphs = [n for n, node in enumerate(graph.node) if node.attribute and _has_subgraph(node)]
     for n in with_subgraphs:
@@ -232,6 +234,11 @@ def _given_kinds(graph: GraphProto | onnx.FunctionProto, initializers: list[str]
         initializers = [t.name for t in getattr(graph, "initializer", ())]
     return [("input", _inputs(graph)), ("initializer", initializers),
             ("sparse initializer", [t.values.name for t in getattr(graph, "sparse_initializer", ())])]
+
+
+def _body(graph: GraphProto | onnx.FunctionProto, article: str = "the") -> str:
+    """What a message calls ``graph``: a function's body is no graph to the reader of the file."""
+    return f"{article} function body" if isinstance(graph, onnx.FunctionProto) else f"{article} graph"
 
 
 def _given(graph: GraphProto | onnx.FunctionProto, initializers: list[str] | None = None) -> set[str]:

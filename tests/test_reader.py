@@ -294,3 +294,25 @@ def test_a_function_input_that_is_not_utf8_is_named_not_an_internal_error():
     data = model.SerializeToString().replace(b"\x22\x02fx", b"\x22\x02\xff\xfe", 1)  # FunctionProto.input (field 4)
     with pytest.raises(ModelLoadError, match=r"/functions/0/input/0 holds b'\\xff\\xfe', which is not UTF-8"):
         read_model(data)
+
+
+@pytest.mark.parametrize("fault, message", [
+    ({"reads": "ghost"}, r"/functions/0/node/1 \(Relu 'second'\): reads 'ghost', which no input or node of the "
+                         r"function body defines"),
+    ({"writes": "fy"}, r"/functions/0/node/1 \(Relu 'second'\): writes 'fy' as /functions/0/node/0 \(Relu 'first'\) "
+                       r"does; a function body defines each name once"),
+    ({"writes": "fx"}, r"/functions/0/node/1 \(Relu 'second'\): writes 'fx', which is the function body's input; a "
+                       r"function body defines each name once"),
+])
+def test_a_fault_in_a_function_body_is_called_one_of_the_function_body_not_of_a_graph(fault, message):
+    body = [helper.make_node("Relu", ["fx"], ["fy"], name="first"),
+            helper.make_node("Relu", [fault.get("reads", "fy")], [fault.get("writes", "fz")], name="second")]
+    function = helper.make_function("local", "F", ["fx"], ["fy"], body, [helper.make_opsetid("", 21)])
+    model = _model([helper.make_node("F", ["x"], ["y"], domain="local", name="call")], ["y"])
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    model.functions.append(function)
+    with pytest.raises(onnx.checker.ValidationError):  # onnx.checker refuses each as well
+        onnx.checker.check_model(model, full_check=True)
+    with pytest.raises(ModelLoadError, match=message) as refused:
+        read_model(model)
+    assert "graph" not in str(refused.value)
