@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from onnx_qtypes.proto import external
 from onnx_qtypes.proto.encoding import plain_data_type
@@ -32,16 +32,34 @@ BITS = {
 if hasattr(TensorProto, "FLOAT8E8M0"):
     BITS[TensorProto.FLOAT8E8M0] = 8
 _COMPLEX = (TensorProto.COMPLEX64, TensorProto.COMPLEX128)  # two typed-field entries per element
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 
 
 _BYTES = {t: bits // 8 for t, bits in BITS.items() if bits % 8 == 0}  # whole bytes per element
 
 
 def fits(tensor: TensorProto) -> bool:
-    """A quick yes for the common case: raw_data of exactly the right length (``size_problem`` decides the rest)."""
+    """A quick yes for the common case: raw_data of exactly the right length and no typed field besides
+    (``size_problem`` decides the rest)."""
     raw = tensor.raw_data
     width = _BYTES.get(tensor.data_type)
-    return bool(raw) and width is not None and len(raw) == width * math.prod(tensor.dims)
+    return (bool(raw) and width is not None and len(raw) == width * math.prod(tensor.dims)
+            and not (tensor.float_data or tensor.int32_data or tensor.int64_data or tensor.double_data
+                     or tensor.uint64_data or tensor.string_data))
+
+
+def _fields_problem(tensor: TensorProto, data_type: int, name: str) -> str | None:
+    """Why ``tensor`` does not hold its values in one field, the one its data type uses: two fields (raw_data and
+    a typed one: readers disagree on which counts), or a typed field of another type. onnx.checker refuses both."""
+    held = [f for f in _TYPED_FIELDS if len(getattr(tensor, f))]
+    if tensor.HasField("raw_data"):
+        held.insert(0, "raw_data")
+    if len(held) > 1:
+        return f"holds values in both {held[0]} and {held[1]}; a tensor holds them in one field"
+    field = helper.tensor_dtype_to_field(data_type) if data_type in BITS or data_type == TensorProto.STRING else None
+    if held and held[0] not in ("raw_data", field) and field is not None:
+        return f"holds its {name} values in {held[0]}, where {field} holds them"
+    return None
 
 
 def size_problem(tensor: TensorProto) -> str | None:
@@ -57,6 +75,8 @@ def size_problem(tensor: TensorProto) -> str | None:
     data_type = plain_data_type(tensor.data_type)
     count = math.prod(dims)
     name = TensorProto.DataType.Name(data_type) if data_type in TensorProto.DataType.values() else str(data_type)
+    if not lazy and (problem := _fields_problem(tensor, data_type, name)):
+        return problem
     if data_type == TensorProto.STRING:
         found = len(tensor.string_data)
         return None if found == count else f"dims {list(dims)} need {count} strings, found {found}"

@@ -91,6 +91,37 @@ def test_every_command_refuses_a_stored_tensor_its_dims_do_not_fit(tmp_path, cap
     assert line.startswith(f"onnx-qtypes: error: {path}: /graph/initializer/{k}: tensor 'w': {why}"), line
 
 
+def _also_int32_data(tensor: onnx.TensorProto) -> None:
+    tensor.int32_data.extend([1] * (len(tensor.raw_data) or 1))  # the same count again, in a second field
+
+
+def _int32_for_float(tensor: onnx.TensorProto) -> None:  # a float scale's values where int32s belong
+    values = onnx.numpy_helper.to_array(tensor).ravel().view(np.int32).tolist()
+    tensor.ClearField("raw_data")
+    tensor.int32_data.extend(values)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(("edit", "name", "why"), [
+    (_also_int32_data, "w", "holds values in both raw_data and int32_data; a tensor holds them in one field"),
+    (_int32_for_float, "x_scale", "holds its FLOAT values in int32_data, where float_data holds them")])
+def test_every_command_refuses_a_tensor_whose_values_are_not_in_its_one_field(tmp_path, capsys, command, edit, name,
+                                                                             why):
+    """onnxruntime reads raw_data and ignores the rest; onnx.checker refuses the file. check called it clean and
+    lower's result was refused."""
+    _inputs(tmp_path)
+    path = tmp_path / "model.onnx"
+    model = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    k = [t.name for t in model.graph.initializer].index(name)
+    edit(model.graph.initializer[k])
+    with pytest.raises(onnx.checker.ValidationError, match="one and only one value field|should be stored in field"):
+        onnx.checker.check_model(model)
+    onnx.save(model, path)
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.startswith(f"onnx-qtypes: error: {path}: /graph/initializer/{k}: tensor {name!r}: {why}"), line
+    assert not (tmp_path / "lifted.onnx").exists() and not (tmp_path / "lowered.onnx").exists()
+
+
 def _reversed(model: onnx.ModelProto) -> onnx.ModelProto:
     out = onnx.ModelProto()
     out.CopyFrom(model)
