@@ -617,6 +617,9 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool |
 def _parse(data: bytes, source: str) -> ModelProto:
     if not data:
         raise ModelLoadError(f"{source}: empty file, expected an ONNX model")
+    if data[:4] == b"GGUF":  # (GGUF's magic: 0x47 is no protobuf tag, wire type 7, so no ONNX file starts so)
+        raise ModelLoadError(f"{source}: a GGUF file, not an ONNX model: `onnx-qtypes lift {source} OUT.onnx` writes "
+                             "its typed ONNX model, which this command reads")
     model = ModelProto()
     try:
         model.ParseFromString(data)

@@ -162,6 +162,19 @@ def test_the_command_line(tmp_path, every_format):
     assert refused.returncode == 2 and "--statistics" in refused.stderr  # broken files: test_gguf_bad_files.py
 
 
+@pytest.mark.parametrize("command", [["check"], ["show"], ["lower", "{tmp}/lowered.onnx"],
+                                     ["run", "--inputs", "{tmp}/in.npz", "--outputs", "{tmp}/out.npz"],
+                                     ["compare", "--backend", "onnxruntime"]])
+def test_a_command_that_reads_onnx_tells_a_gguf_file_to_lift_first(tmp_path, every_format, command):
+    np.savez(tmp_path / "in.npz", x=np.zeros(1, np.float32))
+    argv = [command[0], str(every_format[0]), *(a.format(tmp=tmp_path) for a in command[1:])]
+    done = subprocess.run([sys.executable, "-m", "onnx_qtypes", *argv], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{every_format[0]}: a GGUF file, not an ONNX model: `onnx-qtypes lift {every_format[0]} OUT.onnx`" \
+        in done.stderr
+    assert not (tmp_path / "lowered.onnx").exists() and not (tmp_path / "out.npz").exists()
+
+
 @pytest.mark.parametrize("name", ["Q4_K", "Q6_K", "IQ4_XS"])
 def test_the_blocked_matmul_kernel_gives_a_float_output_the_definitions_value(name):
     """int8 activations by a GGUF weight into a float32 output: the integer kernel (exact block sums, combined in
