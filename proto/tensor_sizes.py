@@ -48,7 +48,7 @@ def fits(tensor: TensorProto) -> bool:
                      or tensor.uint64_data or tensor.string_data))
 
 
-def _fields_problem(tensor: TensorProto, data_type: int, name: str) -> str | None:
+def _fields_problem(tensor: TensorProto, data_type: int, type_name: str) -> str | None:
     """Why ``tensor`` does not hold its values in one field, the one its data type uses: two fields (raw_data and
     a typed one: readers disagree on which counts), or a typed field of another type. onnx.checker refuses both."""
     held = [f for f in _TYPED_FIELDS if len(getattr(tensor, f))]
@@ -58,7 +58,7 @@ def _fields_problem(tensor: TensorProto, data_type: int, name: str) -> str | Non
         return f"holds values in both {held[0]} and {held[1]}; a tensor holds them in one field"
     field = helper.tensor_dtype_to_field(data_type) if data_type in BITS or data_type == TensorProto.STRING else None
     if held and held[0] not in ("raw_data", field) and field is not None:
-        return f"holds its {name} values in {held[0]}, where {field} holds them"
+        return f"holds its {type_name} values in {held[0]}, where {field} holds them"
     return None
 
 
