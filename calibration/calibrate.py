@@ -69,7 +69,7 @@ class CalibrationResult:
     typed: list[str] = dataclasses.field(default_factory=list)
 
     quantize: bool = True  # False for --stats-only
-    notes: list[str] = dataclasses.field(default_factory=list)  # choices a profile overrode
+    notes: list[str] = dataclasses.field(default_factory=list)  # choices a profile overrode, tensors left float
 
     def summary(self) -> str:
         what = f"{len(self.typed)} quantized tensor(s), " if self.typed else ""
@@ -135,14 +135,16 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     constants_are_not_inputs(source)
     constants_as_initializers(source)
     one_bias_per_operator(source)
-    accs, samples, used = collect(source, data, engine=engine, progress=progress)
+    accs, samples, used, skipped = collect(source, data, engine=engine, progress=progress)
     # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
     stats = Statistics(accs, settings.method)
+    left = [f"tensor {name!r} stays float, without statistics: {where} (a quantized type holds finite values only)"
+            for name, where in skipped.items()]
     if stats_only:
-        return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False)
+        return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False, notes=left)
     types = choose_types(source, accs, settings)
     result = quantized_model(source, types, stats, samples)
-    result.engine, result.notes = used, overridden(settings, activation, weight)
+    result.engine, result.notes = used, overridden(settings, activation, weight) + left
     return result
 
 

@@ -18,7 +18,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.calibration.data import feeds
 from onnx_qtypes.calibration.errors import CalibrationError
-from onnx_qtypes.calibration.running import CHANNEL_BINS, TensorAccumulator
+from onnx_qtypes.calibration.running import CHANNEL_BINS, NonFinite, TensorAccumulator
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS, default_opset
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
@@ -163,15 +163,19 @@ def collect(
     *,
     engine: str = "auto",
     progress: Callable[[int], None] | None = None,
-) -> tuple[dict[str, TensorAccumulator], int, str]:
-    """Per float tensor (activations and float initializers) its accumulated statistics, the sample count and
-    what ran the model ("onnxruntime" or "reference")."""
+) -> tuple[dict[str, TensorAccumulator], int, str, dict[str, str]]:
+    """Per float tensor (activations and float initializers) its accumulated statistics, the sample count, what
+    ran the model ("onnxruntime" or "reference"), and the tensors that took NaN or an infinity, each with where
+    (a masked attention's -inf fill): those have no statistics. A graph input that does is the data's fault:
+    CalibrationError naming the sample."""
     acts = float_activations(model)
     if not acts and not any(t.data_type in FLOAT_TYPES for t in model.graph.initializer):
         raise CalibrationError("the model has no float tensors to calibrate")
     accs = {name: TensorAccumulator(ACTIVATION_AXIS) for name in acts}
     names = list(acts)
     inputs = graph_inputs(model)
+    input_names = {vi.name for vi in inputs}
+    skipped: dict[str, str] = {}
     run, used = None, ""
     count = 0
     for index, sample in enumerate(feeds(data)):
@@ -183,8 +187,17 @@ def collect(
         except Exception as exc:  # the model fails on this sample (a Reshape that does not fit): the user's input
             raise CalibrationError(f"sample {index}: {used} cannot run the model on it: {_first_line(exc)}") from None
         for name, value in zip(names, values):
+            acc = accs.get(name)
+            if acc is None:  # it took NaN or an infinity in an earlier sample
+                continue
             try:
-                accs[name].add(value)
+                acc.add(value)
+            except NonFinite as exc:
+                if name in input_names:
+                    raise CalibrationError(f"sample {index}: input {name!r} {exc}; calibration needs finite "
+                                           "inputs") from None
+                skipped[name] = f"sample {index}: {exc}"
+                del accs[name]
             except ValueError as exc:
                 raise CalibrationError(f"sample {index}: tensor {name!r} {exc}") from None
         count += 1
@@ -198,10 +211,13 @@ def collect(
             acc = TensorAccumulator(axes.get(init.name), channel_bins=CHANNEL_BINS)
             try:
                 acc.add(numpy_helper.to_array(init))
+            except NonFinite as exc:
+                skipped[init.name] = f"a constant: {exc}"
+                continue
             except ValueError as exc:
                 raise CalibrationError(f"initializer {init.name!r} {exc}") from None
             accs[init.name] = acc
-    return accs, count, used
+    return accs, count, used, skipped
 
 
 def progress_bar(total: int | None, stream: Any = None) -> Callable[[int], None] | None:

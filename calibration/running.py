@@ -173,6 +173,19 @@ def _level(lo: float, hi: float, bins: int) -> int:
     return level
 
 
+class NonFinite(ValueError):
+    """A tensor took NaN or an infinity: no range holds it, so it has no statistics and no quantized type."""
+
+
+def non_finite(x: np.ndarray) -> str | None:
+    """What is not finite in ``x`` ("3 -inf values", "1 NaN value and 2 +inf values"), or None when all is."""
+    if not x.size or np.all(np.isfinite(x)):
+        return None
+    counts = ((int(np.count_nonzero(np.isnan(x))), "NaN"), (int(np.count_nonzero(x == -np.inf)), "-inf"),
+              (int(np.count_nonzero(x == np.inf)), "+inf"))
+    return " and ".join(f"{n} {what} value{'s' if n > 1 else ''}" for n, what in counts if n)
+
+
 class TensorAccumulator:
     """Everything calibration keeps of one tensor: whole-tensor moments and histogram, per-channel moments, and
     for a constant (added once, ``channel_bins`` > 0) a histogram per channel. An activation gets none: C
@@ -189,8 +202,8 @@ class TensorAccumulator:
 
     def add(self, value: np.ndarray) -> None:
         x = np.asarray(value, dtype=np.float64)
-        if x.size and not np.all(np.isfinite(x)):
-            raise ValueError("holds NaN or infinity; calibration needs finite values")
+        if (found := non_finite(x)) is not None:
+            raise NonFinite(f"holds {found}")
         self.whole.add(x.reshape(1, -1))
         if self.channel_bins:  # a constant: its exact histogram, once
             self.histogram = Histogram.of_constant(x, self.histogram.bins)

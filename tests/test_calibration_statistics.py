@@ -148,7 +148,7 @@ def test_a_reader_a_list_and_an_npz_give_the_same_statistics(tmp_path):
     ([{"y": np.zeros((2, 16), np.float32)}], "no graph input named 'y'; input 'x' missing"),
     ([{"x": np.zeros((2, 15), np.float32)}], "input 'x' has shape [2, 15], the model declares [2, 16]"),
     ([{"x": np.zeros((2, 16), np.int32)}], "input 'x' is int32, the model declares float32"),
-    ([{"x": np.full((2, 16), np.nan, np.float32)}], "holds NaN"),
+    ([{"x": np.full((2, 16), np.nan, np.float32)}], "input 'x' holds 32 NaN values; calibration needs finite inputs"),
 ])
 def test_bad_data_is_refused_naming_the_mismatch(data, message):
     with pytest.raises(CalibrationError, match=None) as info:
@@ -179,6 +179,56 @@ def test_a_tensor_every_sample_leaves_empty_gets_no_statistics_and_no_type():
     result = calibrate_model(model, [{"x": np.zeros((0, 4), np.float32)}] * 3)
     assert set(result.statistics) == {"w"} and result.samples == 3
     assert result.typed == ["w_quantized"]
+
+
+def _masked_attention() -> onnx.ModelProto:
+    """Scores masked with -inf where the mask is false, as transformers' BERT exports it, then Softmax and a
+    MatMul: the masked scores and the -inf constant cannot be quantized, the rest can."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Where", ["keep", "x", "fill"], ["masked"], name="mask"),
+             helper.make_node("Softmax", ["masked"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "w"], ["y"], name="matmul")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                                           helper.make_tensor_value_info("keep", TensorProto.BOOL, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [numpy_helper.from_array(np.array(-np.inf, np.float32), "fill"),
+                               numpy_helper.from_array(np.random.default_rng(3).normal(0, 1, (8, 4)).astype(np.float32),
+                                                       "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def _masked_samples(count: int) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(4)
+    keep = np.ones((2, 8), bool)
+    keep[:, 6:] = False  # a padded tail: 4 masked scores per sample
+    return [{"x": rng.normal(0, 2, (2, 8)).astype(np.float32), "keep": keep} for _ in range(count)]
+
+
+def test_a_tensor_that_takes_an_infinity_stays_float_named_and_the_rest_is_quantized():
+    """BERT's attention mask: onnxruntime's quantize_static gives such a tensor scale inf (and its QOperator file
+    numbers far from the float model's); calibrate refused the whole model. Now the masked scores and the fill
+    constant stay float, each named with what it held, and every other tensor is typed, checks clean and runs
+    as onnxruntime runs its lowered form."""
+    from onnx_qtypes import diagnose, lower
+    from onnx_qtypes.proto import quantized_tensors
+    from onnx_qtypes.reference_ops import ReferenceEvaluator
+
+    result = calibrate_model(_masked_attention(), _masked_samples(4))
+    assert result.notes == [
+        "tensor 'masked' stays float, without statistics: sample 0: holds 4 -inf values (a quantized type holds "
+        "finite values only)",
+        "tensor 'fill' stays float, without statistics: a constant: holds 1 -inf value (a quantized type holds "
+        "finite values only)"]
+    assert "masked" not in result.statistics and "fill" not in result.statistics and "p" in result.statistics
+    typed = quantized_tensors(result.model)  # the Where reads x dequantized; MatMul computes on typed p and w
+    assert set(typed) == set(result.typed) == {"x_quantized", "p_quantized", "w_quantized", "y_float"}
+    assert not [d for d in diagnose(result.model).diagnostics if d.is_error]
+    feed = _masked_samples(5)[-1]
+    ours = ReferenceEvaluator(result.model).run(None, feed)[0]
+    theirs = run_onnxruntime(lower(result.model), feed, optimize=False)["y"]
+    step = typed["y_float"].scale[0]
+    assert np.all(np.abs(ours.astype(np.float64) - theirs.astype(np.float64)) <= step * 1.0001)
 
 
 class _Terminal:

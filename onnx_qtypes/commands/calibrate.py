@@ -14,11 +14,13 @@ weights symmetric over their min / max (per output channel with
 scale. --profile makes the choices the profile accepts (storage, zero
 points, power-of-2 scales, shared and fixed output parameters), so that
 `onnx-qtypes check --profile P` passes. With --stats-only the float model is
-written with the statistics and nothing is quantized.
+written with the statistics and nothing is quantized. A tensor that takes NaN
+or an infinity (an attention mask's -inf fill) or a constant that holds one
+gets neither statistics nor a type and stays float; a note names each.
 
-Samples whose names, shapes or dtypes do not fit the model's inputs, an
-empty or unreadable .npz, or a model with no float tensor are refused
-(exit 2) and nothing is written.
+Samples whose names, shapes or dtypes do not fit the model's inputs, a sample
+input holding NaN or an infinity, an empty or unreadable .npz, or a model with
+no float tensor are refused (exit 2) and nothing is written.
 """
 
 from __future__ import annotations
