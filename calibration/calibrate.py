@@ -134,6 +134,7 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     refuse_quantized(source)
     constants_are_not_inputs(source)
     constants_as_initializers(source)
+    constants_read_directly(source)
     one_bias_per_operator(source)
     accs, samples, used, skipped = collect(source, data, engine=engine, progress=progress)
     # a tensor every sample left empty (a [0, 4] batch) has no statistics, and gets no type (choose_types)
@@ -198,12 +199,38 @@ def constants_as_initializers(model: ModelProto) -> None:
         model.graph.initializer.extend(moved)
 
 
+def constants_read_directly(model: ModelProto) -> None:
+    """Let every node read a float initializer itself where the file passes it through an ``Identity``:
+    torch.onnx.export writes one Identity per reader of a deduplicated initializer (equal biases, tied or
+    cloned weights), and a weight or bias read from a node output would be calibrated as an activation (per
+    tensor, asymmetric, over its min / max; a bias in uint8 where it must be int32 at input scale · weight
+    scale). The Identity goes; a name a graph output or a subgraph reads keeps its Identity."""
+    from onnx_qtypes.proto.model import iter_graphs
+
+    inits = {t.name for t in model.graph.initializer if t.data_type in FLOAT_TYPES}
+    kept = {o.name for o in model.graph.output} | {name for pointer, graph in iter_graphs(model) if pointer != "/graph"
+                                                    for node in graph.node for name in node.input}
+    source = {node.output[0]: node.input[0] for node in model.graph.node
+              if node.op_type == "Identity" and node.domain in STANDARD_DOMAINS and len(node.input) == 1
+              and len(node.output) == 1 and node.input[0] in inits and node.output[0] not in kept}
+    if not source:
+        return
+    nodes = [node for node in model.graph.node if not (node.op_type == "Identity" and node.output[0] in source)]
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            if name in source:
+                node.input[i] = source[name]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
 BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
 
 
 def one_bias_per_operator(model: ModelProto) -> None:
     """A bias read by more than one node gets a copy per bias reader: its int32 scale is its operator's input
-    scale times weight scale (QT405), which differs between operators."""
+    scale times weight scale (QT405), which differs between operators. The original goes when no node reads it
+    any more."""
     from onnx_qtypes.calibration.names import used_names
     from onnx_qtypes.interop.graph import Names
 
@@ -219,7 +246,11 @@ def one_bias_per_operator(model: ModelProto) -> None:
             copy = model.graph.initializer.add()
             copy.CopyFrom(inits[node.input[2]])
             copy.name = fresh(f"{node.input[2]}_{node.name or node.output[0]}")
+            readers[node.input[2]] -= 1
             node.input[2] = copy.name
+    unread = [t for t in model.graph.initializer if readers.get(t.name) == 0]  # every reader took its copy
+    for tensor in unread:
+        model.graph.initializer.remove(tensor)
 
 
 def settings_for(method: str, schema: Schema | str, activation: str | None, weight: str | None, per_channel: bool,

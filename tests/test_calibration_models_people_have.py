@@ -216,6 +216,31 @@ def test_weights_written_as_constant_nodes_are_calibrated_as_weights():
     _runs_like_the_float_model(model, result.model, samples)
 
 
+def test_weights_and_biases_read_through_identity_are_calibrated_as_weights_and_biases():
+    """torch.onnx.export deduplicates equal initializers (zero biases, cloned layers' weights, tied embeddings)
+    and gives every further reader an Identity of the one kept: read from a node output, a Gemm's bias was
+    calibrated as a uint8 activation (QT403 / QT405 errors on calibrate's own output) and a MatMul's weight as
+    an asymmetric per-tensor activation."""
+    w, b = _const("w", [4, 4]), numpy_helper.from_array(np.zeros(4, np.float32), "b")
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g1"], name="first"),
+             helper.make_node("Identity", ["w"], ["w_again"]), helper.make_node("Identity", ["b"], ["b_again"]),
+             helper.make_node("Gemm", ["g1", "w_again", "b_again"], ["g2"], name="second"),
+             helper.make_node("Identity", ["w"], ["w_too"]), helper.make_node("MatMul", ["g2", "w_too"], ["y"])]
+    model = _model(nodes, [_info("x", [2, 4])], [_info("y", [2, 4])], [w, b])
+    samples = _samples({"x": [2, 4]})
+    result = calibrate_model(model, samples, per_channel=True)
+    check_model(result.model)  # raises on any error: the biases are int32 at input scale x weight scale
+    types = quantized_tensors(result.model)
+    assert sorted(t.storage for t in types.values() if t.storage == "int32") == ["int32", "int32"]
+    weights = [t for t in types.values() if t.storage == "int8"]
+    assert weights and all(t.schema.symmetric and t.axis is not None for t in weights)
+    assert "Identity" not in {n.op_type for n in result.model.graph.node}
+    read = {name for n in result.model.graph.node for name in n.input}
+    assert all(t.name in read for t in result.model.graph.initializer)  # no bias left that nothing reads
+    assert [n.op_type for n in model.graph.node].count("Identity") == 3  # the caller's model is left as it was
+    _runs_like_the_float_model(model, result.model, samples)
+
+
 def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
     """onnxruntime's quant_pre_process imports com.microsoft and others that no node reads."""
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2, 3])], [_info("y", [2, 3])])
