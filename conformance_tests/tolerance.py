@@ -147,7 +147,7 @@ def near_ties(x: np.ndarray, scale: np.ndarray, expressed: str) -> np.ndarray:
         candidates = np.isfinite(q) & (np.abs(q - (np.floor(q) + 0.5)) <= np.abs(q) * (2.0 ** -p * 1.001 + 2.0 ** -50))
     out = np.zeros(shape, bool)
     xs, ss = np.broadcast_to(x, shape), np.broadcast_to(scale, shape)
-    for index in zip(*np.nonzero(candidates)):
+    for index in map(tuple, np.argwhere(candidates)):  # (argwhere: a 0-d x too, a scalar activation)
         v = Fraction(float(xs[index])) / Fraction(float(ss[index]))
         half = Fraction(math.floor(v)) + Fraction(1, 2)
         out[index] = v != half and abs(v - half) <= abs(v) * Fraction(1, 2 ** p)

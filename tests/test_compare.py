@@ -61,6 +61,29 @@ def test_names_the_perturbed_tensor_of_a_qdq_file_by_the_files_names():
     assert all(r.status == OK for r in before)
 
 
+def test_a_scalar_constant_node_quantized_in_a_qdq_file_is_compared(tmp_path, capsys):
+    """onnxruntime's quantizer quantizes paddle2onnx's 0-d Constant nodes (PP-OCR's HardSwish factors) with a
+    QuantizeLinear the lift keeps: compare ended in an internal error there (numpy's nonzero of a 0-d array)."""
+    from onnx import TensorProto, helper
+
+    def pair(name: str) -> list:
+        return [helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q"),
+                helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_d"])]
+
+    inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in (
+        ("x_s", 0.05, np.float32), ("x_z", 128, np.uint8), ("c_s", 0.02, np.float32), ("c_z", 0, np.uint8),
+        ("y_s", 0.25, np.float32), ("y_z", 120, np.uint8))]
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(3.0, np.float32))),
+             *pair("x"), *pair("c"), helper.make_node("Mul", ["x_d", "c_d"], ["y"]), *pair("y")]
+    graph = helper.make_graph(nodes, "scalar", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y_d", TensorProto.FLOAT, [2, 3])], inits)
+    path = tmp_path / "scalar.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^c_q\s+c_Q\s+QuantizeLinear\s+steps\s+0\s+0 of 1\s", out, re.M), out
+
+
 def test_a_tensor_whose_exposure_changes_the_backend_is_not_read_from_the_exposed_run():
     """The backend shifts conv_q only while conv_q is hidden (a fused kernel): its value from a run exposing it
     would say it agrees. compare reads each tensor alone, leaves conv_q unobserved and names the first reader
