@@ -561,9 +561,11 @@ def node_bounds(view: ModelView, node: NodeProto, carried: Mapping[str, Bound],
 
 def float_limit(expected: np.ndarray, bound: NodeBound) -> np.ndarray:
     """How far each element of a float tensor may be from the definition's ``expected`` (reals, per element): the
-    rule's ``bound.real``, one unit in the last place of the expressed type at the element (both sides round
-    once), and where the operator computes a new value in floats, FLOAT_ULPS units in the last place of the
-    tensor's largest magnitude (a float kernel's own summation order and library functions)."""
+    rule's ``bound.real``, one unit in the last place of the expressed type at the larger of the two magnitudes
+    the element may have (``expected``, and ``bound.real`` beyond it: both sides round once, the other side at
+    its own magnitude: a DequantizeLinear 4 steps off reads 5 · s, rounded, where the definition has s), and
+    where the operator computes a new value in floats, FLOAT_ULPS units in the last place of the tensor's largest
+    magnitude (a float kernel's own summation order and library functions)."""
     expected = np.asarray(expected)
     if bound.real is None:  # no bound
         return np.full(expected.shape, UNBOUNDED)
@@ -571,7 +573,7 @@ def float_limit(expected: np.ndarray, bound: NodeBound) -> np.ndarray:
     ulp = 2.0 ** -info.nmant  # one unit in the last place, relative
     magnitude = np.abs(expected.astype(np.float64))
     finite = np.where(np.isfinite(magnitude), magnitude, 0.0)
-    limit = float(bound.real) + ulp * finite + float(info.smallest_subnormal)
+    limit = float(bound.real) + ulp * (finite + float(bound.real)) + float(info.smallest_subnormal)
     if bound.computes and finite.size:
         limit = limit + FLOAT_ULPS * ulp * float(finite.max())
     return limit

@@ -150,20 +150,36 @@ def test_no_bound_where_the_rule_gives_none(op, attrs, deviated):
     assert unknown.steps == UNBOUNDED and "no known bound" in unknown.reason
 
 
+def test_a_dequantized_value_steps_away_rounds_at_its_own_magnitude():
+    """NNCF's PP-OCR cls: a QuantizeLinear 4 steps off (within its bound), then DequantizeLinear: the definition
+    has s, onnxruntime 5 · s rounded to float32, 4 · s plus half a unit in the last place of 5 · s away. The rounding
+    allowance at the definition's magnitude alone called that element beyond; the data and scale are the file's."""
+    s = np.float32(0.01556777)
+    dq = helper.make_node("DequantizeLinear", ["x"], ["y"])
+    answer = node_bounds(_view(dq, {"x": QType("int8", float(s), 0)}), dq, {"x": Bound(4, 4 * Fraction(float(s)))})["y"]
+    expected, got = np.array([s], np.float32), np.array([np.float32(5) * s], np.float32)
+    distance = abs(float(got[0]) - float(expected[0]))
+    assert distance > float(4 * Fraction(float(s))) + 2.0 ** -23 * float(s)  # beyond the old allowance
+    assert distance <= float_limit(expected, answer)[0]
+    assert abs(float(np.float32(6) * s) - float(s)) > float_limit(expected, answer)[0]  # 5 steps is still beyond
+
+
 def test_a_float_value_may_differ_by_the_rule_plus_its_expressed_types_rounding():
-    """DequantizeLinear (exact): the input's R plus one unit in the last place per element; a float op computing a
-    new value: also 32 units in the last place of the tensor's largest magnitude."""
+    """DequantizeLinear (exact): the input's R plus one unit in the last place per element, at the larger magnitude
+    the element may have (|y| + R); a float op computing a new value: also 32 units in the last place of the
+    tensor's largest magnitude."""
     dq = helper.make_node("DequantizeLinear", ["x"], ["y"])
     view = _view(dq, {"x": QType("int8", 0.125, 0)})
     answer = node_bounds(view, dq, {"x": Bound(2, 2 * S)})["y"]
     assert answer.real == 2 * S and not answer.computes
     y = np.array([1.0, -4.0, 0.0], np.float32)
     ulp, tiny = 2.0 ** -23, float(np.finfo(np.float32).smallest_subnormal)
-    assert float_limit(y, answer).tolist() == [0.25 + ulp + tiny, 0.25 + 4 * ulp + tiny, 0.25 + tiny]
+    assert float_limit(y, answer).tolist() == [0.25 + 1.25 * ulp + tiny, 0.25 + 4.25 * ulp + tiny,
+                                               0.25 + 0.25 * ulp + tiny]
     softmax = helper.make_node("Softmax", ["x"], ["y"])
     computed = node_bounds(_view(softmax, {"x": QType("int8", 0.125, 0)}), softmax, {})["y"]
     assert computed.computes and computed.real == 0
-    assert float_limit(y, computed)[2] == 32 * ulp * 4 + tiny
+    assert float_limit(y, computed)[2] == 32 * ulp * 4 + tiny  # (R = 0: no other magnitude)
     unbounded = node_bounds(_view(softmax, {"x": QType("int8", 0.125, 0)}), softmax, {"x": Bound(UNBOUNDED, None)})
     assert np.isinf(float_limit(y, unbounded["y"])).all()  # no bound is no limit, never the rounding alone
 
