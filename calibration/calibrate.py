@@ -144,9 +144,26 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     if stats_only:
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False, notes=left)
     types = choose_types(source, accs, settings)
+    raised = _opset_for(source, types)
     result = quantized_model(source, types, stats, samples)
-    result.engine, result.notes = used, overridden(settings, activation, weight) + left
+    result.engine, result.notes = used, overridden(settings, activation, weight) + raised + left
     return result
+
+
+def _opset_for(model: ModelProto, types: tuple[dict, dict]) -> list[str]:
+    """Raise the model's opset, in place, to the first whose QuantizeLinear / DequantizeLinear hold every chosen
+    type (per-axis: 13; 16-bit and 4-bit: 21), as lift does for what it writes: torch exports at opset 17, where
+    an int16 activation's pairs are no valid ONNX. A note when raised; CalibrationError when the converter
+    cannot."""
+    from onnx_qtypes.interop.opset import qdq_opset, raise_opset
+
+    chosen = [t for group in types for t in group.values()]
+    needed = max((qdq_opset(t.storage_type.bits, t.axis is not None) for t in chosen), default=0)
+    try:
+        raised = raise_opset(model, needed)
+    except ValueError as exc:
+        raise CalibrationError(f"the types chosen {exc}") from None
+    return [raised] if raised else []
 
 
 def refuse_quantized(model: ModelProto) -> None:

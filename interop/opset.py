@@ -14,8 +14,9 @@ from onnx_qtypes.interop.graph import default_opset
 
 
 def qdq_opset(bits: int, per_axis: bool, blocked: bool = False) -> int:
-    """The first default-domain opset whose QuantizeLinear / DequantizeLinear hold such a type."""
-    return 21 if bits != 8 or blocked else 13 if per_axis else 10
+    """The first default-domain opset whose QuantizeLinear / DequantizeLinear hold such a type (32 bits: an int32
+    bias, which DequantizeLinear has read since opset 10)."""
+    return 21 if bits not in (8, 32) or blocked else 13 if per_axis else 10
 
 
 def convert(model: ModelProto, version: int) -> ModelProto:

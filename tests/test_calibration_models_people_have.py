@@ -241,6 +241,30 @@ def test_weights_and_biases_read_through_identity_are_calibrated_as_weights_and_
     _runs_like_the_float_model(model, result.model, samples)
 
 
+@pytest.mark.parametrize(("opset", "options", "becomes"), [
+    (17, {"activation": "int16"}, 21),  # torch.onnx.export's opset: int16 QuantizeLinear needs 21
+    (17, {"weight": "int4"}, 21),
+    (11, {"per_channel": True}, 13),  # a per-axis DequantizeLinear needs 13
+    (17, {"per_channel": True}, 17),  # int8 weights and int32 biases: no raise
+])
+def test_the_opset_is_raised_to_the_first_that_holds_the_chosen_types(opset, options, becomes):
+    """calibrate wrote int16 pairs into an opset-17 model: 32 QT305 / QT412 errors on its own output for tiny BERT
+    (the lowered model ran: lower raises the opset)."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Softmax", ["r"], ["y"], axis=1)]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])],
+                   [_const("w", [3, 2, 1, 1]), _const("b", [3])], opset=opset)
+    model.ir_version = 7 if opset < 14 else 8
+    samples = _samples({"x": [1, 2, 4, 4]})
+    result = calibrate_model(model, samples, **options)
+    assert next(o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")) == becomes
+    raised = [n for n in result.notes if "opset raised" in n]
+    assert raised == ([f"default-domain opset raised from {opset} to {becomes} by onnx.version_converter "
+                       "(per-axis QuantizeLinear needs 13, 16-bit needs 21)"] if becomes != opset else [])
+    check_model(result.model)  # raises on any error: QT412 (a type the opset's Q / DQ cannot hold), QT305
+    _runs_like_the_float_model(model, result.model, samples)
+
+
 def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
     """onnxruntime's quant_pre_process imports com.microsoft and others that no node reads."""
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2, 3])], [_info("y", [2, 3])])
