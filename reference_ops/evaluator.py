@@ -418,6 +418,12 @@ def _one_line(exc: BaseException, width: int = 300) -> str:
     return f"onnx.reference: {type(exc).__name__}: {text}"
 
 
+def _shapes(names: Any, values: list[Any]) -> str:
+    """Each input as name: shape and dtype ("'w' [8, 4] int8, 's' [8, 1, 1] float32")."""
+    return ", ".join(f"{name!r} {list(np.shape(v))} {getattr(v, 'dtype', type(v).__name__)}"
+                     for name, v in zip(names, values)) or "none"
+
+
 class _TypedNode:
     """Wraps one onnx.reference operator: reads and writes the quantized types."""
 
@@ -454,6 +460,9 @@ class _TypedNode:
         except QTypesError as exc:
             raise EvaluationError(f"{self._label}: {exc}") from exc
         except Exception as exc:  # onnx.reference's own failures, located
+            if not str(exc).strip():  # a bare assert in onnx.reference: what it was given is all there is to say
+                raise EvaluationError(f"{self._label}: onnx.reference failed ({type(exc).__name__}, no message) "
+                                      f"on inputs {_shapes(self._node.input, args)}") from exc
             raise EvaluationError(f"{self._label}: {type(exc).__name__}: {exc}") from exc
 
     # -- dispatch

@@ -227,3 +227,25 @@ def test_nan_inputs_run_and_come_back_nan(tmp_path):
     assert result.returncode == 0, result.stderr
     with np.load(tmp_path / "out.npz") as out:
         assert np.isnan(out["y"]).all()
+
+
+def test_a_bare_assert_in_onnx_reference_says_what_the_node_was_given(tmp_path, capsys):
+    """NNCF's INT8_ASYM per channel writes a [C, 1, 1] scale with no block_size (QT107; onnxruntime refuses it
+    too). The lift leaves the DequantizeLinear, onnx.reference asserts with no message, and run said only
+    'AssertionError:'; now the one line names the inputs' shapes, where the fault shows."""
+    w = np.arange(8 * 3, dtype=np.uint8).reshape(8, 3)
+    inits = [numpy_helper.from_array(w, "w_q"), numpy_helper.from_array(np.full((8, 1, 1), 0.5, np.float32), "w_s"),
+             numpy_helper.from_array(np.full((8, 1, 1), 3, np.uint8), "w_z")]
+    nodes = [helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["w"], name="dq"),
+             helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    np.savez(tmp_path / "in.npz", x=np.ones((2, 8), np.float32))
+    assert main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "o.npz")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.count("\n") == 0 and "internal error" not in line, line
+    assert line.endswith("node 'dq' (DequantizeLinear): onnx.reference failed (AssertionError, no message) on inputs "
+                         "'w_q' [8, 3] uint8, 'w_s' [8, 1, 1] float32, 'w_z' [8, 1, 1] uint8"), line
+    assert not (tmp_path / "o.npz").exists()
