@@ -84,6 +84,34 @@ def test_a_scalar_constant_node_quantized_in_a_qdq_file_is_compared(tmp_path, ca
     assert re.search(r"^c_q\s+c_Q\s+QuantizeLinear\s+steps\s+0\s+0 of 1\s", out, re.M), out
 
 
+def test_4_bit_tensors_of_com_microsoft_pairs_are_read_from_onnxruntime(tmp_path, capsys):
+    """onnxruntime's quantizer writes 4-bit activations (a4w4) with com.microsoft QuantizeLinear before opset 21,
+    whose outputs onnx's inference cannot type: exposed untyped, onnxruntime handed them to numpy, which has no
+    4-bit type, and compare ended with 'No corresponding Numpy type for Tensor Type. Int4x2'."""
+    from onnx import TensorProto, helper
+
+    def pair(name: str) -> list:
+        return [helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q",
+                                 domain="com.microsoft"),
+                helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_d"],
+                                 name=f"{name}_DQ", domain="com.microsoft")]
+
+    inits = []
+    for name, scale, zero in (("x", 0.25, 1), ("r", 0.125, 0)):
+        inits += [numpy_helper.from_array(np.array(scale, np.float32), f"{name}_s"),
+                  helper.make_tensor(f"{name}_z", TensorProto.INT4, [], [zero])]
+    nodes = [*pair("x"), helper.make_node("Relu", ["x_d"], ["r"], name="relu"), *pair("r")]
+    graph = helper.make_graph(nodes, "int4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("r_d", TensorProto.FLOAT, [2, 4])], inits)
+    model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17),
+                                                                  helper.make_opsetid("com.microsoft", 1)])
+    path = tmp_path / "a4.onnx"
+    onnx.save(model, path)
+    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^r_q\s+relu\s+Relu\s+steps\s+0\s+0 of 8\s", out, re.M), out
+
+
 def test_a_tensor_whose_exposure_changes_the_backend_is_not_read_from_the_exposed_run():
     """The backend shifts conv_q only while conv_q is hidden (a fused kernel): its value from a run exposing it
     would say it agrees. compare reads each tensor alone, leaves conv_q unobserved and names the first reader

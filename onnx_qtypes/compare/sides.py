@@ -224,13 +224,31 @@ def exposed(model: ModelProto, names: list[str]) -> ModelProto:
     inferred = _inferred_values(copy)
     keep = [vi for vi in graph.value_info if vi.name not in wanted]
     outputs = []
+    quantizers = None
     for name in wanted:
         vi = declared.get(name) or inferred.get(name)
+        if vi is None or not vi.type.tensor_type.elem_type:
+            quantizers = _quantizer_output_types(graph) if quantizers is None else quantizers
+            if name in quantizers:  # a runtime returns a 4-bit or float8 output only when told its type
+                vi = helper.make_tensor_value_info(name, quantizers[name], None)
         outputs.append(_output_info(name, vi))
     del graph.value_info[:]
     graph.value_info.extend(keep)
     graph.output.extend(outputs)
     return copy
+
+
+def _quantizer_output_types(graph: onnx.GraphProto) -> dict[str, int]:
+    """The element type of each QuantizeLinear / DequantizeLinear output that onnx's inference cannot give (the
+    com.microsoft ones onnxruntime's quantizer writes for 4- and 16-bit storage before opset 21): a
+    QuantizeLinear writes its zero point's type, a DequantizeLinear its scale's, each an initializer here."""
+    stored = {t.name: t.data_type for t in graph.initializer}
+    out = {}
+    for node in graph.node:
+        at = {"QuantizeLinear": 2, "DequantizeLinear": 1}.get(node.op_type)
+        if at is not None and len(node.input) > at and node.input[at] in stored and node.output:
+            out[node.output[0]] = stored[node.input[at]]
+    return out
 
 
 def _output_info(name: str, vi: ValueInfoProto | None) -> ValueInfoProto:
