@@ -112,6 +112,34 @@ def test_4_bit_tensors_of_com_microsoft_pairs_are_read_from_onnxruntime(tmp_path
     assert re.search(r"^r_q\s+relu\s+Relu\s+steps\s+0\s+0 of 8\s", out, re.M), out
 
 
+def test_a_matmul_nbits_departing_under_accuracy_level_4_says_why(tmp_path, capsys):
+    """accuracy_level 4 lets onnxruntime quantize A to int8 (the attribute's meaning in com.microsoft): compare
+    names the MatMulNBits as the first departure, and now says that this is why. The same weight without the
+    attribute agrees."""
+    from corpus_matmul_nbits import nbits_feeds, nbits_models
+
+    models = nbits_models()
+    name = "ort-q4-asym-k96n20b64-accuracy4"
+    for model, departs in ((models[name], True), (_without_accuracy_level(models[name]), False)):
+        path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+        onnx.save(model, path)
+        np.savez(inputs, **nbits_feeds(model))
+        assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized", "--inputs", str(inputs)]) == departs
+        out = capsys.readouterr().out
+        hint = "note: the file's MatMulNBits has accuracy_level 4: onnxruntime may compute its input A in int8"
+        assert (hint in out) == departs, out
+
+
+def _without_accuracy_level(model: onnx.ModelProto) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for node in copy.graph.node:
+        kept = [a for a in node.attribute if a.name != "accuracy_level"]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+    return copy
+
+
 def test_a_tensor_whose_exposure_changes_the_backend_is_not_read_from_the_exposed_run():
     """The backend shifts conv_q only while conv_q is hidden (a fused kernel): its value from a run exposing it
     would say it agrees. compare reads each tensor alone, leaves conv_q unobserved and names the first reader

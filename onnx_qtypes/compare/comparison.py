@@ -282,6 +282,8 @@ class _Judge:
             real = Fraction(0) if not diff.any() else None
         beyond = int(np.count_nonzero(diff > limit))
         worst = float(diff.max()) if diff.size else 0.0
+        if beyond and (hint := _accuracy_hint(node)):
+            notes.append(hint)
         steps = worst if unit == STEPS else 0.0
         self.measured[out] = Bound(steps if math.isfinite(steps) else UNBOUNDED, real if math.isfinite(worst) else None)
         unseen = [s.name for s in inputs if s.state == "not observed"]
@@ -384,6 +386,22 @@ def _shown(answer: NodeBound, unit: str, expected: np.ndarray) -> tuple[float, s
     if unit == VALUE:
         return (0.0 if answer.real == 0 else UNBOUNDED), answer.reason
     return float(answer.steps), answer.reason
+
+
+_ACCURACY = {"2": "float16", "3": "bfloat16", "4": "int8"}  # com.microsoft.MatMulNBits' accuracy_level -> A's type
+
+
+def _accuracy_hint(node: Any) -> str:
+    """Why a MatMulNBits may depart: its accuracy_level (kept by the lift) lets onnxruntime compute A in a
+    narrower type; "" for any other node."""
+    from onnx_qtypes.interop.matmul_nbits import ACCURACY_KEY
+
+    level = next((e.value for e in node.metadata_props if e.key == ACCURACY_KEY), None)
+    if level not in _ACCURACY:
+        return ""
+    return (f"the file's MatMulNBits has accuracy_level {level}: onnxruntime may compute its input A in "
+            f"{_ACCURACY[level]} (the attribute's own meaning in com.microsoft), where the reference computes A "
+            "exactly")
 
 
 def _largest_scale(qtype: Any) -> Fraction:

@@ -92,6 +92,8 @@ def render_text(result: Comparison) -> str:
     if first is not None:
         lines.append("  its inputs: " + "; ".join(input_text(s) for s in first.inputs))
         lines.append(f"  tolerance: {first.reason}")
+        if first.note and first.deviation is not None:  # (without a deviation, the headline is the note)
+            lines.append(f"  note: {first.note}")
     lines.extend(f"note: {r.tensor}: {r.note}" for r in result.rows if r.status in (NOT_OBSERVED, NO_BOUND))
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines) + "\n"
