@@ -694,6 +694,8 @@ def _near_tie_mask(view: ModelView, node: NodeProto, qtype: QType, values: Mappi
     """The elements of a QuantizeLinear's float input (the definition's values) that are near-ties under
     ``qtype`` and whose two candidates do not saturate to one stored value; None where the input is not known."""
     x = values.get(node.input[0])
+    if x is None:  # a constant (a float weight a kept QuantizeLinear reads): the file's own values
+        x = view.constants.get(node.input[0])
     if x is None or np.asarray(x).dtype.kind not in "fV":  # V: ml_dtypes' bfloat16
         return None
     from onnx_qtypes.proto.errors import QTypeError  # noqa: PLC0415
