@@ -61,26 +61,41 @@ def test_names_the_perturbed_tensor_of_a_qdq_file_by_the_files_names():
     assert all(r.status == OK for r in before)
 
 
+def _pair(name: str, domain: str = "") -> list[onnx.NodeProto]:
+    """QuantizeLinear / DequantizeLinear of ``name`` with ``name``_s / ``name``_z: ``name``_q, then ``name``_d."""
+    return [onnx.helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q",
+                                  domain=domain),
+            onnx.helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_d"],
+                                  name=f"{name}_DQ", domain=domain)]
+
+
+def _compared(tmp_path, capsys, nodes, io: tuple[tuple, tuple], inits, opsets=(("", 21),), ir_version=10) -> str:
+    """compare's text report on a float-input model of ``nodes`` (``io``: (name, shape) of the input and the
+    output) against onnxruntime's unoptimized path, which must agree with the reference (exit 0)."""
+    from onnx import TensorProto, helper
+
+    (x, x_shape), (y, y_shape) = io
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(x, TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, ir_version=ir_version,
+                                opset_imports=[helper.make_opsetid(d, v) for d, v in opsets]), path)
+    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
+    return capsys.readouterr().out
+
+
+def _scalars(*values: tuple[str, float, type]) -> list[onnx.TensorProto]:
+    return [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in values]
+
+
 def test_a_scalar_constant_node_quantized_in_a_qdq_file_is_compared(tmp_path, capsys):
     """onnxruntime's quantizer quantizes paddle2onnx's 0-d Constant nodes (PP-OCR's HardSwish factors) with a
     QuantizeLinear the lift keeps: compare ended in an internal error there (numpy's nonzero of a 0-d array)."""
-    from onnx import TensorProto, helper
-
-    def pair(name: str) -> list:
-        return [helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q"),
-                helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_d"])]
-
-    inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in (
-        ("x_s", 0.05, np.float32), ("x_z", 128, np.uint8), ("c_s", 0.02, np.float32), ("c_z", 0, np.uint8),
-        ("y_s", 0.25, np.float32), ("y_z", 120, np.uint8))]
-    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(3.0, np.float32))),
-             *pair("x"), *pair("c"), helper.make_node("Mul", ["x_d", "c_d"], ["y"]), *pair("y")]
-    graph = helper.make_graph(nodes, "scalar", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                              [helper.make_tensor_value_info("y_d", TensorProto.FLOAT, [2, 3])], inits)
-    path = tmp_path / "scalar.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
-    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
-    out = capsys.readouterr().out
+    inits = _scalars(("x_s", 0.05, np.float32), ("x_z", 128, np.uint8), ("c_s", 0.02, np.float32), ("c_z", 0, np.uint8),
+                     ("y_s", 0.25, np.float32), ("y_z", 120, np.uint8))
+    three = onnx.helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(3.0, np.float32)))
+    nodes = [three, *_pair("x"), *_pair("c"), onnx.helper.make_node("Mul", ["x_d", "c_d"], ["y"]), *_pair("y")]
+    out = _compared(tmp_path, capsys, nodes, (("x", [2, 3]), ("y_d", [2, 3])), inits)
     assert re.search(r"^c_q\s+c_Q\s+QuantizeLinear\s+steps\s+0\s+0 of 1\s", out, re.M), out
 
 
@@ -90,25 +105,12 @@ def test_4_bit_tensors_of_com_microsoft_pairs_are_read_from_onnxruntime(tmp_path
     4-bit type, and compare ended with 'No corresponding Numpy type for Tensor Type. Int4x2'."""
     from onnx import TensorProto, helper
 
-    def pair(name: str) -> list:
-        return [helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"], name=f"{name}_Q",
-                                 domain="com.microsoft"),
-                helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_d"],
-                                 name=f"{name}_DQ", domain="com.microsoft")]
-
-    inits = []
-    for name, scale, zero in (("x", 0.25, 1), ("r", 0.125, 0)):
-        inits += [numpy_helper.from_array(np.array(scale, np.float32), f"{name}_s"),
-                  helper.make_tensor(f"{name}_z", TensorProto.INT4, [], [zero])]
-    nodes = [*pair("x"), helper.make_node("Relu", ["x_d"], ["r"], name="relu"), *pair("r")]
-    graph = helper.make_graph(nodes, "int4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-                              [helper.make_tensor_value_info("r_d", TensorProto.FLOAT, [2, 4])], inits)
-    model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17),
-                                                                  helper.make_opsetid("com.microsoft", 1)])
-    path = tmp_path / "a4.onnx"
-    onnx.save(model, path)
-    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
-    out = capsys.readouterr().out
+    inits = _scalars(("x_s", 0.25, np.float32), ("r_s", 0.125, np.float32))
+    inits += [helper.make_tensor(name, TensorProto.INT4, [], [zero]) for name, zero in (("x_z", 1), ("r_z", 0))]
+    nodes = [*_pair("x", "com.microsoft"), helper.make_node("Relu", ["x_d"], ["r"], name="relu"),
+             *_pair("r", "com.microsoft")]
+    out = _compared(tmp_path, capsys, nodes, (("x", [2, 4]), ("r_d", [2, 4])), inits,
+                    opsets=(("", 17), ("com.microsoft", 1)), ir_version=8)
     assert re.search(r"^r_q\s+relu\s+Relu\s+steps\s+0\s+0 of 8\s", out, re.M), out
 
 
@@ -145,21 +147,11 @@ def test_a_near_tie_in_a_constant_weight_a_kept_quantize_linear_reads_is_allowed
     scale 0.003250237088650465, is 46.50000036 exactly and 46.5 in float32: the definition stores 47, onnxruntime
     46, one step the spec allows a near tie (semantics.md#quantize-precision). The near ties were looked for in
     the intermediate values only, so a constant's got no step and compare called the file departed (exit 1)."""
-    from onnx import TensorProto, helper
-
     w = np.array([[0.15113602578639984, 0.5], [0.25, -0.125]], np.float32)
-    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0.003250237088650465, np.float32), "s"),
-             numpy_helper.from_array(np.array(0, np.int8), "z")]
-    nodes = [helper.make_node("QuantizeLinear", ["w", "s", "z"], ["wq"], name="wQ"),
-             helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["wd"], name="wDQ"),
-             helper.make_node("MatMul", ["a", "wd"], ["y"], name="mm")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], inits)
-    path = tmp_path / "w.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
-    assert main(["compare", str(path), "--backend", "onnxruntime-unoptimized"]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"^wq\s+wQ\s+QuantizeLinear\s+steps\s+1\s+0 of 4\s", out, re.M), out  # 47 against 46
+    inits = [numpy_helper.from_array(w, "w"), *_scalars(("w_s", 0.003250237088650465, np.float32), ("w_z", 0, np.int8))]
+    nodes = [*_pair("w"), onnx.helper.make_node("MatMul", ["a", "w_d"], ["y"], name="mm")]
+    out = _compared(tmp_path, capsys, nodes, (("a", [1, 2]), ("y", [1, 2])), inits)
+    assert re.search(r"^w_q\s+w_Q\s+QuantizeLinear\s+steps\s+1\s+0 of 4\s", out, re.M), out  # 47 against 46
 
 
 def test_a_tensor_whose_exposure_changes_the_backend_is_not_read_from_the_exposed_run():
