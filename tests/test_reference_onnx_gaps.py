@@ -477,6 +477,26 @@ def test_kept_pair_with_nan_or_infinite_scale_runs_as_onnxruntime_does(scale):
         assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
 
 
+@pytest.mark.parametrize(("scale", "zero_point"), [
+    (0.5, np.int8(0)), (0.5, np.int8(-128)), (0.5, np.uint8(10)), (1e-30, np.int8(5)), (np.inf, np.int8(127)),
+    (np.nan, np.int8(-128)), (0.25, np.int16(-32768)), (0.25, np.uint16(7))])
+def test_a_kept_quantize_linear_saturates_infinite_and_huge_quotients_as_onnxruntime_does(scale, zero_point):
+    """onnx.reference casts rint(x / scale) to int32 before adding the zero point: +inf (or 1e30 / 1e-30) came out
+    as the storage's lowest value, not its highest, and NaN plus a negative zero point wrapped to the highest.
+    ONNX defines saturate(round(x / scale) + zero point); NaN it leaves undefined, and onnxruntime gives the
+    lowest value. NNCF's BERT keeps such a pair on the attention mask (-inf at scale inf)."""
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="kept_q")
+    stored = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [7])],
+                              [helper.make_tensor_value_info("q", stored, [7])],
+                              [numpy_helper.from_array(np.array(scale, np.float32), "s"),
+                               numpy_helper.from_array(np.array(zero_point), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    x = np.array([1.0, np.nan, 0.0, np.inf, -np.inf, -3e9, 3e38], np.float32)
+    (mine,), (theirs,) = ours(model, {"x": x}), unoptimized(model, {"x": x})
+    assert mine.dtype == theirs.dtype and mine.tolist() == theirs.tolist()
+
+
 @pytest.mark.parametrize("zero_point", [np.uint8(0), np.int8(0), ml_dtypes.float8_e4m3fn(0)])
 def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_point):
     """ONNX: saturate(round(x / 0) + zp), the range's end for x != 0 (onnxruntime gives 255 for uint8); onnx.reference

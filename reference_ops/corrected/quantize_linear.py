@@ -1,7 +1,16 @@
-"""QuantizeLinear with a zero scale into integer storage: refused. ONNX defines saturate(round(x / 0) + zero point),
-the storage range's end for x != 0 (onnxruntime's result); onnx.reference casts x / 0 = inf to int32 first and
-returns its lowest value instead. Only a node no type covers gets here (a lift keeps one as written:
-proposal/spec/interop.md#lift-untypeable-scales); a typed QuantizeLinear runs its type's quantize."""
+"""QuantizeLinear as onnx.reference computes it, except where it casts to int32 first (``np.rint(x / scale)
+.astype(int32)``, then adds the zero point in int32): a quotient that is infinite, NaN or beyond int32 became
+int32's lowest value, and that plus a negative zero point wrapped around. Into integer storage:
+
+- a zero scale is refused. ONNX defines saturate(round(x / 0) + zero point), the storage range's end for
+  x != 0 (onnxruntime's result), and 0 / 0 not at all;
+- an infinite or huge quotient saturates to the storage range's end on its side, as ONNX defines it (+inf into
+  int8: 127, where onnx.reference gave -128; onnxruntime gives 127);
+- a NaN quotient (NaN in, or inf / inf) is the storage's lowest value, as onnxruntime's unoptimized path gives it
+  (ONNX leaves it undefined; onnx.reference gave the lowest or, with a negative zero point, the highest).
+
+Only a node no type covers gets here (a lift keeps one as written: proposal/spec/interop.md#lift-untypeable-scales);
+a typed QuantizeLinear runs its type's quantize."""
 
 from __future__ import annotations
 
@@ -20,7 +29,34 @@ class QuantizeLinear(Corrected):
             raise Refused("scale 0 into integer storage: x / 0 saturates to the storage range's end as ONNX "
                           "defines it, which onnx.reference does not compute")
         operands = (x, y_scale) if y_zero_point is None else (x, y_scale, y_zero_point)
-        return self.stock().run(*operands)  # its own attributes, as its version has them (no later 'precision')
+        stored = self.stock().run(*operands)  # its own attributes, as its version has them (no later 'precision')
+        storage = _integer_storage(y_zero_point, attributes.get("output_dtype"))
+        if storage is None:
+            return stored
+        from onnx.reference.ops.op_quantize_linear import _reshape_input  # noqa: PLC0415 (onnx's own broadcast)
+
+        axis, block_size = attributes.get("axis", 1), attributes.get("block_size") or None
+        precision = attributes.get("precision")
+        scale = _reshape_input(np.asarray(y_scale), np.shape(x), axis, block_size)
+        wide = helper.tensor_dtype_to_np_dtype(precision) if precision else None
+        with np.errstate(all="ignore"):  # the division onnx.reference makes, rounded as it rounds
+            rounded = np.rint(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
+        lo, hi = storage.min, storage.max
+        outside = ~np.isfinite(rounded) | (np.abs(rounded.astype(np.float64)) >= 2.0**31 - 2**8)
+        if not outside.any():
+            return stored
+        with np.errstate(all="ignore"):
+            ends = np.where(np.isnan(rounded), lo, np.where(rounded > 0, hi, lo))
+        return (np.where(outside, ends, stored[0]).astype(stored[0].dtype),)
+
+
+def _integer_storage(zero_point: Any, output_dtype: int | None) -> Any:
+    """The node's integer StorageType (None for float8 / float4 storage, which rounds to its own values)."""
+    data_type = output_dtype or 2  # no zero point: output_dtype, else uint8
+    if zero_point is not None:
+        data_type = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
+    storage = STORAGE_BY_DATA_TYPE.get(data_type)
+    return None if storage is None or storage.is_float else storage
 
 
 def _float_storage(zero_point: Any, output_dtype: int | None) -> bool:
