@@ -440,3 +440,23 @@ def test_a_boundary_node_without_its_data_input_is_a_finding(variant):
         node.output.extend(["s", "z"])
     found = list(iter_diagnostics(model))
     assert any(d.rule == "QT310" and "input size 0" in d.message for d in found), [str(d) for d in found]
+
+
+@pytest.mark.parametrize("variant", ["quantize-four-inputs", "dequantize-two-outputs"])
+def test_a_boundary_node_with_more_inputs_or_outputs_than_its_operator_takes_is_qt310(variant):
+    """The float view made such a node Identity of its input 0, dropping the extra input or output: check called
+    the file clean, and lower and run refused it (found by the consistency scan, seed 218)."""
+    from onnx_qtypes import load
+
+    model = load(ROOT / "examples" / "typed_cnn.onnx")
+    at, op = next((k, n.op_type) for k, n in enumerate(model.graph.node)
+                  if n.op_type == ("QuantizeLinear" if variant.startswith("quantize") else "DequantizeLinear"))
+    node = model.graph.node[at]
+    if variant == "quantize-four-inputs":
+        node.input.append(node.input[-1])
+    else:
+        node.output.append("extra")
+    found = [d for d in iter_diagnostics(model) if d.rule == "QT310"]
+    assert [d.location.pointer for d in found] == [f"/graph/node/{at}"], [str(d) for d in found]
+    assert ("input size 4" if variant.startswith("quantize") else "output size 2") in found[0].message
+    assert op in found[0].message
