@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import ModelProto, TensorProto
+from onnx import ModelProto, TensorProto, numpy_helper
 
 from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
 from onnx_qtypes.calibration.errors import CalibrationError
@@ -461,8 +461,33 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
             types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
     for bias, (x, w) in biases.items():
         if x in acts and w in types:
+            types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
             types[bias] = bias_type(acts[x], types[w], storage)
     return types
+
+
+_BIAS_HEADROOM = 2**30  # half of int32: the accumulator adds the products to the bias (QT407)
+_SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+
+
+def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
+    """``w`` with each scale raised, where needed, so that its bias has a normal float32 scale (input scale ·
+    weight scale, QT102) and fits half of int32 (max|bias| <= 2^30 · x.scale · w.scale, QT407). A trained
+    model's dead channel (weights of 1e-33, a bias of 1e-30) got a bias scale of 1e-39: subnormal, and its int32
+    bias saturated; its weights quantize coarser instead, as onnxruntime's quantizer adjusts a weight scale for
+    its bias. A power-of-2 schema gets the next power of 2."""
+    x_scale = float(np.float32(x.scale[0]))
+    scales = np.asarray(w.scale, np.float64)
+    reach = np.abs(np.asarray(bias, np.float64)).reshape(-1) if w.axis is not None else np.array([np.abs(bias).max()])
+    if reach.size != scales.size or x_scale <= 0:
+        return w
+    needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), _SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)
+    if w.schema.pow2:
+        needed = np.where(needed > 0, 2.0 ** np.ceil(np.log2(np.maximum(needed, 2.0**-149))), 0.0)
+    if not np.any(scales < needed):
+        return w
+    raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)
+    return w.replace(scale=raised.tolist() if w.axis is not None else float(raised[0]))
 
 
 def _biases(model: ModelProto, inits: dict) -> dict[str, tuple[str, str]]:

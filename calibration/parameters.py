@@ -34,13 +34,31 @@ class Storage:
         return int(qt.storage_max) - int(qt.storage_min) + 1
 
 
+_SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+
+
 def parameters(lo: np.ndarray | float, hi: np.ndarray | float, storage: Storage, axis: int | None = None) -> QType:
-    """The static type for range(s) [lo, hi]: per tensor (scalars) or per slice along ``axis`` (vectors)."""
+    """The static type for range(s) [lo, hi]: per tensor (scalars) or per slice along ``axis`` (vectors).
+
+    A range so narrow that its scale would be below float32's smallest normal number (a trained model's dead
+    channel: weights of 1e-40) is taken as the all-zero range it nearly is, whose scale is normal: a subnormal
+    scale is flushed to 0 by some hardware (QT102), and a bias scale, input scale times it, reaches 1e-43,
+    where the int32 bias saturates and the channel loses its bias. onnxruntime's quantizer likewise gives such a
+    range scale 1. Its values then quantize to 0, less than 1e-37 away."""
     lo, hi = np.atleast_1d(np.asarray(lo, np.float64)), np.atleast_1d(np.asarray(hi, np.float64))
     if axis is None:
+        lo, hi = lo[:1], hi[:1]
+    qtype = _from_ranges(lo, hi, storage, axis is not None)
+    tiny = np.asarray(qtype.scale, np.float64) < _SMALLEST_NORMAL
+    if tiny.any():
+        qtype = _from_ranges(np.where(tiny, 0.0, lo), np.where(tiny, 0.0, hi), storage, axis is not None)
+    return qtype if axis is None else qtype.replace(axis=axis)
+
+
+def _from_ranges(lo: np.ndarray, hi: np.ndarray, storage: Storage, per_axis: bool) -> QType:
+    if not per_axis:
         return dynamic_parameters(np.array([lo[0], hi[0]]), storage.qtype())
-    per = dynamic_parameters(np.stack([lo, hi], axis=1), storage.qtype(axis=0))  # [C, 2]: slices along axis 0
-    return per.replace(axis=axis)
+    return dynamic_parameters(np.stack([lo, hi], axis=1), storage.qtype(axis=0))  # [C, 2]: slices along axis 0
 
 
 def round_trip(storage: Storage):

@@ -265,6 +265,36 @@ def test_the_opset_is_raised_to_the_first_that_holds_the_chosen_types(opset, opt
     _runs_like_the_float_model(model, result.model, samples)
 
 
+@pytest.mark.parametrize(("schema", "bias"), [("symmetric", True), ("symmetric_pow2_scale", True),
+                                            ("symmetric", False)])
+def test_a_channel_of_tiny_weights_keeps_its_bias(schema, bias):
+    """Trained models have dead channels (PP-OCR rec: weights of 1e-33, QT102 on 14 scales and QT407 on
+    calibrate's own output) and channels whose weights are small next to their bias. Per channel, such a weight
+    scale made the bias scale (input scale x weight scale) subnormal, or so small that the int32 bias saturated:
+    channel 1 below came out 100 off, channel 2 lost its bias whole. Now each weight scale is raised until its
+    bias has a normal scale and fits half of int32; without a bias, a weight range whose scale would be subnormal
+    is the all-zero range it nearly is."""
+    w = np.zeros((3, 2, 1, 1), np.float32)
+    w[0] = 0.3
+    w[1] = 1e-6  # small weights, large bias
+    w[2] = 1e-40  # dead: subnormal weights
+    b = np.array([0.1, 100.0, 2.0], np.float32)
+    if not bias:
+        w[1], b = 0.5, np.zeros(3, np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"][:3 if bias else 2], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])],
+                   [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")][:2 if bias else 1])
+    samples = [{"x": np.abs(s["x"])} for s in _samples({"x": [1, 2, 4, 4]})]
+    result = calibrate_model(model, samples, per_channel=True, schema=schema)
+    findings = check_model(result.model)  # raises on any error; returns the warnings
+    assert not [d for d in findings if d.rule in ("QT102", "QT407")], [str(d) for d in findings]
+    feed = {"x": samples[0]["x"]}
+    want = run_onnxruntime(model, feed, optimize=False)["y"]
+    got = run_onnxruntime(lower(result.model), feed, optimize=False)["y"]
+    y = get_qtype(result.model, "y") or next(t for n, t in quantized_tensors(result.model).items() if n.startswith("y"))
+    assert np.abs(got - want).max() <= 2 * y.scale[0], np.abs(got - want).max(axis=(0, 2, 3))
+
+
 def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
     """onnxruntime's quant_pre_process imports com.microsoft and others that no node reads."""
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_info("x", [2, 3])], [_info("y", [2, 3])])
