@@ -48,3 +48,27 @@ def test_integer_kernel_agrees_with_the_definition(op):
 @pytest.mark.parametrize("name", sorted(REQUANTIZE_CASES))
 def test_requantizing_boundary_op(name):
     run_property(REQUANTIZE_CASES[name])
+
+
+@pytest.mark.parametrize(("opset", "axes"), [(11, False), (13, False), (18, False), (18, True), (21, True)])
+def test_pad_runs_on_its_integer_kernel_at_every_opset_it_takes(opset, axes):
+    """onnxruntime's quantizer writes Pad-13 (data and pads only). The integer kernel handed onnx.reference's
+    Pad-11 / Pad-13 a fourth operand (axes, None), which they refuse: `run --kernels integer` and compare's
+    reference-integer backend failed on the lifted files with a TypeError."""
+    import numpy as np
+    from onnx import TensorProto
+    from reference_models import T, typed_model
+
+    from onnx_qtypes import QType
+
+    qtype = QType("uint8", 0.25, 10)
+    inputs = [T("x", (2, 3), qtype), T("pads", (2 if axes else 4,), dtype=TensorProto.INT64,
+                                      value=np.array([1, 2] if axes else [0, 1, 0, 2], np.int64))]
+    if axes:
+        inputs += [None, T("axes", (1,), dtype=TensorProto.INT64, value=np.array([1], np.int64))]
+    model = typed_model("Pad", inputs, [T("y", (2, 6), qtype)], opset=opset)
+    feeds = {"x": np.arange(6, dtype=np.uint8).reshape(2, 3) * 7}
+    definitional, integer, log = compare(model, feeds)
+    assert log == {"node": "integer"}, log
+    assert integer[0].tolist() == definitional[0].tolist()
+    assert integer[0][:, -2:].tolist() == [[10, 10], [10, 10]]  # padded with the zero point (real 0)

@@ -37,6 +37,7 @@ def run(ctx: KernelContext) -> tuple:
     q, source = ctx.typed_input(0)
     out = ctx.output_type(0)
     converted = convert_type(q, source, out).astype(np.int64)
-    axes = ctx.value(3)
-    padded = ctx.reference(converted, ctx.value(1), np.asarray(constants["pad_value"], np.int64), axes)[0]
+    axes = ctx.value(3)  # (only from opset 18: Pad-11 / Pad-13 take three inputs, and refuse a fourth)
+    operands = (converted, ctx.value(1), np.asarray(constants["pad_value"], np.int64))
+    padded = ctx.reference(*operands, *(() if axes is None else (axes,)))[0]
     return (np.asarray(padded).astype(out.storage_type.np_dtype),)
