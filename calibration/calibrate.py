@@ -30,7 +30,7 @@ from onnx import ModelProto, TensorProto, numpy_helper
 
 from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float_activations, weight_axes
 from onnx_qtypes.calibration.errors import CalibrationError
-from onnx_qtypes.calibration.parameters import Storage, parameters, round_trip
+from onnx_qtypes.calibration.parameters import SMALLEST_NORMAL, Storage, parameters, round_trip
 from onnx_qtypes.calibration.qdq import insert_qdq
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
@@ -467,7 +467,6 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
 
 
 _BIAS_HEADROOM = 2**30  # half of int32: the accumulator adds the products to the bias (QT407)
-_SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
 
 
 def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
@@ -481,7 +480,7 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
     reach = np.abs(np.asarray(bias, np.float64)).reshape(-1) if w.axis is not None else np.array([np.abs(bias).max()])
     if reach.size != scales.size or x_scale <= 0:
         return w
-    needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), _SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)
+    needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)
     if w.schema.pow2:
         needed = np.where(needed > 0, 2.0 ** np.ceil(np.log2(np.maximum(needed, 2.0**-149))), 0.0)
     if not np.any(scales < needed):

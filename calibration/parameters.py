@@ -34,7 +34,7 @@ class Storage:
         return int(qt.storage_max) - int(qt.storage_min) + 1
 
 
-_SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
 
 
 def parameters(lo: np.ndarray | float, hi: np.ndarray | float, storage: Storage, axis: int | None = None) -> QType:
@@ -49,7 +49,7 @@ def parameters(lo: np.ndarray | float, hi: np.ndarray | float, storage: Storage,
     if axis is None:
         lo, hi = lo[:1], hi[:1]
     qtype = _from_ranges(lo, hi, storage, axis is not None)
-    tiny = np.asarray(qtype.scale, np.float64) < _SMALLEST_NORMAL
+    tiny = np.asarray(qtype.scale, np.float64) < SMALLEST_NORMAL
     if tiny.any():
         qtype = _from_ranges(np.where(tiny, 0.0, lo), np.where(tiny, 0.0, hi), storage, axis is not None)
     return qtype if axis is None else qtype.replace(axis=axis)

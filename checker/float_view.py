@@ -13,7 +13,6 @@ Shapes are then inferred by onnx.shape_inference, never by hand.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -151,20 +150,12 @@ def _fits_its_schema(node: onnx.NodeProto, opset: int) -> bool:
     """Whether a boundary node has as many inputs and outputs as its operator takes at ``opset``: one that has not
     stays as it is in the view, so that onnx.checker names it (QT310), where the Identity it becomes would drop
     what is wrong (a QuantizeLinear with four inputs). An attribute its version lacks is QT412's."""
-    schema = _schema(node.op_type, node.domain, opset)
+    from onnx_qtypes.checker.op_versions import op_schema  # noqa: PLC0415 (op_versions imports the context)
+
+    schema = op_schema(node.op_type, opset) if node.domain in ("", "ai.onnx") and opset else None
     if schema is None:  # a domain onnx does not know (com.microsoft): nothing to hold it to here
         return True
     return schema.min_input <= len(node.input) <= schema.max_input and len(node.output) <= schema.max_output
-
-
-@functools.cache
-def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
-    if domain not in ("", "ai.onnx") or not opset:
-        return None
-    try:
-        return onnx.defs.get_schema(op_type, opset, "")
-    except onnx.defs.SchemaError:
-        return None
 
 
 def _keeps_parameter_outputs(node: onnx.NodeProto, pointer: str) -> bool:

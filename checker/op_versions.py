@@ -44,7 +44,7 @@ class Problem(NamedTuple):
 
 
 @functools.cache
-def _schema(op: str, opset: int) -> defs.OpSchema | None:
+def op_schema(op: str, opset: int) -> defs.OpSchema | None:
     try:
         return defs.get_schema(op, opset, "")
     except defs.SchemaError:
@@ -55,7 +55,7 @@ def _schema(op: str, opset: int) -> defs.OpSchema | None:
 def _first(op: str, opset: int, test: Callable[[defs.OpSchema], bool]) -> int | None:
     """The first opset after ``opset`` whose schema of ``op`` passes ``test`` (None: none onnx knows yet)."""
     for version in range(opset + 1, defs.onnx_opset_version() + 1):
-        schema = _schema(op, version)
+        schema = op_schema(op, version)
         if schema is not None and schema.since_version == version and test(schema):
             return version
     return None
@@ -95,7 +95,7 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
     ``element_count(name)`` the number of elements of a constant or declared tensor; None when unknown.
     """
     op = node.op_type
-    schema = _schema(op, opset)
+    schema = op_schema(op, opset)
     if schema is None:
         first = _first(op, 0, lambda s: True)
         return [Problem("", None, f"{op} does not exist at opset {opset}; it needs {_since(op, first)}")]
@@ -152,7 +152,7 @@ def file_problems(model: ModelProto, graphs: Iterable[tuple[str, GraphProto]] | 
     (``ReadModel.reads``), when the caller has it."""
     opsets = {o.domain or "": o.version for o in model.opset_import}
     opset = _default_opset(opsets)  # every node judged is of the default domain
-    schemas = {op: _schema(op, opset) for op in OPS}
+    schemas = {op: op_schema(op, opset) for op in OPS}
     # the scale's element count matters only to a version without per-axis parameters
     counted = {op: schema is not None and "axis" not in schema.attributes for op, schema in schemas.items()}
     for pointer, graph in iter_graphs(model) if graphs is None else graphs:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
@@ -25,13 +25,14 @@ from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
 
 class QuantizeLinear(Corrected):
     def _run(self, x: Any, y_scale: Any, y_zero_point: Any = None, **attributes: Any) -> tuple:
-        if np.any(np.asarray(y_scale) == 0) and not _float_storage(y_zero_point, attributes.get("output_dtype")):
+        storage = _storage(y_zero_point, attributes.get("output_dtype"))
+        integer = storage is not None and not storage.is_float  # float8 / float4 round to their own values
+        if np.any(np.asarray(y_scale) == 0) and integer:
             raise Refused("scale 0 into integer storage: x / 0 saturates to the storage range's end as ONNX "
                           "defines it, which onnx.reference does not compute")
         operands = (x, y_scale) if y_zero_point is None else (x, y_scale, y_zero_point)
         stored = self.stock().run(*operands)  # its own attributes, as its version has them (no later 'precision')
-        storage = _integer_storage(y_zero_point, attributes.get("output_dtype"))
-        if storage is None:
+        if not integer:
             return stored
         from onnx.reference.ops.op_quantize_linear import _reshape_input  # noqa: PLC0415 (onnx's own broadcast)
 
@@ -42,7 +43,8 @@ class QuantizeLinear(Corrected):
         with np.errstate(all="ignore"):  # the division onnx.reference makes, rounded as it rounds
             rounded = np.rint(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
         lo, hi = storage.min, storage.max
-        outside = ~np.isfinite(rounded) | (np.abs(rounded.astype(np.float64)) >= 2.0**31 - 2**8)
+        # beyond int32 once the zero point (at most 2^16 in any storage) is added: where the cast goes wrong
+        outside = ~np.isfinite(rounded) | (np.abs(rounded.astype(np.float64)) >= 2.0**31 - 2**16)
         if not outside.any():
             return stored
         with np.errstate(all="ignore"):
@@ -50,19 +52,10 @@ class QuantizeLinear(Corrected):
         return (np.where(outside, ends, stored[0]).astype(stored[0].dtype),)
 
 
-def _integer_storage(zero_point: Any, output_dtype: int | None) -> Any:
-    """The node's integer StorageType (None for float8 / float4 storage, which rounds to its own values)."""
-    data_type = output_dtype or 2  # no zero point: output_dtype, else uint8
+def _storage(zero_point: Any, output_dtype: int | None) -> Any:
+    """The StorageType the node writes: its zero point's type, else ``output_dtype``, else uint8 (None: a type no
+    storage has)."""
+    data_type = output_dtype or TensorProto.UINT8
     if zero_point is not None:
         data_type = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
-    storage = STORAGE_BY_DATA_TYPE.get(data_type)
-    return None if storage is None or storage.is_float else storage
-
-
-def _float_storage(zero_point: Any, output_dtype: int | None) -> bool:
-    """Whether the node writes float storage (float8 / float4: x / 0 = inf rounds to the type's own value)."""
-    data_type = output_dtype or 0  # no zero point: output_dtype, else uint8
-    if zero_point is not None:
-        data_type = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
-    storage = STORAGE_BY_DATA_TYPE.get(data_type)
-    return storage is not None and storage.is_float
+    return STORAGE_BY_DATA_TYPE.get(data_type)
