@@ -460,7 +460,7 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
         else:
             types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
     for bias, (x, w) in biases.items():
-        if x in acts and w in types:
+        if x in acts and w in types and bias in accs:  # (a bias holding NaN or inf has no statistics: float)
             types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
             types[bias] = bias_type(acts[x], types[w], storage)
     return types
@@ -477,7 +477,9 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
     its bias. A power-of-2 schema gets the next power of 2."""
     x_scale = float(np.float32(x.scale[0]))
     scales = np.asarray(w.scale, np.float64)
-    reach = np.abs(np.asarray(bias, np.float64)).reshape(-1) if w.axis is not None else np.array([np.abs(bias).max()])
+    reach = np.abs(np.asarray(bias, np.float64)).reshape(-1)
+    if w.axis is None:
+        reach = np.array([reach.max(initial=0.0)])
     if reach.size != scales.size or x_scale <= 0:
         return w
     needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)

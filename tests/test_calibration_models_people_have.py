@@ -319,3 +319,18 @@ def test_the_reference_engine_normalizes_batchnorm_with_its_running_statistics()
     by_engine = {e: calibrate_model(model, samples, engine=e, stats_only=True) for e in ("onnxruntime", "reference")}
     ours, theirs = (by_engine[e].statistics["y"].tensor for e in ("reference", "onnxruntime"))
     assert ours.min == pytest.approx(theirs.min, rel=1e-5) and ours.max == pytest.approx(theirs.max, rel=1e-5)
+
+
+def test_a_bias_holding_infinity_stays_float_and_its_conv_still_calibrates():
+    """A bias with +inf has no statistics (it stays float, named in a note); the bias rule must not type it from
+    its input and weight scales anyway, nor raise the weight scale to fit an infinite bias."""
+    w = np.full((3, 2, 1, 1), 0.3, np.float32)
+    b = np.array([0.1, np.inf, 2.0], np.float32)
+    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"])], [_info("x", [1, 2, 4, 4])],
+                   [_info("y", [1, 3, 4, 4])], [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    result = calibrate_model(model, _samples({"x": [1, 2, 4, 4]}), per_channel=True)
+    assert any(n.startswith("tensor 'b' stays float") for n in result.notes), result.notes
+    types = quantized_tensors(result.model)
+    assert not [t for t in types.values() if t.storage == "int32"]
+    assert np.isfinite(np.asarray(next(t for n, t in types.items() if n.startswith("w")).scale)).all()
+    check_model(result.model)
