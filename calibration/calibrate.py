@@ -32,6 +32,7 @@ from onnx_qtypes.calibration.collect import ENGINES, FLOAT_TYPES, collect, float
 from onnx_qtypes.calibration.errors import CalibrationError
 from onnx_qtypes.calibration.parameters import SMALLEST_NORMAL, Storage, parameters, round_trip
 from onnx_qtypes.calibration.qdq import insert_qdq
+from onnx_qtypes.reference_ops.quant import _pow2_ceiling
 from onnx_qtypes.calibration.ranges import DEFAULT_PERCENTILE, METHODS, choose_range
 from onnx_qtypes.calibration.running import TensorAccumulator
 from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
@@ -246,8 +247,7 @@ BIAS_OPERATORS = ("Conv", "ConvTranspose", "Gemm")
 
 def one_bias_per_operator(model: ModelProto) -> None:
     """A bias read by more than one node gets a copy per bias reader: its int32 scale is its operator's input
-    scale times weight scale (QT405), which differs between operators. The original goes when no node reads it
-    any more."""
+    scale times weight scale (QT405), which differs between operators; the last bias reader keeps the original."""
     from onnx_qtypes.calibration.names import used_names
     from onnx_qtypes.interop.graph import Names
 
@@ -263,11 +263,8 @@ def one_bias_per_operator(model: ModelProto) -> None:
             copy = model.graph.initializer.add()
             copy.CopyFrom(inits[node.input[2]])
             copy.name = fresh(f"{node.input[2]}_{node.name or node.output[0]}")
-            readers[node.input[2]] -= 1
+            readers[node.input[2]] -= 1  # the last reader keeps the original: none is left unread
             node.input[2] = copy.name
-    unread = [t for t in model.graph.initializer if readers.get(t.name) == 0]  # every reader took its copy
-    for tensor in unread:
-        model.graph.initializer.remove(tensor)
 
 
 def settings_for(method: str, schema: Schema | str, activation: str | None, weight: str | None, per_channel: bool,
@@ -459,10 +456,12 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
             types[name] = parameters(acc.channels.min, acc.channels.max, storage, axis)
         else:
             types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
-    for bias, (x, w) in biases.items():
-        if x in acts and w in types and bias in accs:  # (a bias holding NaN or inf has no statistics: float)
-            types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
-            types[bias] = bias_type(acts[x], types[w], storage)
+    typed = {bias: (x, w) for bias, (x, w) in biases.items()  # (a bias holding NaN or inf has no statistics)
+             if x in acts and w in types and bias in accs}
+    for bias, (x, w) in typed.items():  # every bias a weight serves first (tied weights serve several) ...
+        types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
+    for bias, (x, w) in typed.items():  # ... then each bias at its weight's final scale (QT405)
+        types[bias] = bias_type(acts[x], types[w], storage)
     return types
 
 
@@ -480,11 +479,11 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
     reach = np.abs(np.asarray(bias, np.float64)).reshape(-1)
     if w.axis is None:
         reach = np.array([reach.max(initial=0.0)])
-    if reach.size != scales.size or x_scale <= 0:
+    if reach.size != scales.size:
         return w
-    needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)
+    needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)  # (> 0)
     if w.schema.pow2:
-        needed = np.where(needed > 0, 2.0 ** np.ceil(np.log2(np.maximum(needed, 2.0**-149))), 0.0)
+        needed = _pow2_ceiling(needed)  # quant's own rounding of a scale up to a power of 2
     if not np.any(scales < needed):
         return w
     raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)

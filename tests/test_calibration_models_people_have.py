@@ -334,3 +334,22 @@ def test_a_bias_holding_infinity_stays_float_and_its_conv_still_calibrates():
     assert not [t for t in types.values() if t.storage == "int32"]
     assert np.isfinite(np.asarray(next(t for n, t in types.items() if n.startswith("w")).scale)).all()
     check_model(result.model)
+
+
+def test_a_weight_two_convs_share_gets_the_scale_both_biases_fit():
+    """A tied weight (torch.onnx.export's Identity of a deduplicated initializer, now read directly) serves two
+    biases. Its scale was raised for the second bias after the first bias's int32 type had been made from the
+    old scale: QT405 on calibrate's own output (a reviewer's model)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.normal(size=(3, 2, 1, 1)) * 0.3).astype(np.float32), "w")
+    b1 = numpy_helper.from_array(np.array([0.1, 0.2, 0.3], np.float32), "b1")
+    b2 = numpy_helper.from_array(np.array([0.1, 1e6, 0.3], np.float32), "b2")  # a bias the weight scale must fit
+    nodes = [helper.make_node("Conv", ["x", "w", "b1"], ["c1"]), helper.make_node("Conv", ["x2", "w", "b2"], ["c2"]),
+             helper.make_node("Add", ["c1", "c2"], ["y"])]
+    model = _model(nodes, [_info("x", [1, 2, 4, 4]), _info("x2", [1, 2, 4, 4])], [_info("y", [1, 3, 4, 4])],
+                   [w, b1, b2])
+    samples = [{"x": rng.normal(size=(1, 2, 4, 4)).astype(np.float32),
+                "x2": (rng.normal(size=(1, 2, 4, 4)) * 5).astype(np.float32)} for _ in range(4)]
+    result = calibrate_model(model, samples, per_channel=True)
+    check_model(result.model)  # raises on QT405: each bias at its input scale times the weight's final scale
+    assert sorted(t.storage for t in quantized_tensors(result.model).values()).count("int32") == 2
