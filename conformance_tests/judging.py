@@ -19,6 +19,8 @@ elements (index, expected, actual, steps), at most ``WORST`` of them.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from collections.abc import Mapping
 
@@ -54,8 +56,12 @@ class OutputVerdict:
 
 
 def steps_text(steps: float) -> str:
-    """A distance in steps as a reader compares it: a whole number as it is, any other to 3 significant digits."""
-    return str(int(steps)) if float(steps).is_integer() else f"{steps:.3g}"
+    """A distance in steps as a reader compares it: whole from 100 on (and any whole number), any other to 3
+    significant digits; inf and nan as such."""
+    value = float(steps)
+    if not math.isfinite(value):
+        return f"{value:.3g}"
+    return str(round(value)) if value.is_integer() or abs(value) >= 100 else f"{value:.3g}"
 
 
 def float_steps(case: ExecutionCase) -> dict[str, object]:
@@ -197,8 +203,8 @@ def judge_output(name: str, expected: np.ndarray, actual: object, tolerance: flo
     if bad:
         where = np.unravel_index(int(np.argmax(diff)), expected.shape)
         return OutputVerdict(name, False, worst, bad, total,
-                             f"output {name!r}: {bad} of {total} element(s) beyond {_num(tolerance)} step(s), "
-                             f"at most {_num(worst)} step(s); at {list(map(int, where))}: "
+                             f"output {name!r}: {bad} of {total} element(s) beyond {steps_text(tolerance)} step(s), "
+                             f"at most {steps_text(worst)} step(s); at {list(map(int, where))}: "
                              f"{_value(actual[where])}, expected {_value(expected[where])}",
                              _worst(np.where(beyond, diff, 0.0), expected, actual))
     return OutputVerdict(name, True, worst, 0, total)
@@ -254,5 +260,3 @@ def judge(case: ExecutionCase, expected: Mapping[str, np.ndarray], actual: Mappi
     return verdicts
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"

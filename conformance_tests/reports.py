@@ -250,7 +250,8 @@ def _text(value: Any) -> str:
 
 
 def _deviation(d: Mapping[str, Any]) -> str:
-    steps = "" if not isinstance(d.get("steps"), (int, float)) else f" ({steps_text(d['steps'])} step(s))"
+    value = d.get("steps")  # a number, or "inf" / "nan" as the judge writes them
+    steps = "" if value is None else f" ({steps_text(value) if isinstance(value, (int, float)) else value} step(s))"
     return f"{d.get('output')}{d.get('index')}: {d.get('actual')!r}, expected {d.get('expected')!r}{steps}"
 
 

@@ -45,6 +45,8 @@ from onnx_qtypes.proto.encoding import plain_copy
 from onnx_qtypes.proto.model import model_parameters
 from onnx_qtypes.proto.qtype import QType
 
+from .judging import steps_text
+
 __all__ = ["Bound", "COMPUTED", "EXACT_REASONS", "PARAMETER_REASON", "FLOAT_ULPS", "LIPSCHITZ", "ModelView", "NodeBound", "Tolerance", "UNBOUNDED",
            "float_limit", "near_ties", "node_bounds", "operator_tolerance", "tolerances"]
 
@@ -728,7 +730,4 @@ def _near_tie_mask(view: ModelView, node: NodeProto, qtype: QType, values: Mappi
 
 
 def _num(value: float | Fraction | None) -> str:
-    if value is None:
-        return "?"
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:.3g}"
+    return "?" if value is None else steps_text(float(value))

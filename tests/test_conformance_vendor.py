@@ -781,3 +781,11 @@ def test_a_junit_failure_gives_its_distance_in_steps_as_a_reader_compares_it():
     text = ET.fromstring(junit_xml([failed], "vendor", "1")).find(".//testcase/failure").text
     assert text.startswith("max deviation 766 step(s), 2 element(s)"), text
     assert "(0.00485 step(s))" in text and "765.904" not in text and "0.004848" not in text
+
+
+def test_a_distance_in_steps_reads_whole_from_100_on_and_to_three_digits_below():
+    from onnx_qtypes.conformance.judging import steps_text
+
+    assert [steps_text(v) for v in (1234.4, 27507.0, 765.9043509322804, 3.0, 0.0048484848, 0.0476190476)] == \
+        ["1234", "27507", "766", "3", "0.00485", "0.0476"]  # never "1.23e+03"
+    assert [steps_text(v) for v in (float("inf"), float("nan"))] == ["inf", "nan"]
