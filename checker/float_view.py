@@ -22,7 +22,6 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto import iter_graphs
-from onnx_qtypes.proto.default_domain import default_opset
 from onnx_qtypes.proto.encoding import unmark_tensor
 from onnx_qtypes.proto.external import is_lazy
 from onnx_qtypes.proto.qtype import QType
@@ -111,7 +110,6 @@ def build(ctx: Context) -> ModelProto:
         _retype(containers[container][int(index)], expressed_data_type(decl.qtype))
     dropped: list[int] = []
     after: dict[int, onnx.NodeProto] = {}  # main-graph node index -> a node the view inserts after it
-    opset = default_opset(model.opset_import) or 0
     for ref in ctx.memo("float_view:nodes", lambda: [r for r in ctx.nodes if r.op_type in _EDITED]):
         # a boundary node without its data input stays as it is: onnx.checker names it (QT310)
         node = resolve(view, ref.pointer) if ctx.is_boundary(ref) and ref.inputs and ref.inputs[0] else None
@@ -121,7 +119,7 @@ def build(ctx: Context) -> ModelProto:
             y = node.output[0]
             node.output[0] = f"{y}\u00b7float_view_storage"
             after[int(ref.pointer.rsplit("/", 1)[1])] = helper.make_node("Identity", [node.input[0]], [y])
-        elif node is not None and _fits_its_schema(node, opset):
+        elif node is not None and _fits_its_schema(node, ref):
             _to_identity(node)
         elif ref.op_type == "Constant" and ref.outputs and ctx.qtype(ref.scope, ref.outputs[0]) is not None:
             node = resolve(view, ref.pointer)
@@ -146,13 +144,14 @@ def build(ctx: Context) -> ModelProto:
     return view
 
 
-def _fits_its_schema(node: onnx.NodeProto, opset: int) -> bool:
+def _fits_its_schema(node: onnx.NodeProto, ref: Any) -> bool:
     """Whether a boundary node has as many inputs and outputs as its operator takes at ``opset``: one that has not
     stays as it is in the view, so that onnx.checker names it (QT310), where the Identity it becomes would drop
-    what is wrong (a QuantizeLinear with four inputs). An attribute its version lacks is QT412's."""
-    from onnx_qtypes.checker.op_versions import op_schema  # noqa: PLC0415 (op_versions imports the context)
+    what is wrong (a QuantizeLinear with four inputs). An attribute its version lacks is QT412's. ``ref``: the
+    node's NodeRef (its scope's opset)."""
+    from onnx_qtypes.checker.schemas import schema_for  # noqa: PLC0415 (schemas imports the context)
 
-    schema = op_schema(node.op_type, opset) if node.domain in ("", "ai.onnx") and opset else None
+    schema = schema_for(ref) if ref.opset else None
     if schema is None:  # a domain onnx does not know (com.microsoft): nothing to hold it to here
         return True
     return schema.min_input <= len(node.input) <= schema.max_input and len(node.output) <= schema.max_output

@@ -99,15 +99,21 @@ def test_a_scalar_constant_node_quantized_in_a_qdq_file_is_compared(tmp_path, ca
     assert re.search(r"^c_q\s+c_Q\s+QuantizeLinear\s+steps\s+0\s+0 of 1\s", out, re.M), out
 
 
-def test_4_bit_tensors_of_com_microsoft_pairs_are_read_from_onnxruntime(tmp_path, capsys):
+@pytest.mark.parametrize("zero_points", ["initializers", "constant-nodes"])
+def test_4_bit_tensors_of_com_microsoft_pairs_are_read_from_onnxruntime(tmp_path, capsys, zero_points):
     """onnxruntime's quantizer writes 4-bit activations (a4w4) with com.microsoft QuantizeLinear before opset 21,
     whose outputs onnx's inference cannot type: exposed untyped, onnxruntime handed them to numpy, which has no
     4-bit type, and compare ended with 'No corresponding Numpy type for Tensor Type. Int4x2'."""
     from onnx import TensorProto, helper
 
     inits = _scalars(("x_s", 0.25, np.float32), ("r_s", 0.125, np.float32))
-    inits += [helper.make_tensor(name, TensorProto.INT4, [], [zero]) for name, zero in (("x_z", 1), ("r_z", 0))]
-    nodes = [*_pair("x", "com.microsoft"), helper.make_node("Relu", ["x_d"], ["r"], name="relu"),
+    zeros = [helper.make_tensor(name, TensorProto.INT4, [], [zero]) for name, zero in (("x_z", 1), ("r_z", 0))]
+    constants = []
+    if zero_points == "initializers":
+        inits += zeros
+    else:  # as torch-style exporters write them
+        constants = [helper.make_node("Constant", [], [z.name], value=z) for z in zeros]
+    nodes = [*constants, *_pair("x", "com.microsoft"), helper.make_node("Relu", ["x_d"], ["r"], name="relu"),
              *_pair("r", "com.microsoft")]
     out = _compared(tmp_path, capsys, nodes, (("x", [2, 4]), ("r_d", [2, 4])), inits,
                     opsets=(("", 17), ("com.microsoft", 1)), ir_version=8)

@@ -24,6 +24,7 @@ from onnx_qtypes.diagnosis import quantizer_view
 from onnx_qtypes.interop.errors import LowerError
 from onnx_qtypes.interop.graph import Names
 from onnx_qtypes.interop.lower import lower_model
+from onnx_qtypes.proto.encoding import plain_data_type
 from onnx_qtypes.proto import QType, iter_graphs, quantized_tensors
 from onnx_qtypes.proto.errors import QTypesError
 
@@ -241,8 +242,10 @@ def exposed(model: ModelProto, names: list[str]) -> ModelProto:
 def _quantizer_output_types(graph: onnx.GraphProto) -> dict[str, int]:
     """The element type of each QuantizeLinear / DequantizeLinear output that onnx's inference cannot give (the
     com.microsoft ones onnxruntime's quantizer writes for 4- and 16-bit storage before opset 21): a
-    QuantizeLinear writes its zero point's type, a DequantizeLinear its scale's, each an initializer here."""
-    stored = {t.name: t.data_type for t in graph.initializer}
+    QuantizeLinear writes its zero point's type, a DequantizeLinear its scale's, an initializer or a Constant."""
+    stored = {t.name: plain_data_type(t.data_type) for t in graph.initializer}
+    stored.update((node.output[0], plain_data_type(a.t.data_type)) for node in graph.node  # torch's Constant nodes
+                  if node.op_type == "Constant" and node.output for a in node.attribute if a.name == "value")
     out = {}
     for node in graph.node:
         at = {"QuantizeLinear": 2, "DequantizeLinear": 1}.get(node.op_type)
