@@ -31,6 +31,9 @@ from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE, byte_dtype
 MARKER_BASE = 1000
 _BOUNDARY = ("QuantizeLinear", "DequantizeLinear")
 
+# TensorProto's value fields besides raw_data
+TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+
 
 def marker(storage_data_type: int) -> int:
     """The element / data type number marking a tensor quantized with this storage type (INT8 -> 1003)."""
@@ -106,7 +109,7 @@ def mark_tensor(tensor: TensorProto, storage: int) -> None:
 
             raise ModelLoadError(f"tensor {tensor.name!r}: its data does not match its dims {list(tensor.dims)} "
                                  f"({' '.join(str(exc).split())[:120]}); it cannot be stored marked") from None
-        for field in ("int32_data", "int64_data", "float_data", "double_data", "uint64_data", "string_data"):
+        for field in TYPED_FIELDS:
             tensor.ClearField(field)
         tensor.raw_data = data
     tensor.data_type = marker(storage)  # external data is the raw layout already

@@ -11,11 +11,12 @@ refuses such a tensor before any command looks at it.
 from __future__ import annotations
 
 import math
+import operator
 
 from onnx import TensorProto, helper
 
 from onnx_qtypes.proto import external
-from onnx_qtypes.proto.encoding import plain_data_type
+from onnx_qtypes.proto.encoding import TYPED_FIELDS, plain_data_type
 
 # Bits per element of each data type whose values have a fixed width (strings and undefined types aside).
 BITS = {
@@ -32,7 +33,7 @@ BITS = {
 if hasattr(TensorProto, "FLOAT8E8M0"):
     BITS[TensorProto.FLOAT8E8M0] = 8
 _COMPLEX = (TensorProto.COMPLEX64, TensorProto.COMPLEX128)  # two typed-field entries per element
-_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+_TYPED = operator.attrgetter(*TYPED_FIELDS)
 
 
 _BYTES = {t: bits // 8 for t, bits in BITS.items() if bits % 8 == 0}  # whole bytes per element
@@ -44,18 +45,22 @@ def fits(tensor: TensorProto) -> bool:
     raw = tensor.raw_data
     width = _BYTES.get(tensor.data_type)
     return (bool(raw) and width is not None and len(raw) == width * math.prod(tensor.dims)
-            and not (tensor.float_data or tensor.int32_data or tensor.int64_data or tensor.double_data
-                     or tensor.uint64_data or tensor.string_data))
+            and not (tensor.float_data or tensor.int32_data or tensor.string_data  # TYPED_FIELDS, unrolled:
+                     or tensor.int64_data or tensor.double_data or tensor.uint64_data))  # it stops at the first
 
 
 def _fields_problem(tensor: TensorProto, data_type: int, type_name: str) -> str | None:
     """Why ``tensor`` does not hold its values in one field, the one its data type uses: two fields (raw_data and
-    a typed one: readers disagree on which counts), or a typed field of another type. onnx.checker refuses both."""
-    held = [f for f in _TYPED_FIELDS if len(getattr(tensor, f))]
+    a typed one: readers disagree on which counts; onnx.checker refuses it unless raw_data is empty, which
+    numpy_helper and onnxruntime still read), strings in raw_data, or a typed field of another type (onnx.checker
+    refuses both)."""
+    held = [f for f, values in zip(TYPED_FIELDS, _TYPED(tensor)) if len(values)]
     if tensor.HasField("raw_data"):
         held.insert(0, "raw_data")
     if len(held) > 1:
         return f"holds values in both {held[0]} and {held[1]}; a tensor holds them in one field"
+    if held == ["raw_data"] and data_type == TensorProto.STRING:
+        return "holds STRING values in raw_data, where string_data holds them"
     field = helper.tensor_dtype_to_field(data_type) if data_type in BITS or data_type == TensorProto.STRING else None
     if held and held[0] not in ("raw_data", field) and field is not None:
         return f"holds its {type_name} values in {held[0]}, where {field} holds them"
@@ -89,8 +94,7 @@ def size_problem(tensor: TensorProto) -> str | None:
         return None if found == need else f"dims {list(dims)} need {need} bytes of {name} raw_data, found {found}"
     # one value per entry of the typed field; sub-byte types packed one byte per entry; complex: two entries
     need = count * 2 if data_type in _COMPLEX else (count if bits >= 8 else -(-count * bits // 8))
-    found = max(len(tensor.int32_data), len(tensor.int64_data), len(tensor.float_data),
-                len(tensor.double_data), len(tensor.uint64_data))
+    found = max(map(len, _TYPED(tensor)))  # (string_data of a number type: a wrong field, found above)
     if found == need:
         return None
     return f"dims {list(dims)} need {need} {name} values, found {found or 'no data'}"
