@@ -347,3 +347,17 @@ def test_a_fault_in_a_function_body_is_called_one_of_the_function_body_not_of_a_
     with pytest.raises(ModelLoadError, match=message) as refused:
         read_model(model)
     assert "graph" not in str(refused.value)
+
+
+def test_strings_in_raw_data_are_named_as_such():
+    """onnx.checker: STRING data should not be stored in raw_data; the reader said "need 2 strings, found 0"."""
+    tensor = helper.make_tensor("names", TensorProto.STRING, [2], [b"a", b"b"])
+    tensor.ClearField("string_data")
+    tensor.raw_data = b"ab"
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_tensor(tensor)
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], ["y"])
+    model.graph.initializer.append(tensor)
+    with pytest.raises(ModelLoadError, match=r"/graph/initializer/0: tensor 'names': holds STRING values in raw_data, "
+                                             r"where string_data holds them"):
+        read_model(model)
