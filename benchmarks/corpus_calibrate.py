@@ -48,6 +48,9 @@ def _sqnr(float_model: pathlib.Path, lowered: pathlib.Path, feed: dict) -> float
 
 def run(path: pathlib.Path, setting: str, folder: pathlib.Path) -> dict:
     calib, feed = samples_of(path.with_suffix(".npz"))
+    if not calib:
+        return {"model": path.stem, "setting": setting, "exit": "no calib/ samples in its .npz", "seconds": 0,
+                "check": "", "left_float": 0}
     data = folder / "calib.npz"
     np.savez(data, **{name: np.stack([s[name] for s in calib]) for name in calib[0]})
     out, lowered = folder / f"{setting}.onnx", folder / f"{setting}.lowered.onnx"
@@ -59,7 +62,10 @@ def run(path: pathlib.Path, setting: str, folder: pathlib.Path) -> dict:
     row["check"] = lines[-1][len("note: "):] if lines else (done.stderr.strip().splitlines() or [""])[-1]
     row["left_float"] = sum("stays float" in line for line in done.stdout.splitlines())
     if done.returncode == 0 and _cli("lower", str(out), str(lowered)).returncode == 0:
-        row["sqnr_db"] = round(_sqnr(path, lowered, feed), 1)
+        try:
+            row["sqnr_db"] = round(_sqnr(path, lowered, feed), 1)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime refusing the lowered model: a finding of the row
+            row["sqnr_db"] = f"onnxruntime: {' '.join(str(exc).split())[:80]}"
     return row
 
 
@@ -72,6 +78,13 @@ def main() -> int:
     chosen = set(args.models.split(",")) if args.models else None
     models = sorted(p for folder in args.folders for p in folder.glob("*.onnx")
                     if p.with_suffix(".npz").exists() and (chosen is None or p.stem in chosen))
+    unknown = [s for s in args.settings.split(",") if s not in SETTINGS]
+    missing = sorted((chosen or set()) - {p.stem for p in models})
+    if unknown or missing or not models:
+        print(f"unknown settings {unknown} (known: {', '.join(SETTINGS)})" if unknown else
+              f"no NAME.onnx with its NAME.npz for {missing or 'any model'} in {', '.join(map(str, args.folders))}",
+              file=sys.stderr)
+        return 2
     findings = 0
     print("| model | setting | exit | seconds | tensors left float | check of the output | SQNR (dB) |")
     print("|---|---|---|---|---|---|---|")

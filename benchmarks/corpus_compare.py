@@ -56,8 +56,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args()
+    found = files(args.folders)
+    if not found:
+        print(f"no PRODUCER/FILE.onnx in {', '.join(map(str, args.folders))}", file=sys.stderr)
+        return 2
     rows = []
-    for path in files(args.folders):
+    for path in found:
         row = compare(path, args.backend, args.timeout)
         rows.append(row)
         if row["exit"] != 0:
