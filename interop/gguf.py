@@ -32,12 +32,12 @@ from onnx_qtypes.proto import onnx_qtypes_pb2 as pb
 from onnx_qtypes.proto.encoding import marker
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.files import atomic_write, require_regular_file
-from onnx_qtypes.proto.model import write_view
+from onnx_qtypes.proto.model import GGUF_MAGIC, write_view
 from onnx_qtypes.proto.packing import pack
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION
 
-MAGIC = b"GGUF"
+MAGIC = GGUF_MAGIC  # (one home, in proto/model.py: every command tells a GGUF file apart)
 INLINE_LIMIT = 64 << 20  # planes above this many bytes go to OUT.data
 CHUNK_VALUES = 1 << 22  # values unpacked at once (rows of one tensor)
 ALIGN = 64  # byte alignment of each tensor in the data file

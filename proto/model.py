@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import pathlib
 import re
 import sys
@@ -614,12 +615,17 @@ def load(path_or_bytes: str | os.PathLike | bytes, *, load_external_data: bool |
     return model
 
 
+GGUF_MAGIC = b"GGUF"  # a GGUF file's first bytes (interop/gguf.py reads the file; this only tells it apart)
+
+
 def _parse(data: bytes, source: str) -> ModelProto:
     if not data:
         raise ModelLoadError(f"{source}: empty file, expected an ONNX model")
-    if data[:4] == b"GGUF":  # (GGUF's magic: 0x47 is no protobuf tag, wire type 7, so no ONNX file starts so)
-        raise ModelLoadError(f"{source}: a GGUF file, not an ONNX model: `onnx-qtypes lift {source} OUT.onnx` writes "
-                             "its typed ONNX model, which this command reads")
+    if data[:4] == GGUF_MAGIC:  # (0x47 is no protobuf tag, wire type 7: no ONNX file starts so)
+        lift = "onnx_qtypes.interop.lift_gguf(PATH, OUT)" if source == "<bytes>" else \
+            f"`onnx-qtypes lift {shlex.quote(source)} OUT.onnx`"
+        raise ModelLoadError(f"{source}: a GGUF file, not an ONNX model: {lift} writes its typed ONNX model, which "
+                             "this reads")
     model = ModelProto()
     try:
         model.ParseFromString(data)
