@@ -457,12 +457,18 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
         else:
             types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
     typed = {bias: (x, w) for bias, (x, w) in biases.items()  # (a bias holding NaN or inf has no statistics)
-             if x in acts and w in types and bias in accs}
+             if x in acts and w in types and bias in accs and _one_per_channel(inits[bias], types[w])}
     for bias, (x, w) in typed.items():  # every bias a weight serves first (tied weights serve several) ...
         types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
     for bias, (x, w) in typed.items():  # ... then each bias at its weight's final scale (QT405)
         types[bias] = bias_type(acts[x], types[w], storage)
     return types
+
+
+def _one_per_channel(bias: TensorProto, w: QType) -> bool:
+    """Whether ``bias`` can take its weight's granularity: one value per scale of a per-channel weight (a Gemm
+    bias of shape [1], broadcast over N channels, cannot: it stays float)."""
+    return w.axis is None or int(np.prod(bias.dims)) == len(w.scale)
 
 
 _BIAS_HEADROOM = 2**30  # half of int32: the accumulator adds the products to the bias (QT407)

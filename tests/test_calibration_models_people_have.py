@@ -353,3 +353,16 @@ def test_a_weight_two_convs_share_gets_the_scale_both_biases_fit():
     result = calibrate_model(model, samples, per_channel=True)
     check_model(result.model)  # raises on QT405: each bias at its input scale times the weight's final scale
     assert sorted(t.storage for t in quantized_tensors(result.model).values()).count("int32") == 2
+
+
+def test_a_gemm_bias_broadcast_over_per_channel_weights_stays_float():
+    """A Gemm bias of shape [1] broadcasts over N per-channel weight scales; typed at their granularity it was an
+    invalid type and calibrate ended in a QTypeError naming no tensor."""
+    w = numpy_helper.from_array((RNG.normal(size=(3, 4)) * 0.3).astype(np.float32), "w")
+    model = _model([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [_info("x", [2, 4])],
+                   [_info("y", [2, 3])], [w, numpy_helper.from_array(np.array([0.5], np.float32), "b")])
+    samples = _samples({"x": [2, 4]})
+    result = calibrate_model(model, samples, per_channel=True)
+    check_model(result.model)
+    assert not [t for t in quantized_tensors(result.model).values() if t.storage == "int32"]
+    _runs_like_the_float_model(model, result.model, samples)
