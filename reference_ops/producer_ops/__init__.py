@@ -2,9 +2,10 @@
 producer's runtime library computes them, so that ``run`` executes such a model instead of refusing it.
 
 They are not ONNX operators and the proposal defines none of them: the lift leaves their nodes as they are, named
-as unknown quantization (``interop.left``), and no quantized type covers their tensors. Each class transcribes the
-CPU kernel of the producer's own onnxruntime custom-op library (the source the producer ships), one operator per
-file; ``tests/test_reference_producer_ops.py`` compares each with that library's results, recorded by
+as unknown quantization (``interop.left``), and no quantized type covers their tensors. Each Quark class transcribes
+the CPU kernel of the producer's own onnxruntime custom-op library (the source the producer ships), one operator per
+file; onnxruntime's com.microsoft QOperator operators, which the lift leaves only where a scale is infinite, are
+computed as their schemas define them (``onnxruntime_qlinear``, ``tests/test_reference_onnxruntime_qlinear.py``); ``tests/test_reference_producer_ops.py`` compares each with that library's results, recorded by
 ``tests/data/record_quark_custom_ops.py``. A node outside what the library computes (a storage type, an element
 type, an attribute it refuses or builds differently) is refused (``Refused``), never guessed.
 """
@@ -12,6 +13,7 @@ type, an attribute it refuses or builds differently) is refused (``Refused``), n
 from __future__ import annotations
 
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import QUARK_DOMAIN
+from onnx_qtypes.reference_ops.producer_ops.onnxruntime_qlinear import CONTRIB_QLINEAR_OPS
 from onnx_qtypes.reference_ops.producer_ops.quark_bfp_quantize_dequantize import BFPQuantizeDequantize
 from onnx_qtypes.reference_ops.producer_ops.quark_extended_dequantize_linear import ExtendedDequantizeLinear
 from onnx_qtypes.reference_ops.producer_ops.quark_extended_quantize_linear import ExtendedQuantizeLinear
@@ -19,4 +21,5 @@ from onnx_qtypes.reference_ops.producer_ops.quark_mx_quantize_dequantize import 
 
 __all__ = ["PRODUCER_OPS", "QUARK_DOMAIN"]
 
-PRODUCER_OPS = [BFPQuantizeDequantize, ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize]
+PRODUCER_OPS = [BFPQuantizeDequantize, ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize,
+                *CONTRIB_QLINEAR_OPS]

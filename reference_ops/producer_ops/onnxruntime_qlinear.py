@@ -1,0 +1,138 @@
+"""onnxruntime's QOperator contrib operators (domain com.microsoft: QLinearAdd, QLinearMul, QLinearSigmoid,
+QLinearLeakyRelu, QLinearSoftmax, QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QLinearWhere, QGemm),
+computed as their schemas define them: every operand dequantized, the float operator run, the result quantized.
+
+The lift reads such a node as its float operator on typed tensors (``interop.qoperator.MICROSOFT``, this file's one
+table of operands, bias, output and float operator). It leaves one as written where no type can stand, as at a scale
+of infinity (onnxruntime's quantizer writes one for BERT's -inf attention mask), and every QOperator node whose
+integers that node reads: ``run`` computes those here instead of refusing the model. Each node becomes a small ONNX
+graph (DequantizeLinear per operand, the float operator, QuantizeLinear) that the project's own evaluator runs, so
+that the dequantize, the operator and the saturating quantize are the ones every other node of ``run`` gets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
+from onnx.reference.op_run import OpRun
+
+from onnx_qtypes.reference_ops.corrected._base import Refused
+
+MS_DOMAIN = "com.microsoft"
+_PER_AXIS_OPSET = 13  # the first DequantizeLinear with an axis
+_QDQ_OPSET = 10  # the first QuantizeLinear / DequantizeLinear
+
+
+class QLinearContrib(OpRun):
+    """One com.microsoft QOperator node: its graph is built at the first run, from the inputs' element types.
+    (Not a ``Corrected``: QLinearSoftmax's attribute ``opset`` would shadow that class's property.)"""
+
+    op_domain = MS_DOMAIN
+    spec: Spec
+
+    def _run(self, *inputs: Any, **attributes: Any) -> tuple:
+        given = [None if v is None else np.asarray(v) for v in inputs]
+        key = tuple(None if v is None else (v.dtype.str, v.ndim, v.size > 1) for v in given)
+        cache = self.__dict__.setdefault("_graphs", {})
+        if key not in cache:
+            cache[key] = self._evaluator(given)
+        evaluator, names = cache[key]
+        return tuple(evaluator.run(None, {n: v for n, v in zip(names, given) if n}))
+
+    def _evaluator(self, given: list[np.ndarray | None]) -> tuple[Any, list[str]]:
+        from onnx_qtypes.reference_ops.evaluator import ReferenceEvaluator  # noqa: PLC0415 (it imports this package)
+
+        model, names = _graph(self.onnx_node, self.spec, given, self.default_opset())
+        return ReferenceEvaluator(model), names
+
+    def default_opset(self) -> int:
+        opsets = self.run_params["opsets"]
+        return int(opsets.get("", opsets.get("ai.onnx", 1)))
+
+
+def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) -> tuple[Any, list[str]]:
+    """The node as DequantizeLinear per operand, its float operator, and a QuantizeLinear when it writes integers;
+    with the names its inputs take there ("" for an omitted one)."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    names = [f"in{i}" if v is not None else "" for i, v in enumerate(given)]
+
+    def present(i: int | None) -> bool:
+        return i is not None and i < len(given) and given[i] is not None
+
+    nodes, inits = [], []
+    float_inputs = [names[i] for i in spec.plain]
+    if any(not present(i) for i in spec.plain):
+        raise Refused(f"{node.op_type}: input {spec.plain} is required")
+    triples = operands(spec, node)
+    if spec.variadic and (len(given) - 2) % 3:
+        raise Refused(f"{node.op_type}: inputs after the output's scale and zero point are not (tensor, scale, zero "
+                      "point) triples")
+    if not triples and spec.variadic:
+        raise Refused(f"{node.op_type}: no input tensor")
+    factor = attrs.get("alpha", 1.0) if spec.scales_operand else 1.0
+    scales: list[str] = []
+    per_axis = False
+    for k, operand in enumerate(triples):
+        if not present(operand.data) or not present(operand.scale):
+            raise Refused(f"{node.op_type}: input {operand.data} and its scale (input {operand.scale}) are required")
+        scale = names[operand.scale]
+        if spec.scales_operand and spec.scales_operand[1] == k and factor != 1.0:
+            inits.append(numpy_helper.from_array(np.array(factor, np.float32), f"factor{k}"))
+            nodes.append(helper.make_node("Mul", [scale, f"factor{k}"], [f"scale{k}"]))
+            scale = f"scale{k}"
+        scales.append(scale)
+        dq_inputs = [names[operand.data], scale] + ([names[operand.zero_point]] if present(operand.zero_point) else [])
+        dq_attrs = {}
+        if given[operand.scale].size > 1:
+            axis = operand.axis(given[operand.data].ndim, attrs) if operand.axis is not None else None
+            if axis is None:
+                raise Refused(f"{node.op_type}: input {operand.scale} holds {given[operand.scale].size} scales; "
+                              f"onnxruntime's schema takes one for input {operand.data}")
+            dq_attrs["axis"] = axis
+            per_axis = True
+        nodes.append(helper.make_node("DequantizeLinear", dq_inputs, [f"real{k}"], **dq_attrs))
+        float_inputs.append(f"real{k}")
+    if spec.bias is not None and present(spec.bias.data):
+        a, b = spec.bias.factors
+        nodes += [helper.make_node("Mul", [scales[a], scales[b]], ["bias_scale"]),
+                  helper.make_node("Cast", [names[spec.bias.data]], ["bias_wide"], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", ["bias_wide", "bias_scale"], ["bias_real"])]
+        float_inputs.append("bias_real")
+    kept = {k: v for k, v in attrs.items() if k not in spec.drop}
+    op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, _QDQ_OPSET)
+    result = "y"
+    if attrs.get("channels_last", 0):  # NHWC in and out: the float operator pools NCHW
+        rank = given[triples[0].data].ndim
+        nodes.append(helper.make_node("Transpose", [float_inputs[0]], ["nchw"], perm=[0, rank - 1, *range(1, rank - 1)]))
+        float_inputs[0] = "nchw"
+        nodes.append(helper.make_node(spec.float_op, float_inputs, ["pooled"], **kept))
+        nodes.append(helper.make_node("Transpose", ["pooled"], [result], perm=[0, *range(2, rank), 1]))
+    else:
+        nodes.append(helper.make_node(spec.float_op, float_inputs, [result], **kept))
+    out_scale, out_zero_point = spec.output if spec.output is not None else (None, None)
+    if present(out_scale):
+        zero_point = names[out_zero_point] if present(out_zero_point) else "out_zero_point"
+        if not present(out_zero_point):  # the schemas' default: 0 of the first operand's type
+            inits.append(numpy_helper.from_array(np.zeros((), given[triples[0].data].dtype), zero_point))
+        nodes.append(helper.make_node("QuantizeLinear", [result, names[out_scale], zero_point], ["out"]))
+        result = "out"
+    elif not spec.output_optional:
+        raise Refused(f"{node.op_type}: the output's scale (input {out_scale}) is required")
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+              for n, v in zip(names, given) if n]
+    output = helper.make_tensor_value_info(result, TensorProto.UNDEFINED, None)
+    graph = helper.make_graph(nodes, node.op_type, inputs, [output], inits)
+    version = max(op_opset, _PER_AXIS_OPSET) if per_axis else op_opset
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)], ir_version=10)
+    return model, names
+
+
+def _op_class(op_type: str, spec: Spec) -> type[QLinearContrib]:
+    return type(op_type, (QLinearContrib,), {"spec": spec, "__module__": __name__})
+
+
+CONTRIB_QLINEAR_OPS = [_op_class(op_type, spec) for op_type, spec in MICROSOFT.items()]

@@ -1,0 +1,182 @@
+"""onnxruntime's com.microsoft QOperator nodes a lift leaves as written (reference_ops/producer_ops/
+onnxruntime_qlinear.py): ``run`` computes them (dequantize, float operator, quantize) instead of refusing the model.
+
+Each operator is checked against the definition worked out here in numpy, and against onnxruntime's unoptimized path
+within one step of its output (its kernels round once more in places: the tolerance the suite gives a QOperator node).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx_qtypes.interop import lift_model
+from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
+
+MS = "com.microsoft"
+RNG = np.random.default_rng(7)
+
+
+def _model(node: onnx.NodeProto, feeds: dict[str, np.ndarray], inits: dict[str, np.ndarray],
+           output_type: int = TensorProto.INT8) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [node], "contrib",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
+        [helper.make_tensor_value_info(node.output[0], output_type, None)],
+        [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                             ir_version=8)
+
+
+def _onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], output: int = 0) -> np.ndarray:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[output]
+
+
+def _ours(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    return np.asarray(ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def _quantize(real: np.ndarray, scale: float, zero_point: int, dtype: type) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(real / np.float32(scale)) + zero_point, info.min, info.max).astype(dtype)
+
+
+def _real(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    return (q.astype(np.int32) - zero_point).astype(np.float32) * np.float32(scale)
+
+
+A = RNG.integers(-128, 128, (2, 3, 4)).astype(np.int8)
+B = RNG.integers(-128, 128, (3, 4)).astype(np.int8)
+PARAMS = {"as": np.float32(0.02), "az": np.int8(3), "bs": np.float32(0.03), "bz": np.int8(-2),
+          "ys": np.float32(0.04), "yz": np.int8(1)}
+
+
+@pytest.mark.parametrize(("op", "fn"), [("QLinearAdd", np.add), ("QLinearMul", np.multiply)])
+def test_binary_ops_are_the_definition_and_within_a_step_of_onnxruntime(op: str, fn) -> None:  # noqa: ANN001
+    node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"a": A, "b": B}, PARAMS)
+    feeds = {"a": A, "b": B}
+    ours = _ours(model, feeds)
+    expected = _quantize(fn(_real(A, 0.02, 3), _real(B, 0.03, -2)), 0.04, 1, np.int8)
+    assert ours.dtype == np.int8 and np.array_equal(ours, expected)
+    assert np.abs(ours.astype(int) - _onnxruntime(model, feeds).astype(int)).max() <= 1
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_follows_its_opset_attribute(opset: int) -> None:
+    """Softmax-11 flattens from ``axis`` (1 here) on, Softmax-13 normalizes along it: different results for a 3-d
+    input, each the one its ``opset`` attribute names, whatever the model's opset."""
+    node = helper.make_node("QLinearSoftmax", ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, axis=1, opset=opset)
+    model = _model(node, {"a": A}, {**PARAMS, "ys": np.float32(1 / 256), "yz": np.int8(-128)})
+    ours = _ours(model, {"a": A})
+    real = _real(A, 0.02, 3)
+    probabilities = (_softmax(real.reshape(2, -1), 1).reshape(real.shape) if opset < 13 else _softmax(real, 1))
+    expected = _quantize(probabilities, 1 / 256, -128, np.int8)
+    assert np.abs(ours.astype(int) - expected.astype(int)).max() <= 1  # exp in float32 against float64 here
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": A}).astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+def test_pools_read_channels_last(channels_last: int) -> None:
+    x = RNG.integers(0, 256, (1, 4, 5, 3) if channels_last else (1, 3, 4, 5)).astype(np.uint8)
+    params = {"as": np.float32(0.05), "az": np.uint8(128), "ys": np.float32(0.03), "yz": np.uint8(100)}
+    for op, attrs in (("QLinearGlobalAveragePool", {}), ("QLinearAveragePool", {"kernel_shape": [2, 2]})):
+        node = helper.make_node(op, ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, channels_last=channels_last,
+                                **attrs)
+        model = _model(node, {"a": x}, params, TensorProto.UINT8)
+        ours = _ours(model, {"a": x})
+        nchw = _real(x, 0.05, 128).transpose(0, 3, 1, 2) if channels_last else _real(x, 0.05, 128)
+        if op == "QLinearGlobalAveragePool":
+            pooled = nchw.mean(axis=(2, 3), keepdims=True)
+        else:
+            pooled = np.lib.stride_tricks.sliding_window_view(nchw, (2, 2), axis=(2, 3)).mean(axis=(-2, -1))
+        expected = _quantize(pooled.transpose(0, 2, 3, 1) if channels_last else pooled, 0.03, 100, np.uint8)
+        assert ours.shape == expected.shape
+        assert np.abs(ours.astype(int) - expected.astype(int)).max() <= 1  # float32 sums against numpy's
+        assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": x}).astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize(("per_column", "alpha", "quantized_output"),
+                         [(False, 1.0, True), (True, 0.5, True), (True, 1.0, False)])
+def test_qgemm_reads_its_bias_at_alpha_times_the_input_scales(per_column: bool, alpha: float,
+                                                              quantized_output: bool) -> None:
+    a = RNG.integers(0, 256, (3, 5)).astype(np.uint8)
+    b = RNG.integers(-127, 128, (5, 4)).astype(np.int8)
+    b_scale = np.array([0.01, 0.02, 0.03, 0.04], np.float32) if per_column else np.float32(0.02)
+    bias = RNG.integers(-3000, 3000, 4).astype(np.int32)
+    inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": b_scale,
+             "bz": np.zeros(4, np.int8) if per_column else np.int8(0), "c": bias}
+    inputs = ["a", "as", "az", "b", "bs", "bz", "c"]
+    if quantized_output:
+        inits |= {"ys": np.float32(0.2), "yz": np.uint8(128)}
+        inputs += ["ys", "yz"]
+    node = helper.make_node("QGemm", inputs, ["y"], domain=MS, alpha=alpha)
+    model = _model(node, {"a": a, "b": b}, inits, TensorProto.UINT8 if quantized_output else TensorProto.FLOAT)
+    feeds = {"a": a, "b": b}
+    ours = _ours(model, feeds)
+    scales = np.float64(0.05) * np.asarray(b_scale, np.float64)
+    real = alpha * ((a.astype(np.int64) - 120) @ b.astype(np.int64)) * scales + alpha * scales * bias
+    theirs = _onnxruntime(model, feeds)
+    if quantized_output:
+        expected = np.clip(np.rint(real / 0.2) + 128, 0, 255)
+        assert np.abs(ours.astype(int) - expected).max() <= 1
+        assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= 1
+    else:
+        assert ours.dtype == np.float32
+        np.testing.assert_allclose(ours, real, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_where_and_concat_requantize_each_operand() -> None:
+    condition = RNG.integers(0, 2, (3, 4)).astype(bool)
+    node = helper.make_node("QLinearWhere", ["cond", "a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"cond": condition, "b": B}, {**PARAMS, "a": A[0]})
+    ours = _ours(model, {"cond": condition, "b": B})
+    expected = _quantize(np.where(condition, _real(A[0], 0.02, 3), _real(B, 0.03, -2)), 0.04, 1, np.int8)
+    assert np.array_equal(ours, expected)
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"cond": condition, "b": B}).astype(int)).max() <= 1
+
+    node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"], domain=MS, axis=0)
+    model = _model(node, {"a": A[0], "b": B}, PARAMS)
+    ours = _ours(model, {"a": A[0], "b": B})
+    expected = _quantize(np.concatenate([_real(A[0], 0.02, 3), _real(B, 0.03, -2)]), 0.04, 1, np.int8)
+    assert np.array_equal(ours, expected)
+
+
+def test_a_per_channel_scale_where_the_schema_takes_one_is_refused() -> None:
+    node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"a": A, "b": B}, {**PARAMS, "as": np.full(4, 0.02, np.float32), "az": np.full(4, 3, np.int8)})
+    with pytest.raises(EvaluationError, match="holds 4 scales"):
+        _ours(model, {"a": A, "b": B})
+
+
+def test_a_model_the_lift_leaves_at_a_scale_of_infinity_runs() -> None:
+    """onnxruntime's quantizer writes scale inf for BERT's -inf attention mask: the lift leaves that QLinearAdd and
+    the QLinearMul whose integers it reads as written; ``run`` computed no com.microsoft node and refused the model."""
+    x = RNG.integers(-128, 128, (2, 4)).astype(np.int8)
+    nodes = [helper.make_node("QLinearMul", ["x", "xs", "xz", "w", "ws", "wz", "ms", "mz"], ["m"], domain=MS),
+             helper.make_node("QLinearAdd", ["m", "ms", "mz", "mask", "inf", "z0", "inf", "z0"], ["y"], domain=MS)]
+    inits = {"xs": np.float32(0.1), "xz": np.int8(0), "w": np.full((2, 4), 7, np.int8), "ws": np.float32(0.05),
+             "wz": np.int8(0), "ms": np.float32(0.2), "mz": np.int8(0), "mask": np.zeros((2, 4), np.int8),
+             "inf": np.float32(np.inf), "z0": np.int8(0)}
+    graph = helper.make_graph(nodes, "mask", [helper.make_tensor_value_info("x", TensorProto.INT8, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [2, 4]),
+                               helper.make_tensor_value_info("m", TensorProto.INT8, [2, 4])],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    result = lift_model(model)
+    assert {n.op_type for n in result.model.graph.node} >= {"QLinearMul", "QLinearAdd"}  # left as written
+    m = np.asarray(ReferenceEvaluator(result.model).run(["m"], {"x": x})[0])
+    assert np.array_equal(m, _quantize(_real(x, 0.1, 0) * np.float32(0.35), 0.2, 0, np.int8))
+    assert np.abs(m.astype(int) - _onnxruntime(model, {"x": x}, output=1).astype(int)).max() <= 1
