@@ -20,6 +20,7 @@ storage range, which QDQ cannot say, are then set on the lifted types.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -144,10 +145,11 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
             for name, where in skipped.items()]
     if stats_only:
         return CalibrationResult(annotate(source, stats), stats, samples, engine=used, quantize=False, notes=left)
-    types = choose_types(source, accs, settings)
+    coarser: list[str] = []  # weights whose scales their biases raised
+    types = choose_types(source, accs, settings, coarser)
     raised = _opset_for(source, types)
     result = quantized_model(source, types, stats, samples)
-    result.engine, result.notes = used, overridden(settings, activation, weight) + raised + left
+    result.engine, result.notes = used, overridden(settings, activation, weight) + raised + coarser + left
     return result
 
 
@@ -344,8 +346,10 @@ def weight_per_channel(s: Settings) -> bool:
 # --- parameter choice -----------------------------------------------------------------------------------
 
 
-def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Settings) -> tuple[dict, dict]:
-    """(activation name -> QType, initializer name -> QType)."""
+def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Settings,
+                 notes: list[str] | None = None) -> tuple[dict, dict]:
+    """(activation name -> QType, initializer name -> QType); ``notes`` gets a line per weight whose scale its
+    bias raised (``bias_fits``)."""
     act_storage, w_storage = activation_storage(s), weight_storage(s)
     acts = [n for n, vi in float_activations(model).items()  # float32 only: the QDQ scales are float32
             if vi.type.tensor_type.elem_type == TensorProto.FLOAT and n in accs and accs[n].count]
@@ -363,7 +367,7 @@ def choose_types(model: ModelProto, accs: dict[str, TensorAccumulator], s: Setti
         merged.update({m: (lo, hi) for m in members})
     act_types = {n: parameters(*merged.get(n, ranges[n]), act_storage) for n in acts}
     _fixed_outputs(model, act_types, act_storage, s.profile)
-    init_types = _initializer_types(model, accs, act_types, w_storage, act_storage, weight_per_channel(s))
+    init_types = _initializer_types(model, accs, act_types, w_storage, act_storage, weight_per_channel(s), notes)
     return act_types, init_types
 
 
@@ -433,7 +437,8 @@ def _fixed_outputs(model: ModelProto, types: dict[str, QType], storage: Storage,
 
 
 def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], acts: dict[str, QType],
-                       storage: Storage, constant: Storage, per_channel: bool) -> dict[str, QType]:
+                       storage: Storage, constant: Storage, per_channel: bool,
+                       notes: list[str] | None = None) -> dict[str, QType]:
     """Weights (input 1 of Conv / ConvTranspose / Gemm / MatMul) in ``storage``; other constants read by
     arithmetic operators (an Add's bias, a Mul's factor) are activations to the checker and to onnxruntime,
     and take the activation ``constant`` storage over their min / max; biases in int32."""
@@ -459,7 +464,10 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
     typed = {bias: (x, w) for bias, (x, w) in biases.items()  # (a bias holding NaN or inf has no statistics)
              if x in acts and w in types and bias in accs and _one_per_channel(inits[bias], types[w])}
     for bias, (x, w) in typed.items():  # every bias a weight serves first (tied weights serve several) ...
-        types[w] = bias_fits(types[w], acts[x], numpy_helper.to_array(inits[bias]))
+        chosen = types[w]
+        types[w] = bias_fits(chosen, acts[x], numpy_helper.to_array(inits[bias]))
+        if notes is not None and types[w] is not chosen:
+            notes.append(_coarser(w, bias, chosen, types[w]))
     for bias, (x, w) in typed.items():  # ... then each bias at its weight's final scale (QT405)
         types[bias] = bias_type(acts[x], types[w], storage)
     return types
@@ -494,6 +502,15 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
         return w
     raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)
     return w.replace(scale=raised.tolist() if w.axis is not None else float(raised[0]))
+
+
+def _coarser(weight: str, bias: str, chosen: QType, raised: QType) -> str:
+    """The note on a weight ``bias_fits`` raised: how many scales, by how much at most."""
+    pairs = [(a, b) for a, b in zip(chosen.scale, raised.scale) if b != a]
+    factor = max(b / a if a else math.inf for a, b in pairs)
+    where = f"{len(pairs)} of {len(chosen.scale)} channel(s)" if chosen.axis is not None else "its scale"
+    return (f"weight {weight!r}: {where} raised (up to {factor:.3g}x) so that bias {bias!r} fits int32 at a normal "
+            "scale (input scale x weight scale; QT102, QT407): those weights quantize coarser")
 
 
 def _biases(model: ModelProto, inits: dict) -> dict[str, tuple[str, str]]:

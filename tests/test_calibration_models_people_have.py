@@ -295,6 +295,8 @@ def test_a_channel_of_tiny_weights_keeps_its_bias(schema, bias):
     got = run_onnxruntime(lower(result.model), feed, optimize=False)["y"]
     y = get_qtype(result.model, "y") or next(t for n, t in quantized_tensors(result.model).items() if n.startswith("y"))
     assert np.abs(got - want).max() <= 2 * y.scale[0], np.abs(got - want).max(axis=(0, 2, 3))
+    raised = [n for n in result.notes if n.startswith("weight 'w'")]  # channel 1 coarser, and said so
+    assert len(raised) == bias and (not bias or "1 of 3 channel(s) raised" in raised[0]), result.notes
 
 
 def test_a_domain_imported_but_unused_still_runs_on_onnxruntime():
