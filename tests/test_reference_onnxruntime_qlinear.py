@@ -180,3 +180,13 @@ def test_a_model_the_lift_leaves_at_a_scale_of_infinity_runs() -> None:
     m = np.asarray(ReferenceEvaluator(result.model).run(["m"], {"x": x})[0])
     assert np.array_equal(m, _quantize(_real(x, 0.1, 0) * np.float32(0.35), 0.2, 0, np.int8))
     assert np.abs(m.astype(int) - _onnxruntime(model, {"x": x}, output=1).astype(int)).max() <= 1
+
+
+def test_a_node_its_float_operator_refuses_is_named() -> None:
+    """The node is computed as a small graph of its own: an error there names the node of the model, not the
+    graph's unnamed Concat."""
+    node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"], name="cat",
+                            domain=MS, axis=5)
+    model = _model(node, {"a": A[0], "b": B}, PARAMS)
+    with pytest.raises(EvaluationError, match=r"'cat'.*DequantizeLinear, Concat, QuantizeLinear"):
+        _ours(model, {"a": A[0], "b": B})

@@ -20,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
 from onnx.reference.op_run import OpRun
 
+from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
 
 MS_DOMAIN = "com.microsoft"
@@ -41,13 +42,19 @@ class QLinearContrib(OpRun):
         if key not in cache:
             cache[key] = self._evaluator(given)
         evaluator, names = cache[key]
-        return tuple(evaluator.run(None, {n: v for n, v in zip(names, given) if n}))
+        try:
+            return tuple(evaluator.run(None, {n: v for n, v in zip(names, given) if n}))
+        except QTypesError as exc:  # (a node of the small graph, unnamed there: this node is named by the caller)
+            raise Refused(f"computed as DequantizeLinear, {self.spec.float_op}, QuantizeLinear: {exc}") from None
 
     def _evaluator(self, given: list[np.ndarray | None]) -> tuple[Any, list[str]]:
         from onnx_qtypes.reference_ops.evaluator import ReferenceEvaluator  # noqa: PLC0415 (it imports this package)
 
         model, names = _graph(self.onnx_node, self.spec, given, self.default_opset())
-        return ReferenceEvaluator(model), names
+        try:
+            return ReferenceEvaluator(model), names
+        except QTypesError as exc:
+            raise Refused(f"computed as DequantizeLinear, {self.spec.float_op}, QuantizeLinear: {exc}") from None
 
     def default_opset(self) -> int:
         opsets = self.run_params["opsets"]
