@@ -49,3 +49,19 @@ def test_softmax_output_of_quantize_static_breaks_tflite_fixed_parameters():
     assert scale != (1 / 256,)
     found = [d for d in iter_diagnostics(model, "tflite-int8") if d.rule == "QT507"]
     assert [d.location.node for d in found] == [softmax.name]
+
+
+@pytest.mark.parametrize(("method", "said"), [(None, "widen the parameters unless clipping is intended"),
+                                              ("minmax", "widen the parameters unless clipping is intended"),
+                                              ("entropy", "calibration method 'entropy', which clips outliers"),
+                                              ("percentile", "calibration method 'percentile', which clips outliers")])
+def test_a_clipped_range_names_the_calibration_method_that_chose_it(method, said):
+    """QT208 on calibrate's own output with entropy or percentile told the engineer to widen the parameters, when
+    the method clipped on purpose: the statistics record the method, and the warning says it."""
+    from checker_models import int8, one_tensor
+
+    from onnx_qtypes.proto import Statistics, TensorStatistics
+
+    statistics = TensorStatistics(tensor=Statistics(min=-2.4, max=2.5), method=method)
+    found = [d for d in iter_diagnostics(one_tensor(int8(0.01, 0), statistics=statistics)) if d.rule == "QT208"]
+    assert len(found) == 1 and said in found[0].message, [d.message for d in found]

@@ -17,8 +17,9 @@ calibrator gives such a tensor the Relu output's range on purpose).
 ## Why
 Parameters are normally chosen to cover the calibrated range; a range that
 does not cover it saturates real data. Sometimes that is deliberate
-(percentile or entropy calibration clips outliers), hence a warning, with the
-clipped fraction so the engineer can judge.
+(percentile, entropy or mse calibration clips outliers), hence a warning, with the
+clipped fraction so the engineer can judge, and with the method when the
+statistics record one other than minmax.
 
 ## Invalid example
 `int8:float32<scale 0.01, zero_point 0>` (range about [-1.28, 1.27]) with
@@ -89,7 +90,8 @@ def clipped_fraction(edges: Sequence[float], counts: Sequence[float], lo: float,
     return float((counts * np.minimum(below + above, 1.0)).sum() / counts.sum())
 
 
-def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, zero_point: int, qt: QType) -> str:
+def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, zero_point: int, qt: QType,
+             method: str | None = None) -> str:
     text = (
         f"{label} [min, max] = [{fmt(stats.min)}, {fmt(stats.max)}] exceed the representable range "
         f"[{fmt(lo + scale / 2)}, {fmt(hi - scale / 2)}] (scale {fmt(scale)}, zero point {zero_point}, "
@@ -99,6 +101,8 @@ def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, 
     if fraction is not None:
         total = sum(stats.histogram_counts)
         text += f"; the histogram puts about {fraction:.2%} of {total} observed values outside it"
+    if method not in (None, "minmax"):  # a method that chooses a range inside [min, max] (calibration.md#ranges)
+        return text + f"; the statistics record calibration method {method!r}, which clips outliers on purpose"
     return text + "; widen the parameters unless clipping is intended"
 
 
@@ -123,5 +127,5 @@ def check(ctx: Context) -> Iterator[Finding]:
             if relu_only and lo <= 0:  # below the range saturates to a real <= 0, which the Relu makes 0 anyway
                 lo = min(lo, entry.min)
             if entry.min < lo or entry.max > hi:
-                message = _message(label, entry, lo, hi, qt.scale[i], qt.zero_point[i], qt)
+                message = _message(label, entry, lo, hi, qt.scale[i], qt.zero_point[i], qt, stats.method)
                 yield Finding(decl_location(decl, *path), message)
