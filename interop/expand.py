@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from onnx import NodeProto, TensorProto
+from onnx import NodeProto, TensorProto, helper
 
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, GraphIndex, Names, node_with_attributes
@@ -103,6 +103,8 @@ class _Expander:
         name = node.name[: -len(QUANT_NODE_SUFFIX)] if node.name.endswith(QUANT_NODE_SUFFIX) else node.name
         name = self.node_names.fresh(name) if name else ""
         lifted = node_with_attributes(spec.float_op, inputs, [float_out], node, name=name, drop=tuple(spec.drop))
+        given = {a.name for a in node.attribute}
+        lifted.attribute.extend(helper.make_attribute(k, v) for k, v in spec.defaults if k not in given)
         if node.domain == MS_DOMAIN:  # lower's qoperator form writes it back: the original's kernel
             metadata.mark_contrib(lifted, node.op_type)
         self.out.nodes.append(lifted)

@@ -62,6 +62,9 @@ class Spec:
     # of the float operator's others only ``implied`` ones, which ``refuse`` holds to the value the op implies
     takes: frozenset[str] = frozenset()
     implied: frozenset[str] = frozenset()
+    # (attribute, value) the op takes when the node omits it, where its float operator's default differs: the float
+    # operator is written with it (QLinearSoftmax's axis is -1 at every version, Softmax-1 to -11's is 1)
+    defaults: tuple[tuple[str, object], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,13 +129,14 @@ def _channels_last(attrs: dict[str, object], context: Context) -> str | None:
 
 
 def _softmax(attrs: dict[str, object], context: Context) -> str | None:
-    """QLinearSoftmax computes Softmax of its ``opset`` attribute's version: before 13 it flattens at ``axis``
-    (default 1), from 13 on it normalizes along ``axis`` (default -1). The lifted Softmax has the model's version.
-    The two agree when both are before 13 or both from 13 on, and whenever ``axis`` is the last axis."""
+    """QLinearSoftmax computes Softmax of its ``opset`` attribute's version: before 13 it flattens at ``axis``,
+    from 13 on it normalizes along ``axis``; its ``axis`` defaults to -1 at every version (onnxruntime's schema and
+    kernel; ``defaults`` writes it on the lifted Softmax). The lifted Softmax has the model's version. The two agree
+    when both are before 13 or both from 13 on, and whenever ``axis`` is the last axis."""
     opset = attrs.get("opset", 1)
     if not isinstance(opset, int):
         return f"attribute opset is {opset!r}, not an integer"
-    axis = attrs.get("axis", -1 if opset >= 13 else 1)
+    axis = attrs.get("axis", -1)
     rank = context.rank
     if isinstance(axis, int) and rank is not None and -rank <= axis < rank and axis % rank == rank - 1:
         return None
@@ -163,7 +167,8 @@ MICROSOFT: dict[str, Spec] = {
     "QLinearMul": _binary("Mul"),
     "QLinearSigmoid": _unary("Sigmoid"),
     "QLinearLeakyRelu": _unary("LeakyRelu", takes=frozenset({"alpha"})),
-    "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax, takes=frozenset({"axis", "opset"})),
+    "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax, takes=frozenset({"axis", "opset"}),
+                             defaults=(("axis", -1),)),
     "QLinearAveragePool": _unary("AveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last, takes=_POOL),
     "QLinearGlobalAveragePool": _unary("GlobalAveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last,
                                        takes=frozenset({"channels_last"})),

@@ -86,10 +86,11 @@ def test_a_shared_bias_is_copied_per_scale_and_each_conv_reads_its_own(setting, 
     assert np.array_equal(integers[convs[0].input[2]], integers[convs[1].input[2]])  # the same integers
 
 
-def _qlinear_softmax(model_opset: int, attribute_opset: int, axis: int) -> onnx.ModelProto:
+def _qlinear_softmax(model_opset: int, attribute_opset: int, axis: int | None) -> onnx.ModelProto:
+    given = {} if axis is None else {"axis": axis}  # None: omitted, -1 at every opset (onnxruntime's schema)
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
              helper.make_node("QLinearSoftmax", ["xq", "s", "z", "ys", "yz"], ["yq"], name="softmax_quant",
-                              domain="com.microsoft", opset=attribute_opset, axis=axis),
+                              domain="com.microsoft", opset=attribute_opset, **given),
              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq")]
     inits = [numpy_helper.from_array(np.asarray(v, d), n) for n, v, d in
              (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ys", 1 / 256, np.float32), ("yz", 0, np.uint8))]
@@ -105,20 +106,25 @@ def _qlinear_softmax(model_opset: int, attribute_opset: int, axis: int) -> onnx.
     (13, 11, 2, True),  # the last axis: both versions agree
     (11, 13, -1, True),
     (11, 13, 1, False),
+    # axis omitted: onnxruntime takes -1 at every opset; Softmax-11's default is 1, so the lifted Softmax says -1
+    # (it was lifted without an axis, and both run and lower + onnxruntime were up to 231 steps off, silently)
+    (11, 11, None, True),
+    (13, 11, None, True),
+    (11, 13, None, True),
 ])
 def test_qlinear_softmax_lifts_when_its_opset_means_what_the_model_s_softmax_means(model_opset, attribute_opset, axis,
                                                                                      lifts):
-    result = lift_model(_qlinear_softmax(model_opset, attribute_opset, axis))
+    model = _qlinear_softmax(model_opset, attribute_opset, axis)
+    result = lift_model(model)
     assert ("Softmax" in [n.op_type for n in result.model.graph.node]) == lifts
     if not lifts:
         assert result.warnings[0].startswith("com.microsoft.QLinearSoftmax 'softmax_quant' (/graph/node/1): it "
                                              f"computes Softmax-{attribute_opset} at axis {axis}")
-    else:
-        feeds = {"x": np.random.default_rng(3).normal(0, 2, (2, 3, 4)).astype(np.float32)}
-        (ours,) = ReferenceEvaluator(result.model).run(None, feeds)
-        model = _qlinear_softmax(model_opset, attribute_opset, axis)
-        theirs = run_onnxruntime(model, feeds, optimize=False)["y"]
-        assert np.abs(np.asarray(ours) - theirs).max() <= 1 / 256 * 1.0001
+    feeds = {"x": np.random.default_rng(3).normal(0, 2, (2, 3, 4)).astype(np.float32)}
+    (ours,) = ReferenceEvaluator(result.model).run(None, feeds)  # a node left as written runs as its schema says
+    theirs = run_onnxruntime(model, feeds, optimize=False)["y"]
+    assert np.abs(np.asarray(ours) - theirs).max() <= 1 / 256 * 1.0001
+    assert np.array_equal(run_onnxruntime(lower(result.model), feeds, optimize=False)["y"], theirs)
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("pad-qop")])

@@ -109,7 +109,7 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
                   helper.make_node("Cast", [names[spec.bias.data]], ["bias_wide"], to=TensorProto.FLOAT),
                   helper.make_node("Mul", ["bias_wide", "bias_scale"], ["bias_real"])]
         float_inputs.append("bias_real")
-    kept = {k: v for k, v in attrs.items() if k not in spec.drop}
+    kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
     op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, _QDQ_OPSET)
     result = "y"
     if attrs.get("channels_last", 0):  # NHWC in and out: the float operator pools NCHW
