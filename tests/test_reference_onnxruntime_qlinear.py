@@ -190,3 +190,15 @@ def test_a_node_its_float_operator_refuses_is_named() -> None:
     model = _model(node, {"a": A[0], "b": B}, PARAMS)
     with pytest.raises(EvaluationError, match=r"'cat'.*DequantizeLinear, Concat, QuantizeLinear"):
         _ours(model, {"a": A[0], "b": B})
+
+
+def test_one_node_runs_on_inputs_of_other_shapes() -> None:
+    """A node's small graph is built once per element types and ranks: a second call with other sizes (a dynamic
+    batch, a Loop body) is computed, not refused for the sizes of the first."""
+    node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"a": A, "b": B}, PARAMS)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"  # the model's own input: any batch
+    evaluator = ReferenceEvaluator(model)
+    for a in (A, A[:1], np.concatenate([A, A])):
+        got = np.asarray(evaluator.run(None, {"a": a, "b": B})[0])
+        assert np.array_equal(got, _quantize(_real(a, 0.02, 3) + _real(B, 0.03, -2), 0.04, 1, np.int8))

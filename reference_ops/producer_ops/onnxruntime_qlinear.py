@@ -70,10 +70,10 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
     def present(i: int | None) -> bool:
         return i is not None and i < len(given) and given[i] is not None
 
-    nodes, inits = [], []
-    float_inputs = [names[i] for i in spec.plain]
     if any(not present(i) for i in spec.plain):
         raise Refused(f"{node.op_type}: input {spec.plain} is required")
+    nodes, inits = [], []
+    float_inputs = [names[i] for i in spec.plain]
     triples = operands(spec, node)
     if spec.variadic and (len(given) - 2) % 3:
         raise Refused(f"{node.op_type}: inputs after the output's scale and zero point are not (tensor, scale, zero "
@@ -114,7 +114,8 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
     result = "y"
     if attrs.get("channels_last", 0):  # NHWC in and out: the float operator pools NCHW
         rank = given[triples[0].data].ndim
-        nodes.append(helper.make_node("Transpose", [float_inputs[0]], ["nchw"], perm=[0, rank - 1, *range(1, rank - 1)]))
+        to_nchw = [0, rank - 1, *range(1, rank - 1)]
+        nodes.append(helper.make_node("Transpose", [float_inputs[0]], ["nchw"], perm=to_nchw))
         float_inputs[0] = "nchw"
         nodes.append(helper.make_node(spec.float_op, float_inputs, ["pooled"], **kept))
         nodes.append(helper.make_node("Transpose", ["pooled"], [result], perm=[0, *range(2, rank), 1]))
@@ -129,8 +130,9 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
         result = "out"
     elif not spec.output_optional:
         raise Refused(f"{node.op_type}: the output's scale (input {out_scale}) is required")
-    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-              for n, v in zip(names, given) if n]
+    # (each dimension a name of its own: the graph serves every call whose inputs have these types and ranks)
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                            [f"{n}_{k}" for k in range(v.ndim)]) for n, v in zip(names, given) if n]
     output = helper.make_tensor_value_info(result, TensorProto.UNDEFINED, None)
     graph = helper.make_graph(nodes, node.op_type, inputs, [output], inits)
     version = max(op_opset, _PER_AXIS_OPSET) if per_axis else op_opset
