@@ -497,6 +497,24 @@ def test_a_kept_quantize_linear_saturates_infinite_and_huge_quotients_as_onnxrun
     assert mine.dtype == theirs.dtype and mine.tolist() == theirs.tolist()
 
 
+@pytest.mark.parametrize("block_size", [0, 2])
+def test_a_kept_per_axis_or_blocked_quantize_linear_saturates_each_element_at_its_own_scale(block_size):
+    """The saturation above reads each element's own scale and zero point: per channel (axis 0) and in blocks of 2
+    along axis 1, each channel or block at another scale, onnxruntime's unoptimized path gives the same bytes."""
+    x = np.array([[1.0, np.inf, 3e9, -np.inf], [np.nan, -3e9, 2.0, 1e30]], np.float32)
+    scale = np.array([0.5, 1e-30], np.float32) if not block_size else np.array([[0.5, 1e-30], [2.0, 0.25]], np.float32)
+    zero_point = np.array([-3, 4], np.int8) if not block_size else np.array([[-3, 4], [5, -6]], np.int8)
+    attrs = {"axis": 0} if not block_size else {"axis": 1, "block_size": block_size}
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="kept_q", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [2, 4])],
+                              [helper.make_tensor_value_info("q", TensorProto.INT8, [2, 4])],
+                              [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero_point, "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    (mine,), (theirs,) = ours(model, {"x": x}), unoptimized(model, {"x": x})
+    assert mine.dtype == theirs.dtype and mine.tolist() == theirs.tolist()
+    assert mine[0, 1] == 127 and mine[0, 3] == -128  # +inf and -inf at their ends, whatever the zero point
+
+
 @pytest.mark.parametrize("zero_point", [np.uint8(0), np.int8(0), ml_dtypes.float8_e4m3fn(0)])
 def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_point):
     """ONNX: saturate(round(x / 0) + zp), the range's end for x != 0 (onnxruntime gives 255 for uint8); onnx.reference
