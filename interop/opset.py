@@ -13,6 +13,9 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, version_conv
 from onnx_qtypes.interop.graph import default_opset
 
 
+WHY = "per-axis QuantizeLinear needs 13; 4-bit, 16-bit and blocked ones need 21"  # what qdq_opset says, in words
+
+
 def qdq_opset(bits: int, per_axis: bool, blocked: bool = False) -> int:
     """The first default-domain opset whose QuantizeLinear / DequantizeLinear hold such a type (32 bits: an int32
     bias, which DequantizeLinear has read since opset 10)."""
@@ -53,9 +56,8 @@ def raise_opset(model: ModelProto, needed: int) -> str | None:
     try:
         converted = convert(model, needed)
     except Exception as exc:  # noqa: BLE001 - any failure of the converter
-        raise ValueError(f"needs opset {needed} (per-axis QuantizeLinear: 13, 16-bit: 21), the model imports {have} "
+        raise ValueError(f"needs opset {needed} ({WHY}), the model imports {have} "
                          f"and onnx.version_converter could not raise it "
                          f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     model.CopyFrom(converted)
-    return (f"default-domain opset raised from {have} to {needed} by onnx.version_converter "
-            "(per-axis QuantizeLinear needs 13, 16-bit needs 21)")
+    return f"default-domain opset raised from {have} to {needed} by onnx.version_converter ({WHY})"

@@ -262,7 +262,8 @@ def test_the_opset_is_raised_to_the_first_that_holds_the_chosen_types(opset, opt
     assert next(o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")) == becomes
     raised = [n for n in result.notes if "opset raised" in n]
     assert raised == ([f"default-domain opset raised from {opset} to {becomes} by onnx.version_converter "
-                       "(per-axis QuantizeLinear needs 13, 16-bit needs 21)"] if becomes != opset else [])
+                       "(per-axis QuantizeLinear needs 13; 4-bit, 16-bit and blocked ones need 21)"]
+                      if becomes != opset else [])
     check_model(result.model)  # raises on any error: QT412 (a type the opset's Q / DQ cannot hold), QT305
     _runs_like_the_float_model(model, result.model, samples)
 
