@@ -501,13 +501,15 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
     if not np.any(scales < needed):
         return w
     raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)
+    if np.array_equal(raised, scales):  # within float32's rounding of what it was: nothing to raise
+        return w
     return w.replace(scale=raised.tolist() if w.axis is not None else float(raised[0]))
 
 
 def _coarser(weight: str, bias: str, chosen: QType, raised: QType) -> str:
     """The note on a weight ``bias_fits`` raised: how many scales, by how much at most."""
     pairs = [(a, b) for a, b in zip(chosen.scale, raised.scale) if b != a]
-    factor = max(b / a if a else math.inf for a, b in pairs)
+    factor = max((b / a if a else math.inf for a, b in pairs), default=1.0)
     where = f"{len(pairs)} of {len(chosen.scale)} channel(s)" if chosen.axis is not None else "its scale"
     return (f"weight {weight!r}: {where} raised (up to {factor:.3g}x) so that bias {bias!r} fits int32 at a normal "
             "scale (input scale x weight scale; QT102, QT407): those weights quantize coarser")

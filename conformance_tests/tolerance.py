@@ -38,6 +38,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
+from onnx_qtypes.interop.graph import MS_DOMAIN
 from onnx_qtypes.proto import iter_declarations, read_qtype
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW
 from onnx_qtypes.proto.data_movement import moves_data
@@ -482,9 +483,9 @@ def node_bounds(view: ModelView, node: NodeProto, carried: Mapping[str, Bound],
 
     if op in SHAPE_ONLY:
         return {n: NodeBound(0, Fraction(0), 0, EXACT["plain"].format(op=op, spec=TABLE)) for n in names}
-    if node.domain == "com.microsoft" and op.startswith(("QLinear", "QGemm")):  # a QOperator node a lift kept
-        return none(f"{node.domain}.{op} node {node.name!r}: kept as written on untyped integers (a scale no type "
-                    "holds), it quantizes again, which the table bounds on typed tensors only: no bound")
+    if node.domain == MS_DOMAIN and op.startswith(("QLinear", "QGemm")):  # a QOperator node a lift kept
+        return none(f"{node.domain}.{op} node {node.name!r}: kept as written on untyped integers (the lift types "
+                    "none of its tensors), it quantizes again, which the table bounds on typed tensors only: no bound")
     unknown = [n for n, b in bounds.items() if b.real is None]
     if unknown:
         return none(f"input {unknown[0]!r} has no known bound, so none follows ({CHAINS})")

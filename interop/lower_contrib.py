@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 
-from onnx import NodeProto, helper
+from onnx import AttributeProto, NodeProto, defs, helper
 from onnx_qtypes.interop.graph import MS_DOMAIN, STANDARD_DOMAINS, attributes, node_with_attributes
 from onnx_qtypes.interop.qoperator import MICROSOFT, bias_problem, gemm_b_axis, triples
 from onnx_qtypes.proto.qtype import QType
@@ -86,6 +86,15 @@ def _qgemm_reason(node: NodeProto, types: dict[str, QType]) -> str | None:
     return None if out is None else _output_problem("QGemm", out)
 
 
+def _float_default(op_type: str, attribute: str, opset: int) -> AttributeProto:
+    """``attribute`` of ``op_type`` (default domain) at ``opset`` as its schema defaults it (Softmax-11's axis: 1)."""
+    default = defs.get_schema(op_type, opset).attributes[attribute].default_value
+    made = AttributeProto()
+    made.CopyFrom(default)
+    made.name = attribute
+    return made
+
+
 def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: Callable[[str], str],
                  parameters: Callable[[str], tuple[str, str]], name: str, opset: int) -> NodeProto:
     """``node`` as com.microsoft ``op_type`` on the stored values: ``integer`` names a tensor of ``types`` by its
@@ -115,5 +124,9 @@ def contrib_node(node: NodeProto, op_type: str, types: Container[str], integer: 
     made.domain = MS_DOMAIN
     if renewed:
         made.attribute.append(helper.make_attribute("opset", opset))
+    given = {a.name for a in made.attribute}
+    for attribute, _ in spec.defaults:  # the op's own default differs from the float operator's: the latter, said
+        if attribute not in given:
+            made.attribute.append(_float_default(spec.float_op, attribute, opset))
     made.attribute.sort(key=lambda a: a.name)  # (in name order, as helper.make_node writes them)
     return made

@@ -128,6 +128,9 @@ def _channels_last(attrs: dict[str, object], context: Context) -> str | None:
     return "channels_last=1 has no standard float operator" if attrs.get("channels_last", 0) else None
 
 
+SOFTMAX_AXIS = -1  # QLinearSoftmax's axis when the node omits it, at every opset (onnxruntime's schema and kernel)
+
+
 def _softmax(attrs: dict[str, object], context: Context) -> str | None:
     """QLinearSoftmax computes Softmax of its ``opset`` attribute's version: before 13 it flattens at ``axis``,
     from 13 on it normalizes along ``axis``; its ``axis`` defaults to -1 at every version (onnxruntime's schema and
@@ -136,7 +139,7 @@ def _softmax(attrs: dict[str, object], context: Context) -> str | None:
     opset = attrs.get("opset", 1)
     if not isinstance(opset, int):
         return f"attribute opset is {opset!r}, not an integer"
-    axis = attrs.get("axis", -1)
+    axis = attrs.get("axis", SOFTMAX_AXIS)
     rank = context.rank
     if isinstance(axis, int) and rank is not None and -rank <= axis < rank and axis % rank == rank - 1:
         return None
@@ -168,7 +171,7 @@ MICROSOFT: dict[str, Spec] = {
     "QLinearSigmoid": _unary("Sigmoid"),
     "QLinearLeakyRelu": _unary("LeakyRelu", takes=frozenset({"alpha"})),
     "QLinearSoftmax": _unary("Softmax", drop=frozenset({"opset"}), refuse=_softmax, takes=frozenset({"axis", "opset"}),
-                             defaults=(("axis", -1),)),
+                             defaults=(("axis", SOFTMAX_AXIS),)),
     "QLinearAveragePool": _unary("AveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last, takes=_POOL),
     "QLinearGlobalAveragePool": _unary("GlobalAveragePool", drop=frozenset({"channels_last"}), refuse=_channels_last,
                                        takes=frozenset({"channels_last"})),

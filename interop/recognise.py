@@ -167,6 +167,9 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
         op.ports[("in", spec.bias.data)] = bias
         op.evidence.append(Evidence(bias, _bias_type(ix, i, bias, spec, read), i, "reads", node.op_type))
     out_scale = _input(node, spec.output[0]) if spec.output else None
+    if out_scale is not None and spec.output_optional and not _input(node, spec.output[1]):
+        raise Unrecognized(f"{ix.label(i)}: an output scale without a zero point: onnxruntime writes float values "
+                           "divided by that scale, which no quantized type holds")
     if out_scale is not None:
         out = node.output[0]
         zp = _input(node, spec.output[1])

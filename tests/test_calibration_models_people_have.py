@@ -369,3 +369,15 @@ def test_a_gemm_bias_broadcast_over_per_channel_weights_stays_float():
     check_model(result.model)
     assert not [t for t in quantized_tensors(result.model).values() if t.storage == "int32"]
     _runs_like_the_float_model(model, result.model, samples)
+
+
+def test_a_weight_scale_its_bias_would_raise_by_less_than_float32_rounds_is_kept_and_not_noted():
+    """bias_fits asked for a scale a quarter of an ulp above the weight's: float32 rounds it back, and the weight
+    came back as a new, equal type, which the note counted as raised (0 scales: max() of nothing, a ValueError)."""
+    from onnx_qtypes.calibration.calibrate import bias_fits
+    from onnx_qtypes.proto.qtype import QType
+
+    scale = float(np.float32(0.01))
+    reach = (scale + 0.25 * float(np.spacing(np.float32(scale)))) / (1 + 2.0**-20) * 0.5 * 2**30
+    weight = QType("int8", [scale], [0])
+    assert bias_fits(weight, QType("uint8", [0.5], [0]), np.array([reach])) is weight

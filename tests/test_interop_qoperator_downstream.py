@@ -175,3 +175,18 @@ def test_a_pad_constant_is_copied_when_and_only_when_something_else_reads_it():
     inside = _pad_graph([cond], ("p", "w"))
     inside.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
     assert copied(inside)
+
+
+def test_a_lifted_softmax_without_axis_is_written_back_with_the_axis_it_means():
+    """A typed Softmax-11 from a QLinearSoftmax, with no axis (as lift wrote it before it stated -1, or by hand),
+    normalizes over the flattened axes from 1. QLinearSoftmax omitting axis means -1 at every opset: lower wrote
+    it back without one, 221 steps off the typed model's own result. It now states Softmax-11's default, axis 1."""
+    result = lift_model(_qlinear_softmax(11, 11, 1))
+    softmax = next(n for n in result.model.graph.node if n.op_type == "Softmax")
+    del softmax.attribute[:]
+    feeds = {"x": np.random.default_rng(3).normal(0, 2, (2, 3, 4)).astype(np.float32)}
+    (typed,) = ReferenceEvaluator(result.model).run(None, feeds)
+    lowered = lower(result.model)
+    written = next(n for n in lowered.graph.node if n.op_type == "QLinearSoftmax")
+    assert {a.name: helper.get_attribute_value(a) for a in written.attribute}.get("axis") == 1
+    assert np.abs(run_onnxruntime(lowered, feeds, optimize=False)["y"] - np.asarray(typed)).max() <= 1 / 256 * 1.0001

@@ -72,15 +72,18 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
-@pytest.mark.parametrize("opset", [11, 13])
-def test_softmax_follows_its_opset_attribute(opset: int) -> None:
+@pytest.mark.parametrize(("opset", "axis"), [(11, 1), (13, 1), (11, None), (12, None), (13, None)])
+def test_softmax_follows_its_opset_attribute(opset: int, axis: int | None) -> None:
     """Softmax-11 flattens from ``axis`` (1 here) on, Softmax-13 normalizes along it: different results for a 3-d
-    input, each the one its ``opset`` attribute names, whatever the model's opset."""
-    node = helper.make_node("QLinearSoftmax", ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, axis=1, opset=opset)
+    input, each the one its ``opset`` attribute names, whatever the model's opset. Without an axis it is the last
+    one at every opset (onnxruntime's default), where Softmax-11's own default, 1, would flatten."""
+    given = {} if axis is None else {"axis": axis}
+    node = helper.make_node("QLinearSoftmax", ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, opset=opset, **given)
     model = _model(node, {"a": A}, {**PARAMS, "ys": np.float32(1 / 256), "yz": np.int8(-128)})
     ours = _ours(model, {"a": A})
     real = _real(A, 0.02, 3)
-    probabilities = (_softmax(real.reshape(2, -1), 1).reshape(real.shape) if opset < 13 else _softmax(real, 1))
+    probabilities = (_softmax(real, -1) if axis is None else _softmax(real.reshape(2, -1), 1).reshape(real.shape)
+                     if opset < 13 else _softmax(real, 1))
     expected = _quantize(probabilities, 1 / 256, -128, np.int8)
     assert np.abs(ours.astype(int) - expected.astype(int)).max() <= 1  # exp in float32 against float64 here
     assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": A}).astype(int)).max() <= 1
@@ -90,7 +93,9 @@ def test_softmax_follows_its_opset_attribute(opset: int) -> None:
 def test_pools_read_channels_last(channels_last: int) -> None:
     x = RNG.integers(0, 256, (1, 4, 5, 3) if channels_last else (1, 3, 4, 5)).astype(np.uint8)
     params = {"as": np.float32(0.05), "az": np.uint8(128), "ys": np.float32(0.03), "yz": np.uint8(100)}
-    for op, attrs in (("QLinearGlobalAveragePool", {}), ("QLinearAveragePool", {"kernel_shape": [2, 2]})):
+    for op, attrs in (("QLinearGlobalAveragePool", {}), ("QLinearAveragePool", {"kernel_shape": [2, 2]}),
+                      ("QLinearAveragePool", {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+                      ("QLinearAveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1})):
         node = helper.make_node(op, ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, channels_last=channels_last,
                                 **attrs)
         model = _model(node, {"a": x}, params, TensorProto.UINT8)
@@ -98,6 +103,13 @@ def test_pools_read_channels_last(channels_last: int) -> None:
         nchw = _real(x, 0.05, 128).transpose(0, 3, 1, 2) if channels_last else _real(x, 0.05, 128)
         if op == "QLinearGlobalAveragePool":
             pooled = nchw.mean(axis=(2, 3), keepdims=True)
+        elif "pads" in attrs:  # zeros around, counted
+            padded = np.pad(nchw, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            pooled = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3)).mean(axis=(-2, -1))
+        elif "ceil_mode" in attrs:  # the last window of an odd side holds the one element left
+            rows = [nchw[:, :, r:r + 2] for r in range(0, nchw.shape[2], 2)]
+            pooled = np.stack([np.stack([r[:, :, :, c:c + 2].mean(axis=(2, 3)) for c in range(0, nchw.shape[3], 2)],
+                                        axis=-1) for r in rows], axis=-2)
         else:
             pooled = np.lib.stride_tricks.sliding_window_view(nchw, (2, 2), axis=(2, 3)).mean(axis=(-2, -1))
         expected = _quantize(pooled.transpose(0, 2, 3, 1) if channels_last else pooled, 0.03, 100, np.uint8)
@@ -202,3 +214,60 @@ def test_one_node_runs_on_inputs_of_other_shapes() -> None:
     for a in (A, A[:1], np.concatenate([A, A])):
         got = np.asarray(evaluator.run(None, {"a": a, "b": B})[0])
         assert np.array_equal(got, _quantize(_real(a, 0.02, 3) + _real(B, 0.03, -2), 0.04, 1, np.int8))
+
+
+def test_an_output_zero_point_left_out_is_zero_of_the_input_type() -> None:
+    node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys"], ["y"], domain=MS)
+    model = _model(node, {"a": A, "b": B}, {k: v for k, v in PARAMS.items() if k != "yz"})
+    ours = _ours(model, {"a": A, "b": B})
+    assert ours.dtype == np.int8  # not QuantizeLinear's uint8
+    assert np.array_equal(ours, _quantize(_real(A, 0.02, 3) + _real(B, 0.03, -2), 0.04, 0, np.int8))
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": A, "b": B}).astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 1), (1, 0), (1, 1)])
+def test_qgemm_transposes_as_told_with_a_square_weight(trans_a: int, trans_b: int) -> None:
+    """A square B reads the same either way round: only the result tells whether transB was taken."""
+    a = RNG.integers(0, 256, (4, 4)).astype(np.uint8)
+    b = RNG.integers(-127, 128, (4, 4)).astype(np.int8)
+    b_scale = np.array([0.01, 0.02, 0.03, 0.04], np.float32)  # per column of op(B): B's axis 0 when transposed
+    inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": b_scale, "bz": np.zeros(4, np.int8),
+             "ys": np.float32(0.2), "yz": np.uint8(128)}
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "", "ys", "yz"], ["y"], domain=MS,
+                            transA=trans_a, transB=trans_b)
+    model = _model(node, {"a": a, "b": b}, inits, TensorProto.UINT8)
+    ours = _ours(model, {"a": a, "b": b})
+    op_a = (a.astype(np.float64) - 120).T if trans_a else a.astype(np.float64) - 120
+    op_b = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    expected = np.clip(np.rint((op_a @ op_b) * 0.05 * b_scale / 0.2) + 128, 0, 255)
+    assert np.abs(ours.astype(int) - expected).max() <= 1
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": a, "b": b}).astype(int)).max() <= 1
+
+
+def test_qgemm_with_an_output_scale_alone_writes_its_reals_over_that_scale() -> None:
+    """onnxruntime's QGemm with y_scale and no y_zero_point writes float values: the reals divided by y_scale, not
+    rounded. The lift leaves such a node with its reason (no quantized type holds those values); run computes it."""
+    a = np.array([[130, 140], [100, 120]], np.uint8)
+    b = np.array([[1, 2], [3, -4]], np.int8)
+    inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": np.float32(0.02), "bz": np.int8(0),
+             "ys": np.float32(0.3)}
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "", "ys"], ["y"], name="gemm", domain=MS)
+    model = _model(node, {"a": a, "b": b}, inits, TensorProto.FLOAT)
+    ours = _ours(model, {"a": a, "b": b})
+    expected = ((a.astype(np.float64) - 120) @ b) * 0.05 * 0.02 / 0.3
+    assert ours.dtype == np.float32 and np.allclose(ours, expected, rtol=1e-6)
+    assert np.allclose(ours, _onnxruntime(model, {"a": a, "b": b}), rtol=1e-6)
+    result = lift_model(model)
+    assert [n.op_type for n in result.model.graph.node] == ["QGemm"]
+    assert any("an output scale without a zero point" in w for w in result.warnings), result.warnings
+
+
+def test_an_overhanging_window_of_ceil_mode_averages_what_it_holds() -> None:
+    """ceil_mode with count_include_pad: the last window of [10 20 30 40 50] (kernel 2, stride 2) reaches past the
+    input and holds 50 alone; AveragePool (onnxruntime's float kernel too) averages it to 50. onnxruntime 1.32's
+    QLinearAveragePool divides it by the whole kernel (25): a departure of its kernel, not asserted here."""
+    x = np.array([[[10, 20, 30, 40, 50]]], np.uint8)
+    params = {"as": np.float32(1.0), "az": np.uint8(0), "ys": np.float32(1.0), "yz": np.uint8(0)}
+    node = helper.make_node("QLinearAveragePool", ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, kernel_shape=[2],
+                            strides=[2], ceil_mode=1, count_include_pad=1)
+    assert _ours(_model(node, {"a": x}, params, TensorProto.UINT8), {"a": x}).tolist() == [[[15, 35, 50]]]

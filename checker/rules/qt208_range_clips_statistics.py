@@ -19,7 +19,7 @@ Parameters are normally chosen to cover the calibrated range; a range that
 does not cover it saturates real data. Sometimes that is deliberate
 (percentile, entropy or mse calibration clips outliers), hence a warning, with the
 clipped fraction so the engineer can judge, and with the method when the
-statistics record one other than minmax.
+statistics record one that clips by design.
 
 ## Invalid example
 `int8:float32<scale 0.01, zero_point 0>` (range about [-1.28, 1.27]) with
@@ -46,7 +46,7 @@ from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.checker.walk import fmt
 from onnx_qtypes.proto.relu_readers import read_only_by_relu
 from onnx_qtypes.proto.qtype import QType
-from onnx_qtypes.proto.statistics import Statistics
+from onnx_qtypes.proto.statistics import Statistics, clipping_method
 from onnx_qtypes.proto.validity import range_problem
 from onnx_qtypes.reference_ops.quant import dequantize
 
@@ -101,7 +101,7 @@ def _message(label: str, stats: Statistics, lo: float, hi: float, scale: float, 
     if fraction is not None:
         total = sum(stats.histogram_counts)
         text += f"; the histogram puts about {fraction:.2%} of {total} observed values outside it"
-    if method not in (None, "minmax"):  # a method that chooses a range inside [min, max] (calibration.md#ranges)
+    if clipping_method(method):
         return text + f"; the statistics record calibration method {method!r}, which clips outliers on purpose"
     return text + "; widen the parameters unless clipping is intended"
 

@@ -108,8 +108,8 @@ def build(model: ModelProto) -> Sides:
     notes.extend(f"the lift left this as it was: {w}" for w in view.result.warnings)
     if view.result.problems:
         notes.append(f"the lift left {len(view.result.problems)} malformed quantization node(s) as they were "
-                     "(`onnx-qtypes check` names them); the reference runs them as written (onnxruntime's com.microsoft "
-                     "QOperator nodes as their schemas define them)")
+                     "(`onnx-qtypes check` names them); the reference runs them as written (onnxruntime's "
+                     "com.microsoft QOperator nodes as their schemas describe them)")
     standard = ModelProto()
     standard.CopyFrom(model)
     return _finish(Sides("qdq", typed, standard, "", [], places, notes))

@@ -4,10 +4,15 @@ producer's runtime library computes them, so that ``run`` executes such a model 
 They are not ONNX operators and the proposal defines none of them: the lift leaves their nodes as they are, named
 as unknown quantization (``interop.left``), and no quantized type covers their tensors. Each Quark class transcribes
 the CPU kernel of the producer's own onnxruntime custom-op library (the source the producer ships), one operator per
-file; onnxruntime's com.microsoft QOperator operators, which the lift leaves only where a scale is infinite, are
-computed as their schemas define them (``onnxruntime_qlinear``, ``tests/test_reference_onnxruntime_qlinear.py``); ``tests/test_reference_producer_ops.py`` compares each with that library's results, recorded by
+file, and ``tests/test_reference_producer_ops.py`` compares each with that library's results, recorded by
 ``tests/data/record_quark_custom_ops.py``. A node outside what the library computes (a storage type, an element
 type, an attribute it refuses or builds differently) is refused (``Refused``), never guessed.
+
+onnxruntime's com.microsoft QOperator operators, which the lift keeps as written where it types none of their
+tensors (a scale of infinity, a channels_last pool, a QLinearSoftmax whose opset and the model's differ), are
+computed as their schemas describe them (``onnxruntime_qlinear``), each compared with onnxruntime's unoptimized path
+by ``tests/test_reference_onnxruntime_qlinear.py``. It takes some inputs onnxruntime requires as optional (zero
+points, QLinearSoftmax's ``opset``), with the schemas' meaning when they are given.
 """
 
 from __future__ import annotations

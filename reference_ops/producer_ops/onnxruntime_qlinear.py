@@ -16,16 +16,14 @@ from typing import Any
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
-
-from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
 from onnx.reference.op_run import OpRun
 
+from onnx_qtypes.interop.graph import MS_DOMAIN
+from onnx_qtypes.interop.opset import qdq_opset
+from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
 
-MS_DOMAIN = "com.microsoft"
-_PER_AXIS_OPSET = 13  # the first DequantizeLinear with an axis
-_QDQ_OPSET = 10  # the first QuantizeLinear / DequantizeLinear
 
 
 class QLinearContrib(OpRun):
@@ -110,7 +108,7 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
                   helper.make_node("Mul", ["bias_wide", "bias_scale"], ["bias_real"])]
         float_inputs.append("bias_real")
     kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
-    op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, _QDQ_OPSET)
+    op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, qdq_opset(8, False))
     result = "y"
     if attrs.get("channels_last", 0):  # NHWC in and out: the float operator pools NCHW
         rank = given[triples[0].data].ndim
@@ -122,9 +120,13 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
     else:
         nodes.append(helper.make_node(spec.float_op, float_inputs, [result], **kept))
     out_scale, out_zero_point = spec.output if spec.output is not None else (None, None)
-    if present(out_scale):
+    if present(out_scale) and spec.output_optional and not present(out_zero_point):
+        # QGemm with y_scale alone writes float: its reals divided by y_scale, not rounded (onnxruntime's kernel)
+        nodes.append(helper.make_node("Div", [result, names[out_scale]], ["out"]))
+        result = "out"
+    elif present(out_scale):
         zero_point = names[out_zero_point] if present(out_zero_point) else "out_zero_point"
-        if not present(out_zero_point):  # the schemas' default: 0 of the first operand's type
+        if not present(out_zero_point):  # (QLinearAdd, Mul, Sigmoid, LeakyRelu, AveragePool): 0 of the input's type
             inits.append(numpy_helper.from_array(np.zeros((), given[triples[0].data].dtype), zero_point))
         nodes.append(helper.make_node("QuantizeLinear", [result, names[out_scale], zero_point], ["out"]))
         result = "out"
@@ -135,7 +137,7 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
                                             [f"{n}_{k}" for k in range(v.ndim)]) for n, v in zip(names, given) if n]
     output = helper.make_tensor_value_info(result, TensorProto.UNDEFINED, None)
     graph = helper.make_graph(nodes, node.op_type, inputs, [output], inits)
-    version = max(op_opset, _PER_AXIS_OPSET) if per_axis else op_opset
+    version = max(op_opset, qdq_opset(8, per_axis))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)], ir_version=10)
     return model, names
 
