@@ -271,3 +271,28 @@ def test_an_overhanging_window_of_ceil_mode_averages_what_it_holds() -> None:
     node = helper.make_node("QLinearAveragePool", ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, kernel_shape=[2],
                             strides=[2], ceil_mode=1, count_include_pad=1)
     assert _ours(_model(node, {"a": x}, params, TensorProto.UINT8), {"a": x}).tolist() == [[[15, 35, 50]]]
+
+
+def test_a_qoperator_node_inside_a_subgraph_runs() -> None:
+    """quantize_static with EnableSubgraph quantizes If / Loop bodies, which the lift leaves as they are: their
+    com.microsoft nodes are computed there too (the reference refused them)."""
+    a = np.arange(6, dtype=np.uint8).reshape(2, 3) * 20
+    inits = {"as": np.float32(0.05), "az": np.uint8(3), "bs": np.float32(0.03), "bz": np.uint8(7),
+             "ys": np.float32(0.04), "yz": np.uint8(1), "b": np.full((2, 3), 9, np.uint8)}
+    add = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["t"], domain=MS)
+    then = helper.make_graph([add], "then", [], [helper.make_tensor_value_info("t", TensorProto.UINT8, [2, 3])])
+    other = helper.make_graph([helper.make_node("Identity", ["a"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.UINT8, [2, 3])])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "g",
+                              [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 3])],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    feeds = {"c": np.array(True), "a": a}
+    lifted = lift_model(model).model
+    got = np.asarray(ReferenceEvaluator(lifted).run(None, feeds)[0])
+    expected = _quantize(_real(a, 0.05, 3) + _real(inits["b"], 0.03, 7), 0.04, 1, np.uint8)
+    assert np.array_equal(got, expected)
+    assert np.abs(got.astype(int) - _onnxruntime(model, feeds).astype(int)).max() <= 1
