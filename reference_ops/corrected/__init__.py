@@ -24,6 +24,7 @@ from onnx_qtypes.reference_ops.corrected.log_softmax import LogSoftmax
 from onnx_qtypes.reference_ops.corrected.loop import Loop
 from onnx_qtypes.reference_ops.corrected.max_pool import MaxPool
 from onnx_qtypes.reference_ops.corrected.pad import Pad
+from onnx_qtypes.reference_ops.corrected.qlinear_conv import QLinearConv
 from onnx_qtypes.reference_ops.corrected.quantize_linear import QuantizeLinear
 from onnx_qtypes.reference_ops.corrected.range import Range
 from onnx_qtypes.reference_ops.corrected.resize import Resize
@@ -38,5 +39,5 @@ from onnx_qtypes.reference_ops.dequantize_any_opset import DequantizeLinear
 __all__ = ["CORRECTED_OPS", "Refused"]
 
 CORRECTED_OPS = [AveragePool, BatchNormalization, ConstantOfShape, ConvTranspose, DequantizeLinear, Expand,
-                 GatherElements, GlobalMaxPool, Hardmax, LogSoftmax, Loop, MaxPool, Pad, QuantizeLinear, Range, Resize,
-                 Scan, Shape, Slice, Softmax, Softsign, Tile]
+                 GatherElements, GlobalMaxPool, Hardmax, LogSoftmax, Loop, MaxPool, Pad, QLinearConv, QuantizeLinear,
+                 Range, Resize, Scan, Shape, Slice, Softmax, Softsign, Tile]
