@@ -246,6 +246,7 @@ def quark(floats, out: pathlib.Path, manifest: Manifest, configs: tuple[str, ...
                                      _custom_node_values(out / f"{file}.onnx", feed, library, "com.amd.quark"))
                 except Exception as exc:  # noqa: BLE001 - recorded: the comparison is then not possible
                     manifest.data["models"][-1]["ort_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    manifest.save()  # (saved by attempt() before this was known: a later crash would lose it)
 
 
 # --- Intel's onnx-neural-compressor --------------------------------------------------------------------------
