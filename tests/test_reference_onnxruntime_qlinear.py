@@ -296,3 +296,14 @@ def test_a_qoperator_node_inside_a_subgraph_runs() -> None:
     expected = _quantize(_real(a, 0.05, 3) + _real(inits["b"], 0.03, 7), 0.04, 1, np.uint8)
     assert np.array_equal(got, expected)
     assert np.abs(got.astype(int) - _onnxruntime(model, feeds).astype(int)).max() <= 1
+
+
+def test_an_attribute_the_operator_does_not_take_is_refused() -> None:
+    """QGemm has no beta (onnxruntime: "Unrecognized attribute: beta"): its float Gemm would have scaled the bias
+    by it, a meaning no runtime gives the node."""
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz"], ["y"], name="gemm", domain=MS, beta=2.0)
+    a, b = np.zeros((3, 4), np.uint8), np.zeros((4, 2), np.int8)
+    model = _model(node, {"a": a, "b": b}, {"as": np.float32(0.05), "az": np.uint8(120), "bs": np.float32(0.02),
+                                            "bz": np.int8(0)}, TensorProto.FLOAT)
+    with pytest.raises(EvaluationError, match=r"'gemm'.*QGemm takes no attribute beta"):
+        _ours(model, {"a": a, "b": b})

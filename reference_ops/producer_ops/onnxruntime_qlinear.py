@@ -70,6 +70,8 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
 
     if any(not present(i) for i in spec.plain):
         raise Refused(f"{node.op_type}: input {spec.plain} is required")
+    if others := sorted(set(attrs) - spec.takes):  # (QGemm's beta: onnxruntime refuses the model, so no meaning)
+        raise Refused(f"{node.op_type} takes no attribute {', '.join(others)} (onnxruntime refuses the model)")
     nodes, inits = [], []
     float_inputs = [names[i] for i in spec.plain]
     triples = operands(spec, node)
