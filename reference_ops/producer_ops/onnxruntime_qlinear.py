@@ -1,11 +1,12 @@
 """onnxruntime's QOperator contrib operators (domain com.microsoft: QLinearAdd, QLinearMul, QLinearSigmoid,
 QLinearLeakyRelu, QLinearSoftmax, QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QLinearWhere, QGemm),
-computed as their schemas define them: every operand dequantized, the float operator run, the result quantized.
+computed as their schemas describe them: every operand dequantized, the float operator run, the result quantized.
 
 The lift reads such a node as its float operator on typed tensors (``interop.qoperator.MICROSOFT``, this file's one
 table of operands, bias, output and float operator). It leaves one as written where no type can stand, as at a scale
 of infinity (onnxruntime's quantizer writes one for BERT's -inf attention mask), and every QOperator node whose
-integers that node reads: ``run`` computes those here instead of refusing the model. Each node becomes a small ONNX
+integers that node reads; also a channels_last pool and a QLinearSoftmax whose ``opset`` and the model's differ.
+``run`` computes those here instead of refusing the model. Each node becomes a small ONNX
 graph (DequantizeLinear per operand, the float operator, QuantizeLinear) that the project's own evaluator runs, so
 that the dequantize, the operator and the saturating quantize are the ones every other node of ``run`` gets.
 """
@@ -23,7 +24,6 @@ from onnx_qtypes.interop.opset import qdq_opset
 from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
-
 
 
 class QLinearContrib(OpRun):
