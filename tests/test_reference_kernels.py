@@ -72,3 +72,8 @@ def test_pad_runs_on_its_integer_kernel_at_every_opset_it_takes(opset, axes):
     assert log == {"node": "integer"}, log
     assert integer[0].tolist() == definitional[0].tolist()
     assert integer[0][:, -2:].tolist() == [[10, 10], [10, 10]]  # padded with the zero point (real 0)
+    # onnxruntime's unoptimized path on the same node between DequantizeLinear and QuantizeLinear, at that opset
+    from reference_models import lower_to_qdq, run_onnxruntime
+
+    (theirs,) = run_onnxruntime(lower_to_qdq(model, {"x": (2, 3), "y": (2, 6)}), feeds, optimize=False)
+    assert integer[0].tolist() == theirs.tolist()
