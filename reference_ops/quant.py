@@ -69,6 +69,14 @@ def round_half_to_even(x: np.ndarray) -> np.ndarray:
     return np.rint(x)
 
 
+def saturated(steps: np.ndarray, zero_point: np.ndarray | int, lo: int, hi: int, *,
+              nan: np.ndarray | int) -> np.ndarray:
+    """Rounded steps (x / scale) plus the zero point, clamped to [lo, hi] (infinities to their side's end); a NaN
+    step stores ``nan`` (a typed quantize: the zero point; a QuantizeLinear no type covers: onnxruntime's lo)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(np.isnan(steps), nan, np.clip(steps + zero_point, lo, hi))
+
+
 def _require_static(qtype: QType, tensor: str | None) -> None:
     if qtype.is_dynamic:
         raise QTypeError("scale", "the type is dynamic (no scale); resolve its parameters from data first", tensor)
@@ -197,9 +205,7 @@ def quantize(x: np.ndarray, qtype: QType, *, tensor: str | None = None, saturate
     lo, hi = storage_range(qtype)
     with np.errstate(invalid="ignore", over="ignore"):
         steps = round_half_to_even(x / scale)
-        steps = np.where(np.isnan(steps), 0.0, steps)
-        q = np.clip(steps + zero_point, lo, hi)
-    return to_storage(q.astype(np.int64), qtype)
+    return to_storage(saturated(steps, zero_point, lo, hi, nan=zero_point).astype(np.int64), qtype)
 
 
 def quantize_float(steps: np.ndarray, qtype: QType, *, saturate: bool = True) -> np.ndarray:

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper
 
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
+from onnx_qtypes.reference_ops.quant import round_half_to_even, saturated
 
 
 class QuantizeLinear(Corrected):
@@ -41,14 +42,13 @@ class QuantizeLinear(Corrected):
         scale = _reshape_input(np.asarray(y_scale), np.shape(x), axis, block_size)
         wide = helper.tensor_dtype_to_np_dtype(precision) if precision else None
         with np.errstate(all="ignore"):  # the division onnx.reference makes, rounded as it rounds
-            rounded = np.rint(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
-        lo, hi = storage.min, storage.max
+            rounded = round_half_to_even(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
         # beyond int32 once the zero point (at most 2^16 in any storage) is added: where the cast goes wrong
         outside = ~np.isfinite(rounded) | (np.abs(rounded.astype(np.float64)) >= 2.0**31 - 2**16)
         if not outside.any():
             return stored
-        with np.errstate(all="ignore"):
-            ends = np.where(np.isnan(rounded), lo, np.where(rounded > 0, hi, lo))
+        # there a zero point moves no step past a storage end: saturated from the steps alone, NaN to the lowest
+        ends = saturated(rounded.astype(np.float64), 0, storage.min, storage.max, nan=storage.min)
         return (np.where(outside, ends, stored[0]).astype(stored[0].dtype),)
 
 
