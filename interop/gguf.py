@@ -37,7 +37,6 @@ from onnx_qtypes.proto.packing import pack
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES
 from onnx_qtypes.proto.versions import LLM_FORMATS_VERSION
 
-MAGIC = GGUF_MAGIC  # (one home, in proto/model.py: every command tells a GGUF file apart)
 INLINE_LIMIT = 64 << 20  # planes above this many bytes go to OUT.data
 CHUNK_VALUES = 1 << 22  # values unpacked at once (rows of one tensor)
 ALIGN = 64  # byte alignment of each tensor in the data file
@@ -78,7 +77,7 @@ def is_gguf(path: str | os.PathLike) -> bool:
         if not pathlib.Path(path).is_file():
             return False
         with open(path, "rb") as fh:
-            return fh.read(4) == MAGIC
+            return fh.read(4) == GGUF_MAGIC
     except OSError:
         return False
 
@@ -92,8 +91,8 @@ def open_gguf(path: str | os.PathLike) -> Any:
             head = fh.read(4)
     except OSError as exc:
         raise GGUFError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if head != MAGIC:
-        found = "it is empty" if not head else f"it starts with {head!r}, not GGUF's magic {MAGIC!r}"
+    if head != GGUF_MAGIC:
+        found = "it is empty" if not head else f"it starts with {head!r}, not GGUF's magic {GGUF_MAGIC!r}"
         raise GGUFError(f"{path}: not a GGUF file: {found}; give a .gguf file")
     try:
         from gguf import GGUFReader  # noqa: PLC0415 (the optional extra 'gguf')

@@ -622,7 +622,7 @@ def _parse(data: bytes, source: str) -> ModelProto:
     if not data:
         raise ModelLoadError(f"{source}: empty file, expected an ONNX model")
     if data[:4] == GGUF_MAGIC:  # (0x47 is no protobuf tag, wire type 7: no ONNX file starts so)
-        lift = "onnx_qtypes.interop.lift_gguf(PATH, OUT)" if source == "<bytes>" else \
+        lift = "onnx_qtypes.interop.gguf.lift_gguf(PATH, OUT)" if source == "<bytes>" else \
             f"`onnx-qtypes lift {shlex.quote(source)} OUT.onnx`"
         raise ModelLoadError(f"{source}: a GGUF file, not an ONNX model: {lift} writes its typed ONNX model, which "
                              "this reads")

@@ -5,6 +5,8 @@ random valid blocks (tests/gguf_files.py); gguf's dequantizer is the reference t
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -275,3 +277,26 @@ def test_the_blocked_matmul_kernel_gives_a_quantized_output_the_definitions_valu
     assert integer.kernel_log == {"mm": "integer"}
     assert len(np.unique(want)) > 12  # of 24 values: the output varies: a wrong sign or offset would show
     assert np.array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_gguf_bytes_and_a_path_a_shell_splits_get_a_hint_that_works(tmp_path, every_format):
+    """Bytes given to the API: the hint names the function that lifts a GGUF file (it named one that does not
+    exist, onnx_qtypes.interop.lift_gguf). A path with a space: the command line quotes it as a shell takes it."""
+    import importlib
+
+    from onnx_qtypes import diagnose
+    from onnx_qtypes.proto.errors import ModelLoadError
+
+    with pytest.raises(ModelLoadError) as raised:
+        diagnose(pathlib.Path(every_format[0]).read_bytes())
+    hint = str(raised.value)
+    function = hint.split("a GGUF file, not an ONNX model: ")[1].split("(")[0]
+    module, _, name = function.rpartition(".")
+    lifted = tmp_path / "lifted.onnx"
+    getattr(importlib.import_module(module), name)(every_format[0], lifted)
+    assert lifted.exists()
+
+    spaced = tmp_path / "my model.gguf"
+    spaced.write_bytes(pathlib.Path(every_format[0]).read_bytes())
+    with pytest.raises(ModelLoadError, match=re.escape(f"`onnx-qtypes lift '{spaced}' OUT.onnx`")):
+        diagnose(spaced)
