@@ -463,11 +463,18 @@ def _initializer_types(model: ModelProto, accs: dict[str, TensorAccumulator], ac
             types[name] = parameters(acc.whole.min[0], acc.whole.max[0], storage)
     typed = {bias: (x, w) for bias, (x, w) in biases.items()  # (a bias holding NaN or inf has no statistics)
              if x in acts and w in types and bias in accs and _one_per_channel(inits[bias], types[w])}
-    for bias, (x, w) in typed.items():  # every bias a weight serves first (tied weights serve several) ...
+    for bias, (x, w) in list(typed.items()):  # every bias a weight serves first (tied weights serve several) ...
         chosen = types[w]
-        types[w] = bias_fits(chosen, acts[x], numpy_helper.to_array(inits[bias]))
-        if notes is not None and types[w] is not chosen:
-            notes.append(_coarser(w, bias, chosen, types[w]))
+        fitted = bias_fits(chosen, acts[x], numpy_helper.to_array(inits[bias]))
+        if fitted is None:  # no float32 weight scale holds it: the bias stays float, its weight as chosen
+            del typed[bias]
+            if notes is not None:
+                notes.append(f"bias {bias!r} stays float: int32 at a normal scale would need weight {w!r} scales "
+                             "beyond float32's range")
+        elif fitted is not chosen:
+            types[w] = fitted
+            if notes is not None:
+                notes.append(_coarser(w, bias, chosen, fitted))
     for bias, (x, w) in typed.items():  # ... then each bias at its weight's final scale (QT405)
         types[bias] = bias_type(acts[x], types[w], storage)
     return types
@@ -482,25 +489,28 @@ def _one_per_channel(bias: TensorProto, w: QType) -> bool:
 _BIAS_HEADROOM = 2**30  # half of int32: the accumulator adds the products to the bias (QT407)
 
 
-def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType:
+def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType | None:
     """``w`` with each scale raised, where needed, so that its bias has a normal float32 scale (input scale ·
     weight scale, QT102) and fits half of int32 (max|bias| <= 2^30 · x.scale · w.scale, QT407). A trained
     model's dead channel (weights of 1e-33, a bias of 1e-30) got a bias scale of 1e-39: subnormal, and its int32
     bias saturated; its weights quantize coarser instead, as onnxruntime's quantizer adjusts a weight scale for
-    its bias. A power-of-2 schema gets the next power of 2."""
+    its bias. A power-of-2 schema gets the next power of 2. None when the scale needed, or the bias scale it makes,
+    is beyond float32 (a bias of 1e38 over inputs of 1e-30)."""
     x_scale = float(np.float32(x.scale[0]))
     scales = np.asarray(w.scale, np.float64)
     reach = np.abs(np.asarray(bias, np.float64)).reshape(-1)
-    if w.axis is None:
+    if w.axis is None:  # (per channel, the caller gives one bias value per scale: _one_per_channel)
         reach = np.array([reach.max(initial=0.0)])
-    if reach.size != scales.size:
-        return w
     needed = np.maximum(reach / (x_scale * _BIAS_HEADROOM), SMALLEST_NORMAL / x_scale) * (1 + 2.0**-20)  # (> 0)
     if w.schema.pow2:
         needed = _pow2_ceiling(needed)  # quant's own rounding of a scale up to a power of 2
     if not np.any(scales < needed):
         return w
-    raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)
+    with np.errstate(over="ignore"):
+        raised = np.maximum(scales, needed).astype(np.float32).astype(np.float64)
+        bias_scales = np.float32(x_scale) * raised.astype(np.float32)
+    if not (np.all(np.isfinite(raised)) and np.all(np.isfinite(bias_scales))):
+        return None
     if np.array_equal(raised, scales):  # within float32's rounding of what it was: nothing to raise
         return w
     return w.replace(scale=raised.tolist() if w.axis is not None else float(raised[0]))

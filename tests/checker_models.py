@@ -236,6 +236,15 @@ def conv_model(w_axis: int = 0, bias: Q | None | str = "default", w_q: QType | N
     return g.build()
 
 
+def float_bias_conv(values: Sequence[float]) -> onnx.ModelProto:
+    """``conv_model`` with a float bias that has no type of its own (calibrate leaves one float that no int32
+    scale holds): an integer kernel adds it in steps of x_scale * w_scale."""
+    model = conv_model(bias=None)
+    model.graph.initializer.append(numpy_helper.from_array(np.asarray(values, np.float32), "b"))
+    next(n for n in model.graph.node if n.op_type == "Conv").input.append("b")
+    return model
+
+
 def mover(op: str, in_shape: Sequence[int], out_shape: Sequence[int], in_q: QType, out_q: QType,
           extra_inputs: Sequence[tuple[str, np.ndarray]] = (), **attrs: object) -> onnx.ModelProto:
     """x_q (graph input) -> op -> y_q (declared) -> DQ -> y."""
@@ -1299,6 +1308,10 @@ def cases() -> list[Case]:
                                       "sources": [], "wide_accumulator_bits": 32},
               message=f"= {65535 * 4096 * 127} reaches 2^31"),
         _miss("QT407", "float8e5m2-k-4096", lambda: float8_matmul_model(4096)),
+        # a float bias counts in steps of x_scale * w_scale (its float value cast to int64 read 1e38 as -2^63)
+        _fire("QT407", "float-bias-1e38", lambda: float_bias_conv([1e38, 0, 0, 0]), "/graph/node/1", node="conv",
+              message="+ max|bias| 1000000"),  # float32(1e38) / (x_scale * 0.005) = 1.0000000127e42
+        _miss("QT407", "float-bias-1", lambda: float_bias_conv([1.0, -1.0, 0.5, 0])),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
               message="2^-32 <= M < 2^29"),

@@ -381,3 +381,23 @@ def test_a_weight_scale_its_bias_would_raise_by_less_than_float32_rounds_is_kept
     reach = (scale + 0.25 * float(np.spacing(np.float32(scale)))) / (1 + 2.0**-20) * 0.5 * 2**30
     weight = QType("int8", [scale], [0])
     assert bias_fits(weight, QType("uint8", [0.5], [0]), np.array([reach])) is weight
+
+
+def test_a_bias_no_float32_weight_scale_can_hold_stays_float_with_a_note():
+    """A bias of 1e38 over inputs of 1e-30: the weight scale its int32 bias would need is beyond float32. bias_fits
+    wrote scale inf, and calibrate ended in "QType.scale: scale inf must be finite" naming no tensor; QT407 then
+    cast the float bias to int64 (a RuntimeWarning on the command line). The bias stays float, a note names it,
+    and check finds no error."""
+    import warnings
+
+    w = (np.random.default_rng(0).normal(size=(3, 2, 1, 1)) * 0.3).astype(np.float32)
+    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"])], [_info("x", [1, 2, 4, 4])],
+                   [_info("y", [1, 3, 4, 4])],
+                   [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([1e38, 0, 0], np.float32), "b")])
+    samples = [{"x": (s["x"] * 1e-30).astype(np.float32)} for s in _samples({"x": [1, 2, 4, 4]})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning on the way
+        result = calibrate_model(model, samples)
+        check_model(result.model)  # raises on any error
+    assert any(n.startswith("bias 'b' stays float") for n in result.notes), result.notes
+    assert get_qtype(result.model, "b") is None

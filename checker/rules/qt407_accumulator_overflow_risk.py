@@ -4,7 +4,9 @@
 For a node whose input and weight are quantized, the largest accumulator
 magnitude any input in the storage range can produce,
 `max|x - zx| * max over output channels of sum|w - zw| + max|bias|`, stays
-below `2^(bits - 1)`. `max|x - zx|` comes from the input type's storage
+below `2^(bits - 1)`; a float bias (one with no type of its own) counts in
+steps of the smallest input scale times weight scale, where an integer
+kernel adds it. `max|x - zx|` comes from the input type's storage
 range and zero points. With constant weights the sum runs over each output
 channel's own weights (the exact worst case: an input at the storage bounds
 with the weights' signs reaches it); without them it is `K * max|w - zw|`
@@ -49,6 +51,7 @@ activations), or use a target with a wider accumulator (set
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -96,15 +99,24 @@ def _channel_sums(ctx: Context, ref: NodeRef, name: str, qt: QType) -> int | Non
     return int(np.moveaxis(values, channel, 0).reshape(values.shape[channel], -1).sum(axis=1).max())
 
 
-def _bias_reach(ctx: Context, ref: NodeRef) -> int:
-    """max |bias| over the constant bias data (0 without a constant bias)."""
+def _bias_reach(ctx: Context, ref: NodeRef, x: QType, w: QType) -> int:
+    """max |bias| over the constant bias data in accumulator steps (0 without a constant bias): its integers, or a
+    float bias (no type of its own) over the smallest product of the input's and the weight's scales, which an
+    integer kernel adds it at."""
     if len(ref.inputs) <= 2 or not ref.inputs[2]:
         return 0
     extrema = ctx.constant_extrema(ref.scope, ref.inputs[2])  # integers of up to 32 bits: |int64| is exact
     if extrema is not None:
         return max(abs(extrema[0]), abs(extrema[1]))
     data = ctx.constant_array(ref.scope, ref.inputs[2])
-    return int(np.abs(data.astype(np.int64)).max()) if data is not None and data.size else 0
+    if data is None or not data.size:
+        return 0
+    if data.dtype.kind != "f":
+        return int(np.abs(data.astype(np.int64)).max())
+    step = float(np.abs(np.asarray(x.scale, np.float64)).min() * np.abs(np.asarray(w.scale, np.float64)).min())
+    with np.errstate(all="ignore"):
+        steps = float(np.abs(data.astype(np.float64)).max()) / step if step else math.inf
+    return int(np.ceil(steps)) if math.isfinite(steps) else 2**64  # (past any accumulator)
 
 
 @rule("QT407", "accumulator-overflow-risk", "warning")
@@ -122,7 +134,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         x_reach, w_reach = _type_reach(x), _type_reach(w)
         if k is None or x_reach is None or w_reach is None:
             continue
-        bias = _bias_reach(ctx, ref)
+        bias = _bias_reach(ctx, ref, x, w)
         if k * x_reach * w_reach + bias < limit:
             continue  # safe even at the weight type's worst case: no need to read the weights
         sums = _channel_sums(ctx, ref, ref.inputs[1], w)  # the data can only tighten the bound
