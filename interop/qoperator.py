@@ -129,6 +129,7 @@ def _channels_last(attrs: dict[str, object], context: Context) -> str | None:
 
 
 SOFTMAX_AXIS = -1  # QLinearSoftmax's axis when the node omits it, at every opset (onnxruntime's schema and kernel)
+NEGATIVE_AXES_OPSET = 11  # the first Softmax taking a negative axis (its meaning the same as at 1 to 10)
 
 
 def _softmax(attrs: dict[str, object], context: Context) -> str | None:
@@ -140,6 +141,8 @@ def _softmax(attrs: dict[str, object], context: Context) -> str | None:
     if not isinstance(opset, int):
         return f"attribute opset is {opset!r}, not an integer"
     axis = attrs.get("axis", SOFTMAX_AXIS)
+    if isinstance(axis, int) and axis < 0 and context.opset is not None and context.opset < NEGATIVE_AXES_OPSET:
+        return f"axis {axis}: the model's opset {context.opset} Softmax takes no negative axis"
     rank = context.rank
     if isinstance(axis, int) and rank is not None and -rank <= axis < rank and axis % rank == rank - 1:
         return None

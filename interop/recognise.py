@@ -182,7 +182,7 @@ def _qlinear(ix: GraphIndex, i: int, node: NodeProto, spec: Spec) -> QuantOp:
                 op.evidence.append(Evidence(out, qtype, i, "writes", node.op_type, bool(zp)))
             except MalformedQDQError as exc:
                 found.extend(exc.every())
-    elif not spec.output_optional:
+    elif not spec.output_optional or (spec.output and _input(node, spec.output[1])):
         raise Unrecognized(f"{ix.label(i)}: output scale missing")
     if found:
         found[0].also = found[1:]

@@ -72,7 +72,7 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
-@pytest.mark.parametrize(("opset", "axis"), [(11, 1), (13, 1), (11, None), (12, None), (13, None)])
+@pytest.mark.parametrize(("opset", "axis"), [(11, 1), (13, 1), (10, None), (11, None), (12, None), (13, None)])
 def test_softmax_follows_its_opset_attribute(opset: int, axis: int | None) -> None:
     """Softmax-11 flattens from ``axis`` (1 here) on, Softmax-13 normalizes along it: different results for a 3-d
     input, each the one its ``opset`` attribute names, whatever the model's opset. Without an axis it is the last
@@ -307,3 +307,18 @@ def test_an_attribute_the_operator_does_not_take_is_refused() -> None:
                                             "bz": np.int8(0)}, TensorProto.FLOAT)
     with pytest.raises(EvaluationError, match=r"'gemm'.*QGemm takes no attribute beta"):
         _ours(model, {"a": a, "b": b})
+
+
+def test_qgemm_with_an_output_zero_point_and_no_scale_is_refused_and_left() -> None:
+    """onnxruntime's QGemm writes integers when given y_zero_point; without y_scale it has no step to write them at.
+    run gave float values into the declared uint8 output, and the lift read the node as a float-output QGemm."""
+    a, b = np.zeros((3, 4), np.uint8), np.zeros((4, 2), np.int8)
+    inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": np.float32(0.02), "bz": np.int8(0),
+             "yz": np.uint8(128)}
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "", "", "yz"], ["y"], name="gemm", domain=MS)
+    model = _model(node, {"a": a, "b": b}, inits, TensorProto.UINT8)
+    with pytest.raises(EvaluationError, match=r"'gemm'.*the output's scale \(input 7\) is required"):
+        _ours(model, {"a": a, "b": b})
+    result = lift_model(model)
+    assert [n.op_type for n in result.model.graph.node] == ["QGemm"]
+    assert any("output scale missing" in w for w in result.warnings), result.warnings

@@ -21,7 +21,7 @@ from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.interop.graph import MS_DOMAIN
 from onnx_qtypes.interop.opset import qdq_opset
-from onnx_qtypes.interop.qoperator import MICROSOFT, Spec, operands
+from onnx_qtypes.interop.qoperator import MICROSOFT, NEGATIVE_AXES_OPSET, Spec, operands
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
 
@@ -111,6 +111,8 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
         float_inputs.append("bias_real")
     kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
     op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, qdq_opset(8, False))
+    if spec.float_op == "Softmax":  # Softmax-11 means what 1 to 10 mean, and takes the default axis -1 as well
+        op_opset = max(op_opset, NEGATIVE_AXES_OPSET)
     result = "y"
     if attrs.get("channels_last", 0):  # NHWC in and out: the float operator pools NCHW
         rank = given[triples[0].data].ndim
@@ -132,7 +134,7 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
             inits.append(numpy_helper.from_array(np.zeros((), given[triples[0].data].dtype), zero_point))
         nodes.append(helper.make_node("QuantizeLinear", [result, names[out_scale], zero_point], ["out"]))
         result = "out"
-    elif not spec.output_optional:
+    elif not spec.output_optional or present(out_zero_point):
         raise Refused(f"{node.op_type}: the output's scale (input {out_scale}) is required")
     # (each dimension a name of its own: the graph serves every call whose inputs have these types and ranks)
     inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
