@@ -8,6 +8,8 @@ proposal/experiments/float_op_differential.py measured what these fix (its table
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -535,34 +537,52 @@ def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_po
         assert np.asarray(ours).tobytes() == np.asarray(stock).tobytes()
 
 
-def _qlinear_conv_1d(x_shape: list[int], w: np.ndarray, **attrs: object) -> onnx.ModelProto:
+def _qlinear_conv(x_shape: list[int], w: np.ndarray, per_channel: bool = True, bias: bool = True,
+                  **attrs: object) -> onnx.ModelProto:
     channels = w.shape[0]
+    w_zero = np.full(channels, 128 if w.dtype == np.uint8 else 0, w.dtype)
     values = {"xs": np.float32(0.05), "xz": np.uint8(120), "w": w,
-              "ws": np.linspace(0.01, 0.04, channels, dtype=np.float32), "wz": np.zeros(channels, np.int8),
-              "ys": np.float32(0.1), "yz": np.uint8(128), "b": np.arange(channels, dtype=np.int32) * 300 - 500}
-    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in values.items()]
-    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], name="conv",
-                            **attrs)
+              "ws": np.linspace(0.01, 0.04, channels, dtype=np.float32) if per_channel else np.float32(0.02),
+              "wz": w_zero if per_channel else w_zero[0], "ys": np.float32(0.1), "yz": np.uint8(128)}
+    if bias:
+        values["b"] = np.arange(channels, dtype=np.int32) * 300 - 500
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", *(["b"] if bias else [])],
+                            ["y"], name="conv", **attrs)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, x_shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in values.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
-@pytest.mark.parametrize("attrs", [{}, {"pads": [2, 1], "strides": [2]}, {"dilations": [2], "group": 2},
-                                   {"auto_pad": "SAME_UPPER", "strides": [3]}])
-def test_a_1d_qlinear_conv_with_per_channel_weights_runs(attrs):
+@pytest.mark.parametrize(("attrs", "options"), [
+    ({}, {}), ({"pads": [2, 1], "strides": [2]}, {}), ({"dilations": [2], "group": 2}, {}),
+    ({"auto_pad": "SAME_UPPER", "strides": [3]}, {}), ({"auto_pad": "SAME_LOWER", "strides": [2]}, {}),
+    ({"kernel_shape": [3], "pads": [0, 3]}, {"bias": False}), ({}, {"per_channel": False}),
+    ({"pads": [1, 1]}, {"weights": np.uint8}), ({"pads": [1, 1, 1, 1]}, {"rank": 2}),
+])
+def test_a_kept_qlinear_conv_with_per_channel_weights_runs(attrs, options):
     """onnx.reference shaped a per-channel w_scale for 2-D convolutions only: a 1-D one (a kept QOperator node of an
-    audio model) failed with numpy's broadcast error. onnxruntime's unoptimized path within one step."""
+    audio model) failed with numpy's broadcast error. onnxruntime's unoptimized path within one step, 1-D and 2-D,
+    per channel and per tensor, int8 and uint8 weights."""
     rng = np.random.default_rng(5)
-    w = rng.integers(-127, 128, (4, 4 // attrs.get("group", 1), 3)).astype(np.int8)
-    model = _qlinear_conv_1d([2, 4, 11], w, **attrs)
-    x = rng.integers(0, 256, (2, 4, 11)).astype(np.uint8)
+    rank, dtype = options.get("rank", 1), options.get("weights", np.int8)
+    spatial = [11] if rank == 1 else [7, 6]
+    w = rng.integers(0 if dtype == np.uint8 else -127, 256 if dtype == np.uint8 else 128,
+                     (4, 4 // attrs.get("group", 1), *[3] * rank)).astype(dtype)
+    model = _qlinear_conv([2, 4, *spatial], w, per_channel=options.get("per_channel", True),
+                          bias=options.get("bias", True), **attrs)
+    x = rng.integers(0, 256, (2, 4, *spatial)).astype(np.uint8)
     (mine,), (theirs,) = ours(model, {"x": x}), unoptimized(model, {"x": x})
     assert mine.shape == theirs.shape and np.abs(mine.astype(int) - theirs.astype(int)).max() <= 1
 
 
-def test_a_3d_qlinear_conv_with_per_channel_weights_is_refused_with_its_reason():
-    w = np.ones((2, 1, 1, 1, 1), np.int8)
-    model = _qlinear_conv_1d([1, 1, 2, 2, 2], w)
-    with pytest.raises(EvaluationError, match=r"'conv'.*per-channel weights over 3 spatial axes"):
-        ReferenceEvaluator(model).run(None, {"x": np.zeros((1, 1, 2, 2, 2), np.uint8)})
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs", "said"), [
+    ([1, 1, 2, 2, 2], (2, 1, 1, 1, 1), {}, "onnx.reference computes 1 or 2 spatial axes"),
+    ([1, 1, 5], (2, 1, 3), {"pads": [1]}, "pads [1]"),
+    ([1, 1, 5], (2, 1, 3), {"kernel_shape": [2]}, "kernel_shape [2] for weights of width 3"),
+    ([1, 1, 5], (2, 1, 3), {"strides": [1, 2]}, "strides [1, 2]"),
+])
+def test_a_kept_qlinear_conv_onnx_reference_cannot_compute_is_refused_with_its_reason(x_shape, w_shape, attrs, said):
+    model = _qlinear_conv(x_shape, np.ones(w_shape, np.int8), **attrs)
+    with pytest.raises(EvaluationError, match=rf"'conv'.*{re.escape(said)}"):
+        ReferenceEvaluator(model).run(None, {"x": np.zeros(x_shape, np.uint8)})
