@@ -103,11 +103,13 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
             per_axis = True
         nodes.append(helper.make_node("DequantizeLinear", dq_inputs, [f"real{k}"], **dq_attrs))
         float_inputs.append(f"real{k}")
-    if spec.bias is not None and present(spec.bias.data):
+    if spec.bias is not None and present(spec.bias.data):  # int32 at the float32 product of the two scales
         a, b = spec.bias.factors
+        per_column = any(given[triples[k].scale].size > 1 for k in (a, b))
         nodes += [helper.make_node("Mul", [scales[a], scales[b]], ["bias_scale"]),
-                  helper.make_node("Cast", [names[spec.bias.data]], ["bias_wide"], to=TensorProto.FLOAT),
-                  helper.make_node("Mul", ["bias_wide", "bias_scale"], ["bias_real"])]
+                  helper.make_node("DequantizeLinear", [names[spec.bias.data], "bias_scale"], ["bias_real"],
+                                   **({"axis": -1} if per_column else {}))]
+        per_axis = per_axis or per_column
         float_inputs.append("bias_real")
     kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
     op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, qdq_opset(8, False))
