@@ -20,7 +20,6 @@ storage range, which QDQ cannot say, are then set on the lifted types.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -519,7 +518,7 @@ def bias_fits(w: QType, x: QType, bias: np.ndarray) -> QType | None:
 def _coarser(weight: str, bias: str, chosen: QType, raised: QType) -> str:
     """The note on a weight ``bias_fits`` raised: how many scales, by how much at most."""
     pairs = [(a, b) for a, b in zip(chosen.scale, raised.scale) if b != a]
-    factor = max((b / a if a else math.inf for a, b in pairs), default=1.0)
+    factor = max(b / a for a, b in pairs)  # (a type's scales are never 0, and the caller saw one change)
     where = f"{len(pairs)} of {len(chosen.scale)} channel(s)" if chosen.axis is not None else "its scale"
     return (f"weight {weight!r}: {where} raised (up to {factor:.3g}x) so that bias {bias!r} fits int32 at a normal "
             "scale (input scale x weight scale; QT102, QT407): those weights quantize coarser")

@@ -30,8 +30,9 @@ from collections.abc import Callable
 import numpy as np
 
 from onnx_qtypes.calibration.running import Histogram, TensorAccumulator
+from onnx_qtypes.proto.statistics import CLIPPING_METHODS
 
-METHODS = ("minmax", "percentile", "entropy", "mse")
+METHODS = ("minmax", *CLIPPING_METHODS)
 DEFAULT_PERCENTILE = 99.999
 MSE_STEPS = 100
 ENTROPY_VALUES_PER_BIN = 16

@@ -54,14 +54,15 @@ class Statistics:
         return cls(**fields, histogram_edges=tuple(msg.histogram_edges), histogram_counts=tuple(msg.histogram_counts))
 
 
-# calibration methods that choose a range inside the recorded [min, max] on purpose (the method is read after any
-# "producer:" prefix, as interop.ort_statistics records onnxruntime's): QT208 names them instead of asking to widen
-CLIPPING_METHODS = frozenset({"entropy", "percentile", "mse", "distribution"})
+# calibrate's methods that choose a range inside the recorded [min, max] on purpose (calibration.ranges.METHODS
+# adds minmax): QT208 names them instead of asking to widen. (onnxruntime's imported statistics keep a min and max
+# for MinMax only, interop.ort_statistics, so no other producer's method reaches QT208.)
+CLIPPING_METHODS = ("percentile", "entropy", "mse")
 
 
 def clipping_method(method: str | None) -> bool:
     """Whether ``method`` (a statistics record's) clips outliers by design."""
-    return method is not None and method.rsplit(":", 1)[-1].strip().lower() in CLIPPING_METHODS
+    return method in CLIPPING_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
