@@ -442,7 +442,7 @@ def test_a_boundary_node_without_its_data_input_is_a_finding(variant):
     assert any(d.rule == "QT310" and "input size 0" in d.message for d in found), [str(d) for d in found]
 
 
-@pytest.mark.parametrize("variant", ["quantize-four-inputs", "dequantize-two-outputs"])
+@pytest.mark.parametrize("variant", ["quantize-four-inputs", "quantize-one-input", "dequantize-two-outputs"])
 def test_a_boundary_node_with_more_inputs_or_outputs_than_its_operator_takes_is_qt310(variant):
     """The float view made such a node Identity of its input 0, dropping the extra input or output: check called
     the file clean, and lower and run refused it (found by the consistency scan, seed 218)."""
@@ -454,9 +454,12 @@ def test_a_boundary_node_with_more_inputs_or_outputs_than_its_operator_takes_is_
     node = model.graph.node[at]
     if variant == "quantize-four-inputs":
         node.input.append(node.input[-1])
+    elif variant == "quantize-one-input":  # fewer than QuantizeLinear's two
+        del node.input[1:]
     else:
         node.output.append("extra")
     found = [d for d in iter_diagnostics(model) if d.rule == "QT310"]
     assert [d.location.pointer for d in found] == [f"/graph/node/{at}"], [str(d) for d in found]
-    assert ("input size 4" if variant.startswith("quantize") else "output size 2") in found[0].message
+    said = {"quantize-four-inputs": "input size 4", "quantize-one-input": "input size 1"}.get(variant, "output size 2")
+    assert said in found[0].message, found[0].message
     assert op in found[0].message
