@@ -586,3 +586,20 @@ def test_a_kept_qlinear_conv_onnx_reference_cannot_compute_is_refused_with_its_r
     model = _qlinear_conv(x_shape, np.ones(w_shape, np.int8), **attrs)
     with pytest.raises(EvaluationError, match=rf"'conv'.*{re.escape(said)}"):
         ReferenceEvaluator(model).run(None, {"x": np.zeros(x_shape, np.uint8)})
+
+
+@pytest.mark.parametrize("zero_point", [np.int16(32767), np.uint16(65535), np.int16(-32768)])
+def test_a_kept_quantize_linear_just_inside_int32_saturates_once_its_zero_point_is_added(zero_point):
+    """x / scale below 2^31 in float32 but past it once a 16-bit zero point is added: onnx.reference's int32 sum
+    wraps there too, so the margin of the saturation above must hold the largest zero point (a margin of 2^31
+    gave -32768 for 2147483520 + 32767 into int16, where onnxruntime gives 32767)."""
+    x = np.array([2147483520.0, -2147483520.0, 1.0], np.float32)
+    stored = helper.np_dtype_to_tensor_dtype(np.asarray(zero_point).dtype)
+    graph = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="kept_q")], "g",
+                              [helper.make_tensor_value_info("x", F, [3])],
+                              [helper.make_tensor_value_info("q", stored, [3])],
+                              [numpy_helper.from_array(np.array(1.0, np.float32), "s"),
+                               numpy_helper.from_array(np.asarray(zero_point), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    (mine,), (theirs,) = ours(model, {"x": x}), unoptimized(model, {"x": x})
+    assert mine.dtype == theirs.dtype and mine.tolist() == theirs.tolist()
