@@ -781,6 +781,10 @@ def test_a_junit_failure_gives_its_distance_in_steps_as_a_reader_compares_it():
     text = ET.fromstring(junit_xml([failed], "vendor", "1")).find(".//testcase/failure").text
     assert text.startswith("max deviation 766 step(s), 2 element(s)"), text
     assert "(0.00485 step(s))" in text and "765.904" not in text and "0.004848" not in text
+    # the judge writes an infinite or NaN distance as text: the failure keeps it (it was dropped)
+    failed.deviations[0]["steps"] = "inf"
+    text = ET.fromstring(junit_xml([failed], "vendor", "1")).find(".//testcase/failure").text
+    assert "expected 21601 (inf step(s))" in text, text
 
 
 def test_a_distance_in_steps_reads_whole_from_100_on_and_to_three_digits_below():
