@@ -47,12 +47,17 @@ def _sqnr(float_model: pathlib.Path, lowered: pathlib.Path, feed: dict) -> float
 
 
 def run(path: pathlib.Path, setting: str, folder: pathlib.Path) -> dict:
-    calib, feed = samples_of(path.with_suffix(".npz"))
-    if not calib:
-        return {"model": path.stem, "setting": setting, "exit": "no calib/ samples in its .npz", "seconds": 0,
-                "check": "", "left_float": 0}
     data = folder / "calib.npz"
-    np.savez(data, **{name: np.stack([s[name] for s in calib]) for name in calib[0]})
+    try:
+        calib, feed = samples_of(path.with_suffix(".npz"))
+        if calib:
+            np.savez(data, **{name: np.stack([s[name] for s in calib]) for name in calib[0]})
+    except (OSError, ValueError, KeyError) as exc:  # a broken .npz, samples of other inputs or shapes: a row
+        calib, reason = [], f"its .npz cannot be read as samples ({type(exc).__name__}: {str(exc)[:80]})"
+    else:
+        reason = "no calib/ samples in its .npz"
+    if not calib:
+        return {"model": path.stem, "setting": setting, "exit": reason, "seconds": 0, "check": "", "left_float": 0}
     out, lowered = folder / f"{setting}.onnx", folder / f"{setting}.lowered.onnx"
     start = time.perf_counter()
     done = _cli("calibrate", str(path), "--data", str(data), "-o", str(out), *SETTINGS[setting])
