@@ -13,6 +13,7 @@ import numpy as np
 
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
+from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES
 from onnx_qtypes.reference_ops.quant import dequantize, dynamic_parameters, quantize
 
 
@@ -34,7 +35,7 @@ class Storage:
         return int(qt.storage_max) - int(qt.storage_min) + 1
 
 
-SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+SMALLEST_NORMAL = EXPRESSED_TYPES["float32"].smallest_normal  # the scales calibrate writes are float32
 
 
 def parameters(lo: np.ndarray | float, hi: np.ndarray | float, storage: Storage, axis: int | None = None) -> QType:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 
 import ml_dtypes
@@ -41,6 +42,11 @@ class ExpressedType:
     @property
     def np_dtype(self) -> np.dtype:
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(self.data_type))
+
+    @functools.cached_property
+    def smallest_normal(self) -> float:
+        """The smallest positive normal value: a scale below it is subnormal (QT102), which hardware may flush."""
+        return float(ml_dtypes.finfo(self.np_dtype).smallest_normal)
 
 
 def integer_range(bits: int, signed: bool) -> tuple[int, int]:

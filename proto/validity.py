@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.proto.parameter_layout import parameter_shape
@@ -73,7 +72,7 @@ def scale_warning(scale: float, expressed: ExpressedType) -> str | None:
         stored = float(np.asarray(scale, dtype=np.float64).astype(dtype))
     if stored != scale:
         return f"scale {scale!r} is not exactly representable in {expressed.name} (nearest is {stored!r})"
-    if scale < float(ml_dtypes.finfo(dtype).smallest_normal):
+    if scale < expressed.smallest_normal:
         return f"scale {scale!r} is subnormal in {expressed.name}; some hardware flushes it to 0"
     return None
 

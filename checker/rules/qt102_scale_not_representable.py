@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.checker.columns import columns
@@ -48,6 +47,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     cols = columns(ctx)
     # each row's expressed numpy type (None: QT106's business), looked up once per distinct expressed type
     dtype_of = {name: kind.np_dtype for name, kind in EXPRESSED_TYPES.items()}
+    normal_of = {kind.np_dtype: kind.smallest_normal for kind in EXPRESSED_TYPES.values()}
     dtypes = [dtype_of.get(d.qtype.expressed) for d in cols.types]
     suspect = np.zeros(cols.scales.shape, bool)
     with np.errstate(over="ignore", invalid="ignore"):  # a scale beyond float16's range rounds to inf: a finding
@@ -55,13 +55,13 @@ def check(ctx: Context) -> Iterator[Finding]:
             mine = cols.per_scale([t is not None and t == dtype for t in dtypes], bool)
             values = cols.scales[mine]
             rounded = values.astype(dtype).astype(np.float64)
-            suspect[mine] = (rounded != values) | (np.abs(values) < _smallest_normal(dtype))
+            suspect[mine] = (rounded != values) | (np.abs(values) < normal_of[dtype])
         for decl in cols.owners(suspect):
             kind = EXPRESSED_TYPES[decl.qtype.expressed]
             scales = np.asarray(decl.qtype.scale, np.float64)
             rounded = scales.astype(kind.np_dtype).astype(np.float64)
             # scale_warning's test on every scale of the type: a valid scale (else QT101's) that rounds or is subnormal
-            inexact = (rounded != scales) | (np.abs(scales) < _smallest_normal(kind.np_dtype))
+            inexact = (rounded != scales) | (np.abs(scales) < kind.smallest_normal)
             flagged = np.isfinite(scales) & (scales != 0) & inexact
             if found := summarize_flagged(flagged, decl.qtype.scale, functools.partial(_warning, kind=kind), "scales"):
                 index, message = found
@@ -70,8 +70,3 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 def _warning(i: int, scale: float, kind: ExpressedType) -> str | None:
     return f"scale[{i}]: {p}" if (p := scale_warning(scale, kind)) else None
-
-
-@functools.cache
-def _smallest_normal(dtype: np.dtype) -> float:
-    return float(ml_dtypes.finfo(dtype).smallest_normal)
