@@ -361,3 +361,20 @@ def test_strings_in_raw_data_are_named_as_such():
     with pytest.raises(ModelLoadError, match=r"/graph/initializer/0: tensor 'names': holds STRING values in raw_data, "
                                              r"where string_data holds them"):
         read_model(model)
+
+
+def test_the_quick_size_yes_sees_every_typed_field_beside_raw_data():
+    """tensor_sizes.fits unrolls encoding.TYPED_FIELDS for speed: a typed field it forgot would let a tensor with
+    two value fields through the quick path, unread by the check that names them."""
+    from onnx import numpy_helper
+
+    from onnx_qtypes.proto.encoding import TYPED_FIELDS
+    from onnx_qtypes.proto.tensor_sizes import fits
+
+    plain = numpy_helper.from_array(np.zeros(2, np.float32), "t")
+    assert fits(plain)
+    for field in TYPED_FIELDS:
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(plain)
+        getattr(tensor, field).append(b"x" if field == "string_data" else 1)
+        assert not fits(tensor), field
