@@ -7,11 +7,14 @@ within one step of its output (its kernels round once more in places: the tolera
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from reference_models import run_onnxruntime
+
 from onnx_qtypes.interop import lift_model
 from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
 
@@ -31,10 +34,7 @@ def _model(node: onnx.NodeProto, feeds: dict[str, np.ndarray], inits: dict[str, 
 
 
 def _onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray], output: int = 0) -> np.ndarray:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[output]
+    return run_onnxruntime(model, feeds, optimize=False)[output]
 
 
 def _ours(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
@@ -322,3 +322,18 @@ def test_qgemm_with_an_output_zero_point_and_no_scale_is_refused_and_left() -> N
     result = lift_model(model)
     assert [n.op_type for n in result.model.graph.node] == ["QGemm"]
     assert any("output scale missing" in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize(("op", "inputs", "attrs", "said"), [
+    ("QLinearSoftmax", {"a": A}, {"opset": b"13"}, "attribute opset is b'13', not an integer"),
+    ("QGemm", {"a": A, "b": B}, {}, "operands of rank 3, 2, where QGemm takes matrices"),
+    ("QLinearGlobalAveragePool", {"a": A[0, 0]}, {"channels_last": 1}, "an input of rank 1, where a pool takes"),
+])
+def test_what_the_schema_refuses_and_the_float_operator_would_compute_is_refused(op, inputs, attrs, said) -> None:
+    """onnxruntime refuses these nodes; their float operators computed something all the same (a text opset read
+    as 13, a QGemm on a 3-d A, a pool of a vector)."""
+    names = {"QGemm": ["a", "as", "az", "b", "bs", "bz", "", "ys", "yz"]}.get(op, ["a", "as", "az", "ys", "yz"])
+    node = helper.make_node(op, names, ["y"], name="node", domain=MS, **attrs)
+    model = _model(node, inputs, PARAMS)
+    with pytest.raises(EvaluationError, match=rf"'node'.*{re.escape(said)}"):
+        _ours(model, inputs)

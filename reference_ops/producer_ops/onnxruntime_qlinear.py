@@ -80,6 +80,8 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
                       "point) triples")
     if not triples and spec.variadic:
         raise Refused(f"{node.op_type}: no input tensor")
+    if problem := _shape_problem(node, spec, attrs, [given[t.data] for t in triples if present(t.data)]):
+        raise Refused(f"{node.op_type}: {problem} (onnxruntime refuses the model)")
     factor = attrs.get("alpha", 1.0) if spec.scales_operand else 1.0
     scales: list[str] = []
     per_axis = False
@@ -112,7 +114,7 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
         per_axis = per_axis or per_column
         float_inputs.append("bias_real")
     kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
-    op_opset = max(int(attrs.get("opset", opset)) if spec.float_op == "Softmax" else opset, qdq_opset(8, False))
+    op_opset = max(attrs.get("opset", opset) if spec.float_op == "Softmax" else opset, qdq_opset(8, False))
     if spec.float_op == "Softmax":  # Softmax-11 means what 1 to 10 mean, and takes the default axis -1 as well
         op_opset = max(op_opset, NEGATIVE_AXES_OPSET)
     result = "y"
@@ -146,6 +148,19 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
     version = max(op_opset, qdq_opset(8, per_axis))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)], ir_version=10)
     return model, names
+
+
+def _shape_problem(node: Any, spec: Spec, attrs: dict, operands: list[np.ndarray]) -> str | None:
+    """What of the node's ranks and attribute types its onnxruntime schema refuses, where the float operator would
+    compute something anyway: QGemm's operands are matrices, a pool's input has a channel and a spatial axis,
+    QLinearSoftmax's ``opset`` is an integer."""
+    if "opset" in attrs and not isinstance(attrs["opset"], int):
+        return f"attribute opset is {attrs['opset']!r}, not an integer"
+    if spec.float_op == "Gemm" and any(x.ndim != 2 for x in operands):
+        return f"operands of rank {', '.join(str(x.ndim) for x in operands)}, where QGemm takes matrices"
+    if spec.float_op in ("AveragePool", "GlobalAveragePool") and operands and operands[0].ndim < 3:
+        return f"an input of rank {operands[0].ndim}, where a pool takes N x C x D1 ..."
+    return None
 
 
 def _op_class(op_type: str, spec: Spec) -> type[QLinearContrib]:
