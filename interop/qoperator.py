@@ -58,8 +58,9 @@ class Spec:
     variadic: bool = False  # QLinearConcat: (tensor, scale, zero point) triples after the output pair
     plain: tuple[int, ...] = ()  # inputs the float operator reads as they are, first (QLinearWhere's condition)
     scales_operand: tuple[str, int] | None = None  # (attribute, operand): a factor folded into that operand's scales
-    # the attributes the com.microsoft op takes (onnxruntime 1.32's contrib schemas); lower writes back no other, and
-    # of the float operator's others only ``implied`` ones, which ``refuse`` holds to the value the op implies
+    # the attributes the com.microsoft op takes (onnxruntime 1.32's contrib schemas): onnxruntime refuses a model
+    # whose node has another (``foreign_attributes``), and lower writes back no other; ``implied``: the float
+    # operator's attributes lower drops as the op's own meaning (Gemm's beta, which must then be 1)
     takes: frozenset[str] = frozenset()
     implied: frozenset[str] = frozenset()
     # (attribute, value) the op takes when the node omits it, where its float operator's default differs: the float
@@ -153,11 +154,6 @@ def _softmax(attrs: dict[str, object], context: Context) -> str | None:
             f"(the input's rank {'is unknown' if rank is None else f'is {rank}'})")
 
 
-def _qgemm(attrs: dict[str, object], context: Context) -> str | None:
-    beta = attrs.get("beta", 1.0)
-    return None if beta == 1.0 else f"beta={beta}: QGemm's int32 bias is read at alpha * A scale * B scale only"
-
-
 STANDARD: dict[str, Spec] = {
     "QLinearConv": Spec(
         "Conv",
@@ -186,10 +182,9 @@ MICROSOFT: dict[str, Spec] = {
         bias=Bias(6, (0, 1), 1),
         output_optional=True,
         drop=frozenset({"alpha"}),
-        refuse=_qgemm,
         scales_operand=("alpha", 1),
         takes=frozenset({"alpha", "transA", "transB"}),
-        implied=frozenset({"beta"}),
+        implied=frozenset({"beta"}),  # the bias is added once
     ),
     # condition (plain bool), X triple, Y triple, output pair (onnxruntime's quantizer, operators/where.py)
     "QLinearWhere": Spec("Where", (Operand(1, 2, 3), Operand(4, 5, 6)), (7, 8), plain=(0,)),
@@ -242,11 +237,26 @@ def looks_quantized(node: NodeProto) -> bool:
     )
 
 
+def foreign_attributes(spec: Spec, node: NodeProto) -> str | None:
+    """Why a com.microsoft node of ``spec`` has no meaning: an attribute its onnxruntime schema does not take (the
+    float operator might: QGemm's beta), for which onnxruntime refuses the whole model; None when it has none."""
+    if node.domain != MS_DOMAIN or not (others := sorted({a.name for a in node.attribute} - spec.takes)):
+        return None
+    return f"{node.op_type} takes no attribute {', '.join(others)} (onnxruntime refuses the model)"
+
+
 def refusal(spec: Spec, node: NodeProto, context: Context = Context()) -> str | None:
     """Why a node of this spec cannot be lifted, or None."""
+    if reason := foreign_attributes(spec, node):
+        return reason
     attrs = attributes(node)
     if spec.refuse is not None and (reason := spec.refuse(attrs, context)):
         return reason
-    if spec.variadic and (len(node.input) - 2) % 3:
-        return "inputs are not (tensor, scale, zero point) triples"
+    return triples_problem(spec, len(node.input))
+
+
+def triples_problem(spec: Spec, inputs: int) -> str | None:
+    """Why a variadic node of ``inputs`` inputs does not end in (tensor, scale, zero point) triples, or None."""
+    if spec.variadic and (inputs - _first_triple(spec)) % 3:
+        return "inputs after the output's scale and zero point are not (tensor, scale, zero point) triples"
     return None

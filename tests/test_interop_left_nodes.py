@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -119,3 +120,34 @@ def test_quark_custom_ops_are_named_with_what_they_compute():
     (node,) = lift_model(bf16).left
     assert node.reason.endswith("not lifted: quantization to bfloat16 storage (its zero point is bfloat16), a storage "
                                 "type the proposal does not define")
+
+
+def _one_contrib_node(op_type: str, **attrs) -> onnx.ModelProto:
+    """x -> Q -> com.microsoft ``op_type`` (QGemm with a constant weight, or QLinearMul of its input twice) -> DQ."""
+    inits = [_const("s", 0.05, np.float32), _const("z", 128, np.uint8), _const("ws", 0.01, np.float32),
+             _const("wz", 128, np.uint8), _const("w", np.arange(16).reshape(4, 4) + 120, np.uint8)]
+    inputs = (["t", "s", "z", "w", "ws", "wz", "", "s", "z"] if op_type == "QGemm"
+              else ["t", "s", "z", "t", "s", "z", "s", "z"])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["t"], name="q_in"),
+             helper.make_node(op_type, inputs, ["u"], name="op", domain=MS, **attrs),
+             helper.make_node("DequantizeLinear", ["u", "s", "z"], ["y"], name="dq_out")]
+    graph = helper.make_graph(nodes, "one", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)],
+                             ir_version=10)
+
+
+@pytest.mark.parametrize("op_type, attrs", [("QGemm", {"beta": 1.0}), ("QGemm", {"beta": 0.5}),
+                                            ("QLinearMul", {"axis": 0})])
+def test_a_contrib_node_with_an_attribute_its_schema_does_not_take_is_left_as_onnxruntime_refuses_it(op_type, attrs):
+    """QGemm's beta (even 1, what it means anyway): the float Gemm takes it, onnxruntime's QGemm does not and refuses
+    the model; lifted, check would call clean and run would compute a file no runtime loads."""
+    import onnxruntime as ort
+
+    plain, extra = _one_contrib_node(op_type), _one_contrib_node(op_type, **attrs)
+    ort.InferenceSession(plain.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=f"[Uu]nrecognized attribute: {next(iter(attrs))}"):
+        ort.InferenceSession(extra.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert not lift_model(plain).left
+    left = {n.name: n for n in lift_model(extra).left}
+    assert left["op"].reason == f"{op_type} takes no attribute {next(iter(attrs))} (onnxruntime refuses the model)"

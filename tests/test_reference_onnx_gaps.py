@@ -499,9 +499,9 @@ def test_a_kept_quantize_linear_saturates_infinite_and_huge_quotients_as_onnxrun
     assert mine.dtype == theirs.dtype and mine.tolist() == theirs.tolist()
 
 
-@pytest.mark.parametrize("block_size", [0, 2])
+@pytest.mark.parametrize("block_size", [0, 2, 3])  # 3: a last block of one column
 def test_a_kept_per_axis_or_blocked_quantize_linear_saturates_each_element_at_its_own_scale(block_size):
-    """The saturation above reads each element's own scale and zero point: per channel (axis 0) and in blocks of 2
+    """The saturation above reads each element's own scale and zero point: per channel (axis 0) and in blocks of 2 or 3
     along axis 1, each channel or block at another scale, onnxruntime's unoptimized path gives the same bytes."""
     x = np.array([[1.0, np.inf, 3e9, -np.inf], [np.nan, -3e9, 2.0, 1e30]], np.float32)
     scale = np.array([0.5, 1e-30], np.float32) if not block_size else np.array([[0.5, 1e-30], [2.0, 0.25]], np.float32)
@@ -559,14 +559,16 @@ def _qlinear_conv(x_shape: list[int], w: np.ndarray, per_channel: bool = True, b
     ({"auto_pad": "SAME_UPPER", "strides": [3]}, {}), ({"auto_pad": "SAME_LOWER", "strides": [2]}, {}),
     ({"kernel_shape": [3], "pads": [0, 3]}, {"bias": False}), ({}, {"per_channel": False}),
     ({"pads": [1, 1]}, {"weights": np.uint8}), ({"pads": [1, 1, 1, 1]}, {"rank": 2}),
+    ({}, {"rank": 3}), ({"pads": [1, 0, 1, 1, 2, 0], "strides": [1, 2, 1], "group": 2}, {"rank": 3}),
+    ({"dilations": [2, 1, 1], "group": 4}, {"rank": 3, "weights": np.uint8}),
 ])
 def test_a_kept_qlinear_conv_with_per_channel_weights_runs(attrs, options):
     """onnx.reference shaped a per-channel w_scale for 2-D convolutions only: a 1-D one (a kept QOperator node of an
-    audio model) failed with numpy's broadcast error. onnxruntime's unoptimized path within one step, 1-D and 2-D,
-    per channel and per tensor, int8 and uint8 weights."""
+    audio model) or a 3-D one (video) failed with numpy's broadcast error. onnxruntime's unoptimized path within one
+    step, 1-D, 2-D and 3-D, per channel and per tensor, int8 and uint8 weights, grouped and depthwise."""
     rng = np.random.default_rng(5)
     rank, dtype = options.get("rank", 1), options.get("weights", np.int8)
-    spatial = [11] if rank == 1 else [7, 6]
+    spatial = {1: [11], 2: [7, 6], 3: [5, 6, 4]}[rank]
     w = rng.integers(0 if dtype == np.uint8 else -127, 256 if dtype == np.uint8 else 128,
                      (4, 4 // attrs.get("group", 1), *[3] * rank)).astype(dtype)
     model = _qlinear_conv([2, 4, *spatial], w, per_channel=options.get("per_channel", True),
@@ -577,10 +579,12 @@ def test_a_kept_qlinear_conv_with_per_channel_weights_runs(attrs, options):
 
 
 @pytest.mark.parametrize(("x_shape", "w_shape", "attrs", "said"), [
-    ([1, 1, 2, 2, 2], (2, 1, 1, 1, 1), {}, "onnx.reference computes 1 or 2 spatial axes"),
+    ([1, 1, 2, 2, 2], (2, 1, 1, 1), {}, "x of shape [1, 1, 2, 2, 2], w of shape [2, 1, 1, 1]"),
+    ([1, 3, 5], (2, 1, 3), {"group": 2}, "group 2 does not split x's 3 channels and w's 2 evenly"),
     ([1, 1, 5], (2, 1, 3), {"pads": [1]}, "pads [1]"),
-    ([1, 1, 5], (2, 1, 3), {"kernel_shape": [2]}, "kernel_shape [2] for weights of width 3"),
+    ([1, 1, 5], (2, 1, 3), {"kernel_shape": [2]}, "kernel_shape [2] for weights of shape [2, 1, 3]"),
     ([1, 1, 5], (2, 1, 3), {"strides": [1, 2]}, "strides [1, 2]"),
+    ([1, 1, 3, 3, 3], (2, 1, 1, 1, 1), {"dilations": [1, 1]}, "dilations [1, 1]"),
 ])
 def test_a_kept_qlinear_conv_onnx_reference_cannot_compute_is_refused_with_its_reason(x_shape, w_shape, attrs, said):
     model = _qlinear_conv(x_shape, np.ones(w_shape, np.int8), **attrs)

@@ -337,3 +337,14 @@ def test_what_the_schema_refuses_and_the_float_operator_would_compute_is_refused
     model = _model(node, inputs, PARAMS)
     with pytest.raises(EvaluationError, match=rf"'node'.*{re.escape(said)}"):
         _ours(model, inputs)
+
+
+def test_a_concat_whose_inputs_are_no_triples_is_left_by_the_lift_and_refused_by_run_alike() -> None:
+    """One reason, worded once (qoperator.triples_problem): the lift leaves the node with it, run refuses with it."""
+    node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs"], ["y"], name="cat", domain=MS,
+                            axis=0)
+    model = _model(node, {"a": A[0], "b": B}, PARAMS)
+    reason = "inputs after the output's scale and zero point are not (tensor, scale, zero point) triples"
+    assert [n.reason for n in lift_model(model).left] == [reason]
+    with pytest.raises(EvaluationError, match=rf"'cat'.*{re.escape(reason)}"):
+        _ours(model, {"a": A[0], "b": B})

@@ -1,10 +1,11 @@
-"""QLinearConv with per-channel weights over one spatial axis, as onnx.reference computes two.
+"""QLinearConv with per-channel weights over one or three spatial axes, as onnx.reference computes two.
 
 onnx.reference shapes a per-channel ``w_scale`` for 2-D convolutions only (``np.expand_dims(w_scale, (0, 2, 3))``),
-so a 1-D QLinearConv with per-channel weights failed with numpy's broadcast error. It is computed here as the 2-D
-convolution it equals, over a height of 1 (the kernel, strides, dilations and pads of that axis 1, 1, 1 and 0). Only a
-QLinearConv the lift keeps as written gets here (a scale no type holds next to it); a 3-D one with per-channel weights
-is refused with that reason (onnxruntime computes it).
+so a 1-D or 3-D QLinearConv with per-channel weights failed with numpy's broadcast error. Each output channel is
+computed here as its own per-tensor QLinearConv by onnx.reference: that channel's weights, scale, zero point and bias,
+over the input channels of its group. The arithmetic per element is onnx.reference's own (its integer convolution,
+then ``acc * (x_scale * w_scale / y_scale)``), only the scale is a scalar. Only a QLinearConv the lift keeps as written
+gets here (a scale no type holds next to it).
 """
 
 from __future__ import annotations
@@ -21,20 +22,35 @@ class QLinearConv(Corrected):
              y_scale: Any, y_zero_point: Any, B: Any = None, **_: Any) -> tuple:  # noqa: N803 (ONNX's name)
         if np.size(w_scale) <= 1 or np.ndim(x) == 4:
             return self.stock_run(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B)
-        x, w = np.asarray(x), np.asarray(w)
-        if x.ndim != 3 or w.ndim != 3:
-            raise Refused(f"QLinearConv with per-channel weights: x of shape {list(x.shape)} and w of shape "
-                          f"{list(w.shape)}; onnx.reference computes 1 or 2 spatial axes (N x C x D1 [x D2])")
+        x, w, w_scale = np.asarray(x), np.asarray(w), np.asarray(w_scale)
+        if problem := self._problem(x, w, w_scale):
+            raise Refused(f"QLinearConv with per-channel weights: {problem}")
+        group = self.group or 1
+        per_group = w.shape[0] // group  # output channels of one group, which read x.shape[1] // group channels each
+        w_zero = np.broadcast_to(np.asarray(w_zero_point if w_zero_point is not None else 0), w_scale.shape)
+        channels = []
+        for c in range(w.shape[0]):
+            g = c // per_group
+            x_group = x[:, g * w.shape[1]:(g + 1) * w.shape[1]]
+            (y,) = self.stock_run(x_group, x_scale, x_zero_point, w[c:c + 1], w_scale[c], w_zero[c], y_scale,
+                                  y_zero_point, None if B is None else np.asarray(B)[c:c + 1], group=1)
+            channels.append(y)
+        return (np.concatenate(channels, axis=1),)
+
+    def _problem(self, x: np.ndarray, w: np.ndarray, w_scale: np.ndarray) -> str | None:
+        """Why the node is no convolution onnx.reference computes per channel (shapes and attributes), or None."""
+        group = self.group or 1
+        if x.ndim != w.ndim or x.ndim < 3 or w_scale.ndim != 1 or w_scale.size != w.shape[0]:
+            return (f"x of shape {list(x.shape)}, w of shape {list(w.shape)} and w_scale of shape "
+                    f"{list(w_scale.shape)} (one scale per output channel, N x C x D1 x ... x Dn)")
+        if w.shape[0] % group or x.shape[1] != w.shape[1] * group:
+            return f"group {group} does not split x's {x.shape[1]} channels and w's {w.shape[0]} evenly"
+        rank = x.ndim - 2
         given = {"kernel_shape": self.kernel_shape, "strides": self.strides, "dilations": self.dilations}
-        wrong = [f"{k} {list(v)}" for k, v in given.items() if v is not None and len(v) != 1]
-        wrong += [f"pads {list(self.pads)}"] if self.pads is not None and len(self.pads) != 2 else []
-        if self.kernel_shape is not None and list(self.kernel_shape) != [w.shape[-1]]:
-            wrong.append(f"kernel_shape {list(self.kernel_shape)} for weights of width {w.shape[-1]}")
+        wrong = [f"{k} {list(v)}" for k, v in given.items() if v is not None and len(v) != rank]
+        wrong += [f"pads {list(self.pads)}"] if self.pads is not None and len(self.pads) != 2 * rank else []
+        if self.kernel_shape is not None and list(self.kernel_shape) != list(w.shape[2:]):
+            wrong.append(f"kernel_shape {list(self.kernel_shape)} for weights of shape {list(w.shape)}")
         if wrong:
-            raise Refused(f"a 1-D QLinearConv takes one value per spatial axis (two pads): {', '.join(wrong)}")
-        pads = list(self.pads or (0, 0))
-        (y,) = self.stock_run(x[:, :, None, :], x_scale, x_zero_point, w[:, :, None, :], w_scale, w_zero_point,
-                              y_scale, y_zero_point, B, kernel_shape=[1, w.shape[-1]],
-                              dilations=[1, *(self.dilations or (1,))], strides=[1, *(self.strides or (1,))],
-                              pads=[0, pads[0], 0, pads[1]])
-        return (y[:, :, 0, :],)
+            return f"a {rank}-D convolution takes {rank} values per attribute ({2 * rank} pads): {', '.join(wrong)}"
+        return None

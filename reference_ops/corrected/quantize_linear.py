@@ -35,11 +35,9 @@ class QuantizeLinear(Corrected):
         stored = self.stock().run(*operands)  # its own attributes, as its version has them (no later 'precision')
         if not integer:
             return stored
-        from onnx.reference.ops.op_quantize_linear import _reshape_input  # noqa: PLC0415 (onnx's own broadcast)
-
-        axis, block_size = attributes.get("axis", 1), attributes.get("block_size") or None
+        axis, block_size = attributes.get("axis", 1), attributes.get("block_size") or 0
         precision = attributes.get("precision")
-        scale = _reshape_input(np.asarray(y_scale), np.shape(x), axis, block_size)
+        scale = _broadcast(np.asarray(y_scale), np.shape(x), axis, block_size)
         wide = helper.tensor_dtype_to_np_dtype(precision) if precision else None
         with np.errstate(all="ignore"):  # the division onnx.reference makes, rounded as it rounds
             rounded = round_half_to_even(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
@@ -50,6 +48,19 @@ class QuantizeLinear(Corrected):
         # there a zero point moves no step past a storage end: saturated from the steps alone, NaN to the lowest
         ends = saturated(rounded.astype(np.float64), 0, storage.min, storage.max, nan=storage.min)
         return (np.where(outside, ends, stored[0]).astype(stored[0].dtype),)
+
+
+def _broadcast(scale: np.ndarray, shape: tuple[int, ...], axis: int, block_size: int) -> np.ndarray:
+    """``scale`` broadcastable to ``shape``, in its own dtype, as onnx.reference lays it out: one value as it is,
+    per axis along ``axis``, blocked repeated ``block_size`` times along ``axis`` (the last block cut to fit). The
+    stock run has accepted these parameters already."""
+    if scale.size == 1 and not block_size:
+        return scale.reshape(())
+    if not block_size:
+        view = [1] * len(shape)
+        view[axis] = scale.size
+        return scale.reshape(view)
+    return np.take(np.repeat(scale, block_size, axis=axis), np.arange(shape[axis]), axis=axis)
 
 
 def _storage(zero_point: Any, output_dtype: int | None) -> Any:

@@ -21,7 +21,8 @@ from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.interop.graph import MS_DOMAIN
 from onnx_qtypes.interop.opset import qdq_opset
-from onnx_qtypes.interop.qoperator import MICROSOFT, NEGATIVE_AXES_OPSET, Spec, operands
+from onnx_qtypes.interop.qoperator import (MICROSOFT, NEGATIVE_AXES_OPSET, Spec, foreign_attributes, operands,
+                                           triples_problem)
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
 
@@ -70,14 +71,13 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
 
     if any(not present(i) for i in spec.plain):
         raise Refused(f"{node.op_type}: input {spec.plain} is required")
-    if others := sorted(set(attrs) - spec.takes):  # (QGemm's beta: onnxruntime refuses the model, so no meaning)
-        raise Refused(f"{node.op_type} takes no attribute {', '.join(others)} (onnxruntime refuses the model)")
+    if reason := foreign_attributes(spec, node):
+        raise Refused(reason)
     nodes, inits = [], []
     float_inputs = [names[i] for i in spec.plain]
     triples = operands(spec, node)
-    if spec.variadic and (len(given) - 2) % 3:
-        raise Refused(f"{node.op_type}: inputs after the output's scale and zero point are not (tensor, scale, zero "
-                      "point) triples")
+    if problem := triples_problem(spec, len(given)):
+        raise Refused(f"{node.op_type}: {problem}")
     if not triples and spec.variadic:
         raise Refused(f"{node.op_type}: no input tensor")
     if problem := _shape_problem(node, spec, attrs, [given[t.data] for t in triples if present(t.data)]):
