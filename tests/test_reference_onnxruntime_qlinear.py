@@ -216,6 +216,18 @@ def test_one_node_runs_on_inputs_of_other_shapes() -> None:
         assert np.array_equal(got, _quantize(_real(a, 0.02, 3) + _real(B, 0.03, -2), 0.04, 1, np.int8))
 
 
+def test_one_node_runs_on_inputs_of_other_ranks() -> None:
+    """The small graph's key holds each input's rank (the graph declares it): a call with another rank gets a graph
+    of its own, and a later call with the first rank its first graph again."""
+    node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"a": A, "b": B}, PARAMS)
+    model.graph.input[0].type.tensor_type.ClearField("shape")  # any rank
+    evaluator = ReferenceEvaluator(model)
+    for a in (A, A[0], A[0, 0], A):
+        got = np.asarray(evaluator.run(None, {"a": a, "b": B})[0])
+        assert np.array_equal(got, _quantize(_real(a, 0.02, 3) + _real(B, 0.03, -2), 0.04, 1, np.int8))
+
+
 def test_an_output_zero_point_left_out_is_zero_of_the_input_type() -> None:
     node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "ys"], ["y"], domain=MS)
     model = _model(node, {"a": A, "b": B}, {k: v for k, v in PARAMS.items() if k != "yz"})
