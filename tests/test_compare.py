@@ -449,3 +449,26 @@ def test_a_dequantize_after_a_kept_qoperator_node_is_not_blamed_for_it(tmp_path)
     row = next(r for r in result.rows if r.tensor == "y")
     assert row.status != BEYOND and result.exit_code == 0, render_text(result)
     assert "no bound" in row.reason or "no known bound" in row.reason, row.reason
+
+
+def test_the_accuracy_level_hint_names_the_type_onnxruntime_s_own_schema_gives_each_level():
+    """The hint's table against onnxruntime's MatMulNBits schema text ("0(unset), 1(fp32), 2(fp16), 3(bf16), or
+    4(int8)"): every level that narrows A gets a hint naming its type; unset and fp32 get none."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
+
+    from onnx_qtypes.compare.comparison import _accuracy_hint
+    from onnx_qtypes.interop.matmul_nbits import ACCURACY_KEY
+
+    (schema,) = [s for s in ort_c.get_all_operator_schema() if s.name == "MatMulNBits" and s.domain == "com.microsoft"]
+    said = dict(re.findall(r"(\d)\((\w+)\)", schema.attributes["accuracy_level"].description))
+    assert set(said) == {"0", "1", "2", "3", "4"}, said
+    names = {"unset": None, "fp32": None, "fp16": "float16", "bf16": "bfloat16", "int8": "int8"}
+    for level, short in said.items():
+        node = onnx.helper.make_node("MatMul", ["a", "b"], ["y"])
+        node.metadata_props.add(key=ACCURACY_KEY, value=level)
+        hint = _accuracy_hint(node)
+        if names[short] is None:
+            assert hint == "", (level, hint)
+        else:
+            assert f"accuracy_level {level}: onnxruntime may compute its input A in {names[short]} " in hint, hint
+    assert _accuracy_hint(onnx.helper.make_node("MatMul", ["a", "b"], ["y"])) == ""
