@@ -7,8 +7,8 @@ producer_corpus.py and producer_recipes.py write them. Per model and setting: ``
 (exit code, seconds, what it says of the check of its own output), then ``lower`` and onnxruntime's unoptimized run
 of the lowered model against the float model on the test input (SQNR of the first output, in dB). Settings:
 minmax (the default), entropy, percentile, per-channel symmetric weights with symmetric activations, and mse with
-int16 activations. An exit other than 0, or a check error on calibrate's own output, is a finding: it makes this
-exit 1.
+int16 activations. An exit other than 0, a check error on calibrate's own output, or an output that lower or then
+onnxruntime refuses, is a finding: it makes this exit 1.
 """
 
 from __future__ import annotations
@@ -66,11 +66,16 @@ def run(path: pathlib.Path, setting: str, folder: pathlib.Path) -> dict:
     lines = [line for line in done.stdout.splitlines() if line.startswith("note: check finds")]
     row["check"] = lines[-1][len("note: "):] if lines else (done.stderr.strip().splitlines() or [""])[-1]
     row["left_float"] = sum("stays float" in line for line in done.stdout.splitlines())
-    if done.returncode == 0 and _cli("lower", str(out), str(lowered)).returncode == 0:
-        try:
-            row["sqnr_db"] = round(_sqnr(path, lowered, feed), 1)
-        except Exception as exc:  # noqa: BLE001 - onnxruntime refusing the lowered model: a finding of the row
-            row["sqnr_db"] = f"onnxruntime: {' '.join(str(exc).split())[:80]}"
+    if done.returncode != 0:
+        return row
+    lowering = _cli("lower", str(out), str(lowered))
+    if lowering.returncode != 0:  # calibrate's own output that lower refuses: a finding of the row
+        row["failed"] = f"lower exit {lowering.returncode}: {(lowering.stderr.strip().splitlines() or [''])[-1][:80]}"
+        return row
+    try:
+        row["sqnr_db"] = round(_sqnr(path, lowered, feed), 1)
+    except Exception as exc:  # noqa: BLE001 - onnxruntime refusing the lowered model: a finding of the row
+        row["failed"] = f"onnxruntime: {' '.join(str(exc).split())[:80]}"
     return row
 
 
@@ -97,11 +102,12 @@ def main() -> int:
         for setting in args.settings.split(","):
             with tempfile.TemporaryDirectory() as tmp:
                 row = run(path, setting, pathlib.Path(tmp))
-            bad = row["exit"] != 0 or ("check finds" in row["check"] and " 0 error(s)" not in row["check"]
-                                       and "nothing" not in row["check"])
+            bad = row["exit"] != 0 or "failed" in row or ("check finds" in row["check"]
+                                                          and " 0 error(s)" not in row["check"]
+                                                          and "nothing" not in row["check"])
             findings += bad
             print(f"| {row['model']} | {setting} | {row['exit']} | {row['seconds']} | {row['left_float']} | "
-                  f"{row['check']} | {row.get('sqnr_db', '-')} |", flush=True)
+                  f"{row['check']} | {row.get('sqnr_db', row.get('failed', '-'))} |", flush=True)
     return 1 if findings else 0
 
 

@@ -6,7 +6,8 @@ DIR: a ``--keep`` folder of benchmarks/producer_corpus.py (its ``float`` and ``l
 ``PRODUCER/FILE.onnx`` is compared with ``FILE.feeds.npz`` as its inputs where the corpus wrote one, in its own
 process (``python -m onnx_qtypes compare ... --format json``). Prints one line per file that does not exit 0 (the
 first departure's tensor, operator and note for exit 1; the message for exit 2) and the count per exit code. An
-internal error (anything but the one-line exit 2) is a bug of ours: it is counted apart and makes this exit 1.
+internal error (anything but the one-line exit 2) or a compare still running after ``--timeout`` is a bug of ours: each
+is counted apart and makes this exit 1.
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ def main() -> int:
             print(f"{path.parent.name}/{path.name}: exit {row['exit']}: {what}", flush=True)
     counts = collections.Counter(str(r["exit"]) for r in rows)
     internal = sum(bool(r.get("internal")) for r in rows)
+    timeouts = counts.get("timeout", 0)  # compare still running after --timeout: a hang is ours too
     print(f"{len(rows)} file(s): " + ", ".join(f"exit {k}: {v}" for k, v in sorted(counts.items()))
-          + f"; internal errors: {internal}")
+          + f"; internal errors: {internal}; timed out: {timeouts}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
-    return 1 if internal else 0
+    return 1 if internal or timeouts else 0
 
 
 if __name__ == "__main__":
