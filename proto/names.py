@@ -149,11 +149,24 @@ def _first_in(message: Message, pointer: str = "") -> tuple[str, bytes] | None:
     return None
 
 
-def not_utf8_error(where: str, found: tuple[str, bytes]) -> ModelLoadError:
+def not_utf8_error(where: str, found: tuple[str, bytes], *,
+                   fix: str = "ONNX names and strings must be UTF-8 text (rename it)") -> ModelLoadError:
     """The one message every reader gives for ``found``, after ``where`` (a file, or "" for none)."""
     pointer, value = found
-    return ModelLoadError(f"{where + ': ' if where else ''}{pointer} holds {value[:40]!r}, which is not UTF-8; "
-                          "ONNX names and strings must be UTF-8 text (rename it)")
+    return ModelLoadError(f"{where + ': ' if where else ''}{pointer} holds {value[:40]!r}, which is not UTF-8; {fix}")
+
+
+def first_non_utf8_value(pointer: str, attribute: onnx.AttributeProto) -> tuple[str, bytes] | None:
+    """(JSON pointer, bytes) of the first value of a STRING / STRINGS attribute that is not UTF-8, or None
+    (``s`` and ``strings`` are bytes to protobuf: nothing has decoded them)."""
+    values = [attribute.s] if attribute.type == onnx.AttributeProto.STRING else attribute.strings
+    for i, value in enumerate(values):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return (f"{pointer}/s", value) if attribute.type == onnx.AttributeProto.STRING else (
+                f"{pointer}/strings/{i}", value)
+    return None
 
 
 def require_utf8_names(model: onnx.ModelProto, where: str) -> None:
@@ -163,4 +176,5 @@ def require_utf8_names(model: onnx.ModelProto, where: str) -> None:
         raise not_utf8_error(where, found)
 
 
-__all__ = ["MODEL_TEXT_FIELDS", "first_non_utf8_name", "first_non_utf8_string", "not_utf8_error", "require_utf8_names"]
+__all__ = ["MODEL_TEXT_FIELDS", "first_non_utf8_name", "first_non_utf8_string", "first_non_utf8_value",
+           "not_utf8_error", "require_utf8_names"]

@@ -32,7 +32,9 @@ from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
 from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, require_defined_reads,
                                            require_outer_names_kept, sort_graphs, topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
-from onnx_qtypes.proto.names import MODEL_TEXT_FIELDS, require_utf8_names
+from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
+from onnx_qtypes.proto.names import (MODEL_TEXT_FIELDS, first_non_utf8_value, not_utf8_error,
+                                     require_utf8_names)
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
 
 if TYPE_CHECKING:
@@ -190,12 +192,16 @@ def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
     return graphs
 
 
+_TEXT_ATTRIBUTES = (AttributeProto.STRING, AttributeProto.STRINGS)  # bytes in onnx.proto, "UTF-8 string" by its word
+
+
 def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
           op_types: dict[str, list[str]] | None = None, reads: dict[str, NodeReads] | None = None,
           initializers: dict[str, tuple[list[str], list[int]]] | None = None,
           attributes: dict[str, list] | None = None) -> bool:
     """One pass over every graph's nodes: True when one is out of topological order; ModelLoadError on a
-    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes).
+    cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes), or a
+    string attribute of an ONNX operator (bytes to protobuf: an enum such as Resize's mode, read as text).
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
     by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
     each graph, by its pointer; ``initializers``: each graph's initializer names and data types (``require_sizes``),
@@ -225,6 +231,9 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
             attribute_names.append(tuple([attribute.name for attribute in node_attributes]))
             kinds.update(map(type, attribute_names[-1]))
             for a, attribute in enumerate(node_attributes):
+                if attribute.type in _TEXT_ATTRIBUTES and domains[n] in STANDARD_DOMAINS and (
+                        found := first_non_utf8_value(f"{pointer}/node/{n}/attribute/{a}", attribute)):
+                    raise not_utf8_error("", found, fix="ONNX's operators read their string attributes as text")
                 if attribute.ref_attr_name and not pointer.startswith("/functions/"):
                     raise ModelLoadError(
                         f"{pointer}/node/{n}/attribute/{a}: attribute {attribute.name!r} refers to "

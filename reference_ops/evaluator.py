@@ -43,7 +43,7 @@ from onnx_qtypes.proto.encoding import marker, plain_copy
 from onnx_qtypes.proto.model import model_parameters, read_view
 from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, crossings
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
-from onnx_qtypes.proto.names import require_utf8_names
+from onnx_qtypes.proto.names import first_non_utf8_value, not_utf8_error, require_utf8_names
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.definition import body_dtype, exact_function, operator_input, runs_function_body
@@ -53,6 +53,7 @@ from onnx_qtypes.reference_ops.feeds import kind as element_kind
 from onnx_qtypes.reference_ops.fixed_point import MultiplierError
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
 from onnx_qtypes.reference_ops.single_assignment import check_single_assignment
+
 
 __all__ = ["KERNEL_MODES", "EvaluationError", "FeedError", "QuantizedArray", "ReferenceEvaluator"]
 
@@ -294,6 +295,9 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
             raise
         except QTypesError as exc:  # a corrected operator refusing its node's attributes
             raise EvaluationError(str(exc)) from exc
+        except UnicodeDecodeError as exc:  # a string attribute onnx.reference decodes as text
+            raise EvaluationError(_not_text_attribute(session.model) or f"cannot prepare the model for onnx.reference: "
+                                  f"{exc}") from None
         except (NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
             raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
 
@@ -637,3 +641,16 @@ class _TypedNode:
             )
         storage = quant.quantize(x, bound, tensor=name)
         return (attach(storage, bound) if declared.is_dynamic else storage, scale, zero_point)
+
+
+def _not_text_attribute(model: ModelProto) -> str | None:
+    """The message of the first string attribute of a node (any graph or function body, any domain: the reader
+    refuses those of ONNX's operators) whose bytes are not UTF-8, which onnx.reference reads as text; None if none."""
+    bodies = [*iter_graphs(model), *((f"/functions/{f}", function) for f, function in enumerate(model.functions))]
+    for pointer, body in bodies:
+        for n, node in enumerate(body.node):
+            for a, attr in enumerate(node.attribute):
+                if attr.type in (onnx.AttributeProto.STRING, onnx.AttributeProto.STRINGS) and (
+                        found := first_non_utf8_value(f"{pointer}/node/{n}/attribute/{a}", attr)):
+                    return str(not_utf8_error("", found, fix=f"{node.op_type} {node.name!r} reads it as text"))
+    return None

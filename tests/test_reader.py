@@ -378,3 +378,51 @@ def test_the_quick_size_yes_sees_every_typed_field_beside_raw_data():
         tensor.CopyFrom(plain)
         getattr(tensor, field).append(b"x" if field == "string_data" else 1)
         assert not fits(tensor), field
+
+
+def _resize(mode: bytes, domain: str = "") -> onnx.ModelProto:
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", domain=domain, mode="nearest")
+    node.attribute[0].s = mode  # AttributeProto.s is bytes to protobuf: nothing decodes it on the way in
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 16, 16])],
+                              [onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    opsets = [helper.make_opsetid("", 19)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=9)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_string_attribute_of_an_onnx_operator_that_is_not_utf8_is_refused_alike_by_every_command(tmp_path, capsys,
+                                                                                               command):
+    """Resize's mode holding b'\\xf5': check called it clean, lift and lower copied it, and run ended in onnx.reference's
+    bare "'utf-8' codec can't decode byte 0xf5" naming neither node nor attribute."""
+    _inputs(tmp_path)
+    path = tmp_path / "model.onnx"
+    onnx.save(_resize(b"\xf5"), path)
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.endswith(f"{path}: /graph/node/0/attribute/0/s holds b'\\xf5', which is not UTF-8; ONNX's operators "
+                         "read their string attributes as text"), line
+    onnx.save(_resize(b"nearest"), path)  # the same file with a mode of text: read by every command
+    if command == "calibrate":  # samples on a leading axis
+        np.savez(tmp_path / "in.npz", x=np.zeros((2, 1, 3, 8, 8), np.float32))
+    assert main(COMMANDS[command](str(path), tmp_path)) in (0, 1), capsys.readouterr().err
+
+
+def test_a_string_attribute_of_another_domain_may_hold_any_bytes_until_the_reference_reads_it(tmp_path, capsys):
+    """Other domains may keep binary in a string attribute (a runtime's cached context): the reader takes it, and
+    run names the attribute when onnx.reference decodes it (a model's own function reads its attributes as text)."""
+    body = [helper.make_node("Identity", ["fx"], ["fy"])]
+    function = helper.make_function("local", "F", ["fx"], ["fy"], body, [helper.make_opsetid("", 17)],
+                                    attributes=["tag"])
+    node = helper.make_node("F", ["x"], ["y"], domain="local", name="call", tag="text")
+    node.attribute[0].s = b"\xff\xfe"
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+                              functions=[function], ir_version=8)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    _inputs(tmp_path)
+    assert main(["check", str(path)]) == 0
+    line = _error_line(capsys, COMMANDS["run"](str(path), tmp_path))
+    assert line.endswith("/graph/node/0/attribute/0/s holds b'\\xff\\xfe', which is not UTF-8; F 'call' reads it as "
+                         "text"), line
