@@ -135,10 +135,18 @@ def values_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
     return np.fromiter(values, dtype=dtype, count=len(values))
 
 
+def scales_as_stated(values: Sequence[Any], dtype: Any) -> np.ndarray:
+    """A type's scales as a scale input of ``dtype`` states them, widened back to float64: what a boundary
+    QuantizeLinear / DequantizeLinear's scale must equal (validity.md#qt307, compared after conversion to the scale
+    input's type), for the checker and the reference alike."""
+    with np.errstate(over="ignore", under="ignore"):  # (a scale no float32 holds: its conversion, as the node has it)
+        return values_array(values, np.float64).astype(dtype).astype(np.float64)
+
+
 def any_nonzero(values: Sequence[Any]) -> bool:
     """``any(values)``, in one vector step for ParameterValues (on the values as held: no wider copy)."""
     return bool(values.held().any()) if isinstance(values, ParameterValues) else any(values)
 
 
 
-__all__ = ["ParameterValues", "any_nonzero", "values_array"]
+__all__ = ["ParameterValues", "any_nonzero", "scales_as_stated", "values_array"]

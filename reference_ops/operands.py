@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
+from onnx_qtypes.proto.parameter_values import scales_as_stated
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import EXPRESSED_TYPES, STORAGE_TYPES
 from onnx_qtypes.reference_ops.quant import broadcast_parameters
@@ -87,7 +88,10 @@ def boundary_type(
     if declared.is_dynamic:
         return declared.replace(scale=operands.scale, zero_point=operands.zero_point, axis=operands.axis,
                                 block_size=operands.block_size)
-    if not same_parameters(declared, operands, shape):
+    # the type's scales as the scale input's type states them (validity.md#qt307): a double scale no float32 holds
+    # is the float32 nearest it in the node, and the tensor's values are still the type's
+    stated = declared.replace(scale=scales_as_stated(declared.scale, np.asarray(scale).dtype), validate=False)
+    if not same_parameters(stated, operands, shape):
         raise QTypeError(
             "scale",
             f"the op's scale / zero point operands ({operands}) differ from the type ({declared})"

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from reference_models import T, typed_model
 
-from onnx_qtypes import QType, save, set_qtype
+from onnx_qtypes import QType, diagnose, save, set_qtype
 from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator, dequantize, quantize
 
 OPSET = [helper.make_opsetid("", 21)]
@@ -162,9 +162,22 @@ def test_boundary_op_with_other_parameters_than_its_type_is_refused():
 
 
 def test_boundary_mismatch_that_prints_alike_names_the_exact_values():
-    model = _q_model(0.1, 1, QType("int8", 0.1, 1))  # float32 operand 0.1 vs double 0.1 in the type
-    with pytest.raises(EvaluationError, match=r"at scale\[0\]: 0\.10000000149011612 vs 0\.1;"):
+    step_above = float(np.nextafter(np.float32(0.1), np.float32(1)))  # one float32 step above the type's 0.1
+    model = _q_model(step_above, 1, QType("int8", 0.1, 1))
+    with pytest.raises(EvaluationError, match=r"at scale\[0\]: 0\.10000000894069672 vs 0\.1;"):
         ReferenceEvaluator(model).run(None, {"x": np.zeros(3, np.float32)})
+
+
+def test_a_boundary_scale_that_is_the_type_s_scale_in_float32_is_the_type_s_as_qt307_compares_them():
+    """validity.md#qt307 compares scales after conversion to the scale input's type: float32 0.1 in the node states
+    the type's double 0.1 (QT102 warns that no float32 holds it). check called the file clean and run refused it;
+    run now takes it and quantizes with the type's scale, the tensor's only meaning: 0.75 / 0.1 is 7.5, which
+    rounds to 8 (over the node's float32 0.1, 7.4999999 would give 7)."""
+    model = _q_model(0.1, 1, QType("int8", 0.1, 1))
+    assert [d.rule for d in diagnose(model).diagnostics] == ["QT102"]
+    for kernels in ("definitional", "integer"):
+        y = ReferenceEvaluator(model, kernels=kernels).run(None, {"x": np.array([0.75, -0.75, 0.0], np.float32)})[0]
+        assert y.tolist() == [9, -7, 1], kernels  # 8 + 1, -8 + 1, 0 + 1
 
 
 def test_quantize_linear_binds_the_parameters_of_a_dynamic_type():

@@ -46,7 +46,7 @@ from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.float_view import expressed_data_type
 from onnx_qtypes.checker.registry import rule
 from onnx_qtypes.proto.parameter_layout import parameter_shape
-from onnx_qtypes.proto.parameter_values import any_nonzero
+from onnx_qtypes.proto.parameter_values import any_nonzero, scales_as_stated
 from onnx_qtypes.proto.qtype import QType
 
 QUANTIZE, DEQUANTIZE = "QuantizeLinear", "DequantizeLinear"
@@ -113,7 +113,7 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
         yield Finding(ref.location("input", 1), f"blocked scale has shape {list(scale.shape)}, the type's "
                       f"parameter shape is {list(expected_shape)}")
         return
-    want = np.asarray(qt.scale, dtype=np.float64).astype(scale.dtype).astype(np.float64)
+    want = scales_as_stated(qt.scale, scale.dtype)
     have = scale.astype(np.float64).reshape(-1)
     same_tensor = scale_name == qt.scale_tensor  # the initializer the type names: equal by construction
     if not same_tensor and (have.shape != want.shape or not np.array_equal(have, want, equal_nan=True)):
