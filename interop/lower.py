@@ -77,7 +77,7 @@ from onnx_qtypes.interop.matmul_nbits import fuse
 from onnx_qtypes.interop.opset import convert
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
-from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node
+from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node, stored_scales
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_model
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
@@ -86,7 +86,7 @@ from onnx_qtypes.proto.external import checkable
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import (Declaration, ParameterLookup, model_parameters, read_statistics, read_view,
                                      referenced_values)
-from onnx_qtypes.proto.parameter_values import any_nonzero
+from onnx_qtypes.proto.parameter_values import any_nonzero, scales_as_stated
 from onnx_qtypes.proto.data_movement import ORDER_SELECTING, moves_data
 from onnx_qtypes.proto.node_schema import node_problem
 from onnx_qtypes.proto.qtype import QType
@@ -634,12 +634,15 @@ class _Lowering:
             )  # a DequantizeLinear's output_dtype is its float output's type (the expressed type of E8M0 scales)
         except Unrecognized as exc:
             raise LowerError(f"{exc}, but {tensor!r} has static type {qtype}") from None
-        if not metadata.same_parameters(given, qtype):
+        stated = _stated(qtype, self.ix.elem_type(node.input[1]))  # as QT307 compares them
+        if not metadata.same_parameters(given, stated):
             found, declared = describe_difference(given, qtype)
             raise LowerError(
                 f"{node_label(node, i)} applies {found} to {tensor!r}, whose type has {declared}; "
                 "a boundary QuantizeLinear/DequantizeLinear must use the type's parameters"
             )
+        if stated is not qtype and not metadata.same_parameters(given, qtype):
+            stored_scales(qtype, tensor)  # the node states a scale its type has only nearly: no QDQ node says it
 
     def _check_dynamic_boundary(self, i: int, node: NodeProto, tensor: str) -> None:
         """A QuantizeLinear binds a dynamic type to its operands; a DequantizeLinear must read those same tensors."""
@@ -1184,3 +1187,15 @@ def _integer(node: NodeProto, i: int, attrs: dict, name: str, default: int) -> i
 
 
 __all__ = ["FORMS", "LowerResult", "LowerWarning", "lower", "lower_model"]
+
+
+def _stated(qtype: QType, scale_type: int | None) -> QType:
+    """``qtype`` with its scales as a scale input of ``scale_type`` states them (validity.md#qt307): what a boundary
+    node's scale is compared with; the type itself where that type is unknown or no float type."""
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(scale_type) if scale_type else None
+    except (KeyError, TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind not in "fV" or qtype.scale_tensor and not qtype.scale:
+        return qtype
+    return qtype.replace(scale=scales_as_stated(qtype.scale, dtype), validate=False)

@@ -19,11 +19,11 @@ from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
 
 
-def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor: str) -> tuple[np.ndarray, np.ndarray]:
-    """(scale, zero point) arrays as Q/DQ inputs for a tensor of ``shape``."""
-    expressed = qtype.expressed_type.np_dtype
+def stored_scales(qtype: QType, tensor: str) -> np.ndarray:
+    """The type's scales in its expressed type, as a Q/DQ node stores them; LowerError when one is not exactly
+    representable there (no QDQ node can say it)."""
     scale = np.asarray(qtype.scale, dtype=np.float64)
-    stored = scale.astype(expressed)
+    stored = scale.astype(qtype.expressed_type.np_dtype)
     if not np.array_equal(stored.astype(np.float64), scale):
         bad = int(np.flatnonzero(stored.astype(np.float64) != scale)[0])
         raise LowerError(
@@ -31,6 +31,12 @@ def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor:
             f"(nearest {float(stored[bad])!r}); QuantizeLinear/DequantizeLinear store scales in the expressed type, "
             "so round the scale in the type first"
         )
+    return stored
+
+
+def parameter_arrays(qtype: QType, shape: tuple[int | None, ...] | None, tensor: str) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) arrays as Q/DQ inputs for a tensor of ``shape``."""
+    stored = stored_scales(qtype, tensor)
     zero_point = np.asarray(qtype.zero_point, dtype=np.int64).astype(qtype.storage_type.np_dtype)
     if qtype.axis is None:
         return stored.reshape(()), zero_point.reshape(())

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_qtypes import QType, Schema, Statistics, TensorStatistics, lift, lower, quantized_tensors, set_qtype
+from onnx_qtypes import (QType, Schema, Statistics, TensorStatistics, diagnose, lift, lower, quantized_tensors,
+                         set_qtype)
 from onnx_qtypes.interop import LowerError, lift_model
 from onnx_qtypes.proto import QUANTIZATION_FIELD, STATISTICS_FIELD, iter_declarations
 from onnx_qtypes.proto.model import read_qtype, read_statistics
@@ -231,6 +232,16 @@ def test_lower_refuses_what_has_no_faithful_form():
     broken.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.asarray(0.25, np.float32), "xs"))
     with pytest.raises(LowerError, match="'q'.*boundary QuantizeLinear/DequantizeLinear must use the type's parameters"):
         lower(broken)
+
+
+def test_a_boundary_node_stating_its_type_s_double_scale_in_float32_is_refused_for_that_reason():
+    """The node's float32 0.1 states the type's double 0.1 as QT307 compares them (the reference takes it): lower
+    said the node applied another scale than its type's; the reason is that no QDQ node holds the type's scale."""
+    typed = _typed_add(QType("int8", 0.1, 0), QType("int8", 0.5, 0))  # xs: float32 0.1, the type of 'a': double 0.1
+    assert {d.rule for d in diagnose(typed).diagnostics} == {"QT102"}  # a warning: check exits 0
+    with pytest.raises(LowerError, match=r"^tensor 'a': scale 0\.1 is not exactly representable in float32 \(nearest "
+                                         r"0\.10000000149011612\)"):
+        lower(typed)
 
 
 def test_lift_of_a_lowered_model_trusts_the_nodes_over_stale_metadata():
