@@ -151,3 +151,15 @@ def test_a_contrib_node_with_an_attribute_its_schema_does_not_take_is_left_as_on
     assert not lift_model(plain).left
     left = {n.name: n for n in lift_model(extra).left}
     assert left["op"].reason == f"{op_type} takes no attribute {next(iter(attrs))} (onnxruntime refuses the model)"
+
+
+def test_the_attributes_each_contrib_op_takes_are_onnxruntime_s_own_schema_s():
+    """qoperator.MICROSOFT's ``takes`` decides what the lift leaves and what run refuses (an attribute onnxruntime's
+    schema lacks makes it refuse the model): the table against the schemas of the onnxruntime installed."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
+
+    from onnx_qtypes.interop.qoperator import MICROSOFT
+
+    schemas = {s.name: s for s in ort_c.get_all_operator_schema() if s.domain == MS}
+    for op_type, spec in MICROSOFT.items():
+        assert set(spec.takes) == set(schemas[op_type].attributes), op_type
