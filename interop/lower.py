@@ -1198,4 +1198,4 @@ def _stated(qtype: QType, scale_type: int | None) -> QType:
         dtype = None
     if dtype is None or dtype.kind not in "fV" or qtype.scale_tensor and not qtype.scale:
         return qtype
-    return qtype.replace(scale=scales_as_stated(qtype.scale, dtype), validate=False)
+    return qtype.replace(scale=scales_as_stated(qtype.scale, dtype, qtype.expressed_type.np_dtype), validate=False)

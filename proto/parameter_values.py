@@ -135,12 +135,16 @@ def values_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
     return np.fromiter(values, dtype=dtype, count=len(values))
 
 
-def scales_as_stated(values: Sequence[Any], dtype: Any) -> np.ndarray:
-    """A type's scales as a scale input of ``dtype`` states them, widened back to float64: what a boundary
-    QuantizeLinear / DequantizeLinear's scale must equal (validity.md#qt307, compared after conversion to the scale
-    input's type), for the checker and the reference alike."""
-    with np.errstate(over="ignore", under="ignore"):  # (a scale no float32 holds: its conversion, as the node has it)
-        return values_array(values, np.float64).astype(dtype).astype(np.float64)
+def scales_as_stated(values: Sequence[Any], dtype: Any, expressed: Any) -> np.ndarray:
+    """A type's scales as a scale input of ``dtype`` must state them, in float64: what a boundary QuantizeLinear /
+    DequantizeLinear's scale must equal (validity.md#qt307), for the checker, the reference and lower alike. In the
+    type's ``expressed`` dtype, each is the nearest value of that dtype (a double scale no float32 holds: QT102);
+    in any other dtype (FLOAT8E8M0's powers of two), exactly the type's."""
+    wide = values_array(values, np.float64)
+    if np.dtype(dtype) != np.dtype(expressed):
+        return wide
+    with np.errstate(over="ignore", under="ignore"):
+        return wide.astype(dtype).astype(np.float64)
 
 
 def any_nonzero(values: Sequence[Any]) -> bool:

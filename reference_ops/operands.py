@@ -90,7 +90,8 @@ def boundary_type(
                                 block_size=operands.block_size)
     # the type's scales as the scale input's type states them (validity.md#qt307): a double scale no float32 holds
     # is the float32 nearest it in the node, and the tensor's values are still the type's
-    stated = declared.replace(scale=scales_as_stated(declared.scale, np.asarray(scale).dtype), validate=False)
+    stated = declared.replace(scale=scales_as_stated(declared.scale, np.asarray(scale).dtype,
+                                                     declared.expressed_type.np_dtype), validate=False)
     if not same_parameters(stated, operands, shape):
         raise QTypeError(
             "scale",

@@ -13,7 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from reference_models import T, typed_model
 
-from onnx_qtypes import QType, diagnose, save, set_qtype
+from onnx_qtypes import QType, diagnose, lower, save, set_qtype
+from onnx_qtypes.interop import LowerError
 from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator, dequantize, quantize
 
 OPSET = [helper.make_opsetid("", 21)]
@@ -178,6 +179,34 @@ def test_a_boundary_scale_that_is_the_type_s_scale_in_float32_is_the_type_s_as_q
     for kernels in ("definitional", "integer"):
         y = ReferenceEvaluator(model, kernels=kernels).run(None, {"x": np.array([0.75, -0.75, 0.0], np.float32)})[0]
         assert y.tolist() == [9, -7, 1], kernels  # 8 + 1, -8 + 1, 0 + 1
+
+
+def _dq_model(scale: np.ndarray, declared: QType, opset: int = 21, **attrs: object) -> onnx.ModelProto:
+    out = TensorProto.FLOAT if scale.dtype.kind == "V" or str(scale.dtype).startswith("float8") else \
+        helper.np_dtype_to_tensor_dtype(scale.dtype)
+    inits = [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    graph = helper.make_graph([helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", **attrs)], "g",
+                              [_vi("q", TensorProto.INT8, [3])], [_vi("y", out, [3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10 if opset < 23 else 11)
+    return set_qtype(model, "q", declared)
+
+
+@pytest.mark.parametrize("scale, declared, rule", [
+    (np.array(0.1, np.float16), QType("int8", float(np.float32(0.1)), 0), "QT307"),  # not the expressed type
+    (np.array(0.1, ml_dtypes.bfloat16), QType("int8", float(np.float32(0.1)), 0), "QT307"),
+    (np.array(0.5, ml_dtypes.float8_e8m0fnu), QType("int8", 0.375, 0), "QT307"),  # E8M0 rounds 0.375 to 0.5
+])
+def test_only_the_expressed_type_states_a_scale_to_its_nearest_value(scale, declared, rule):
+    """The comparison after conversion (QT307) holds for a scale input of the expressed type only: a float16 or
+    bfloat16 scale input, or an E8M0 one that rounds the type's 0.375 to 0.5, states another scale. check, run and
+    lower all refuse them (run computed them with the type's scale, lower kept the node's E8M0 0.5)."""
+    attrs = {"output_dtype": TensorProto.FLOAT} if scale.dtype == ml_dtypes.float8_e8m0fnu else {}
+    model = _dq_model(scale, declared, opset=24 if attrs else 21, **attrs)
+    assert rule in {d.rule for d in diagnose(model).diagnostics if d.is_error}
+    with pytest.raises(EvaluationError, match=r"node 'dq' \(DequantizeLinear\).*differ from the type"):
+        ReferenceEvaluator(model).run(None, {"q": np.array([1, 2, 4], np.int8)})
+    with pytest.raises(LowerError, match="'q'"):
+        lower(model)
 
 
 def test_quantize_linear_binds_the_parameters_of_a_dynamic_type():

@@ -10,7 +10,8 @@ quantized values. Its constant `scale` and `zero_point` inputs and its
   `block_size`;
 - scales equal bitwise once the type's scales are cast to the scale input's
   type, which must be the expressed type (or FLOAT8E8M0, the microscaling
-  block scale of opset 24, whose powers of two the type holds exactly);
+  block scale of opset 24, which must hold the type's powers of two exactly,
+  with no rounding);
 - zero points equal (an absent zero-point input means 0; QuantizeLinear
   without one produces `output_dtype`, by default uint8, which must be the
   storage type).
@@ -113,7 +114,7 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
         yield Finding(ref.location("input", 1), f"blocked scale has shape {list(scale.shape)}, the type's "
                       f"parameter shape is {list(expected_shape)}")
         return
-    want = scales_as_stated(qt.scale, scale.dtype)
+    want = scales_as_stated(qt.scale, scale.dtype, qt.expressed_type.np_dtype)
     have = scale.astype(np.float64).reshape(-1)
     same_tensor = scale_name == qt.scale_tensor  # the initializer the type names: equal by construction
     if not same_tensor and (have.shape != want.shape or not np.array_equal(have, want, equal_nan=True)):
