@@ -14,6 +14,7 @@ from onnx import ModelProto, NodeProto, TensorProto
 
 from onnx_qtypes.interop.graph import MS_DOMAIN, QDQ_OPS, GraphIndex, attributes
 from onnx_qtypes.interop.opset import qdq_opset, raise_opset
+from onnx_qtypes.proto.names import non_utf8_attribute
 
 BITS = {TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
         TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.INT32: 32}
@@ -32,7 +33,9 @@ def _needed(ix: GraphIndex, node: NodeProto) -> int:
 def to_standard_domain(model: ModelProto) -> list[str]:
     """Move, in place, the main graph's com.microsoft QuantizeLinear / DequantizeLinear to the default domain; notes."""
     graph = model.graph
-    found = [i for i, n in enumerate(graph.node) if n.domain == MS_DOMAIN and n.op_type in QDQ_OPS]
+    # (a string attribute that is not text stays out of ONNX's domain, whose reader refuses it: the node is left)
+    found = [i for i, n in enumerate(graph.node) if n.domain == MS_DOMAIN and n.op_type in QDQ_OPS
+             and non_utf8_attribute(n) is None]
     if not found:
         return []
     ix = GraphIndex(graph)
@@ -45,7 +48,7 @@ def to_standard_domain(model: ModelProto) -> list[str]:
     if raised:
         notes.append(raised)
     for node in model.graph.node:  # the converter may have rebuilt the graph
-        if node.domain == MS_DOMAIN and node.op_type in QDQ_OPS:
+        if node.domain == MS_DOMAIN and node.op_type in QDQ_OPS and non_utf8_attribute(node) is None:
             node.domain = ""
     notes.append(f"{len(found)} com.microsoft QuantizeLinear / DequantizeLinear node(s) read as the standard operators")
     return notes

@@ -23,6 +23,7 @@ from onnx import NodeProto
 
 from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.graph import MS_DOMAIN, QONNX_DOMAINS, STANDARD_DOMAINS, attributes
+from onnx_qtypes.proto.names import non_utf8_attribute
 from onnx_qtypes.proto.qtype import QType
 
 # (rank, attributes) -> axis of a per-axis scale; an operand without a rule takes a per-tensor scale only
@@ -239,10 +240,15 @@ def looks_quantized(node: NodeProto) -> bool:
 
 def foreign_attributes(spec: Spec, node: NodeProto) -> str | None:
     """Why a com.microsoft node of ``spec`` has no meaning: an attribute its onnxruntime schema does not take (the
-    float operator might: QGemm's beta), for which onnxruntime refuses the whole model; None when it has none."""
-    if node.domain != MS_DOMAIN or not (others := sorted({a.name for a in node.attribute} - spec.takes)):
+    float operator might: QGemm's beta), for which onnxruntime refuses the whole model, or a string attribute that
+    is not text; None when it has none."""
+    if node.domain != MS_DOMAIN:
         return None
-    return f"{node.op_type} takes no attribute {', '.join(others)} (onnxruntime refuses the model)"
+    if others := sorted({a.name for a in node.attribute} - spec.takes):
+        return f"{node.op_type} takes no attribute {', '.join(others)} (onnxruntime refuses the model)"
+    if found := non_utf8_attribute(node):  # the float operator, in ONNX's domain, would read them as text
+        return f"attribute {found[0]} holds {found[1][:40]!r}, which is not UTF-8 (onnxruntime reads it as text)"
+    return None
 
 
 def refusal(spec: Spec, node: NodeProto, context: Context = Context()) -> str | None:

@@ -156,6 +156,16 @@ def not_utf8_error(where: str, found: tuple[str, bytes], *,
     return ModelLoadError(f"{where + ': ' if where else ''}{pointer} holds {value[:40]!r}, which is not UTF-8; {fix}")
 
 
+def non_utf8_attribute(node: onnx.NodeProto) -> tuple[str, bytes] | None:
+    """(name, bytes) of the node's first STRING / STRINGS attribute holding bytes that are not UTF-8, or None: what
+    a step that moves the node into ONNX's domain (whose operators read them as text) must not carry there."""
+    for attribute in node.attribute:
+        if attribute.type in (onnx.AttributeProto.STRING, onnx.AttributeProto.STRINGS) and (
+                found := first_non_utf8_value("", attribute)):
+            return attribute.name, found[1]
+    return None
+
+
 def first_non_utf8_value(pointer: str, attribute: onnx.AttributeProto) -> tuple[str, bytes] | None:
     """(JSON pointer, bytes) of the first value of a STRING / STRINGS attribute that is not UTF-8, or None
     (``s`` and ``strings`` are bytes to protobuf: nothing has decoded them)."""
@@ -177,4 +187,4 @@ def require_utf8_names(model: onnx.ModelProto, where: str) -> None:
 
 
 __all__ = ["MODEL_TEXT_FIELDS", "first_non_utf8_name", "first_non_utf8_string", "first_non_utf8_value",
-           "not_utf8_error", "require_utf8_names"]
+           "non_utf8_attribute", "not_utf8_error", "require_utf8_names"]

@@ -296,8 +296,8 @@ class ReferenceEvaluator(onnx.reference.ReferenceEvaluator):
         except QTypesError as exc:  # a corrected operator refusing its node's attributes
             raise EvaluationError(str(exc)) from exc
         except UnicodeDecodeError as exc:  # a string attribute onnx.reference decodes as text
-            raise EvaluationError(_not_text_attribute(session.model) or f"cannot prepare the model for onnx.reference: "
-                                  f"{exc}") from None
+            raise EvaluationError(_not_text_attribute(session.model, exc.object) or f"cannot prepare the model for "
+                                  f"onnx.reference: {exc}") from None
         except (NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
             raise EvaluationError(f"cannot prepare the model for onnx.reference: {exc}") from None
 
@@ -643,14 +643,17 @@ class _TypedNode:
         return (attach(storage, bound) if declared.is_dynamic else storage, scale, zero_point)
 
 
-def _not_text_attribute(model: ModelProto) -> str | None:
-    """The message of the first string attribute of a node (any graph or function body, any domain: the reader
-    refuses those of ONNX's operators) whose bytes are not UTF-8, which onnx.reference reads as text; None if none."""
+def _not_text_attribute(model: ModelProto, undecoded: bytes) -> str | None:
+    """The message naming the string attribute (any graph or function body, any domain: the reader refuses those of
+    ONNX's operators) whose value is ``undecoded``, the bytes onnx.reference failed to read as text; None when no
+    attribute holds them (a string tensor, say)."""
     bodies = [*iter_graphs(model), *((f"/functions/{f}", function) for f, function in enumerate(model.functions))]
     for pointer, body in bodies:
         for n, node in enumerate(body.node):
             for a, attr in enumerate(node.attribute):
                 if attr.type in (onnx.AttributeProto.STRING, onnx.AttributeProto.STRINGS) and (
-                        found := first_non_utf8_value(f"{pointer}/node/{n}/attribute/{a}", attr)):
-                    return str(not_utf8_error("", found, fix=f"{node.op_type} {node.name!r} reads it as text"))
+                        found := first_non_utf8_value(f"{pointer}/node/{n}/attribute/{a}", attr)) and (
+                        found[1] == undecoded):
+                    who = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+                    return str(not_utf8_error("", found, fix=f"{who} reads it as text"))
     return None
