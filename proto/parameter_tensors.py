@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Container
 
 import numpy as np
-from onnx import GraphProto, TensorProto, numpy_helper
+from onnx import GraphProto, TensorProto, helper, numpy_helper
 
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.proto.parameter_layout import parameter_shape
@@ -134,7 +134,7 @@ def _holds(tensor, wanted: np.ndarray) -> bool:
     from onnx_qtypes.proto.encoding import plain_data_type, tensor_array  # noqa: PLC0415 (imports this module)
 
     if tuple(tensor.dims) != wanted.shape or plain_data_type(tensor.data_type) != \
-            numpy_helper.from_array(wanted[:0].reshape(0)).data_type:
+            helper.np_dtype_to_tensor_dtype(wanted.dtype):  # (a 0-d wanted too: a per-tensor scale)
         return False
     try:
         return bool(np.array_equal(tensor_array(tensor).astype(np.float64), wanted.astype(np.float64)))

@@ -211,3 +211,20 @@ def test_reference_names_that_are_not_free_are_refused_and_leave_the_model_uncha
         qt.set_qtypes(model, {"w": w.replace(scale_tensor="shared"),
                               "v": qt.QType("int4", [0.5] * 64, None, axis=1, scale_tensor="shared")})
     assert model.SerializeToString() == before  # all or nothing
+
+
+@pytest.mark.parametrize("held, accepted", [(0.5, True), (0.25, False)])
+def test_a_per_tensor_type_may_name_an_existing_scalar_initializer_for_its_scale(held, accepted):
+    """A 0-d initializer (a per-tensor scale as quantizers write it) ended set_qtype in numpy's IndexError."""
+    graph = helper.make_graph([helper.make_node("Identity", ["q"], ["y"])], "g",
+                              [helper.make_tensor_value_info("q", TensorProto.INT8, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [3])],
+                              [numpy_helper.from_array(np.array(held, np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    wanted = qt.QType("int8", 0.5, 0, scale_tensor="s")
+    if not accepted:
+        with pytest.raises(qt.QTypesError, match="initializer 's' exists and does not hold this tensor's parameters"):
+            qt.set_qtype(model, "q", wanted)
+        return
+    qt.set_qtype(model, "q", wanted)
+    assert qt.get_qtype(model, "q") == qt.QType("int8", 0.5, 0) and [t.name for t in model.graph.initializer] == ["s"]
