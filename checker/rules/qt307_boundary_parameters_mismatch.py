@@ -114,7 +114,8 @@ def _check(ctx: Context, ref: NodeRef, name: str, qt: QType) -> Iterator[Finding
         yield Finding(ref.location("input", 1), f"blocked scale has shape {list(scale.shape)}, the type's "
                       f"parameter shape is {list(expected_shape)}")
         return
-    want = scales_as_stated(qt.scale, scale.dtype, qt.expressed_type.np_dtype)
+    # (expressed: float32 where the type's own is invalid, another rule's finding)
+    want = scales_as_stated(qt.scale, scale.dtype, helper.tensor_dtype_to_np_dtype(expressed))
     have = scale.astype(np.float64).reshape(-1)
     same_tensor = scale_name == qt.scale_tensor  # the initializer the type names: equal by construction
     if not same_tensor and (have.shape != want.shape or not np.array_equal(have, want, equal_nan=True)):
