@@ -9,15 +9,14 @@ from onnx import ModelProto
 
 from onnx_qtypes.proto.reader import ReadModel, read_model as read_model_once
 from onnx_qtypes.proto.errors import QTypesError
-from onnx_qtypes.proto.names import first_non_utf8_string, not_utf8_error
 
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes, who: str, *,
                external_data: bool | str = True) -> tuple[ModelProto, str]:
     """A private copy of ``model`` and the path it came from ("" for objects and bytes).
 
-    Refuses (QTypesError naming the field) a model with a string field that
-    is not UTF-8: every name lift and lower read or write is a ``str``.
+    The shared reader refuses (naming the field) a model with a string field that is not UTF-8: every name lift
+    and lower read or write is a ``str``.
     ``external_data``: as ``proto.reader.read_model`` takes it ("lazy": the weights stay in their files).
     """
     if not isinstance(model, (ReadModel, ModelProto, str, os.PathLike, bytes, bytearray, memoryview)):
@@ -27,7 +26,4 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes, who: s
     if source is model or isinstance(model, ReadModel):  # the caller's object: lift and lower change a copy
         source = ModelProto()
         source.CopyFrom(read.model)
-    found = first_non_utf8_string(source)
-    if found is not None:
-        raise not_utf8_error(where or who, found)
     return source, where

@@ -6,11 +6,12 @@ every dict keyed by tensor name) expects ``str``: a graph that silently
 connects nothing, or a TypeError deep inside onnx. ``first_non_utf8_name``
 reads only the fields that name things (nodes, tensors, attributes, opset
 domains, functions, graphs) and the model's producer, domain and doc
-strings, a few µs per node, so the checker and the evaluator can afford it
-on every model; lift and lower, which rewrite every string, check every string field of
-the whole message with ``first_non_utf8_string`` (protobuf parses the
-model's bytes once with proto3's UTF-8 rule, under 1 µs per node; only a
-model that fails it is walked, about 15 µs per node, to locate the field).
+strings, to say which name it is; the shared reader then checks every other
+string field of the whole message with ``first_non_utf8_string`` (what lift
+and lower copy and rewrite: doc strings, metadata, quantization annotations),
+so that every command refuses the same files: protobuf parses the model's
+bytes once with proto3's UTF-8 rule, under 1 µs per node; only a model that
+fails it is walked, about 15 µs per node, to locate the field.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ def _text_checked_model() -> type:
 
 
 def _first_in(message: Message, pointer: str = "") -> tuple[str, bytes] | None:
+    if isinstance(message, onnx.TensorProto):  # its values hold no text: not copied out (a weight held in memory)
+        return _first_in_tensor(message, pointer)
     inside = []
     for field, value in message.ListFields():
         if field.type == FieldDescriptor.TYPE_STRING:
@@ -147,6 +150,15 @@ def _first_in(message: Message, pointer: str = "") -> tuple[str, bytes] | None:
             if found:
                 return found
     return None
+
+
+def _first_in_tensor(tensor: onnx.TensorProto, pointer: str) -> tuple[str, bytes] | None:
+    """``_first_in`` of a tensor's text: its name and doc string, then its external-data and metadata entries."""
+    found = _first_field(pointer, tensor, ("name", "doc_string"))
+    for field in ("external_data", "metadata_props"):
+        for i, entry in enumerate(getattr(tensor, field, ())):
+            found = found or _first_field(f"{pointer}/{field}/{i}", entry, ("key", "value"))
+    return found
 
 
 def not_utf8_error(where: str, found: tuple[str, bytes], *,

@@ -33,7 +33,7 @@ from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, requ
                                            require_outer_names_kept, sort_graphs, topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
-from onnx_qtypes.proto.names import (MODEL_TEXT_FIELDS, first_non_utf8_value, not_utf8_error,
+from onnx_qtypes.proto.names import (MODEL_TEXT_FIELDS, first_non_utf8_string, first_non_utf8_value, not_utf8_error,
                                      require_utf8_names)
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
 
@@ -127,6 +127,8 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
         require_sizes(proto, graphs, op_types, initializers)
         reads: dict[str, NodeReads] = {}
         unsorted = _scan(proto, graphs, op_types, reads, initializers, attributes)
+        if (found := first_non_utf8_string(proto)) is not None:  # any other string field (doc strings, metadata,
+            raise not_utf8_error("", found)  # quantization annotations): what lift and lower copy and rewrite
         negative = _has_negative_dims(proto, graphs)
         if unsorted or negative:
             if proto is model:  # the caller's object stays as it was

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from checker_models import int8
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import QType
 from onnx_qtypes.proto import write_qtype
@@ -64,6 +65,22 @@ def test_a_string_that_is_not_utf8_is_found_where_the_walk_finds_it():
     broken = onnx.ModelProto.FromString(data)
     assert first_non_utf8_string(broken) == _first_in(broken) == ("/graph/node/0/doc_string", b"abc\xff\xfe")
     assert first_non_utf8_string(model) is None
+
+
+@pytest.mark.parametrize("field", ["doc_string", "external_data", "metadata_props"])
+def test_the_walk_reads_a_tensor_s_text_fields_and_not_its_values(field):
+    """The walk locates a tensor's text (name, doc string, external-data and metadata entries) without copying its
+    values out: raw_data that is no text is never reported (a model over the proto3 parse's limit is walked)."""
+    tensor = numpy_helper.from_array(np.frombuffer(b"\xff\xfe\xfd\xfc", np.uint8), "w")
+    if field == "doc_string":
+        tensor.doc_string = "@@"
+    else:
+        getattr(tensor, field).add(key="@@", value="v")
+    model = helper.make_model(helper.make_graph([], "g", [], [], [tensor]))
+    broken = onnx.ModelProto.FromString(model.SerializeToString().replace(b"@@", b"\xff\xfe"))
+    where = "/graph/initializer/0/" + ("doc_string" if field == "doc_string" else f"{field}/0/key")
+    assert first_non_utf8_string(broken) == _first_in(broken) == (where, b"\xff\xfe")
+    assert _first_in(model) is None
 
 
 def test_the_lifts_declarations_written_as_bytes_are_those_write_qtype_makes():

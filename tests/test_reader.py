@@ -448,3 +448,24 @@ def test_run_names_an_attribute_only_when_its_bytes_are_what_failed_to_decode(tm
     _inputs(tmp_path)
     line = _error_line(capsys, COMMANDS["run"](str(path), tmp_path))
     assert "holds b" not in line and "can't decode byte 0xfe in position 0" in line, line
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("field", ["doc_string", "quantization_annotation"])
+def test_any_string_field_that_is_not_utf8_is_refused_alike_by_every_command(tmp_path, capsys, command, field):
+    """Lift and lower refused any string field that is not UTF-8 (they copy and rewrite them all); check, show and
+    run refused names only, so check called a file clean that lift then refused (a mutated quantization annotation
+    key, found by the inconsistency scan)."""
+    _inputs(tmp_path)
+    model = _resize(b"nearest")
+    if field == "doc_string":
+        model.graph.doc_string = "@@"
+    else:
+        model.graph.quantization_annotation.add(tensor_name="y").quant_parameter_tensor_names.add(key="@@", value="s")
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString().replace(b"@@", b"\xff\xfe"))
+    pointer = ("/graph/doc_string" if field == "doc_string"
+               else "/graph/quantization_annotation/0/quant_parameter_tensor_names/0/key")
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.endswith(f"{path}: {pointer} holds b'\\xff\\xfe', which is not UTF-8; ONNX names and strings must be "
+                         "UTF-8 text (rename it)"), line
