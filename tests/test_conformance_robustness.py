@@ -98,6 +98,12 @@ class Slow(ReferenceBackend):
 '''
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's default disposition in the child, as a terminal gives it: a suite started in the background (a
+    shell's ``&``) passes SIGINT on ignored, and Python then installs no handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_users_ctrl_c_stops_the_run_with_a_partial_report_and_exit_130(cases_root, tmp_path, jobs):
     (tmp_path / "slow_backend.py").write_text(SLOW)
@@ -105,7 +111,7 @@ def test_the_users_ctrl_c_stops_the_run_with_a_partial_report_and_exit_130(cases
     process = subprocess.Popen([sys.executable, "-m", "onnx_qtypes", "conformance", "--cases", str(cases_root),
                                 "--backend", "slow_backend:Slow", "-j", jobs, "--report", "r.json", "--junit",
                                 "r.xml"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "started").exists():
@@ -118,8 +124,11 @@ def test_the_users_ctrl_c_stops_the_run_with_a_partial_report_and_exit_130(cases
     assert process.returncode == 130, out + err
     assert "Traceback" not in err
     report = json.loads((tmp_path / "r.json").read_text())
-    finished = [c["id"] for c in report["cases"]]  # with -j 2 the Relu case may have finished too
-    assert finished[0] == "add-int8-ties" and "matmul-uint8-zero-points" not in finished
+    finished = [c["id"] for c in report["cases"]]
+    if jobs == "1":  # the Add case, then the MatMul one that never ends
+        assert finished == ["add-int8-ties"]
+    else:  # beside the MatMul case, Add and then Relu may have finished or not yet (a loaded machine: neither)
+        assert set(finished) <= {"add-int8-ties", "relu-int8-saturates"} and finished[:1] in ([], ["add-int8-ties"])
     assert f"interrupted after {len(finished)} of 3 case(s)" in err
     assert all(c["outcome"] == "pass" for c in report["cases"])
     assert report["interrupted"] is True and f"{len(finished)} case(s): {len(finished)} pass" in out
