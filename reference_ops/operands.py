@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 
 from onnx_qtypes.proto.errors import QTypeError
@@ -88,10 +89,13 @@ def boundary_type(
     if declared.is_dynamic:
         return declared.replace(scale=operands.scale, zero_point=operands.zero_point, axis=operands.axis,
                                 block_size=operands.block_size)
+    scale_dtype, expressed = np.asarray(scale).dtype, declared.expressed_type.np_dtype
+    if scale_dtype not in (expressed, ml_dtypes.float8_e8m0fnu):  # (E8M0: the microscaling block scale)
+        raise QTypeError("scale", f"the op's scale is {scale_dtype}, but the type ({declared}) is expressed in "
+                         f"{declared.expressed}; a boundary op's scale input has the expressed type", tensor)
     # the type's scales as the scale input's type states them (validity.md#qt307): a double scale no float32 holds
     # is the float32 nearest it in the node, and the tensor's values are still the type's
-    stated = declared.replace(scale=scales_as_stated(declared.scale, np.asarray(scale).dtype,
-                                                     declared.expressed_type.np_dtype), validate=False)
+    stated = declared.replace(scale=scales_as_stated(declared.scale, scale_dtype, expressed), validate=False)
     if not same_parameters(stated, operands, shape):
         raise QTypeError(
             "scale",

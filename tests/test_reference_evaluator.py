@@ -195,15 +195,17 @@ def _dq_model(scale: np.ndarray, declared: QType, opset: int = 21, **attrs: obje
     (np.array(0.1, np.float16), QType("int8", float(np.float32(0.1)), 0), "QT307"),  # not the expressed type
     (np.array(0.1, ml_dtypes.bfloat16), QType("int8", float(np.float32(0.1)), 0), "QT307"),
     (np.array(0.5, ml_dtypes.float8_e8m0fnu), QType("int8", 0.375, 0), "QT307"),  # E8M0 rounds 0.375 to 0.5
+    (np.array(0.5, np.float16), QType("int8", 0.5, 0), "QT307"),  # the same value, in another type than expressed
 ])
 def test_only_the_expressed_type_states_a_scale_to_its_nearest_value(scale, declared, rule):
     """The comparison after conversion (QT307) holds for a scale input of the expressed type only: a float16 or
-    bfloat16 scale input, or an E8M0 one that rounds the type's 0.375 to 0.5, states another scale. check, run and
-    lower all refuse them (run computed them with the type's scale, lower kept the node's E8M0 0.5)."""
+    bfloat16 scale input, or an E8M0 one that rounds the type's 0.375 to 0.5, states another scale, and a scale input
+    MUST have the expressed type (or E8M0) even holding the same value. check, run and lower all refuse them (run
+    computed them with the type's scale, lower kept the node's E8M0 0.5)."""
     attrs = {"output_dtype": TensorProto.FLOAT} if scale.dtype == ml_dtypes.float8_e8m0fnu else {}
     model = _dq_model(scale, declared, opset=24 if attrs else 21, **attrs)
     assert rule in {d.rule for d in diagnose(model).diagnostics if d.is_error}
-    with pytest.raises(EvaluationError, match=r"node 'dq' \(DequantizeLinear\).*differ from the type"):
+    with pytest.raises(EvaluationError, match=r"node 'dq' \(DequantizeLinear\).*(differ from the type|is expressed)"):
         ReferenceEvaluator(model).run(None, {"q": np.array([1, 2, 4], np.int8)})
     with pytest.raises(LowerError, match="'q'"):
         lower(model)
