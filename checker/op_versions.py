@@ -101,6 +101,11 @@ def problems(node: NodeProto, opset: int, elem_type: Callable[[str, int], int | 
         return [Problem("", None, f"{op} does not exist at opset {opset}; it needs {_since(op, first)}")]
     label = f"{op}-{schema.since_version} (the version at opset {opset})"
     found = []
+    for kind, names, low, high in (("input", node.input, schema.min_input, schema.max_input),
+                                   ("output", node.output, schema.min_output, schema.max_output)):
+        if not low <= len(names) <= high:  # (onnx.checker counts an empty name as one)
+            found.append(Problem("", None, f"{label} takes {low}{f' to {high}' if high != low else ''} "
+                                 f"{kind}(s); the node has {len(names)}"))
     for k, attribute in enumerate(node.attribute):
         if attribute.name not in schema.attributes:
             first = _first(op, opset, _has_attribute(attribute.name))

@@ -88,6 +88,9 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto, quantize: bool) -> QuantOp:
         raise Unrecognized(f"{ix.label(i)}: no scale input")
     if not outputs or not outputs[0]:
         raise Unrecognized(f"{ix.label(i)}: no output")
+    if len(inputs) > 3 or len(outputs) > 1:  # (the file's checker finding: QT412)
+        raise Unrecognized(f"{ix.label(i)}: {len(inputs)} input(s) and {len(outputs)} output(s), where the operator "
+                           "takes at most 3 and 1 (onnxruntime refuses the model)")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
     data = outputs[0] if quantize else inputs[0]

@@ -850,6 +850,15 @@ def _int4_quantize(opset: int) -> onnx.ModelProto:
     return g.build(opset=opset)
 
 
+def _quantize_with_inputs(count: int) -> onnx.ModelProto:
+    """x -> QuantizeLinear(x, s, z, z, ...) with ``count`` inputs -> DequantizeLinear -> y, plain QDQ at opset 21
+    (a mutated file repeated the zero point: every version takes 2 or 3 inputs)."""
+    g = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32)).init("z", np.array(0, np.int8))
+         .node("QuantizeLinear", ["x", "s", "z", "z"][:count], ["x_q"], name="q")
+         .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4)))
+    return g.build(opset=21)
+
+
 def _sigmoid() -> onnx.ModelProto:
     return unary_model("Sigmoid", int8(1 / 256, -128))
 
@@ -1346,6 +1355,9 @@ def cases() -> list[Case]:
               message="needs QuantizeLinear-21 (opset 21)"),
         _miss("QT412", "per-axis-dequantize-at-opset-13", lambda: _per_axis_dequantize(13)),
         _miss("QT412", "int4-quantize-at-opset-21", lambda: _int4_quantize(21)),
+        _fire("QT412", "quantize-with-four-inputs", lambda: _quantize_with_inputs(4), "/graph/node/0", node="q",
+              message="QuantizeLinear-21 (the version at opset 21) takes 2 to 3 input(s); the node has 4"),
+        _miss("QT412", "quantize-with-three-inputs", lambda: _quantize_with_inputs(3)),
         # QT413
         _fire("QT413", "scan-2^62-inputs", lambda: _absurd_scan(2**62), "/graph/node/0/attribute/1", node="scan",
               message="num_scan_inputs = 4611686018427387904, but the node has 2 input(s)"),

@@ -200,3 +200,21 @@ def test_a_contrib_quantize_linear_whose_string_attribute_is_not_text_keeps_its_
                               ir_version=10)
     lifted = lift_model(model).model
     assert [(n.op_type, n.domain) for n in lifted.graph.node if n.name == "dq"] == [("DequantizeLinear", MS)]
+
+
+def test_a_quantize_linear_with_a_fourth_input_is_left_not_folded():
+    """A mutated file repeated the zero point as a fourth input: the lift folded the node (the fourth ignored), so
+    check called the file clean and lift wrote it typed; onnx.checker and onnxruntime refuse it. It is left, with
+    that reason, and check reports QT412 on the file's node."""
+    graph = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z", "z"], ["t"], name="q"),
+                               helper.make_node("DequantizeLinear", ["t", "s", "z"], ["y"], name="dq")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              [_const("s", 0.05, np.float32), _const("z", 128, np.uint8)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    left = {n.name: n.reason for n in lift_model(model).left}
+    assert left["q"] == ("4 input(s) and 1 output(s), where the operator takes at most 3 and 1 (onnxruntime refuses "
+                         "the model)")
+    from onnx_qtypes import diagnose
+
+    assert "QT412" in {d.rule for d in diagnose(model).diagnostics if d.is_error}

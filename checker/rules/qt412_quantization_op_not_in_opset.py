@@ -10,8 +10,10 @@ parameters) has an `axis` to go with it (opset 13); the stored type (the
 integer side: QuantizeLinear's output and zero point, DequantizeLinear's
 input and zero point) is one the version takes (float8 from 19; int16,
 uint16, int4, uint4 from 21; float4e2m1 from 23; int2, uint2 from 25); the
-scale's type too (float16 and bfloat16 from 19, float8e8m0 from 24). In a
-QDQ or QOperator file these are the nodes as written, located there.
+scale's type too (float16 and bfloat16 from 19, float8e8m0 from 24); and
+the node has as many inputs and outputs as the version takes (a
+QuantizeLinear of four inputs is no version's). In a QDQ or QOperator file
+these are the nodes as written, located there.
 
 ## Why
 The meaning of the parameters is not in question; the file is simply not
