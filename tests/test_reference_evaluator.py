@@ -442,3 +442,24 @@ def test_a_model_importing_the_default_domain_as_ai_onnx_runs_as_onnxruntime_run
     want = run_onnxruntime(model, feeds, optimize=False)[0]
     np.testing.assert_array_equal(want, [0.0, 0.0, 2.5, 64.5])
     np.testing.assert_array_equal(ReferenceEvaluator(model).run(None, feeds)[0], want)
+
+
+@pytest.mark.parametrize("imported", ["", "ai.onnx"])
+def test_a_boundary_node_of_domain_ai_onnx_is_found_by_check_as_onnx_checker_finds_it(imported):
+    """A boundary DequantizeLinear of domain "ai.onnx": onnx.checker refuses it whatever the model imports ("No opset
+    import for domain 'ai.onnx'", or "No Op registered" when it imports "ai.onnx"), and so do run (importing "" only)
+    and lower; check called it clean, the float view having made the node an Identity of domain "". It keeps its
+    domain there now, so QT310 reports what onnx.checker says of the file."""
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", domain="ai.onnx")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("q", TensorProto.INT8, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+                               numpy_helper.from_array(np.array(-2, np.int8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(imported, 21)], ir_version=10)
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(model)
+    set_qtype(model, "q", QType("int8", 0.5, -2))
+    assert [(d.rule, d.location.node) for d in diagnose(model).diagnostics if d.is_error] == [("QT310", "dq")]
+    if imported == "":
+        with pytest.raises(EvaluationError, match="No opset import for domain 'ai.onnx'"):
+            ReferenceEvaluator(model).run(None, {"q": np.array([-128, -2, 3, 127], np.int8)})
