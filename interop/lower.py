@@ -1186,16 +1186,14 @@ def _integer(node: NodeProto, i: int, attrs: dict, name: str, default: int) -> i
                      "types it INT)")
 
 
+def _stated(qtype: QType, scale_type: int | None) -> QType:
+    """``qtype`` with its scales as a boundary node's scale input of ``scale_type`` must state them (validity.md#qt307,
+    ``scales_as_stated``): rounded to the expressed type when the input has that type, else exactly the type's."""
+    expressed = qtype.expressed_type
+    if scale_type != expressed.data_type:
+        return qtype
+    return qtype.replace(scale=scales_as_stated(qtype.scale, expressed.np_dtype, expressed.np_dtype), validate=False)
+
+
 __all__ = ["FORMS", "LowerResult", "LowerWarning", "lower", "lower_model"]
 
-
-def _stated(qtype: QType, scale_type: int | None) -> QType:
-    """``qtype`` with its scales as a scale input of ``scale_type`` states them (validity.md#qt307): what a boundary
-    node's scale is compared with; the type itself where that type is unknown or no float type."""
-    try:
-        dtype = helper.tensor_dtype_to_np_dtype(scale_type) if scale_type else None
-    except (KeyError, TypeError, ValueError):
-        dtype = None
-    if dtype is None or dtype.kind not in "fV" or qtype.scale_tensor and not qtype.scale:
-        return qtype
-    return qtype.replace(scale=scales_as_stated(qtype.scale, dtype, qtype.expressed_type.np_dtype), validate=False)

@@ -134,14 +134,21 @@ SOFTMAX_AXIS = -1  # QLinearSoftmax's axis when the node omits it, at every opse
 NEGATIVE_AXES_OPSET = 11  # the first Softmax taking a negative axis (its meaning the same as at 1 to 10)
 
 
+def opset_attribute_problem(attrs: dict[str, object]) -> str | None:
+    """Why QLinearSoftmax's ``opset`` attribute (the Softmax version it computes) is none, or None: onnxruntime's
+    schema types it INT."""
+    opset = attrs.get("opset", 1)
+    return None if isinstance(opset, int) else f"attribute opset is {opset!r}, not an integer"
+
+
 def _softmax(attrs: dict[str, object], context: Context) -> str | None:
     """QLinearSoftmax computes Softmax of its ``opset`` attribute's version: before 13 it flattens at ``axis``,
     from 13 on it normalizes along ``axis``; its ``axis`` defaults to -1 at every version (onnxruntime's schema and
     kernel; ``defaults`` writes it on the lifted Softmax). The lifted Softmax has the model's version. The two agree
     when both are before 13 or both from 13 on, and whenever ``axis`` is the last axis."""
+    if problem := opset_attribute_problem(attrs):
+        return problem
     opset = attrs.get("opset", 1)
-    if not isinstance(opset, int):
-        return f"attribute opset is {opset!r}, not an integer"
     axis = attrs.get("axis", SOFTMAX_AXIS)
     if isinstance(axis, int) and axis < 0 and context.opset is not None and context.opset < NEGATIVE_AXES_OPSET:
         return f"axis {axis}: the model's opset {context.opset} Softmax takes no negative axis"

@@ -54,7 +54,6 @@ from onnx_qtypes.reference_ops.fixed_point import MultiplierError
 from onnx_qtypes.reference_ops.operands import boundary_type, operand_qtype
 from onnx_qtypes.reference_ops.single_assignment import check_single_assignment
 
-
 __all__ = ["KERNEL_MODES", "EvaluationError", "FeedError", "QuantizedArray", "ReferenceEvaluator"]
 
 KERNEL_MODES = ("definitional", "integer")

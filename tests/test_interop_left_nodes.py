@@ -218,3 +218,22 @@ def test_a_quantize_linear_with_a_fourth_input_is_left_not_folded():
     from onnx_qtypes import diagnose
 
     assert "QT412" in {d.rule for d in diagnose(model).diagnostics if d.is_error}
+
+
+def test_a_softmax_whose_opset_is_no_integer_is_left_and_refused_by_run_in_the_same_words():
+    """One reason, worded once (qoperator.opset_attribute_problem), for the lift and for run's kept node."""
+    from onnx_qtypes.reference_ops import EvaluationError, ReferenceEvaluator
+
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["t"], name="q_in"),
+             helper.make_node("QLinearSoftmax", ["t", "s", "z", "s", "z"], ["u"], name="softmax", domain=MS,
+                              opset=b"13"),
+             helper.make_node("DequantizeLinear", ["u", "s", "z"], ["y"], name="dq_out")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [_const("s", 0.05, np.float32), _const("z", 128, np.uint8)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)],
+                              ir_version=8)
+    reason = "attribute opset is b'13', not an integer"
+    assert {n.name: n.reason for n in lift_model(model).left}["softmax"] == reason
+    with pytest.raises(EvaluationError, match=f"'softmax'.*{reason}"):
+        ReferenceEvaluator(model).run(None, {"x": np.zeros((2, 4), np.float32)})

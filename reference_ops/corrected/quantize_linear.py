@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper
 
+from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
 from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
-from onnx_qtypes.reference_ops.quant import round_half_to_even, saturated
+from onnx_qtypes.reference_ops.quant import parameter_index, round_half_to_even, saturated
 
 
 class QuantizeLinear(Corrected):
@@ -37,7 +38,7 @@ class QuantizeLinear(Corrected):
             return stored
         axis, block_size = attributes.get("axis", 1), attributes.get("block_size") or 0
         precision = attributes.get("precision")
-        scale = _broadcast(np.asarray(y_scale), np.shape(x), axis, block_size)
+        scale = _broadcast(np.asarray(y_scale), np.shape(x), axis, block_size, storage)
         wide = helper.tensor_dtype_to_np_dtype(precision) if precision else None
         with np.errstate(all="ignore"):  # the division onnx.reference makes, rounded as it rounds
             rounded = round_half_to_even(np.asarray(x, wide) / scale.astype(wide) if wide else np.asarray(x) / scale)
@@ -50,17 +51,14 @@ class QuantizeLinear(Corrected):
         return (np.where(outside, ends, stored[0]).astype(stored[0].dtype),)
 
 
-def _broadcast(scale: np.ndarray, shape: tuple[int, ...], axis: int, block_size: int) -> np.ndarray:
-    """``scale`` broadcastable to ``shape``, in its own dtype, as onnx.reference lays it out: one value as it is,
-    per axis along ``axis``, blocked repeated ``block_size`` times along ``axis`` (the last block cut to fit). The
-    stock run has accepted these parameters already."""
-    if scale.size == 1 and not block_size:
-        return scale.reshape(())
-    if not block_size:
-        view = [1] * len(shape)
-        view[axis] = scale.size
-        return scale.reshape(view)
-    return np.take(np.repeat(scale, block_size, axis=axis), np.arange(shape[axis]), axis=axis)
+def _broadcast(scale: np.ndarray, shape: tuple[int, ...], axis: int, block_size: int, storage: Any) -> np.ndarray:
+    """``scale`` broadcastable to ``shape``, in its own dtype, laid out as a type lays out its parameters
+    (``quant.parameter_index``: one value, per axis, or in blocks, the last cut to fit). The type holds the node's
+    scales as they are, valid or not: the stock run has accepted their layout already."""
+    per_tensor = scale.size == 1 and not block_size
+    layout = QType(storage.name, scale.reshape(-1).astype(np.float64), [0] * scale.size,
+                   axis=None if per_tensor else axis % len(shape), block_size=block_size or None, validate=False)
+    return scale.reshape(-1)[parameter_index(layout, shape)]
 
 
 def _storage(zero_point: Any, output_dtype: int | None) -> Any:

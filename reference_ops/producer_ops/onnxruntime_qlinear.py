@@ -21,8 +21,8 @@ from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.interop.graph import MS_DOMAIN
 from onnx_qtypes.interop.opset import qdq_opset
-from onnx_qtypes.interop.qoperator import (MICROSOFT, NEGATIVE_AXES_OPSET, Spec, foreign_attributes, operands,
-                                           triples_problem)
+from onnx_qtypes.interop.qoperator import (MICROSOFT, NEGATIVE_AXES_OPSET, Spec, foreign_attributes,
+                                           opset_attribute_problem, operands, triples_problem)
 from onnx_qtypes.proto.errors import QTypesError
 from onnx_qtypes.reference_ops.corrected._base import Refused
 
@@ -154,8 +154,8 @@ def _shape_problem(node: Any, spec: Spec, attrs: dict, operands: list[np.ndarray
     """What of the node's ranks and attribute types its onnxruntime schema refuses, where the float operator would
     compute something anyway: QGemm's operands are matrices, a pool's input has a channel and a spatial axis,
     QLinearSoftmax's ``opset`` is an integer."""
-    if "opset" in attrs and not isinstance(attrs["opset"], int):
-        return f"attribute opset is {attrs['opset']!r}, not an integer"
+    if problem := opset_attribute_problem(attrs):
+        return problem
     if spec.float_op == "Gemm" and any(x.ndim != 2 for x in operands):
         return f"operands of rank {', '.join(str(x.ndim) for x in operands)}, where QGemm takes matrices"
     if spec.float_op in ("AveragePool", "GlobalAveragePool") and operands and operands[0].ndim < 3:
