@@ -850,13 +850,29 @@ def _int4_quantize(opset: int) -> onnx.ModelProto:
     return g.build(opset=opset)
 
 
-def _quantize_with_inputs(count: int) -> onnx.ModelProto:
-    """x -> QuantizeLinear(x, s, z, z, ...) with ``count`` inputs -> DequantizeLinear -> y, plain QDQ at opset 21
-    (a mutated file repeated the zero point: every version takes 2 or 3 inputs)."""
+def _quantize_with_inputs(count: int, dequantize_outputs: int = 1) -> onnx.ModelProto:
+    """x -> QuantizeLinear(x, s, z, z, ...) with ``count`` inputs -> DequantizeLinear with ``dequantize_outputs``
+    outputs -> y, plain QDQ at opset 21 (a mutated file repeated the zero point: every version takes 2 or 3 inputs
+    and writes 1 output)."""
     g = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32)).init("z", np.array(0, np.int8))
          .node("QuantizeLinear", ["x", "s", "z", "z"][:count], ["x_q"], name="q")
-         .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4)))
+         .node("DequantizeLinear", ["x_q", "s", "z"], ["y", "y2"][:dequantize_outputs], name="dq").output("y", (1, 4)))
     return g.build(opset=21)
+
+
+def _e8m0_dequantize(type_scale: float, domain: str = "") -> onnx.ModelProto:
+    """q (int8, typed at ``type_scale``) -> DequantizeLinear(q, s, z, output_dtype=FLOAT) with an E8M0 scale of 0.5,
+    the microscaling block scale of opset 24 (``domain``: the node's; "ai.onnx" is no domain onnx.checker reads)."""
+    import ml_dtypes  # noqa: PLC0415
+
+    inits = [numpy_helper.from_array(np.array(0.5, ml_dtypes.float8_e8m0fnu), "s"),
+             numpy_helper.from_array(np.array(0, np.int8), "z")]
+    node = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", domain=domain,
+                            output_dtype=TensorProto.FLOAT)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("q", TensorProto.INT8, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)], ir_version=11)
+    return set_qtype(model, "q", QType("int8", type_scale, 0))
 
 
 def _sigmoid() -> onnx.ModelProto:
@@ -1185,6 +1201,10 @@ def cases() -> list[Case]:
         _fire("QT307", "per-axis-type-scalar-scale", lambda: _qdq(type_q=int8([F32] * 4, [0] * 4, axis=1)),
               "/graph/node/0/input/1", "s", "quantize", message="scalar"),
         _miss("QT307", "equal", lambda: _qdq()),
+        # an E8M0 scale states a power of two exactly: 0.5 is not a type's 0.375, though E8M0 rounds 0.375 to 0.5
+        _fire("QT307", "e8m0-scale-rounds-the-type-s", lambda: _e8m0_dequantize(0.375), "/graph/node/0/input/1", "s",
+              "dq", message="scale 0.5 differs from the type of 'q'"),
+        _miss("QT307", "e8m0-scale-the-type-s-power-of-two", lambda: _e8m0_dequantize(0.5)),
         _miss("QT307", "conv-model", lambda: conv_model()),
         # QT308
         _fire("QT308", "scale-is-input", lambda: _qdq(scale_input=True), "/graph/node/0/input/1", "s", "quantize"),
@@ -1197,6 +1217,10 @@ def cases() -> list[Case]:
         # QT310
         _fire("QT310", "bogus-attribute", _bogus_attribute, "/graph/node/0", node="identity", message="bogus"),
         _miss("QT310", "plain", lambda: one_tensor(int8())),
+        # a boundary node keeps its domain in the float view: "ai.onnx", which onnx.checker reads as no domain
+        _fire("QT310", "boundary-node-of-domain-ai-onnx", lambda: _e8m0_dequantize(0.5, "ai.onnx"), "/graph/node/0",
+              node="dq", message="No opset import for domain 'ai.onnx'"),
+        _miss("QT310", "boundary-node-of-the-default-domain", lambda: _e8m0_dequantize(0.5)),
         # QT311
         _fire("QT311", "plain-int8-initializer", lambda: _plain_constants("initializer"), "/graph/initializer/0", "w",
               message="quantized constant 'w'"),
@@ -1320,7 +1344,11 @@ def cases() -> list[Case]:
         # a float bias counts in steps of x_scale * w_scale (its float value cast to int64 read 1e38 as -2^63)
         _fire("QT407", "float-bias-1e38", lambda: float_bias_conv([1e38, 0, 0, 0]), "/graph/node/1", node="conv",
               message="+ max|bias| 1000000"),  # float32(1e38) / (x_scale * 0.005) = 1.0000000127e42
-        _miss("QT407", "float-bias-1", lambda: float_bias_conv([1.0, -1.0, 0.5, 0])),
+        # near the limit: 2.15e5 over a step of 1e-4 is 2,150,000,097 steps and reaches 2^31 with the products;
+        # 2.145e5, about 2,145,000,000 steps, does not (read as the integers 215000 and 214500, neither fired)
+        _fire("QT407", "float-bias-215000", lambda: float_bias_conv([2.15e5, 0, 0, 0]), "/graph/node/1", node="conv",
+              message="+ max|bias| 2150000097 = 2150244833 reaches 2^31"),
+        _miss("QT407", "float-bias-214500", lambda: float_bias_conv([2.145e5, -1.0, 0.5, 0])),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
               message="2^-32 <= M < 2^29"),
@@ -1358,6 +1386,10 @@ def cases() -> list[Case]:
         _fire("QT412", "quantize-with-four-inputs", lambda: _quantize_with_inputs(4), "/graph/node/0", node="q",
               message="QuantizeLinear-21 (the version at opset 21) takes 2 to 3 input(s); the node has 4"),
         _miss("QT412", "quantize-with-three-inputs", lambda: _quantize_with_inputs(3)),
+        _fire("QT412", "quantize-with-one-input", lambda: _quantize_with_inputs(1), "/graph/node/0", node="q",
+              message="takes 2 to 3 input(s); the node has 1"),
+        _fire("QT412", "dequantize-with-two-outputs", lambda: _quantize_with_inputs(3, 2), "/graph/node/1", node="dq",
+              message="DequantizeLinear-21 (the version at opset 21) takes 1 output(s); the node has 2"),
         # QT413
         _fire("QT413", "scan-2^62-inputs", lambda: _absurd_scan(2**62), "/graph/node/0/attribute/1", node="scan",
               message="num_scan_inputs = 4611686018427387904, but the node has 2 input(s)"),

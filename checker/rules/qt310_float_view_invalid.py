@@ -5,9 +5,10 @@
 attributes and arity, topological order, single assignment, initializer
 sizes) accepts the float view of the model: every quantized tensor replaced
 by its expressed type, quantized constants by graph inputs of that type,
-boundary QuantizeLinear / DequantizeLinear by Identity (one with more or
-fewer inputs or outputs than its operator takes stays as written, so that
-onnx.checker names it). A QDQ or QOperator
+boundary QuantizeLinear / DequantizeLinear by Identity in the node's own
+domain (one with more or fewer inputs or outputs than its operator takes
+stays as written, so that onnx.checker names it; one of domain "ai.onnx",
+which onnx.checker reads as no domain, stays a fault). A QDQ or QOperator
 file is checked so through its lifted form: what onnx.checker refuses in the
 file is found at the same node as in the typed file `lift` writes (and
 `run` and `lower` refuse that file).
