@@ -592,6 +592,27 @@ def test_a_kept_qlinear_conv_onnx_reference_cannot_compute_is_refused_with_its_r
         ReferenceEvaluator(model).run(None, {"x": np.zeros(x_shape, np.uint8)})
 
 
+@pytest.mark.parametrize(("attrs", "operand", "said"), [
+    ({"group": 0}, None, "group 0: a convolution has at least one group"),
+    ({"strides": [0]}, None, "strides [0] and dilations [] must be 1 or more"),
+    ({"auto_pad": "FOO"}, None, "auto_pad 'FOO' is none of NOTSET, SAME_UPPER, SAME_LOWER, VALID"),
+    ({}, ("b", np.array([1, 2, 3], np.int32)), "the bias has shape [3], where it takes one value per output channel (2)"),
+    ({}, ("b", np.array([1], np.int32)), "the bias has shape [1]"),
+    ({}, ("xs", np.array([0.1, 0.2], np.float32)), "x_scale holds 2 values, where it takes one"),
+    ({}, ("wz", np.zeros(3, np.int8)), "w_zero_point holds 3 values for 2 output channels"),
+])
+def test_a_kept_per_channel_qlinear_conv_onnxruntime_refuses_is_refused_naming_the_operand(attrs, operand, said):
+    """The per-channel path read group 0 as 1, dropped a bias's third value for two channels and took an auto_pad
+    of no meaning, where onnxruntime refuses each model; other operands of the wrong size ended in numpy's words."""
+    model = _qlinear_conv([1, 2, 5], np.ones((2, 2, 3), np.int8), **attrs)
+    if operand is not None:
+        name, value = operand
+        tensor = next(t for t in model.graph.initializer if t.name == name)
+        tensor.CopyFrom(numpy_helper.from_array(value, name))
+    with pytest.raises(EvaluationError, match=rf"'conv'.*{re.escape(said)}"):
+        ReferenceEvaluator(model).run(None, {"x": np.zeros([1, 2, 5], np.uint8)})
+
+
 @pytest.mark.parametrize("zero_point", [np.int16(32767), np.uint16(65535), np.int16(-32768)])
 def test_a_kept_quantize_linear_just_inside_int32_saturates_once_its_zero_point_is_added(zero_point):
     """x / scale below 2^31 in float32 but past it once a 16-bit zero point is added: onnx.reference's int32 sum

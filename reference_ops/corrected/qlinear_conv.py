@@ -23,9 +23,10 @@ class QLinearConv(Corrected):
         if np.size(w_scale) <= 1 or np.ndim(x) == 4:
             return self.stock_run(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B)
         x, w, w_scale = np.asarray(x), np.asarray(w), np.asarray(w_scale)
-        if problem := self._problem(x, w, w_scale):
+        if problem := self._problem(x, w, w_scale) or _operand_problem(w.shape[0], x_scale, x_zero_point, w_zero_point,
+                                                                       y_scale, y_zero_point, B):
             raise Refused(f"QLinearConv with per-channel weights: {problem}")
-        group = self.group or 1
+        group = 1 if self.group is None else self.group
         per_group = w.shape[0] // group  # output channels of one group, which read x.shape[1] // group channels each
         w_zero = np.broadcast_to(np.asarray(w_zero_point if w_zero_point is not None else 0), w_scale.shape)
         channels = []
@@ -39,7 +40,9 @@ class QLinearConv(Corrected):
 
     def _problem(self, x: np.ndarray, w: np.ndarray, w_scale: np.ndarray) -> str | None:
         """Why the node is no convolution onnx.reference computes per channel (shapes and attributes), or None."""
-        group = self.group or 1
+        group = 1 if self.group is None else self.group
+        if group < 1:
+            return f"group {group}: a convolution has at least one group"
         if x.ndim != w.ndim or x.ndim < 3 or w_scale.ndim != 1 or w_scale.size != w.shape[0]:
             return (f"x of shape {list(x.shape)}, w of shape {list(w.shape)} and w_scale of shape "
                     f"{list(w_scale.shape)} (one scale per output channel, N x C x D1 x ... x Dn)")
@@ -53,4 +56,27 @@ class QLinearConv(Corrected):
             wrong.append(f"kernel_shape {list(self.kernel_shape)} for weights of shape {list(w.shape)}")
         if wrong:
             return f"a {rank}-D convolution takes {rank} values per attribute ({2 * rank} pads): {', '.join(wrong)}"
+        if any(v < 1 for v in (*(self.strides or ()), *(self.dilations or ()))):
+            return f"strides {list(self.strides or [])} and dilations {list(self.dilations or [])} must be 1 or more"
+        if (self.auto_pad or "NOTSET") not in _AUTO_PADS:
+            return f"auto_pad {self.auto_pad!r} is none of {', '.join(_AUTO_PADS)}"
         return None
+
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _operand_problem(channels: int, x_scale: Any, x_zero_point: Any, w_zero_point: Any, y_scale: Any,
+                     y_zero_point: Any, bias: Any) -> str | None:
+    """Why the other operands do not fit a per-channel QLinearConv of ``channels`` output channels (onnxruntime's
+    checks): one scale and zero point for x and y, one zero point or one per channel for w, a bias of one value per
+    channel."""
+    for name, value in (("x_scale", x_scale), ("x_zero_point", x_zero_point), ("y_scale", y_scale),
+                        ("y_zero_point", y_zero_point)):
+        if value is not None and np.size(value) != 1:
+            return f"{name} holds {np.size(value)} values, where it takes one"
+    if w_zero_point is not None and np.size(w_zero_point) not in (1, channels):
+        return f"w_zero_point holds {np.size(w_zero_point)} values for {channels} output channels"
+    if bias is not None and np.shape(bias) != (channels,):
+        return f"the bias has shape {list(np.shape(bias))}, where it takes one value per output channel ({channels})"
+    return None
