@@ -118,6 +118,25 @@ def test_pools_read_channels_last(channels_last: int) -> None:
         assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": x}).astype(int)).max() <= 1
 
 
+@pytest.mark.parametrize("bias_shape", [[1], [], [1, 4], [3, 4]])
+def test_a_qgemm_bias_broadcasts_over_per_column_scales_as_onnxruntime_adds_it(bias_shape: list) -> None:
+    """A bias of one value, a scalar or a matrix beside a per-column B: each column reads it at its own scale
+    (the reference refused the first two: its DequantizeLinear took one bias value per scale)."""
+    a = RNG.integers(0, 256, (3, 5)).astype(np.uint8)
+    b = RNG.integers(-127, 128, (5, 4)).astype(np.int8)
+    b_scale = np.array([0.01, 0.02, 0.03, 0.04], np.float32)
+    bias = RNG.integers(-3000, 3000, bias_shape).astype(np.int32)
+    inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": b_scale, "bz": np.zeros(4, np.int8), "c": bias,
+             "ys": np.float32(0.2), "yz": np.uint8(128)}
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"], ["y"], domain=MS)
+    model = _model(node, {"a": a, "b": b}, inits, TensorProto.UINT8)
+    ours = _ours(model, {"a": a, "b": b})
+    scales = np.float64(0.05) * b_scale.astype(np.float64)
+    real = ((a.astype(np.int64) - 120) @ b.astype(np.int64)) * scales + scales * bias
+    assert np.abs(ours.astype(int) - np.clip(np.rint(real / 0.2) + 128, 0, 255)).max() <= 1
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": a, "b": b}).astype(int)).max() <= 1
+
+
 @pytest.mark.parametrize(("per_column", "alpha", "quantized_output"),
                          [(False, 1.0, True), (True, 0.5, True), (True, 1.0, False)])
 def test_qgemm_reads_its_bias_at_alpha_times_the_input_scales(per_column: bool, alpha: float,
@@ -163,6 +182,20 @@ def test_where_and_concat_requantize_each_operand() -> None:
     ours = _ours(model, {"a": A[0], "b": B})
     expected = _quantize(np.concatenate([_real(A[0], 0.02, 3), _real(B, 0.03, -2)]), 0.04, 1, np.int8)
     assert np.array_equal(ours, expected)
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": A[0], "b": B}).astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize(("op", "attrs", "fn"), [
+    ("QLinearSigmoid", {}, lambda r: 1 / (1 + np.exp(-r))),
+    ("QLinearLeakyRelu", {"alpha": 0.25}, lambda r: np.where(r >= 0, r, np.float32(0.25) * r)),
+])
+def test_unary_ops_are_the_definition_and_within_a_step_of_onnxruntime(op: str, attrs: dict, fn) -> None:  # noqa: ANN001
+    node = helper.make_node(op, ["a", "as", "az", "ys", "yz"], ["y"], domain=MS, **attrs)
+    model = _model(node, {"a": A}, {**PARAMS, "ys": np.float32(0.01)})
+    ours = _ours(model, {"a": A})
+    expected = _quantize(fn(_real(A, 0.02, 3).astype(np.float64)), 0.01, 1, np.int8)
+    assert np.abs(ours.astype(int) - expected.astype(int)).max() <= 1  # float32 against float64 here
+    assert np.abs(ours.astype(int) - _onnxruntime(model, {"a": A}).astype(int)).max() <= 1
 
 
 def test_a_per_channel_scale_where_the_schema_takes_one_is_refused() -> None:

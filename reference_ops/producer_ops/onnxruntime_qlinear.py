@@ -108,9 +108,14 @@ def _graph(node: Any, spec: Spec, given: list[np.ndarray | None], opset: int) ->
     if spec.bias is not None and present(spec.bias.data):  # int32 at the float32 product of the two scales
         a, b = spec.bias.factors
         per_column = any(given[triples[k].scale].size > 1 for k in (a, b))
-        nodes += [helper.make_node("Mul", [scales[a], scales[b]], ["bias_scale"]),
-                  helper.make_node("DequantizeLinear", [names[spec.bias.data], "bias_scale"], ["bias_real"],
-                                   **({"axis": -1} if per_column else {}))]
+        bias = names[spec.bias.data]
+        nodes.append(helper.make_node("Mul", [scales[a], scales[b]], ["bias_scale"]))
+        if per_column:  # a bias of one value (or a scalar) broadcasts over the columns, as onnxruntime adds it
+            nodes += [helper.make_node("Shape", ["bias_scale"], ["columns"]),
+                      helper.make_node("Expand", [bias, "columns"], ["bias_wide"])]
+            bias = "bias_wide"
+        nodes.append(helper.make_node("DequantizeLinear", [bias, "bias_scale"], ["bias_real"],
+                                      **({"axis": -1} if per_column else {})))
         per_axis = per_axis or per_column
         float_inputs.append("bias_real")
     kept = {**dict(spec.defaults), **{k: v for k, v in attrs.items() if k not in spec.drop}}
