@@ -30,6 +30,7 @@ from onnx_qtypes.interop.parameter_screen import screen
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import PASS_THROUGH, links, typed_input_only
 from onnx_qtypes.interop.qoperator import Context, Spec, bias_type, looks_quantized, operands, refusal, spec_for
+from onnx_qtypes.proto.names import non_utf8_attribute
 from onnx_qtypes.proto.qtype import QType
 
 QDQ_DOMAINS = STANDARD_DOMAINS | {MS_DOMAIN}
@@ -93,6 +94,8 @@ def _qdq(ix: GraphIndex, i: int, node: NodeProto, quantize: bool) -> QuantOp:
                            "takes at most 3 and 1 (onnxruntime refuses the model)")
     if "precision" in attrs:
         raise Unrecognized(f"{ix.label(i)}: the 'precision' attribute changes the arithmetic of the division")
+    if found := non_utf8_attribute(node):  # (a com.microsoft one: the reader refuses ONNX's) it keeps its domain
+        raise Unrecognized(f"{ix.label(i)}: attribute {found[0]} holds {found[1][:40]!r}, which is not UTF-8")
     data = outputs[0] if quantize else inputs[0]
     axis = _int_attribute(ix, i, attrs, "axis", 1, data, "QT108")
     block = _int_attribute(ix, i, attrs, "block_size", 0, data, "QT110")

@@ -85,14 +85,14 @@ def boundary_type(
     (QTypeError otherwise); a dynamic one takes the operands' parameters,
     which is how run-time parameters are bound to it.
     """
+    scale_dtype, expressed = np.asarray(scale).dtype, declared.expressed_type.np_dtype
+    if not declared.is_dynamic and scale_dtype not in (expressed, ml_dtypes.float8_e8m0fnu):  # (E8M0: MX blocks)
+        raise QTypeError("scale", f"the op's scale is {scale_dtype}, but the type ({declared}) is expressed in "
+                         f"{declared.expressed}; a boundary op's scale input has the expressed type", tensor)
     operands = operand_qtype(declared.storage, scale, zero_point, shape, axis=axis, block_size=block_size)
     if declared.is_dynamic:
         return declared.replace(scale=operands.scale, zero_point=operands.zero_point, axis=operands.axis,
                                 block_size=operands.block_size)
-    scale_dtype, expressed = np.asarray(scale).dtype, declared.expressed_type.np_dtype
-    if scale_dtype not in (expressed, ml_dtypes.float8_e8m0fnu):  # (E8M0: the microscaling block scale)
-        raise QTypeError("scale", f"the op's scale is {scale_dtype}, but the type ({declared}) is expressed in "
-                         f"{declared.expressed}; a boundary op's scale input has the expressed type", tensor)
     # the type's scales as the scale input's type states them (validity.md#qt307): a double scale no float32 holds
     # is the float32 nearest it in the node, and the tensor's values are still the type's
     stated = declared.replace(scale=scales_as_stated(declared.scale, scale_dtype, expressed), validate=False)

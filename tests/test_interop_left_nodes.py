@@ -198,8 +198,13 @@ def test_a_contrib_quantize_linear_whose_string_attribute_is_not_text_keeps_its_
                               [_const("s", 0.05, np.float32), _const("z", 128, np.uint8)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)],
                               ir_version=10)
-    lifted = lift_model(model).model
-    assert [(n.op_type, n.domain) for n in lifted.graph.node if n.name == "dq"] == [("DequantizeLinear", MS)]
+    result = lift_model(model)
+    assert [(n.op_type, n.domain) for n in result.model.graph.node if n.name == "dq"] == [("DequantizeLinear", MS)]
+    # left with its reason, and nothing typed on its say (the lift typed 't' between the pair, silently)
+    assert {n.name: n.reason for n in result.left}["dq"] == "attribute note holds b'\\xfe', which is not UTF-8"
+    from onnx_qtypes import quantized_tensors
+
+    assert "t" not in quantized_tensors(result.model)
 
 
 def test_a_quantize_linear_with_a_fourth_input_is_left_not_folded():

@@ -196,6 +196,7 @@ def _dq_model(scale: np.ndarray, declared: QType, opset: int = 21, **attrs: obje
     (np.array(0.1, ml_dtypes.bfloat16), QType("int8", float(np.float32(0.1)), 0), "QT307"),
     (np.array(0.5, ml_dtypes.float8_e8m0fnu), QType("int8", 0.375, 0), "QT307"),  # E8M0 rounds 0.375 to 0.5
     (np.array(0.5, np.float16), QType("int8", 0.5, 0), "QT307"),  # the same value, in another type than expressed
+    (np.array(1, np.uint8), QType("int8", 1.0, 0), "QT307"),  # (run called an integer scale 1 "scale 0.0")
 ])
 def test_only_the_expressed_type_states_a_scale_to_its_nearest_value(scale, declared, rule):
     """The comparison after conversion (QT307) holds for a scale input of the expressed type only: a float16 or
