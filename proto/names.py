@@ -178,6 +178,17 @@ def non_utf8_attribute(node: onnx.NodeProto) -> tuple[str, bytes] | None:
     return None
 
 
+def first_non_utf8_element(pointer: str, tensor: onnx.TensorProto) -> tuple[str, bytes] | None:
+    """(JSON pointer, bytes) of the first element of a STRING tensor that is not UTF-8, or None (``string_data`` is
+    bytes to protobuf; onnx.proto calls each element a UTF-8 string, and onnx.reference decodes it so)."""
+    for i, value in enumerate(tensor.string_data):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{pointer}/string_data/{i}", value
+    return None
+
+
 def first_non_utf8_value(pointer: str, attribute: onnx.AttributeProto) -> tuple[str, bytes] | None:
     """(JSON pointer, bytes) of the first value of a STRING / STRINGS attribute that is not UTF-8, or None
     (``s`` and ``strings`` are bytes to protobuf: nothing has decoded them)."""
@@ -198,5 +209,6 @@ def require_utf8_names(model: onnx.ModelProto, where: str) -> None:
         raise not_utf8_error(where, found)
 
 
-__all__ = ["MODEL_TEXT_FIELDS", "first_non_utf8_name", "first_non_utf8_string", "first_non_utf8_value",
+__all__ = ["MODEL_TEXT_FIELDS", "first_non_utf8_element", "first_non_utf8_name", "first_non_utf8_string",
+           "first_non_utf8_value",
            "non_utf8_attribute", "not_utf8_error", "require_utf8_names"]

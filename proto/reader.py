@@ -25,7 +25,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 import onnx
-from onnx import AttributeProto, ModelProto
+from onnx import AttributeProto, ModelProto, TensorProto
 
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
@@ -33,8 +33,8 @@ from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, requ
                                            require_outer_names_kept, sort_graphs, topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
-from onnx_qtypes.proto.names import (MODEL_TEXT_FIELDS, first_non_utf8_string, first_non_utf8_value, not_utf8_error,
-                                     require_utf8_names)
+from onnx_qtypes.proto.names import (MODEL_TEXT_FIELDS, first_non_utf8_element, first_non_utf8_string,
+                                     first_non_utf8_value, not_utf8_error, require_utf8_names)
 from onnx_qtypes.proto.tensor_sizes import fits, size_problem
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytea
         attributes: dict[str, list] = {}  # each graph's nodes' attribute lists, read by the walk for _scan
         graphs = list(iter_graphs(proto, attributes))  # walked once for the checks below
         # every node's op type read once, for the Constants require_sizes reads and the names _scan checks
-        op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in _every_graph(proto, graphs)}
+        op_types = {pointer: [node.op_type for node in graph.node] for pointer, graph in every_graph(proto, graphs)}
         initializers: dict[str, tuple[list[str], list[int]]] = {}  # names and data types, read once for all passes
         require_sizes(proto, graphs, op_types, initializers)
         reads: dict[str, NodeReads] = {}
@@ -158,10 +158,14 @@ def require_versions(model: ModelProto) -> None:
                                  "opset version (a non-negative 32-bit integer)")
 
 
+_STRING_TENSORS = "onnx.proto holds each element of a STRING tensor as UTF-8 text"
+
+
 def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = None,
                   op_types: dict[str, list[str]] | None = None,
                   initializers: dict[str, tuple[list[str], list[int]]] | None = None) -> None:
-    """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``).
+    """ModelLoadError naming the tensor when a stored tensor does not hold what its dims say (``size_problem``),
+    or a STRING tensor (initializer or Constant) holds an element that is not UTF-8.
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: each graph's node op types by
     its pointer, when the caller has read them; ``initializers``: filled with each graph's initializer names and
     data types, by its pointer (read here anyway: later passes take them from there)."""
@@ -175,18 +179,25 @@ def require_sizes(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] |
         for i, tensor in enumerate(tensors):
             if not fits(tensor) and (problem := size_problem(tensor)):
                 raise ModelLoadError(f"{pointer}/initializer/{i}: tensor {tensor.name!r}: {problem}")
+        for i in [i for i, data_type in enumerate(data_types) if data_type == TensorProto.STRING]:
+            if found := first_non_utf8_element(f"{pointer}/initializer/{i}", tensors[i]):
+                raise not_utf8_error("", found, fix=_STRING_TENSORS)
         ops = op_types[pointer] if op_types is not None else [node.op_type for node in graph.node]
         constants = [n for n, op_type in enumerate(ops) if op_type == "Constant"]
         for n in constants:
             for a, attr in enumerate(graph.node[n].attribute):
                 if attr.type == AttributeProto.TENSOR and (problem := size_problem(attr.t)):
                     raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}/t: tensor {attr.t.name!r}: {problem}")
+                if attr.type == AttributeProto.TENSOR and attr.t.data_type == TensorProto.STRING and (
+                        found := first_non_utf8_element(f"{pointer}/node/{n}/attribute/{a}/t", attr.t)):
+                    raise not_utf8_error("", found, fix=_STRING_TENSORS)
 
 
-def _every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]]
-                 ) -> list[tuple[str, onnx.GraphProto | onnx.FunctionProto]]:
-    """``main`` (``iter_graphs(model)``), then each function body and the If / Loop / Scan bodies inside it."""
-    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(main)
+def every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]] | None = None
+                ) -> list[tuple[str, onnx.GraphProto | onnx.FunctionProto]]:
+    """``main`` (``iter_graphs(model)``, walked here when not given), then each function body and the If / Loop /
+    Scan bodies inside it: every list of nodes of the model, with its JSON pointer."""
+    graphs: list[tuple[str, onnx.GraphProto | onnx.FunctionProto]] = list(iter_graphs(model) if main is None else main)
     for f, function in enumerate(model.functions):
         graphs.append((f"/functions/{f}", function))
         graphs += [g for n, node in enumerate(function.node) if node.attribute
@@ -205,7 +216,7 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
     cycle, or naming the field when a name is not UTF-8 (protobuf hands such a string over as bytes), or a
     string attribute of an ONNX operator (bytes to protobuf: an enum such as Resize's mode, read as text).
     ``graphs``: ``list(iter_graphs(model))`` when the caller has it; ``op_types``: every graph's node op types
-    by its pointer (``_every_graph``), when the caller has read them; ``reads``: filled with what was read of
+    by its pointer (``every_graph``), when the caller has read them; ``reads``: filled with what was read of
     each graph, by its pointer; ``initializers``: each graph's initializer names and data types (``require_sizes``),
     and ``attributes``: each graph's nodes' attribute lists (``iter_graphs(model, attributes)``), when the
     caller has read them."""
@@ -213,7 +224,7 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
     unsorted = nested = False
     read_names: dict[str, tuple[tuple[list, list], list[int]]] = {}  # per graph: its node names, nodes with subgraphs
     main = list(iter_graphs(model)) if graphs is None else graphs
-    for pointer, graph in _every_graph(model, main):
+    for pointer, graph in every_graph(model, main):
         names = node_names(graph)
         for lists in names:
             kinds.update(map(type, chain.from_iterable(lists)))
@@ -330,4 +341,5 @@ def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphP
     return bytes in kinds
 
 
-__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "read_model", "require_sizes", "require_versions"]
+__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "every_graph", "read_model", "require_sizes",
+           "require_versions"]

@@ -45,6 +45,7 @@ from onnx_qtypes.proto.control_flow import CONTROL_FLOW, crossing_problem, cross
 from onnx_qtypes.proto.errors import QTypeError, QTypesError
 from onnx_qtypes.proto.names import first_non_utf8_value, not_utf8_error, require_utf8_names
 from onnx_qtypes.proto.qtype import QType
+from onnx_qtypes.proto.reader import every_graph
 from onnx_qtypes.reference_ops import quant
 from onnx_qtypes.reference_ops.definition import body_dtype, exact_function, operator_input, runs_function_body
 from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError
@@ -646,8 +647,7 @@ def _not_text_attribute(model: ModelProto, undecoded: bytes) -> str | None:
     """The message naming the string attribute (any graph or function body, any domain: the reader refuses those of
     ONNX's operators) whose value is ``undecoded``, the bytes onnx.reference failed to read as text; None when no
     attribute holds them (a string tensor, say)."""
-    bodies = [*iter_graphs(model), *((f"/functions/{f}", function) for f, function in enumerate(model.functions))]
-    for pointer, body in bodies:
+    for pointer, body in every_graph(model):
         for n, node in enumerate(body.node):
             for a, attr in enumerate(node.attribute):
                 if attr.type in (onnx.AttributeProto.STRING, onnx.AttributeProto.STRINGS) and (

@@ -428,9 +428,10 @@ def test_a_string_attribute_of_another_domain_may_hold_any_bytes_until_the_refer
                          "text"), line
 
 
-def test_run_names_an_attribute_only_when_its_bytes_are_what_failed_to_decode(tmp_path, capsys):
-    """A string tensor may hold any bytes (string_data is bytes): onnx.reference failing on it is not the attribute's
-    fault, though the model has a non-text attribute too (the review's case: the attribute was named)."""
+def test_a_string_tensor_that_is_not_utf8_is_named_not_a_non_text_attribute_beside_it(tmp_path, capsys):
+    """onnx.proto holds each element of a STRING tensor as UTF-8 text, and onnx.reference decodes it so: the reader
+    names the element (run said "'utf-8' codec can't decode byte 0xfe", or named the attribute beside it; check,
+    lift and lower read the file)."""
     body = [helper.make_node("Identity", ["fx"], ["fy"])]
     function = helper.make_function("local", "F", ["fx"], ["fy"], body, [helper.make_opsetid("", 17)],
                                     attributes=["tag"])
@@ -446,8 +447,10 @@ def test_run_names_an_attribute_only_when_its_bytes_are_what_failed_to_decode(tm
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     _inputs(tmp_path)
-    line = _error_line(capsys, COMMANDS["run"](str(path), tmp_path))
-    assert "holds b" not in line and "can't decode byte 0xfe in position 0" in line, line
+    for command in ("check", "lift", "run"):
+        line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+        assert line.endswith(f"{path}: /graph/initializer/0/string_data/0 holds b'\\xfe\\xfd', which is not UTF-8; "
+                             "onnx.proto holds each element of a STRING tensor as UTF-8 text"), line
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -469,3 +472,38 @@ def test_any_string_field_that_is_not_utf8_is_refused_alike_by_every_command(tmp
     line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
     assert line.endswith(f"{path}: {pointer} holds b'\\xff\\xfe', which is not UTF-8; ONNX names and strings must be "
                          "UTF-8 text (rename it)"), line
+
+
+def test_run_names_a_non_text_attribute_inside_a_subgraph_of_a_function_body(tmp_path, capsys):
+    """The walk that names the attribute covers every list of nodes the reader walks (proto.reader.every_graph):
+    it missed the If bodies inside a function body."""
+    f_body = [helper.make_node("Identity", ["fx"], ["fy"])]
+    f = helper.make_function("local", "F", ["fx"], ["fy"], f_body, [helper.make_opsetid("", 17)], attributes=["tag"])
+    call = helper.make_node("F", ["gx"], ["t"], domain="local", name="call", tag="text")
+    call.attribute[0].s = b"\xff\xfe"
+    branch = helper.make_graph([call], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["gx"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    g_body = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True])),
+              helper.make_node("If", ["c"], ["gy"], then_branch=branch, else_branch=other)]
+    g = helper.make_function("local", "G", ["gx"], ["gy"], g_body,
+                             [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    graph = helper.make_graph([helper.make_node("G", ["x"], ["y"], domain="local", name="outer")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+                              functions=[f, g], ir_version=8)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    _inputs(tmp_path)
+    line = _error_line(capsys, COMMANDS["run"](str(path), tmp_path))
+    assert line.endswith("/functions/1/node/1/attribute/1/g/node/0/attribute/0/s holds b'\\xff\\xfe', which is not "
+                         "UTF-8; F 'call' reads it as text"), line
+
+
+def test_a_string_constant_that_is_not_utf8_is_named_at_its_attribute():
+    value = helper.make_tensor("c", TensorProto.STRING, [2], [b"ok", b"\xfe"])
+    model = _model([helper.make_node("Constant", [], ["c"], name="const", value=value)], ["c"])
+    with pytest.raises(ModelLoadError, match=r"/graph/node/0/attribute/0/t/string_data/1 holds b'\\xfe', which is not "
+                                             "UTF-8"):
+        read_model(model)
