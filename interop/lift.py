@@ -32,19 +32,20 @@ from onnx_qtypes.interop.errors import LowerError, MalformedQDQError, Statistics
 from onnx_qtypes.interop.expand import Expanded, expand
 from onnx_qtypes.interop.fold import Folded, fold
 from onnx_qtypes.interop.graph import (MS_DOMAIN, PASSED_CONSTANT_OPS, QDQ_OPS, QONNX_DOMAINS, GraphIndex, Inferred, default_opset,
-                                      infer, replace_nodes)
+                                      infer, node_label, replace_nodes)
 from onnx_qtypes.interop.inference import DeferredInference
 from onnx_qtypes.interop.integer_clips import Narrowed, narrow_integer_clips
 from onnx_qtypes.interop.integer_ops import FLOAT_OP as INTEGER_FLOAT_OP, IntegerLift, lift_integer_ops
-from onnx_qtypes.interop.matmul_nbits import ContribRead, from_contrib_op, read_contrib_weights
+from onnx_qtypes.interop.matmul_nbits import ContribRead, ensure_domain, from_contrib_op, read_contrib_weights
 from onnx_qtypes.interop.lower import RANGE_ROLE, RANGE_ROLE_KEY, range_bounds
 from onnx_qtypes.interop.ort_statistics import load_calibration_cache, statistics_from_tensors_data
 from onnx_qtypes.interop.qoperator import MICROSOFT as QOPERATOR_MICROSOFT, STANDARD as QOPERATOR_STANDARD, spec_for
 from onnx_qtypes.interop.recognise import QDQ_DOMAINS, is_dequantize, is_quantize, recognise
 from onnx_qtypes.interop.pad_constants import own_pad_constants
 from onnx_qtypes.interop.shared_bias import split_shared_biases
-from onnx_qtypes.interop.source import read_model
+from onnx_qtypes.interop.source import read_copy
 from onnx_qtypes.proto import iter_graphs, quantized_tensors, static_shape, write_qtype
+from onnx_qtypes.proto.model import iter_node_graphs
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.external import varint
@@ -140,9 +141,12 @@ def lift_model(
     """
     # a model the reader walked and found without subgraphs: its copy has none either
     flat = isinstance(model, ReadModel) and model.walked is not None and len(model.walked) == 1
-    source, where = read_model(model, "lift")
+    source, where, orders = read_copy(model, "lift")
+    # nodes named at their places in the file, where the reader sorted the graph (``check``, which keeps the
+    # origins, places its findings itself)
+    order = None if keep_origins else orders.get("/graph")
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat, order)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
@@ -160,16 +164,17 @@ def lift_model(
 
 
 def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,
-          flat: bool = False) -> tuple[LiftResult, dict[str, int] | None]:
+          flat: bool = False, order: list[int] | None = None) -> tuple[LiftResult, dict[str, int] | None]:
     """The lift, and the storage type of every tensor it declared quantized (None for a model typed already).
-    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them)."""
+    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them); ``order``:
+    each main-graph node's index in the file, where the reader sorted the graph."""
     result = LiftResult(model)
     # (quantized_tensors decodes nothing when no declaration may hold the extension: asked here of the main graph,
     # without the walk for subgraphs it makes first)
     if (not flat or may_declare_extension(model, graphs=[("/graph", model.graph)])) and quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result, None
-    carried = left.stamp(model.graph)  # every node's place in the file, for the report of what stays
+    carried = left.stamp(model.graph, order)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
         typed = _lift_body(model, stats, tolerant, result, reasons, carried)  # the quantized types now declared
@@ -207,6 +212,10 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     names = [t.name for t in model.graph.initializer]
     if len(set(names)) != len(names):  # onnx-neural-compressor's shared biases
         result.notes.extend(duplicate_initializers.merge_duplicates(model.graph))
+    # com.microsoft used without its import (QT313): read as version 1, before a step reads such a node as another
+    missing = ensure_domain(model) if kinds.any(lambda op, domain: domain == MS_DOMAIN) else None
+    if missing is not None:
+        result.notes.append(str(missing))
     if kinds.any(lambda op, domain: domain == MS_DOMAIN and op in QDQ_OPS):
         result.notes.extend(to_standard_domain(model))  # com.microsoft Q / DQ: the standard ones, as run executes them
     if kinds.any(lambda op, domain: domain in QONNX_DOMAINS):
@@ -247,7 +256,7 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     for i, why in rec.left.items():  # a step before recognise (integer_ops) may have said more precisely why
         if (at := left.origin(ix.nodes[i])) is not None:
             reasons.setdefault(at, why)
-    result.problems = (contrib.problems if tolerant else []) + rec.problems
+    result.problems = ([missing] if tolerant and missing else []) + (contrib.problems if tolerant else []) + rec.problems
     kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
     result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))
@@ -334,12 +343,15 @@ def _unchanged(expanded: Expanded, ix: GraphIndex) -> bool:
 
 
 def _subgraph_warnings(model: ModelProto) -> list[str]:
+    """Each quantization node inside an If / Loop / Scan body, named (its main-graph node at its place in the file)."""
     found = []
-    for pointer, graph in iter_graphs(model):
-        if pointer == "/graph":
+    for k, node in enumerate(model.graph.node):
+        if not node.attribute:
             continue
-        if any(is_quantize(n) or is_dequantize(n) or spec_for(n) for n in graph.node):
-            found.append(f"subgraph {pointer} holds quantization nodes; subgraphs are not lifted, left as it was")
+        at = left.origin(node)
+        for pointer, graph in iter_node_graphs(f"/graph/node/{k if at is None else at}", node):
+            found.extend(f"{node_label(n, j, pointer)}: in a subgraph, which the lift does not lift; left as it was"
+                         for j, n in enumerate(graph.node) if left.is_quantization_node(n, set()))
     return found
 
 

@@ -79,10 +79,11 @@ from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node, stored_scales
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
-from onnx_qtypes.interop.source import read_model
+from onnx_qtypes.interop.source import read_copy
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.encoding import tensor_array, to_plain_form
 from onnx_qtypes.proto.external import checkable
+from onnx_qtypes.proto.graph_order import file_text
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, ParameterReferenceError, QTypeError
 from onnx_qtypes.proto.model import (Declaration, ParameterLookup, model_parameters, read_statistics, read_view,
                                      referenced_values)
@@ -156,7 +157,7 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None 
         raise LowerError(f"lower: unknown form {form!r}; use one of {', '.join(FORMS)}")
     if dynamic_inputs not in DYNAMIC_INPUTS:
         raise LowerError(f"lower: unknown dynamic_inputs {dynamic_inputs!r}; use one of {', '.join(DYNAMIC_INPUTS)}")
-    source, where = read_model(model, "lower", external_data=external_data)
+    source, where, orders = read_copy(model, "lower", external_data=external_data)
     recorded = metadata.take_form(source)  # the private copy: the output does not carry it
     if form is None and recorded is not None and recorded not in FORMS:
         raise LowerError(f"{where or 'lower'}: model metadata {metadata.FORM_KEY} is {recorded!r}, not one of "
@@ -173,10 +174,14 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None 
         else:
             result = _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
         result.form = form
+        result.warnings = [file_text(w, orders) for w in result.warnings]  # nodes at their places in the file
         return result
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
+        text = file_text(str(exc), orders)  # nodes at their places in the file
         if where:
-            raise LowerError(f"{where}: {exc}") from None
+            raise LowerError(f"{where}: {text}") from None
+        if text != str(exc):
+            raise LowerError(text) from None
         raise
 
 

@@ -245,7 +245,10 @@ def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
     if typed_input_only(node) and node.input:
         return QuantOp(i, "use", {("in", 0): node.input[0]})
     if looks_quantized(node):
-        raise Unrecognized(f"{ix.label(i)}: not a quantization pattern the lift knows")
+        inside = next((o for o in node.output if o in ix.outer_refs), None)  # (the lift does not lift subgraphs)
+        why = (f"its output {inside!r} is read inside a subgraph, which the lift does not lift" if inside
+               else "not a quantization pattern the lift knows")
+        raise Unrecognized(f"{ix.label(i)}: {why}")
     return None
 
 

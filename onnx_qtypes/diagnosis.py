@@ -77,7 +77,8 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
         except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
             raise in_file(exc, read.source) from None
     if read.orders:  # a graph the reader sorted: every place back where the file has it
-        found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics))
+        found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics),
+                                    notes=tuple(read.file_text(n) for n in found.notes))
     return found
 
 

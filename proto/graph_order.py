@@ -309,4 +309,12 @@ def file_pointer(pointer: str, orders: Order) -> str:
     return "".join(out) + pointer[at:]
 
 
-__all__ = ["Order", "file_pointer", "node_names", "sort_graphs", "topological_order"]
+def file_text(text: str, orders: Order) -> str:
+    """A message naming places of the sorted model, e.g. "Conv 'c' (/graph/node/3)", naming them in the file."""
+    return _PLACE.sub(lambda m: f"({file_pointer(m.group(1), orders)})", text) if orders else text
+
+
+_PLACE = re.compile(r"\((/graph(?:/[\w.-]+)*)\)")  # a JSON pointer in parentheses, as node labels give it
+
+
+__all__ = ["Order", "file_pointer", "file_text", "node_names", "sort_graphs", "topological_order"]

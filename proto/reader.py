@@ -29,7 +29,7 @@ from onnx import AttributeProto, ModelProto, TensorProto
 
 from onnx_qtypes.proto import declared_bytes
 from onnx_qtypes.proto.errors import ModelLoadError, QTypesError
-from onnx_qtypes.proto.graph_order import (Order, file_pointer, node_names, require_defined_reads,
+from onnx_qtypes.proto.graph_order import (Order, file_pointer, file_text, node_names, require_defined_reads,
                                            require_outer_names_kept, sort_graphs, topological_order)
 from onnx_qtypes.proto.model import iter_graphs, iter_node_graphs, load
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
@@ -95,6 +95,10 @@ class ReadModel:
 
     def file_pointer(self, pointer: str) -> str:
         return file_pointer(pointer, self.orders)
+
+    def file_text(self, text: str) -> str:
+        """A message naming places of the model as read, e.g. "Conv 'c' (/graph/node/3)", naming them in the file."""
+        return file_text(text, self.orders)
 
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,

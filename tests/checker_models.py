@@ -875,6 +875,18 @@ def _e8m0_dequantize(type_scale: float, domain: str = "") -> onnx.ModelProto:
     return set_qtype(model, "q", QType("int8", type_scale, 0))
 
 
+def _microsoft_qdq(imported: bool) -> onnx.ModelProto:
+    """x -> com.microsoft QuantizeLinear -> DequantizeLinear -> y, a QDQ file importing com.microsoft or not (the lift
+    reads the com.microsoft node as the standard one, so only the file still shows it)."""
+    g = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32)).init("z", np.array(0, np.int8))
+         .node("QuantizeLinear", ["x", "s", "z"], ["x_q"], name="q", domain="com.microsoft")
+         .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4)))
+    model = g.build(opset=21)
+    if imported:
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return model
+
+
 def _sigmoid() -> onnx.ModelProto:
     return unary_model("Sigmoid", int8(1 / 256, -128))
 
@@ -1221,6 +1233,7 @@ def cases() -> list[Case]:
         _fire("QT310", "boundary-node-of-domain-ai-onnx", lambda: _e8m0_dequantize(0.5, "ai.onnx"), "/graph/node/0",
               node="dq", message="No opset import for domain 'ai.onnx'"),
         _miss("QT310", "boundary-node-of-the-default-domain", lambda: _e8m0_dequantize(0.5)),
+
         # QT311
         _fire("QT311", "plain-int8-initializer", lambda: _plain_constants("initializer"), "/graph/initializer/0", "w",
               message="quantized constant 'w'"),
@@ -1267,6 +1280,10 @@ def cases() -> list[Case]:
         _fire("QT313", "matmul-nbits-without-import", lambda: matmul_nbits_model(False), "/graph/node/0", node="mm",
               message="'com.microsoft'"),
         _miss("QT313", "matmul-nbits-with-import", lambda: matmul_nbits_model(True)),
+        # the lift reads a com.microsoft QuantizeLinear as the standard one: the import was never looked for
+        _fire("QT313", "com-microsoft-quantize-without-import", lambda: _microsoft_qdq(False), "/graph/node/0",
+              node="q", message="uses domain 'com.microsoft', which is not in opset_import"),
+        _miss("QT313", "com-microsoft-quantize-with-import", lambda: _microsoft_qdq(True)),
         _miss("QT312", "loop-carried-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0))),
         _miss("QT312", "loop-scan-output-same-type", lambda: loop_model(int8(0.1, 0), int8(0.1, 0), scan_out=int8(0.1, 0))),
         _miss("QT312", "scan-per-axis-moved-by-stacking",

@@ -25,6 +25,7 @@ from onnx_qtypes.compare.inputs import draw
 from onnx_qtypes.compare.page import render_html
 from onnx_qtypes.compare.render import render_json, render_text
 from onnx_qtypes.compare.sides import build
+from onnx_qtypes.proto.reader import read_model
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 
 TYPED = ROOT / "examples" / "typed_cnn.onnx"
@@ -97,6 +98,18 @@ def test_a_scalar_constant_node_quantized_in_a_qdq_file_is_compared(tmp_path, ca
     nodes = [three, *_pair("x"), *_pair("c"), onnx.helper.make_node("Mul", ["x_d", "c_d"], ["y"]), *_pair("y")]
     out = _compared(tmp_path, capsys, nodes, (("x", [2, 3]), ("y_d", [2, 3])), inits)
     assert re.search(r"^c_q\s+c_Q\s+QuantizeLinear\s+steps\s+0\s+0 of 1\s", out, re.M), out
+
+
+def test_an_unsorted_qdq_file_is_compared_as_its_sorted_form_and_named_as_the_file_has_it(tmp_path, capsys):
+    """Quark XINT8 writes its nodes out of order; check, run, lift and lower sort them (the shared reader), but compare
+    read the file by itself and refused it ("reads 'y_q', which no graph input, initializer or earlier node
+    defines"). An unnamed node is named by its index in the file, not in the sorted graph."""
+    inits = _scalars(("x_s", 0.05, np.float32), ("x_z", 128, np.uint8), ("y_s", 0.25, np.float32),
+                     ("y_z", 120, np.uint8))
+    nodes = [*_pair("x"), onnx.helper.make_node("Relu", ["x_d"], ["y"]), *_pair("y")]
+    out = _compared(tmp_path, capsys, nodes[::-1], (("x", [2, 3]), ("y_d", [2, 3])), inits)
+    rows = re.findall(r"^(\S+)\s+(\S+(?: \d+)?)\s+(\w+)\s+steps\s", out, re.MULTILINE)
+    assert rows == [("x_q", "x_Q", "QuantizeLinear"), ("y_q", "node 2", "Relu")], out  # Relu: file index 2 of 0..4
 
 
 @pytest.mark.parametrize("zero_points", ["initializers", "constant-nodes"])
@@ -214,7 +227,7 @@ def test_the_first_departure_of_the_fused_path_has_no_input_beyond_tolerance():
 
 def test_inputs_from_a_file_are_the_inputs_used(tmp_path):
     """Drawn inputs saved and given back give the same table; another seed draws other inputs."""
-    sides = build(onnx.load(TYPED))
+    sides = build(read_model(TYPED))
     feeds, _ = draw(sides.typed, ReferenceEvaluator(sides.typed).input_specs, 7)
     np.savez(tmp_path / "in.npz", **feeds)
     drawn = compare(TYPED, "compare_backends:PerturbingTypedConv", seed=7)

@@ -242,3 +242,43 @@ def test_a_softmax_whose_opset_is_no_integer_is_left_and_refused_by_run_in_the_s
     assert {n.name: n.reason for n in lift_model(model).left}["softmax"] == reason
     with pytest.raises(EvaluationError, match=f"'softmax'.*{reason}"):
         ReferenceEvaluator(model).run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+def _dynamic_read_in_branches() -> onnx.ModelProto:
+    """quantize_dynamic(EnableSubgraph=True) on an If whose branches hold a MatMul of one outer tensor: the
+    DynamicQuantizeLinear stays in the main graph, written after the If (onnxruntime's order), and each branch's
+    MatMulInteger reads its outputs."""
+    def branch(name: str) -> onnx.GraphProto:
+        nodes = [helper.make_node("MatMulInteger", ["x_q", f"{name}_w", "x_z", f"{name}_wz"], [f"{name}_i"],
+                                  name=f"{name}_mm"),
+                 helper.make_node("Cast", [f"{name}_i"], [f"{name}_y"], to=TensorProto.FLOAT)]
+        output = helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [2, 4])
+        return helper.make_graph(nodes, name, [], [output], [_const(f"{name}_w", np.full((4, 4), 3), np.int8),
+                                                             _const(f"{name}_wz", 0, np.int8)])
+
+    nodes = [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=branch("then"),
+                              else_branch=branch("else")),
+             helper.make_node("DynamicQuantizeLinear", ["x"], ["x_q", "x_s", "x_z"], name="quantize_x")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+                                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_quantization_read_inside_subgraphs_is_named_node_by_node_at_its_place_in_the_file(tmp_path, capsys):
+    """The branches' MatMulInteger nodes went unnamed (only Q / DQ / QOperator nodes made a subgraph warning), the
+    DynamicQuantizeLinear feeding them was "not a quantization pattern the lift knows", and, the file being out of
+    order, lift and check named it at its place in the sorted graph (/graph/node/0), not in the file."""
+    path = tmp_path / "branches.onnx"
+    onnx.save(_dynamic_read_in_branches(), path)
+    assert main(["lift", str(path), str(tmp_path / "typed.onnx"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(n["node"], n["op_type"], n["reason"]) for n in doc["left"]] == [
+        (1, "DynamicQuantizeLinear", "its output 'x_q' is read inside a subgraph, which the lift does not lift")]
+    main(["check", str(path)])
+    printed = capsys.readouterr().out
+    assert "DynamicQuantizeLinear 'quantize_x' (/graph/node/1): its output 'x_q' is read inside a subgraph" in printed
+    branches = {a.name: k for k, a in enumerate(_dynamic_read_in_branches().graph.node[0].attribute)}
+    for name in ("then", "else"):
+        assert (f"MatMulInteger '{name}_mm' (/graph/node/0/attribute/{branches[name + '_branch']}/g/node/0): in a "
+                "subgraph, which the lift does not lift") in printed, printed

@@ -108,14 +108,14 @@ def compare(model: str | os.PathLike | ModelProto, backend: str | Any,
     ``model`` (a path or a ModelProto), on ``feeds``: arrays by graph input name, an .npz file of them, or None
     (drawn with ``seed``, see ``inputs``). Raises QTypesError (exit 2 on the command line) when the comparison
     cannot be made."""
-    from onnx_qtypes.proto import load
+    from onnx_qtypes.proto.reader import read_model
 
-    source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "<model>"
-    proto = load(model) if isinstance(model, (str, os.PathLike)) else model
+    read = read_model(model, "compare")  # as every command reads a model (sizes, names, text, order)
+    source = read.source
     runtime = load_backend(backend) if isinstance(backend, str) else backend
     name = str(getattr(runtime, "name", "") or backend)
     try:
-        sides = sides_module.build(proto)
+        sides = sides_module.build(read)
         evaluator = ReferenceEvaluator(sides.typed)
     except (EvaluationError, MalformedExtensionError, MalformedQDQError, LowerError) as exc:
         raise CompareError(f"{source}: {exc}") from None

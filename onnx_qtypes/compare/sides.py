@@ -14,6 +14,7 @@ lifted model, or the lowered one, is renamed to match, so one list of output nam
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 
 import onnx
@@ -27,6 +28,7 @@ from onnx_qtypes.interop.lower import lower_model
 from onnx_qtypes.proto.encoding import plain_data_type
 from onnx_qtypes.proto import QType, iter_graphs, quantized_tensors
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.reader import ReadModel
 
 
 class NothingToCompare(QTypesError):
@@ -86,14 +88,16 @@ def for_form(sides: Sides, form: str | None) -> Sides:
     return sides
 
 
-def build(model: ModelProto) -> Sides:
-    """Both sides of ``model`` (a typed model, or a QDQ / QOperator one as quantizers write it)."""
-    view = quantizer_view(model)
+def build(read: ReadModel) -> Sides:
+    """Both sides of the model ``read`` (a typed model, or a QDQ / QOperator one as quantizers write it), as the
+    shared reader read it: a graph it sorted runs sorted, and its nodes are named by their places in the file."""
+    model = read.model
+    view = quantizer_view(model, graphs=read.graphs())
     if view is None:
         if not quantized_tensors(model):
             raise NothingToCompare("the model has no quantized type and no QuantizeLinear / DequantizeLinear or "
                                    "QOperator quantization: nothing to compare")
-        return _typed_sides(model)
+        return _typed_sides(read)
     typed = view.result.model
     names = {t: view.locator.stored_as(t)[0] for t in quantized_tensors(typed)}
     taken = all_names(typed)
@@ -103,9 +107,9 @@ def build(model: ModelProto) -> Sides:
     for k in range(len(typed.graph.node)):
         where = view.locator.place(Location(f"/graph/node/{k}"))
         node = typed.graph.node[k]
-        places.append((where.node or node.name or f"node {k}", where.op_type or node.op_type))
+        places.append((where.node or node.name or _unnamed(read, where.pointer, k), where.op_type or node.op_type))
     notes = [f"the reference runs its lifted form (in memory; the file is not changed): {view.result.summary()}"]
-    notes.extend(f"the lift left this as it was: {w}" for w in view.result.warnings)
+    notes.extend(f"the lift left this as it was: {read.file_text(w)}" for w in view.result.warnings)
     if view.result.problems:
         notes.append(f"the lift left {len(view.result.problems)} malformed quantization node(s) as they were "
                      "(`onnx-qtypes check` names them); the reference runs them as written (onnxruntime's "
@@ -115,10 +119,16 @@ def build(model: ModelProto) -> Sides:
     return _finish(Sides("qdq", typed, standard, "", [], places, notes))
 
 
-def _typed_sides(model: ModelProto) -> Sides:
+def _unnamed(read: ReadModel, pointer: str, k: int) -> str:
+    """Unnamed node ``k`` of the model compared, by its place in the file (``pointer``: in the model as read)."""
+    m = re.fullmatch(r"/graph/node/\d+", pointer) and re.fullmatch(r"/graph/node/(\d+)", read.file_pointer(pointer))
+    return f"node {m.group(1) if m else k}"
+
+
+def _typed_sides(read: ReadModel) -> Sides:
     typed = ModelProto()
-    typed.CopyFrom(model)
-    places = [(n.name or f"node {k}", n.op_type) for k, n in enumerate(typed.graph.node)]
+    typed.CopyFrom(read.model)
+    places = [(n.name or _unnamed(read, f"/graph/node/{k}", k), n.op_type) for k, n in enumerate(typed.graph.node)]
     try:
         result = lower_model(typed, "qdq")
     except LowerError as exc:
