@@ -247,6 +247,7 @@ def recognise_node(ix: GraphIndex, i: int, node: NodeProto) -> QuantOp | None:
     if looks_quantized(node):
         inside = next((o for o in node.output if o in ix.outer_refs), None)  # (the lift does not lift subgraphs)
         why = (f"its output {inside!r} is read inside a subgraph, which the lift does not lift" if inside
+               else "an onnxruntime contrib operator the lift does not read" if node.domain == MS_DOMAIN
                else "not a quantization pattern the lift knows")
         raise Unrecognized(f"{ix.label(i)}: {why}")
     return None
