@@ -38,6 +38,7 @@ from onnx_qtypes.calibration.running import TensorAccumulator
 from onnx_qtypes.proto.data_movement import DATA_MOVEMENT, moves_data
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
+from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.statistics import TensorStatistics
 from onnx_qtypes.proto.storage_types import STORAGE_TYPES
@@ -126,12 +127,21 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
                     percentile: float = DEFAULT_PERCENTILE, profile: Any = None, stats_only: bool = False,
                     engine: str = "auto", progress: Callable[[int], None] | None = None) -> CalibrationResult:
     """``calibrate`` with its report."""
-    from onnx_qtypes.interop.source import read_model
+    from onnx_qtypes.interop.source import read_copy
+    from onnx_qtypes.proto.graph_order import file_text
 
     settings = settings_for(method, schema, activation, weight, per_channel, percentile, profile)
     if engine not in ENGINES:
         raise CalibrationError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-    source, _ = read_model(model, "calibrate")
+    source, where, orders = read_copy(model, "calibrate")
+    try:
+        return _calibrate(source, data, settings, activation, weight, stats_only, engine, progress)
+    except (MalformedExtensionError, ModelLoadError) as exc:  # a part of the file: named, where the file has it
+        raise type(exc)(f"{where}: " * bool(where) + file_text(str(exc), orders)) from None
+
+
+def _calibrate(source: ModelProto, data: Any, settings: Settings, activation: str | None, weight: str | None,
+               stats_only: bool, engine: str, progress: Callable[[int], None] | None) -> CalibrationResult:
     refuse_quantized(source)
     constants_are_not_inputs(source)
     constants_as_initializers(source)

@@ -109,7 +109,7 @@ def iter_diagnostics(
                 yield in_read_file(diagnostic, read)
                 collector.pause()
     except (ModelLoadError, MalformedExtensionError) as exc:  # found while indexing or reading a constant
-        raise in_file(exc, source) from None
+        raise in_file(read.located(exc), source) from None
     finally:
         collector.resume()
 

@@ -42,14 +42,12 @@ class LeftNode:
         return f"{self.label}: {self.reason}"
 
 
-def stamp(graph: GraphProto, order: list[int] | None = None) -> bool:
+def stamp(graph: GraphProto) -> bool:
     """Mark every node with its position in the file (kept by copies, read by ``collect`` and ``node_label``, and
     by ``check``'s locator). A mark the file itself carries is overwritten: the position is the lift's to say.
-    ``order``: each node's index in the file, where the reader sorted the graph (None: as the graph holds them).
     Returns whether any node carried metadata of its own before (if none did, the mark is all a node carries)."""
     carried = False
-    for k, node in enumerate(graph.node):
-        i = order[k] if order is not None else k
+    for i, node in enumerate(graph.node):
         props = node.metadata_props
         marks = None
         if props:  # (most nodes have none)

@@ -49,6 +49,7 @@ from onnx_qtypes.proto.model import iter_node_graphs
 from onnx_qtypes.proto.default_domain import STANDARD_DOMAINS
 from onnx_qtypes.proto.encoding import marker, to_wire_form
 from onnx_qtypes.proto.external import varint
+from onnx_qtypes.proto.graph_order import Order, file_text
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import may_declare_extension, write_statistics
 from onnx_qtypes.proto.qtype import QType
@@ -142,39 +143,48 @@ def lift_model(
     # a model the reader walked and found without subgraphs: its copy has none either
     flat = isinstance(model, ReadModel) and model.walked is not None and len(model.walked) == 1
     source, where, orders = read_copy(model, "lift")
-    # nodes named at their places in the file, where the reader sorted the graph (``check``, which keeps the
-    # origins, places its findings itself)
-    order = None if keep_origins else orders.get("/graph")
+    # where the reader sorted a graph, every place the report names is put back where the file has it (``check``,
+    # which keeps the origins, places its findings and notes itself)
+    placed = {} if keep_origins else orders
     try:
-        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat, order)
+        result, declared = _lift(source, _statistics(statistics), tolerant, keep_origins, flat)
         # the typed model carries the fail-closed markers (the declarations the lift wrote are not read again,
         # unless a name is declared twice: then which of them is typed is for each declaration to say)
         graph = result.model.graph
         names = [vi.name for vi in (*graph.input, *graph.output, *graph.value_info)]
         to_wire_form(result.model, main_graph_storage=declared if len(set(names)) == len(names) else None)
-        return result
+        return _at_file_places(result, placed)
     except MalformedQDQError as exc:
-        if where:
-            exc.args = (f"{where}: {exc}",)  # keeps what the error locates
+        exc.args = (f"{where}: " * bool(where) + file_text(str(exc), placed),)  # keeps what the error locates
         raise exc from None
     except (StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
-        if where:
-            raise type(exc)(f"{where}: {exc}") from None
+        if where or placed:
+            raise type(exc)(f"{where}: " * bool(where) + file_text(str(exc), placed)) from None
         raise
 
 
+def _at_file_places(result: LiftResult, orders: Order) -> LiftResult:
+    """``result`` naming the nodes of a graph the reader sorted at their places in the file."""
+    if not orders:
+        return result
+    main = orders.get("/graph")
+    result.notes = [file_text(n, orders) for n in result.notes]
+    result.warnings = [file_text(w, orders) for w in result.warnings]
+    result.left = [dataclasses.replace(n, index=main[n.index], reason=file_text(n.reason, orders)) if main else
+                   dataclasses.replace(n, reason=file_text(n.reason, orders)) for n in result.left]
+    return result  # (``problems``, for ``check``: in the graph as read, as their node indices are)
+
 def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,
-          flat: bool = False, order: list[int] | None = None) -> tuple[LiftResult, dict[str, int] | None]:
+          flat: bool = False) -> tuple[LiftResult, dict[str, int] | None]:
     """The lift, and the storage type of every tensor it declared quantized (None for a model typed already).
-    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them); ``order``:
-    each main-graph node's index in the file, where the reader sorted the graph."""
+    ``flat``: the model is known to have no subgraphs (its graphs are not walked again to find them)."""
     result = LiftResult(model)
     # (quantized_tensors decodes nothing when no declaration may hold the extension: asked here of the main graph,
     # without the walk for subgraphs it makes first)
     if (not flat or may_declare_extension(model, graphs=[("/graph", model.graph)])) and quantized_tensors(model):
         result.notes.append("the model is already typed; nothing to lift")
         return result, None
-    carried = left.stamp(model.graph, order)  # every node's place in the file, for the report of what stays
+    carried = left.stamp(model.graph)  # every node's place in the file, for the report of what stays
     reasons: dict[int, str] = {}
     try:
         typed = _lift_body(model, stats, tolerant, result, reasons, carried)  # the quantized types now declared
@@ -256,7 +266,8 @@ def _lift_body(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: 
     for i, why in rec.left.items():  # a step before recognise (integer_ops) may have said more precisely why
         if (at := left.origin(ix.nodes[i])) is not None:
             reasons.setdefault(at, why)
-    result.problems = ([missing] if tolerant and missing else []) + (contrib.problems if tolerant else []) + rec.problems
+    result.problems = ([missing] if tolerant and missing else []) + (contrib.problems if tolerant else [])
+    result.problems += rec.problems
     kept = tuple(f"{label}:" for label in (*owned(ix, dynamic), *left_integer))
     result.warnings.extend(f"{label}: {why}; left as it was" for label, why in left_integer.items())
     result.warnings.extend(w for w in rec.warnings if not (kept and w.startswith(kept)))

@@ -175,6 +175,7 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None 
             result = _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
         result.form = form
         result.warnings = [file_text(w, orders) for w in result.warnings]  # nodes at their places in the file
+        result.notes = [file_text(n, orders) for n in result.notes]
         return result
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
         text = file_text(str(exc), orders)  # nodes at their places in the file

@@ -75,7 +75,7 @@ def diagnose(model: ModelLike, profile: ProfileLike = None, *, rules: Iterable[R
         try:
             found = _diagnose(read, load_profile(profile), None if rules is None else list(rules))
         except (ModelLoadError, MalformedExtensionError, MalformedQDQError) as exc:  # found while reading a part
-            raise in_file(exc, read.source) from None
+            raise in_file(read.located(exc), read.source) from None
     if read.orders:  # a graph the reader sorted: every place back where the file has it
         found = dataclasses.replace(found, diagnostics=tuple(in_read_file(d, read) for d in found.diagnostics),
                                     notes=tuple(read.file_text(n) for n in found.notes))

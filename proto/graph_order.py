@@ -310,11 +310,13 @@ def file_pointer(pointer: str, orders: Order) -> str:
 
 
 def file_text(text: str, orders: Order) -> str:
-    """A message naming places of the sorted model, e.g. "Conv 'c' (/graph/node/3)", naming them in the file."""
-    return _PLACE.sub(lambda m: f"({file_pointer(m.group(1), orders)})", text) if orders else text
+    """A message naming places of the sorted model ("Conv 'c' (/graph/node/3)", "/graph/node/3/input/1: ..."),
+    naming them in the file."""
+    return _PLACE.sub(lambda m: file_pointer(m.group(0), orders), text) if orders else text
 
 
-_PLACE = re.compile(r"\((/graph(?:/[\w.-]+)*)\)")  # a JSON pointer in parentheses, as node labels give it
+# a JSON pointer into a graph or a function body, not inside a quoted name
+_PLACE = re.compile(r"(?<![\w/'\"])/(?:graph|functions/\d+)(?:/[\w.-]+)*")
 
 
 __all__ = ["Order", "file_pointer", "file_text", "node_names", "sort_graphs", "topological_order"]

@@ -100,6 +100,12 @@ class ReadModel:
         """A message naming places of the model as read, e.g. "Conv 'c' (/graph/node/3)", naming them in the file."""
         return file_text(text, self.orders)
 
+    def located(self, exc: QTypesError) -> QTypesError:
+        """``exc``, its message naming places of the model as read where the file has them (``file_text``)."""
+        if self.orders:
+            exc.args = (self.file_text(str(exc)),)
+        return exc
+
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,
                who: str = "", *, external_data: bool | str = True) -> ReadModel:
@@ -209,6 +215,28 @@ def every_graph(model: ModelProto, main: list[tuple[str, onnx.GraphProto]] | Non
     return graphs
 
 
+# each value field of an AttributeProto and the type it belongs to
+_FIELD_TYPES = {"f": AttributeProto.FLOAT, "i": AttributeProto.INT, "s": AttributeProto.STRING,
+                "t": AttributeProto.TENSOR, "g": AttributeProto.GRAPH, "sparse_tensor": AttributeProto.SPARSE_TENSOR,
+                "tp": AttributeProto.TYPE_PROTO, "floats": AttributeProto.FLOATS, "ints": AttributeProto.INTS,
+                "strings": AttributeProto.STRINGS, "tensors": AttributeProto.TENSORS, "graphs": AttributeProto.GRAPHS,
+                "sparse_tensors": AttributeProto.SPARSE_TENSORS, "type_protos": AttributeProto.TYPE_PROTOS}
+
+
+def attribute_field_problem(attribute: AttributeProto) -> str | None:
+    """What is wrong when ``attribute`` holds a value in a field of another kind than its type says (a lift or a
+    runtime reading the field of its type would read another value than the one the file holds): onnx.checker and
+    onnxruntime refuse it ("type field and data field mismatch"). None when each field it holds is of its type."""
+    fields = [field.name for field, _ in attribute.ListFields() if field.name in _FIELD_TYPES]
+    if not attribute.HasField("type") or all(_FIELD_TYPES[name] == attribute.type for name in fields):
+        return None
+    wrong = next(name for name in fields if _FIELD_TYPES[name] != attribute.type)
+    kind = AttributeProto.AttributeType.Name(attribute.type) if attribute.type in _TYPE_NAMES else str(attribute.type)
+    return (f"attribute {attribute.name!r} is of type {kind} but holds a value in field {wrong!r}; an attribute holds "
+            "its value in the one field of its type (onnx.checker and onnxruntime refuse any other)")
+
+
+_TYPE_NAMES = frozenset(AttributeProto.AttributeType.values())
 _TEXT_ATTRIBUTES = (AttributeProto.STRING, AttributeProto.STRINGS)  # bytes in onnx.proto, "UTF-8 string" by its word
 
 
@@ -248,6 +276,8 @@ def _scan(model: ModelProto, graphs: list[tuple[str, onnx.GraphProto]] | None = 
             attribute_names.append(tuple([attribute.name for attribute in node_attributes]))
             kinds.update(map(type, attribute_names[-1]))
             for a, attribute in enumerate(node_attributes):
+                if problem := attribute_field_problem(attribute):
+                    raise ModelLoadError(f"{pointer}/node/{n}/attribute/{a}: {problem}")
                 if attribute.type in _TEXT_ATTRIBUTES and domains[n] in STANDARD_DOMAINS and (
                         found := first_non_utf8_value(f"{pointer}/node/{n}/attribute/{a}", attribute)):
                     raise not_utf8_error("", found, fix="ONNX's operators read their string attributes as text")

@@ -106,10 +106,10 @@ def test_an_unsorted_qdq_file_is_compared_as_its_sorted_form_and_named_as_the_fi
     defines"). An unnamed node is named by its index in the file, not in the sorted graph."""
     inits = _scalars(("x_s", 0.05, np.float32), ("x_z", 128, np.uint8), ("y_s", 0.25, np.float32),
                      ("y_z", 120, np.uint8))
-    nodes = [*_pair("x"), onnx.helper.make_node("Relu", ["x_d"], ["y"]), *_pair("y")]
-    out = _compared(tmp_path, capsys, nodes[::-1], (("x", [2, 3]), ("y_d", [2, 3])), inits)
+    nodes = [onnx.helper.make_node("Relu", ["x_d"], ["y"]), *_pair("x"), *_pair("y")]  # sorted, the Relu is third
+    out = _compared(tmp_path, capsys, nodes, (("x", [2, 3]), ("y_d", [2, 3])), inits)
     rows = re.findall(r"^(\S+)\s+(\S+(?: \d+)?)\s+(\w+)\s+steps\s", out, re.MULTILINE)
-    assert rows == [("x_q", "x_Q", "QuantizeLinear"), ("y_q", "node 2", "Relu")], out  # Relu: file index 2 of 0..4
+    assert rows == [("x_q", "x_Q", "QuantizeLinear"), ("y_q", "node 0", "Relu")], out
 
 
 @pytest.mark.parametrize("zero_points", ["initializers", "constant-nodes"])

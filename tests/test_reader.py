@@ -123,6 +123,31 @@ def test_every_command_refuses_a_tensor_whose_values_are_not_in_its_one_field(tm
     assert not (tmp_path / "lifted.onnx").exists() and not (tmp_path / "lowered.onnx").exists()
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(("node", "field", "value"), [(2, "f", 0.0), (4, "i", 1), (2, "floats", [1.0])])
+def test_every_command_refuses_an_attribute_whose_value_is_in_a_field_of_another_type(tmp_path, capsys, command, node,
+                                                                                      field, value):
+    """The weight DequantizeLinear's INT axis also holding a float (a MatMulNBits' bits so, in the inconsistency
+    scan): onnx.checker and onnxruntime refuse the file, but the lift read the INT field, so check called it clean
+    and lower's result was refused; a Conv's INTS pads with an INT too."""
+    _inputs(tmp_path)
+    path = tmp_path / "model.onnx"
+    model = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    attribute = model.graph.node[node].attribute[0]
+    if isinstance(value, list):
+        getattr(attribute, field).extend(value)
+    else:
+        setattr(attribute, field, value)
+    with pytest.raises(onnx.checker.ValidationError, match="type field and data field mismatch"):
+        onnx.checker.check_model(model)
+    onnx.save(model, path)
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    kind = onnx.AttributeProto.AttributeType.Name(attribute.type)
+    assert line.startswith(f"onnx-qtypes: error: {path}: /graph/node/{node}/attribute/0: attribute "
+                           f"{attribute.name!r} is of type {kind} but holds a value in field {field!r}"), line
+    assert not (tmp_path / "lifted.onnx").exists() and not (tmp_path / "lowered.onnx").exists()
+
+
 def _reversed(model: onnx.ModelProto) -> onnx.ModelProto:
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -167,6 +192,56 @@ def test_lower_names_a_node_of_a_sorted_file_where_the_file_has_it(tmp_path, cap
     onnx.save(model, path)
     line = _error_line(capsys, COMMANDS["lower"](str(path), tmp_path))
     assert f"{path}: Loop 'loop_0' (/graph/node/0): Relu 'carry' (/graph/node/0/attribute/0/g/node/0) in its" in line
+
+
+def _branch_out_of_order(then_nodes: list[onnx.NodeProto], value_info: list | None = None) -> onnx.ModelProto:
+    """An If at node 0 reading 'xp', which node 1 writes (sorted: the If is node 1), its then_branch of
+    ``then_nodes`` writing 't_y'."""
+    then = helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t_y", TensorProto.FLOAT, [2, 4])],
+                             [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+                              onnx.numpy_helper.from_array(np.array(0, np.int8), "z")], value_info=value_info or [])
+    other = helper.make_graph([helper.make_node("Identity", ["xp"], ["e_y"], name="e_id")], "else", [],
+                              [helper.make_tensor_value_info("e_y", TensorProto.FLOAT, [2, 4])])
+    nodes = [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other),
+             helper.make_node("Identity", ["x"], ["xp"], name="pass")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+                                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_lift_and_check_name_the_nodes_of_a_sorted_subgraph_where_the_file_has_them(tmp_path, capsys):
+    """The branch holds its DequantizeLinear before the QuantizeLinear it reads, in an If the main graph holds out of
+    order too: both levels are sorted, and lift named the branch's nodes at their sorted places."""
+    nodes = [helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["t_y"], name="t_dq"),
+             helper.make_node("QuantizeLinear", ["xp", "s", "z"], ["tq"], name="t_q")]
+    path = tmp_path / "branch.onnx"
+    onnx.save(_branch_out_of_order(nodes), path)
+    then = [a.name for a in _branch_out_of_order(nodes).graph.node[0].attribute].index("then_branch")
+    for argv in (["lift", str(path), str(tmp_path / "lifted.onnx")], ["check", str(path)]):
+        main(argv)
+        printed = "".join(capsys.readouterr())
+        for name, k in (("t_dq", 0), ("t_q", 1)):
+            assert f"'{name}' (/graph/node/0/attribute/{then}/g/node/{k}): in a subgraph" in printed, (argv, printed)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_names_a_malformed_part_of_a_sorted_file_where_the_file_has_it(tmp_path, capsys, command):
+    """A declaration in the If's branch whose field 1000 is not a message, the If at node 0 of the file and node 1
+    once sorted: every command named /graph/node/1/... (calibrate without the file in front)."""
+    from onnx_qtypes.proto.external import varint
+
+    declared = helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 4])
+    declared.type.tensor_type.MergeFromString(varint(1000 << 3) + varint(5))  # a varint where a message goes
+    nodes = [helper.make_node("Identity", ["xp"], ["t"], name="t_id"), helper.make_node("Identity", ["t"], ["t_y"])]
+    path = tmp_path / "branch.onnx"
+    onnx.save(_branch_out_of_order(nodes, [declared]), path)
+    np.savez(tmp_path / "in.npz", x=np.zeros((2, 4), np.float32), c=np.array(True))
+    if command == "calibrate":  # samples on a leading axis
+        np.savez(tmp_path / "in.npz", x=np.zeros((2, 2, 4), np.float32), c=np.array([True, True]))
+    then = [a.name for a in onnx.load(path).graph.node[0].attribute].index("then_branch")
+    line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
+    assert line.startswith(f"onnx-qtypes: error: {path}: /graph/node/0/attribute/{then}/g/value_info/0"), line
 
 
 def test_a_cycle_is_refused_alike_by_every_command(tmp_path, capsys):

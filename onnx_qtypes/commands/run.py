@@ -195,11 +195,12 @@ def run(args: argparse.Namespace) -> int:
     from onnx_qtypes.reference_ops.errors import EvaluationError, FeedError  # noqa: PLC0415
 
     refuse_overwrite(args.outputs, model=args.model, inputs_file=args.inputs)
-    model = read_model(args.model).model  # as every command reads a model (sizes, names, order)
+    read = read_model(args.model)  # as every command reads a model (sizes, names, order)
+    model = read.model
     try:
         evaluator = ReferenceEvaluator(model, kernels=args.kernels)
     except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
-        raise type(exc)(f"{args.model}: {exc}") from None
+        raise type(exc)(f"{args.model}: {read.file_text(str(exc))}") from None
     if args.inputs is not None:
         feeds = read_inputs(args.inputs, evaluator.input_specs)
     elif needed := [spec.name for spec in evaluator.input_specs if spec.required]:
@@ -213,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     except FeedError as exc:
         raise InputError(f"{args.inputs}: {exc}") from None
     except (EvaluationError, MalformedExtensionError) as exc:  # pointers and tensors: the file goes in front
-        raise type(exc)(f"{args.model}: {exc}") from None
+        raise type(exc)(f"{args.model}: {read.file_text(str(exc))}") from None
     write_npz(args.outputs, output_arrays(evaluator, names, values))
     with standard_output() as out:
         print(f"wrote {len(names)} output(s) to {args.outputs} ({args.kernels} kernels)", file=out)

@@ -111,6 +111,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     read = read_model(args.model, external_data="lazy")  # as every command reads a model (sizes, names, order)
+    try:
+        return _show(args, read)
+    except QTypesError as exc:  # a place in a graph the reader sorted: where the file has it
+        raise read.located(exc) from None
+
+
+def _show(args: argparse.Namespace, read: ReadModel) -> int:
     model = read.model
     rows, notes = collect(model, args.model), []
     if not rows:  # a QDQ / QOperator model: its lifted form's tensors, named and located as the file has them

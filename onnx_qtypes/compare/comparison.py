@@ -118,7 +118,7 @@ def compare(model: str | os.PathLike | ModelProto, backend: str | Any,
         sides = sides_module.build(read)
         evaluator = ReferenceEvaluator(sides.typed)
     except (EvaluationError, MalformedExtensionError, MalformedQDQError, LowerError) as exc:
-        raise CompareError(f"{source}: {exc}") from None
+        raise CompareError(f"{source}: {read.file_text(str(exc))}") from None
     sides = sides_module.for_form(sides, backend_form(runtime))
     if sides.standard is None and backend_form(runtime) != "typed":
         raise CompareError(f"{source}: backend {name} runs standard ONNX, and {sides.standard_unavailable}")
@@ -129,7 +129,7 @@ def compare(model: str | os.PathLike | ModelProto, backend: str | Any,
             warnings.simplefilter("ignore", RuntimeWarning)
             reference = dict(zip(wanted, evaluator.run(wanted, feeds)))
     except (EvaluationError, MalformedExtensionError) as exc:
-        raise CompareError(f"{source}: the reference cannot run it: {exc}") from None
+        raise CompareError(f"{source}: the reference cannot run it: {read.file_text(str(exc))}") from None
     try:
         seen = observe(runtime, sides, feeds, name)
     except QTypesError as exc:

@@ -132,11 +132,12 @@ def _typed_sides(read: ReadModel) -> Sides:
     try:
         result = lower_model(typed, "qdq")
     except LowerError as exc:
-        return _finish(Sides("typed", typed, None, f"lower cannot write it as standard ONNX: {exc}", [], places))
+        why = f"lower cannot write it as standard ONNX: {read.file_text(str(exc))}"
+        return _finish(Sides("typed", typed, None, why, [], places))
     standard = result.model
     mapping = _storage_names(standard, quantized_tensors(typed))
     _rename(standard, mapping)
-    notes = [f"backend model: the QDQ form `onnx-qtypes lower` writes ({w})" for w in result.warnings]
+    notes = [f"backend model: the QDQ form `onnx-qtypes lower` writes ({read.file_text(w)})" for w in result.warnings]
     return _finish(Sides("typed", typed, standard, "", [], places, notes))
 
 
