@@ -233,6 +233,13 @@ class GraphIndex:
             self._settle(name)
         return self.elem_types.get(name)
 
+    def declares(self, name: str) -> bool:
+        """Whether a declaration of the graph may state ``name``'s type (False: what the index knows of it comes
+        from initializers, Constants and inference alone)."""
+        if self._deferred is not None:
+            return name in self._deferred.declared
+        return True
+
     def shape(self, name: str) -> tuple[int | None, ...] | None:
         tensor = self.constant_tensor(name)
         if tensor is not None:

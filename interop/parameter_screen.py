@@ -78,7 +78,8 @@ def screen(ix: GraphIndex, domains: frozenset[str]) -> dict[int, Screened]:
         if s is None or z is None or len(s.values) != len(z.values):
             continue
         storage = z.data_type
-        data_type = ix.elem_type(data)
+        # (a QuantizeLinear's output declared nowhere is of its zero point's type: no inference of the node to ask)
+        data_type = None if quantize and not ix.declares(data) else ix.elem_type(data)
         if data_type and data_type != storage:
             continue
         if len(s.values) == 1 and s.ndim <= 1:

@@ -227,15 +227,17 @@ def attribute_field_problem(attribute: AttributeProto) -> str | None:
     """What is wrong when ``attribute`` holds a value in a field of another kind than its type says (a lift or a
     runtime reading the field of its type would read another value than the one the file holds): onnx.checker and
     onnxruntime refuse it ("type field and data field mismatch"). None when each field it holds is of its type."""
-    fields = [field.name for field, _ in attribute.ListFields() if field.name in _FIELD_TYPES]
-    if not attribute.HasField("type") or all(_FIELD_TYPES[name] == attribute.type for name in fields):
-        return None
-    wrong = next(name for name in fields if _FIELD_TYPES[name] != attribute.type)
-    kind = AttributeProto.AttributeType.Name(attribute.type) if attribute.type in _TYPE_NAMES else str(attribute.type)
-    return (f"attribute {attribute.name!r} is of type {kind} but holds a value in field {wrong!r}; an attribute holds "
-            "its value in the one field of its type (onnx.checker and onnxruntime refuse any other)")
+    kind = attribute.type
+    for field, _ in attribute.ListFields():  # (no type at all: onnx.checker takes the field it finds)
+        if _BY_FIELD.get(field, kind) != kind and attribute.HasField("type"):
+            shown = AttributeProto.AttributeType.Name(kind) if kind in _TYPE_NAMES else str(kind)
+            return (f"attribute {attribute.name!r} is of type {shown} but holds a value in field {field.name!r}; an "
+                    "attribute holds its value in the one field of its type (onnx.checker and onnxruntime refuse any "
+                    "other)")
+    return None
 
 
+_BY_FIELD = {AttributeProto.DESCRIPTOR.fields_by_name[name]: kind for name, kind in _FIELD_TYPES.items()}
 _TYPE_NAMES = frozenset(AttributeProto.AttributeType.values())
 _TEXT_ATTRIBUTES = (AttributeProto.STRING, AttributeProto.STRINGS)  # bytes in onnx.proto, "UTF-8 string" by its word
 
