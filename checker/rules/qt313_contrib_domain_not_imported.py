@@ -7,11 +7,14 @@ force where it sits (the model's, or its function's).
 
 ## Why
 A node's meaning is its domain's operator at the imported version: without
-the import there is no version, so no meaning. onnxruntime refuses to load
-the model ("No opset import for domain 'com.microsoft'") and onnx.checker
-rejects the node ("Bad node spec"). NNCF has written 4-bit LLM weights as
+the import there is no version, so no meaning. onnx.checker rejects the node
+("No opset import for domain 'com.microsoft'"), and so does `onnx-qtypes
+run`; onnxruntime 1.32 loads and runs such a model anyway (its contrib
+operators have one version), so a file can pass onnxruntime and fail every
+tool that follows the standard. NNCF has written 4-bit LLM weights as
 MatMulNBits nodes without importing `com.microsoft`; `onnx-qtypes lift`
-reads such a model as if the import were there (and says so in a note).
+reads such a model, and a com.microsoft QuantizeLinear / DequantizeLinear,
+as if the import were there (and says so in a note).
 
 ## Invalid example
 A model importing only the default domain, opset 21, with one node
