@@ -33,7 +33,8 @@ def in_read_file(d: Diagnostic, read: ReadModel) -> Diagnostic:
     """``d`` located in the file as it was read (a sorted graph's nodes back at their places in the file)."""
     if not read.orders:
         return d
-    return dataclasses.replace(d, location=_at(d.location, read), related=tuple(_at(r, read) for r in d.related))
+    return dataclasses.replace(d, location=_at(d.location, read), related=tuple(_at(r, read) for r in d.related),
+                               message=read.file_text(d.message))
 
 
 def _at(location: Location, read: ReadModel) -> Location:

@@ -158,8 +158,9 @@ def lift_model(
         exc.args = (f"{where}: " * bool(where) + file_text(str(exc), placed),)  # keeps what the error locates
         raise exc from None
     except (StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
-        if where or placed:
-            raise type(exc)(f"{where}: " * bool(where) + file_text(str(exc), placed)) from None
+        if where or placed:  # (the message as it is, not made again: some errors put words in front of it)
+            exc.args = (f"{where}: " * bool(where) + file_text(str(exc), placed),)
+            raise exc from None
         raise
 
 
@@ -170,8 +171,9 @@ def _at_file_places(result: LiftResult, orders: Order) -> LiftResult:
     main = orders.get("/graph")
     result.notes = [file_text(n, orders) for n in result.notes]
     result.warnings = [file_text(w, orders) for w in result.warnings]
-    result.left = [dataclasses.replace(n, index=main[n.index], reason=file_text(n.reason, orders)) if main else
-                   dataclasses.replace(n, reason=file_text(n.reason, orders)) for n in result.left]
+    left = [dataclasses.replace(n, index=main[n.index], reason=file_text(n.reason, orders)) if main else
+            dataclasses.replace(n, reason=file_text(n.reason, orders)) for n in result.left]
+    result.left = sorted(left, key=lambda n: n.index)  # in file order
     return result  # (``problems``, for ``check``: in the graph as read, as their node indices are)
 
 def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,

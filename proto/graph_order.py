@@ -311,12 +311,17 @@ def file_pointer(pointer: str, orders: Order) -> str:
 
 def file_text(text: str, orders: Order) -> str:
     """A message naming places of the sorted model ("Conv 'c' (/graph/node/3)", "/graph/node/3/input/1: ..."),
-    naming them in the file."""
-    return _PLACE.sub(lambda m: file_pointer(m.group(0), orders), text) if orders else text
+    naming them in the file; a quoted name is left as it is, whatever it holds."""
+    if not orders:
+        return text
+    parts = _QUOTED.split(text)  # every other part a quoted name (a name's repr)
+    return "".join(part if k % 2 else _PLACE.sub(lambda m: file_pointer(m.group(0), orders), part)
+                   for k, part in enumerate(parts))
 
 
-# a JSON pointer into a graph or a function body, not inside a quoted name
-_PLACE = re.compile(r"(?<![\w/'\"])/(?:graph|functions/\d+)(?:/[\w.-]+)*")
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+# a JSON pointer into a graph or a function body where a message puts one: at the start, after a space or "("
+_PLACE = re.compile(r"(?<![^\s(])/(?:graph|functions/\d{1,9})(?:/[\w.-]{1,64})*(?![\w.-])")
 
 
 __all__ = ["Order", "file_pointer", "file_text", "node_names", "sort_graphs", "topological_order"]

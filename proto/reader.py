@@ -101,9 +101,12 @@ class ReadModel:
         return file_text(text, self.orders)
 
     def located(self, exc: QTypesError) -> QTypesError:
-        """``exc``, its message naming places of the model as read where the file has them (``file_text``)."""
+        """``exc``, its message naming places of the model as read where the file has them (``file_text``; the file's
+        path in front, when there, is left as it is)."""
         if self.orders:
-            exc.args = (self.file_text(str(exc)),)
+            text = str(exc)
+            path = f"{self.source}: " if text.startswith(f"{self.source}: ") else ""
+            exc.args = (path + self.file_text(text[len(path):]),)
         return exc
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import onnx
@@ -242,6 +243,67 @@ def test_every_command_names_a_malformed_part_of_a_sorted_file_where_the_file_ha
     then = [a.name for a in onnx.load(path).graph.node[0].attribute].index("then_branch")
     line = _error_line(capsys, COMMANDS[command](str(path), tmp_path))
     assert line.startswith(f"onnx-qtypes: error: {path}: /graph/node/0/attribute/{then}/g/value_info/0"), line
+
+
+def test_file_text_moves_the_places_a_message_names_and_nothing_else():
+    """Only JSON pointers where a message puts them (at the start, after a space or "("); a quoted name holding one,
+    a path ending in one and a run of digits too long for int() stay as they are."""
+    from onnx_qtypes.proto.graph_order import file_text
+
+    orders = {"/graph": [2, 0, 1], "/graph/node/1/attribute/0/g": [1, 0]}
+    text = ("/graph/node/0/input/1: Conv 'c' (/graph/node/1), If (/graph/node/1/attribute/0/g/node/0), "
+            "/graph/initializer/0 and /functions/0/node/1")
+    assert file_text(text, orders) == ("/graph/node/2/input/1: Conv 'c' (/graph/node/0), If "
+                                       "(/graph/node/0/attribute/0/g/node/1), /graph/initializer/0 and "
+                                       "/functions/0/node/1")
+    for kept in ("node 'q /graph/node/1' (QuantizeLinear)", 'node "it\'s /graph/node/0"', "./graph/node/1/m.onnx",
+                 "(/graph/node/" + "7" * 5000 + ")"):
+        assert file_text(kept, orders) == kept
+    assert file_text(text, {}) == text
+
+
+def test_check_names_in_its_messages_the_places_of_a_sorted_quantizer_file():
+    """A finding of the lift (QT307, naming the two nodes that disagree) named them at their sorted places."""
+    plain = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    count = len(plain.graph.node)
+
+    def messages(model):
+        return sorted(d.message for d in diagnose(model).diagnostics)
+
+    flip = {f"/graph/node/{i}": f"/graph/node/{count - 1 - i}" for i in range(count)}
+    named = [m for m in messages(plain) if "(/graph/node/" in m]
+    assert named  # the file's own words name nodes
+    expected = sorted(re.sub(r"\(/graph/node/(\d+)\)", lambda m: f"({flip[m.group(0)[1:-1]]})", m)
+                      for m in messages(plain))
+    assert messages(_reversed(plain)) == expected
+
+
+def test_lift_lists_what_it_left_of_a_sorted_file_in_file_order(tmp_path, capsys):
+    """broken_qdq_cnn.onnx with its pair's scales agreeing (the lift refuses it otherwise) and a zero scale, whose
+    pair the lift leaves: the list came in sorted order, each node at its place in the file."""
+    plain = load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))
+    dequantize = next(n for n in plain.graph.node if n.name == "dequantize_y")
+    dequantize.input[1] = next(n for n in plain.graph.node if n.output[0] == dequantize.input[0]).input[1]
+    zero = next(t for t in plain.graph.initializer if t.name == "relu_q_scale")
+    zero.CopyFrom(onnx.numpy_helper.from_array(np.array(0.0, np.float32), zero.name))
+    path = tmp_path / "reversed.onnx"
+    onnx.save(_reversed(plain), path)
+    assert main(["lift", str(path), str(tmp_path / "lifted.onnx"), "--format", "json"]) == 0
+    import json
+
+    left = [n["node"] for n in json.loads(capsys.readouterr().out)["left"]]
+    assert len(left) > 1 and left == sorted(left)
+
+
+def test_an_error_of_the_lift_of_a_sorted_model_keeps_its_words():
+    """Its message put back at the file's places was made again, and an error that puts words in front of its
+    message said them twice."""
+    from onnx_qtypes.interop import lift_model
+    from onnx_qtypes.interop.errors import StatisticsImportError
+
+    with pytest.raises(StatisticsImportError) as raised:
+        lift_model(_reversed(load(os.path.join(EXAMPLES, "broken_qdq_cnn.onnx"))), statistics={"x": "bad"})
+    assert str(raised.value).count("not onnxruntime calibration data") == 1, str(raised.value)
 
 
 def test_a_cycle_is_refused_alike_by_every_command(tmp_path, capsys):
