@@ -17,12 +17,17 @@ from onnx import GraphProto
 from onnx_qtypes.interop.errors import MalformedQDQError
 
 
-def merge_duplicates(graph: GraphProto) -> list[str]:
-    """Drop repeated identical initializers of ``graph`` (notes saying so); MalformedQDQError when copies differ."""
+def repeated_names(graph: GraphProto) -> dict[str, list[int]]:
+    """Each initializer name ``graph`` defines more than once, with the positions of its definitions."""
     positions: dict[str, list[int]] = defaultdict(list)
     for i, tensor in enumerate(graph.initializer):
         positions[tensor.name].append(i)
-    repeated = {name: where for name, where in positions.items() if len(where) > 1}
+    return {name: where for name, where in positions.items() if len(where) > 1}
+
+
+def merge_duplicates(graph: GraphProto) -> list[str]:
+    """Drop repeated identical initializers of ``graph`` (notes saying so); MalformedQDQError when copies differ."""
+    repeated = repeated_names(graph)
     for name, where in repeated.items():
         first = graph.initializer[where[0]]
         if any(graph.initializer[k] != first for k in where[1:]):
@@ -36,4 +41,4 @@ def merge_duplicates(graph: GraphProto) -> list[str]:
             for name, where in repeated.items()]
 
 
-__all__ = ["merge_duplicates"]
+__all__ = ["merge_duplicates", "repeated_names"]

@@ -32,6 +32,7 @@ from onnx import GraphProto, ModelProto, NodeProto
 from onnx_qtypes.checker import Diagnostic, Location, Rule, Severity, all_rules, get_rule, iter_diagnostics, load_profile
 from onnx_qtypes.checker.op_versions import file_problems
 from onnx_qtypes.checker.engine import ModelLike, ProfileLike, as_model, collector_paused, in_file, in_read_file
+from onnx_qtypes.interop.duplicate_initializers import repeated_names
 from onnx_qtypes.interop.errors import MalformedQDQError
 from onnx_qtypes.interop.graph import ORIGIN_KEY, GraphIndex, declared_types, default_opset
 from onnx_qtypes.interop.left import summary as summary_of_left
@@ -100,7 +101,26 @@ def _diagnose(read: ReadModel, profile: Any, chosen: list[Rule] | None) -> Diagn
     if result.typed_tensors or result.warnings:  # a node left as it was may still break a node rule (QT123)
         lifted = ReadModel(result.model, "<model>", qtypes=result.written)  # made by the lift from a model read already
         found.extend(where.relocate(d) for d in iter_diagnostics(lifted, profile, rules=active))
+    if any(r.id == FLOAT_VIEW_RULE for r in active):
+        found.extend(_merged_initializers(read, profile))
     return Diagnosis(tuple(_unique(found)), tuple(view.notes()), "qdq")
+
+
+FLOAT_VIEW_RULE = "QT310"
+
+
+def _merged_initializers(read: ReadModel, profile: Any) -> Iterator[Diagnostic]:
+    """QT310 at each initializer the file defines twice with one value: the lift keeps one copy (as onnxruntime
+    does), so the float view has nothing left for onnx.checker to refuse; onnx.checker, ``run`` and ``lower`` refuse
+    the file itself."""
+    rule = get_rule(FLOAT_VIEW_RULE)
+    severity = profile.severity_of(rule.id, rule.severity)
+    for name, where in repeated_names(read.model.graph).items():
+        places = ", ".join(f"/graph/initializer/{k}" for k in where)
+        message = (f"onnx.checker rejects the file: initializer {name!r} is defined {len(where)} times ({places}), "
+                   "with one value; the lift and onnxruntime keep one copy, `run` refuses the file: define it once")
+        yield Diagnostic(rule.id, rule.name, severity, message, Location(f"/graph/initializer/{where[1]}", tensor=name),
+                         rule.help)
 
 
 OPSET_RULE = "QT412"

@@ -887,6 +887,17 @@ def _microsoft_qdq(imported: bool) -> onnx.ModelProto:
     return model
 
 
+def _zero_point_twice(twice: bool) -> onnx.ModelProto:
+    """x -> QuantizeLinear -> DequantizeLinear -> y, a QDQ file whose zero point is defined twice with one value (as
+    onnx-neural-compressor writes a shared bias's parameters) or once."""
+    model = (Graph("qdq").input("x", (1, 4)).init("s", np.array(0.5, np.float32)).init("z", np.array(0, np.int8))
+             .node("QuantizeLinear", ["x", "s", "z"], ["x_q"], name="q")
+             .node("DequantizeLinear", ["x_q", "s", "z"], ["y"], name="dq").output("y", (1, 4))).build(opset=21)
+    if twice:
+        model.graph.initializer.append(numpy_helper.from_array(np.array(0, np.int8), "z"))
+    return model
+
+
 def _sigmoid() -> onnx.ModelProto:
     return unary_model("Sigmoid", int8(1 / 256, -128))
 
@@ -1233,6 +1244,10 @@ def cases() -> list[Case]:
         _fire("QT310", "boundary-node-of-domain-ai-onnx", lambda: _e8m0_dequantize(0.5, "ai.onnx"), "/graph/node/0",
               node="dq", message="No opset import for domain 'ai.onnx'"),
         _miss("QT310", "boundary-node-of-the-default-domain", lambda: _e8m0_dequantize(0.5)),
+        # the lift keeps one of two identical copies: the file, not its lifted form, is what onnx.checker refuses
+        _fire("QT310", "qdq-initializer-defined-twice-with-one-value", lambda: _zero_point_twice(True),
+              "/graph/initializer/2", tensor="z", message="is defined 2 times"),
+        _miss("QT310", "qdq-initializer-defined-once", lambda: _zero_point_twice(False)),
 
         # QT311
         _fire("QT311", "plain-int8-initializer", lambda: _plain_constants("initializer"), "/graph/initializer/0", "w",

@@ -64,3 +64,19 @@ def test_copies_that_differ_are_refused_by_name_and_place():
     with pytest.raises(MalformedQDQError, match=r"'b_scale' is defined 2 times with different values "
                                                 r"\(/graph/initializer/\d+, /graph/initializer/\d+\)"):
         lift_model(_shared_bias_model(0.5))
+
+
+def test_check_reports_identical_copies_at_each_name_as_onnx_checker_refuses_the_file():
+    """The lift keeps one copy, so the lifted form had nothing wrong: check said clean, where onnx.checker and
+    ``run`` refuse the file (the inconsistency scan, seed 228)."""
+    from onnx_qtypes import diagnose
+
+    original = _shared_bias_model(0.02 * 0.01)
+    with pytest.raises(onnx.checker.ValidationError, match="not unique"):
+        onnx.checker.check_model(original)
+    found = [d for d in diagnose(original).diagnostics if d.rule == "QT310"]
+    names = [t.name for t in original.graph.initializer]
+    expected = {(f"/graph/initializer/{len(names) - 1 - names[::-1].index(n)}", n)
+                for n in ("b_quantized", "b_scale", "b_zero_point")}
+    assert {(d.location.pointer, d.location.tensor) for d in found} == expected
+    assert all("is defined 2 times" in d.message and d.is_error for d in found)

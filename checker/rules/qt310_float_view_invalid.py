@@ -11,7 +11,9 @@ stays as written, so that onnx.checker names it; one of domain "ai.onnx",
 which onnx.checker reads as no domain, stays a fault). A QDQ or QOperator
 file is checked so through its lifted form: what onnx.checker refuses in the
 file is found at the same node as in the typed file `lift` writes (and
-`run` and `lower` refuse that file).
+`run` and `lower` refuse that file). An initializer such a file defines twice
+with one value is reported at its second definition: the lift keeps one copy,
+as onnxruntime does, so only the file shows what onnx.checker refuses.
 
 ## Why
 The extension changes element types, nothing else: a typed model must be a
