@@ -128,7 +128,7 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
                     engine: str = "auto", progress: Callable[[int], None] | None = None) -> CalibrationResult:
     """``calibrate`` with its report."""
     from onnx_qtypes.interop.source import read_copy
-    from onnx_qtypes.proto.graph_order import file_text
+    from onnx_qtypes.proto.reader import placed_in_file
 
     settings = settings_for(method, schema, activation, weight, per_channel, percentile, profile)
     if engine not in ENGINES:
@@ -137,7 +137,7 @@ def calibrate_model(model: Any, data: Any, *, method: str = "minmax", schema: Sc
     try:
         return _calibrate(source, data, settings, activation, weight, stats_only, engine, progress)
     except (MalformedExtensionError, ModelLoadError) as exc:  # a part of the file: named, where the file has it
-        raise type(exc)(f"{where}: " * bool(where) + file_text(str(exc), orders)) from None
+        raise placed_in_file(exc, where, orders) from None
 
 
 def _calibrate(source: ModelProto, data: Any, settings: Settings, activation: str | None, weight: str | None,

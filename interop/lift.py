@@ -53,7 +53,7 @@ from onnx_qtypes.proto.graph_order import Order, file_text
 from onnx_qtypes.proto.errors import MalformedExtensionError, ModelLoadError, QTypeError
 from onnx_qtypes.proto.model import may_declare_extension, write_statistics
 from onnx_qtypes.proto.qtype import QType
-from onnx_qtypes.proto.reader import ReadModel, WrittenTypes
+from onnx_qtypes.proto.reader import ReadModel, WrittenTypes, placed_in_file
 from onnx_qtypes.proto.statistics import TensorStatistics
 
 
@@ -154,14 +154,8 @@ def lift_model(
         names = [vi.name for vi in (*graph.input, *graph.output, *graph.value_info)]
         to_wire_form(result.model, main_graph_storage=declared if len(set(names)) == len(names) else None)
         return _at_file_places(result, placed)
-    except MalformedQDQError as exc:
-        exc.args = (f"{where}: " * bool(where) + file_text(str(exc), placed),)  # keeps what the error locates
-        raise exc from None
-    except (StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
-        if where or placed:  # (the message as it is, not made again: some errors put words in front of it)
-            exc.args = (f"{where}: " * bool(where) + file_text(str(exc), placed),)
-            raise exc from None
-        raise
+    except (MalformedQDQError, StatisticsImportError, LowerError, MalformedExtensionError, ModelLoadError) as exc:
+        raise placed_in_file(exc, where, placed) from None  # (a MalformedQDQError keeps what it locates)
 
 
 def _at_file_places(result: LiftResult, orders: Order) -> LiftResult:
@@ -171,10 +165,11 @@ def _at_file_places(result: LiftResult, orders: Order) -> LiftResult:
     main = orders.get("/graph")
     result.notes = [file_text(n, orders) for n in result.notes]
     result.warnings = [file_text(w, orders) for w in result.warnings]
-    left = [dataclasses.replace(n, index=main[n.index], reason=file_text(n.reason, orders)) if main else
-            dataclasses.replace(n, reason=file_text(n.reason, orders)) for n in result.left]
+    left = [dataclasses.replace(n, index=main[n.index] if main else n.index, reason=file_text(n.reason, orders))
+            for n in result.left]
     result.left = sorted(left, key=lambda n: n.index)  # in file order
     return result  # (``problems``, for ``check``: in the graph as read, as their node indices are)
+
 
 def _lift(model: ModelProto, stats: dict[str, TensorStatistics], tolerant: bool = False, keep_origins: bool = False,
           flat: bool = False) -> tuple[LiftResult, dict[str, int] | None]:

@@ -80,6 +80,7 @@ from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node, stored_scales
 from onnx_qtypes.interop.recognise import describe_difference, is_dequantize, is_quantize
 from onnx_qtypes.interop.source import read_copy
+from onnx_qtypes.proto.reader import placed_in_file
 from onnx_qtypes.proto import iter_declarations, iter_graphs, static_shape
 from onnx_qtypes.proto.encoding import tensor_array, to_plain_form
 from onnx_qtypes.proto.external import checkable
@@ -178,12 +179,10 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None 
         result.notes = [file_text(n, orders) for n in result.notes]
         return result
     except (LowerError, MalformedExtensionError, ModelLoadError, QTypeError) as exc:
-        text = file_text(str(exc), orders)  # nodes at their places in the file
+        placed_in_file(exc, where, orders)  # nodes at their places in the file
         if where:
-            raise LowerError(f"{where}: {text}") from None
-        if text != str(exc):
-            raise LowerError(text) from None
-        raise
+            raise LowerError(str(exc)) from None
+        raise exc from None
 
 
 def _with_llm(result: LowerResult, llm: int) -> LowerResult:
@@ -1202,4 +1201,3 @@ def _stated(qtype: QType, scale_type: int | None) -> QType:
 
 
 __all__ = ["FORMS", "LowerResult", "LowerWarning", "lower", "lower_model"]
-

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from itertools import chain
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import onnx
 from onnx import AttributeProto, ModelProto, TensorProto
@@ -100,14 +100,23 @@ class ReadModel:
         """A message naming places of the model as read, e.g. "Conv 'c' (/graph/node/3)", naming them in the file."""
         return file_text(text, self.orders)
 
-    def located(self, exc: QTypesError) -> QTypesError:
-        """``exc``, its message naming places of the model as read where the file has them (``file_text``; the file's
-        path in front, when there, is left as it is)."""
-        if self.orders:
-            text = str(exc)
-            path = f"{self.source}: " if text.startswith(f"{self.source}: ") else ""
-            exc.args = (path + self.file_text(text[len(path):]),)
-        return exc
+    def located(self, exc: QTypesErrorT) -> QTypesErrorT:
+        """``exc`` naming the file and, in it, the places of the model as read (``placed_in_file``)."""
+        return placed_in_file(exc, self.path, self.orders)
+
+
+QTypesErrorT = TypeVar("QTypesErrorT", bound=QTypesError)
+
+
+def placed_in_file(exc: QTypesErrorT, where: str, orders: Order) -> QTypesErrorT:
+    """``exc`` with ``where`` (the file; "" for none) once in front of its message, and the places the rest names in a
+    graph the reader sorted moved to where the file has them (``file_text``). The message is set, not made again:
+    some errors put words in front of what they are given."""
+    text = str(exc)
+    if where and text.startswith(f"{where}: "):
+        text = text[len(where) + 2:]
+    exc.args = (f"{where}: " * bool(where) + file_text(text, orders),)
+    return exc
 
 
 def read_model(model: ReadModel | ModelProto | str | os.PathLike | bytes | bytearray | memoryview,
@@ -380,5 +389,5 @@ def _other_names_not_text(model: ModelProto, graphs: list[tuple[str, onnx.GraphP
     return bytes in kinds
 
 
-__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "every_graph", "read_model", "require_sizes",
+__all__ = ["NodeReads", "ReadModel", "WrittenTypes", "every_graph", "placed_in_file", "read_model", "require_sizes",
            "require_versions"]

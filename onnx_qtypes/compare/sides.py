@@ -121,8 +121,8 @@ def build(read: ReadModel) -> Sides:
 
 def _unnamed(read: ReadModel, pointer: str, k: int) -> str:
     """Unnamed node ``k`` of the model compared, by its place in the file (``pointer``: in the model as read)."""
-    m = re.fullmatch(r"/graph/node/\d+", pointer) and re.fullmatch(r"/graph/node/(\d+)", read.file_pointer(pointer))
-    return f"node {m.group(1) if m else k}"
+    at_node = re.fullmatch(r"/graph/node/\d+", pointer)
+    return f"node {read.file_pointer(pointer).rsplit('/', 1)[1] if at_node else k}"
 
 
 def _typed_sides(read: ReadModel) -> Sides:
