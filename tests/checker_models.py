@@ -1376,11 +1376,12 @@ def cases() -> list[Case]:
         # a float bias counts in steps of x_scale * w_scale (its float value cast to int64 read 1e38 as -2^63)
         _fire("QT407", "float-bias-1e38", lambda: float_bias_conv([1e38, 0, 0, 0]), "/graph/node/1", node="conv",
               message="+ max|bias| 1000000"),  # float32(1e38) / (x_scale * 0.005) = 1.0000000127e42
-        # near the limit: 2.15e5 over a step of 1e-4 is 2,150,000,097 steps and reaches 2^31 with the products;
-        # 2.145e5, about 2,145,000,000 steps, does not (read as the integers 215000 and 214500, neither fired)
-        _fire("QT407", "float-bias-215000", lambda: float_bias_conv([2.15e5, 0, 0, 0]), "/graph/node/1", node="conv",
-              message="+ max|bias| 2150000097 = 2150244833 reaches 2^31"),
-        _miss("QT407", "float-bias-214500", lambda: float_bias_conv([2.145e5, -1.0, 0.5, 0])),
+        # near the limit, on the channel whose step is the smallest (x_scale * 0.005 = 1e-4): 2.15e5 is about
+        # 2,150,000,000 steps and reaches 2^31 with the products; 2.145e5, about 2,145,000,000, does not (read as the
+        # integers 215000 and 214500, neither fired)
+        _fire("QT407", "float-bias-215000", lambda: float_bias_conv([0, 0, 0, 2.15e5]), "/graph/node/1", node="conv",
+              message="reaches 2^31"),
+        _miss("QT407", "float-bias-214500", lambda: float_bias_conv([0, -1.0, 0.5, 2.145e5])),
         # QT408
         _fire("QT408", "output-scale-1e12", lambda: conv_model(y_q=int8(1e12, 0)), "/graph/node/1", node="conv",
               message="2^-32 <= M < 2^29"),

@@ -83,6 +83,22 @@ def test_the_walk_reads_a_tensor_s_text_fields_and_not_its_values(field):
     assert _first_in(model) is None
 
 
+def test_the_walk_does_not_copy_a_tensor_s_values():
+    """A weight of 64 MB in raw_data: the walk read every field of every message it met, and a tensor's values came
+    out as a bytes copy of each weight (a model over the proto3 parse's limit is walked: billions of weights)."""
+    import tracemalloc  # noqa: PLC0415
+
+    weight = numpy_helper.from_array(np.zeros(1 << 26, np.uint8), "w")
+    model = helper.make_model(helper.make_graph([], "g", [], [], [weight]))
+    tracemalloc.start()
+    try:
+        assert _first_in(model) is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 24, peak  # far below one copy of the values
+
+
 def test_the_lifts_declarations_written_as_bytes_are_those_write_qtype_makes():
     from onnx_qtypes.interop.lift import _typed_value_info  # noqa: PLC0415
     from onnx_qtypes.proto.reader import WrittenTypes  # noqa: PLC0415

@@ -122,10 +122,11 @@ def test_pools_read_channels_last(channels_last: int) -> None:
 def test_a_qgemm_bias_broadcasts_over_per_column_scales_as_onnxruntime_adds_it(bias_shape: list) -> None:
     """A bias of one value, a scalar or a matrix beside a per-column B: each column reads it at its own scale
     (the reference refused the first two: its DequantizeLinear took one bias value per scale)."""
-    a = RNG.integers(0, 256, (3, 5)).astype(np.uint8)
-    b = RNG.integers(-127, 128, (5, 4)).astype(np.int8)
+    rng = np.random.default_rng(len(bias_shape))  # its own draws, whichever tests ran before
+    a = rng.integers(0, 256, (3, 5)).astype(np.uint8)
+    b = rng.integers(-127, 128, (5, 4)).astype(np.int8)
     b_scale = np.array([0.01, 0.02, 0.03, 0.04], np.float32)
-    bias = RNG.integers(-3000, 3000, bias_shape).astype(np.int32)
+    bias = rng.integers(-3000, 3000, bias_shape).astype(np.int32)
     inits = {"as": np.float32(0.05), "az": np.uint8(120), "bs": b_scale, "bz": np.zeros(4, np.int8), "c": bias,
              "ys": np.float32(0.2), "yz": np.uint8(128)}
     node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"], ["y"], domain=MS)
