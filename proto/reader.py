@@ -101,8 +101,10 @@ class ReadModel:
         return file_text(text, self.orders)
 
     def located(self, exc: QTypesErrorT) -> QTypesErrorT:
-        """``exc`` naming the file and, in it, the places of the model as read (``placed_in_file``)."""
-        return placed_in_file(exc, self.path, self.orders)
+        """``exc`` naming the places of the model as read where the file has them (``placed_in_file``); the file's
+        path is left in front when there, and not added (an error may be of another file, or of the output)."""
+        named = bool(self.path) and str(exc).startswith(f"{self.path}: ")
+        return placed_in_file(exc, self.path if named else "", self.orders)
 
 
 QTypesErrorT = TypeVar("QTypesErrorT", bound=QTypesError)
