@@ -34,6 +34,7 @@ from onnx_qtypes.interop import metadata
 from onnx_qtypes.interop.errors import LowerError, MalformedQDQError
 from onnx_qtypes.interop.graph import (MS_DOMAIN, STANDARD_DOMAINS, GraphIndex, Names, attributes, infer,
                                       int_attribute, node_label)
+from onnx_qtypes.proto.default_domain import not_imported
 from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.proto.external import IN_ORDER, is_lazy, spill, spill_chunks, spill_deferred, tensor_bytes
 from onnx_qtypes.proto.packing import pack, transposed_4bit, unpack
@@ -69,9 +70,8 @@ def ensure_domain(model: ModelProto) -> MalformedQDQError | None:
         return None
     model.opset_import.add(domain=MS_DOMAIN, version=1)
     first = model.graph.node[users[0]]
-    more = f"and {len(users) - 1} more node(s), " if len(users) > 1 else ""
     return MalformedQDQError(
-        f"{node_label(first, users[0])}, {more}uses domain {MS_DOMAIN!r}, which is not in opset_import; "
+        f"{node_label(first, users[0])}, {not_imported(MS_DOMAIN, len(users) - 1)}; "
         f"read as {MS_DOMAIN} version 1 (add {{domain: {MS_DOMAIN!r}, version: 1}})", rule="QT313", node=users[0])
 
 

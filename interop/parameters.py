@@ -31,7 +31,7 @@ from onnx_qtypes.proto.parameter_values import ParameterValues, any_nonzero
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.schema import Schema
 from onnx_qtypes.proto.storage_types import EXPRESSED_BY_DATA_TYPE, STORAGE_BY_DATA_TYPE
-from onnx_qtypes.proto.validity import scale_problem
+from onnx_qtypes.proto.validity import node_axis_problem, scale_problem
 from onnx_qtypes.proto.parameter_tensors import REFERENCE_THRESHOLD
 
 
@@ -277,11 +277,8 @@ def _normalized_axis(where: str, axis: int, rank: int | None, at) -> int:
         if axis < 0:
             raise Unrecognized(f"{where}: axis {axis} is negative and the tensor's rank is unknown")
         return axis
-    if not -rank <= axis < rank:
-        raise MalformedQDQError(
-            f"{where}: axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]",
-            **at("QT108", "axis"),
-        )
+    if (problem := node_axis_problem(axis, rank)) is not None:
+        raise MalformedQDQError(f"{where}: {problem}", **at("QT108", "axis"))
     return axis % rank
 
 

@@ -346,8 +346,10 @@ _LABEL = re.compile(r"^[^(]*\(/graph(/node/\d+/attribute/\d+/(g|graphs/\d+))*/no
 
 
 def _message(problem: MalformedQDQError) -> str:
-    """The lift's message less the node label in front: the location names the node."""
-    return _LABEL.sub("", str(problem), count=1)
+    """The lift's message less the node label and tensor in front: the location names them."""
+    text = _LABEL.sub("", str(problem), count=1)
+    named = f"tensor {problem.tensor!r}: " if problem.tensor else None
+    return text[len(named):] if named and text.startswith(named) else text
 
 
 class _Locator:
@@ -488,6 +490,8 @@ class _Locator:
                 stamped = any(e.key == ORIGIN_KEY for e in self.lifted_nodes[int(m.group(1))].metadata_props)
                 if not stamped and re.fullmatch(r"/(input|output)/\d+", rest):
                     rest = ""  # an expanded node's positions are not its QOperator node's
+                if "/node/" in rest:  # a node of a subgraph, which the lift copies as it is: the rule named it
+                    return dataclasses.replace(location, pointer=f"{self.root}/node/{origin}{rest}")
                 return self.node(origin, rest)
         elif m := _DECLARATION.match(pointer):
             kind, k, field = m.group(1), int(m.group(2)), m.group(4) or ""

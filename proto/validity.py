@@ -207,6 +207,14 @@ def schema_problem(
     return None
 
 
+def node_axis_problem(axis: int, rank: int) -> str | None:
+    """Why ``axis``, a QuantizeLinear / DequantizeLinear node's attribute (negative counts from the end), names no
+    dimension of a rank-``rank`` tensor, or None. The lift (QT108) and ``run`` word it so."""
+    if -rank <= axis < rank:
+        return None
+    return f"axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]"
+
+
 def count_problem(qtype: QType, shape: Sequence[int | None]) -> str | None:
     """Why the parameter count does not fit a tensor of ``shape``, or None."""
     if qtype.is_dynamic:

@@ -17,6 +17,7 @@ from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto.validity import first_bad_scale
 from onnx_qtypes.reference_ops import quant
+from onnx_qtypes.reference_ops.corrected._base import refuse_axis_out_of_range
 from onnx_qtypes.reference_ops.operands import operand_qtype
 
 _OLD_STORAGE = {"int8": "int8", "uint8": "uint8", "int32": "int32"}
@@ -27,6 +28,7 @@ class DequantizeLinear(OpRun):
     op_domain = ""
 
     def _run(self, x: Any, x_scale: Any, x_zero_point: Any = None, **attributes: Any) -> tuple:
+        refuse_axis_out_of_range(self.onnx_node, x, x_scale, attributes.get("axis"))
         version = int(self.run_params["opsets"].get("", FIRST_REFERENCE_OPSET))
         operands = (x, x_scale) if x_zero_point is None else (x, x_scale, x_zero_point)
         if version >= FIRST_REFERENCE_OPSET:

@@ -434,6 +434,23 @@ def test_faults_inside_subgraphs_are_findings_located_in_the_subgraph(tmp_path, 
     assert capsys.readouterr().out.count(" error QT101 ") == 2
 
 
+def test_a_rule_finding_inside_a_subgraph_names_the_node_there_not_the_if():
+    """A rule on the lifted form finds a com.microsoft QuantizeLinear in a branch without the import (QT313): the
+    location names that node, as its pointer does, not the If holding it."""
+    then_branch, else_branch = _branch("then", 0.5), _branch("else", 0.25)
+    for branch in (then_branch, else_branch):
+        branch.node[0].domain = "com.microsoft"
+    model = _if_model(then_branch, else_branch, outer=0.5)
+    (finding,) = [d for d in diagnose(model).diagnostics if d.rule == "QT313"]
+    first = min((_branch_pointer(model, "then_branch"), "then"), (_branch_pointer(model, "else_branch"), "else"))
+    assert finding.location.pointer == f"{first[0]}/node/0"
+    assert (finding.location.node, finding.location.op_type) == (f"{first[1]}_quantize", "QuantizeLinear")
+    assert finding.message.startswith("com.microsoft.QuantizeLinear uses domain 'com.microsoft' (1 more node uses it "
+                                      "too), which is not in opset_import")
+    (other,) = finding.related
+    assert other.node == f"{'else' if first[1] == 'then' else 'then'}_quantize" and other.pointer.endswith("/node/0")
+
+
 def test_subgraph_parameters_from_an_outer_scope_are_read_there():
     model = _if_model(_branch("then", 0.0, outer_scale=True), _branch("else", 1.0))  # outer_scale is 0
     (error,) = _errors(model)

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 from corpus import run_onnxruntime
 from corpus_matmul_nbits import free_rows, hand_built, identity_feeds, nbits_feeds, nbits_models, refused_models
 
@@ -302,6 +302,27 @@ def test_forms_without_an_exact_type_are_left_with_a_warning(name: str):
     assert [n.op_type for n in result.model.graph.node] == ["MatMulNBits"]
     assert len(result.warnings) == 1 and "'proj_nbits'" in result.warnings[0] and reason in result.warnings[0]
     assert not quantized_tensors(result.model)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_missing_domain_import_counts_the_other_nodes_in_words(count: int):
+    """One QT313 at the first com.microsoft node, its message counting the others after the domain (the label in
+    front is the location's, which check takes off)."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["x0"], name="q0", domain="com.microsoft")]
+    for k in range(1, count):
+        nodes.append(helper.make_node("DequantizeLinear", [f"x{k - 1}", "s", "z"], [f"f{k}"], name=f"dq{k}",
+                                      domain="com.microsoft"))
+        nodes.append(helper.make_node("QuantizeLinear", [f"f{k}", "s", "z"], [f"x{k}"], name=f"q{k}"))
+    nodes.append(helper.make_node("DequantizeLinear", [f"x{count - 1}", "s", "z"], ["y"], name="last"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "s"),
+                               numpy_helper.from_array(np.array(0, np.int8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    (finding,) = diagnose(model).diagnostics
+    more = {1: "", 2: " (1 more node uses it too)", 3: " (2 more nodes use it too)"}[count]
+    assert (finding.rule, finding.location.pointer, finding.location.node) == ("QT313", "/graph/node/0", "q0")
+    assert finding.message.startswith(f"uses domain 'com.microsoft'{more}, which is not in opset_import; ")
 
 
 def test_missing_domain_import_is_a_finding_and_lift_reads_it():

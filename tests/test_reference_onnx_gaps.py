@@ -9,6 +9,7 @@ proposal/experiments/float_op_differential.py measured what these fix (its table
 from __future__ import annotations
 
 import re
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -532,9 +533,57 @@ def test_quantize_linear_with_scale_zero_is_refused_into_integer_storage(zero_po
         with pytest.raises(EvaluationError, match=r"node 'kept' \(QuantizeLinear\): scale 0 into integer storage"):
             ReferenceEvaluator(model).run(None, {"x": x})
     else:
-        (ours,) = ReferenceEvaluator(model).run(None, {"x": x})
-        (stock,) = onnx.reference.ReferenceEvaluator(model).run(None, {"x": x})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a run says nothing of the division by zero it defines
+            (ours,) = ReferenceEvaluator(model).run(None, {"x": x})
+        with np.errstate(divide="ignore"):  # (onnx.reference's own run warns)
+            (stock,) = onnx.reference.ReferenceEvaluator(model).run(None, {"x": x})
         assert np.asarray(ours).tobytes() == np.asarray(stock).tobytes()
+
+
+def _axis_model(op: str, opset: int, axis: int, scales: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One QuantizeLinear / DequantizeLinear of a rank-1 tensor of 4 values, ``scales`` scales, attribute ``axis``."""
+    scale = np.linspace(0.1, 0.4, scales, dtype=np.float32) if scales > 1 else np.float32(0.1)
+    inits = [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(np.zeros(np.shape(scale), np.int8), "z")]
+    node = helper.make_node(op, ["x", "s", "z"], ["y"], name="n", axis=axis)
+    quantize = op == "QuantizeLinear"
+    x_type, y_type = (TensorProto.FLOAT, TensorProto.INT8) if quantize else (TensorProto.INT8, TensorProto.FLOAT)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, [4])],
+                              [helper.make_tensor_value_info("y", y_type, [4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=7)
+    x = np.array([0.5, -1.0, 2.0, 0.25], np.float32) if quantize else np.array([3, -4, 5, 6], np.int8)
+    return model, {"x": x}
+
+
+@pytest.mark.parametrize("opset", [13, 21])
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+def test_quantization_node_axis_out_of_range_is_refused_as_check_reports_it(op, opset):
+    """INC writes a bias DequantizeLinear with axis 1 on its 1-D int32 tensor: onnxruntime refuses the node, `check`
+    reports QT108, and `run` now says the same instead of onnx.reference's IndexError."""
+    from onnx_qtypes import diagnose  # noqa: PLC0415
+
+    model, feeds = _axis_model(op, opset, axis=1, scales=4)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the vendor refuses the node too (its wording is its own)
+        run_onnxruntime(model, feeds, optimize=False)
+    quantized = "y" if op == "QuantizeLinear" else "x"
+    problem = "axis 1 is out of range for a rank-1 tensor; use an axis in [-1, 0]"
+    with pytest.raises(EvaluationError) as refused:
+        ReferenceEvaluator(model).run(None, feeds)
+    assert str(refused.value) == f"node 'n' ({op}): tensor {quantized!r}: {problem} (QT108, as `check` reports it)"
+    (finding,) = [d for d in diagnose(model).diagnostics if d.is_error]
+    assert (finding.rule, finding.message, finding.location.tensor) == ("QT108", problem, quantized)
+    assert str(finding).count(f"tensor {quantized!r}") == 1  # named by the location, not again by the message
+
+
+@pytest.mark.parametrize(("axis", "scales"), [(-1, 4), (0, 4), (1, 1), (-2, 1)])
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+def test_quantization_node_axis_in_range_or_per_tensor_runs_like_onnxruntime(op, axis, scales):
+    """An axis in range, or one scale (per-tensor, any axis: ONNX ignores it then) still runs, as onnxruntime
+    computes it."""
+    model, feeds = _axis_model(op, 21, axis=axis, scales=scales)
+    (ours,) = ReferenceEvaluator(model).run(None, feeds)
+    (theirs,) = run_onnxruntime(model, feeds, optimize=False)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
 
 
 def _qlinear_conv(x_shape: list[int], w: np.ndarray, per_channel: bool = True, bias: bool = True,

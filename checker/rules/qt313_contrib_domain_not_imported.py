@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from onnx_qtypes.checker.context import Context
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.proto.default_domain import not_imported
 
 
 @rule("QT313", "contrib-domain-not-imported", "error")
@@ -46,6 +47,5 @@ def check(ctx: Context) -> Iterator[Finding]:
             missing.setdefault((ref.scope, ref.domain), []).append(ref)
     for (_, domain), refs in missing.items():
         first, *others = refs
-        count = f" (and {len(others)} more node(s))" if others else ""
-        yield Finding(first.location(), f"{domain}.{first.op_type}{count} uses domain {domain!r}, which is not in "
-                      f"opset_import; add {{domain: {domain!r}, version: 1}}", tuple(r.location() for r in others))
+        yield Finding(first.location(), f"{domain}.{first.op_type} {not_imported(domain, len(others))}; add "
+                      f"{{domain: {domain!r}, version: 1}}", tuple(r.location() for r in others))

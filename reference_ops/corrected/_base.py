@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from onnx.reference.op_run import OpRun
 
 from onnx_qtypes.proto.errors import QTypesError
+from onnx_qtypes.proto.validity import node_axis_problem
 
 
 class Refused(QTypesError):
@@ -37,3 +39,15 @@ class Corrected(OpRun):
 
     def stock_run(self, *inputs: Any, **attributes: Any) -> tuple:
         return self.stock()._run(*inputs, **attributes)
+
+
+def refuse_axis_out_of_range(node: Any, x: Any, scale: Any, axis: int | None) -> None:
+    """Refuse a QuantizeLinear / DequantizeLinear whose per-axis or blocked parameters (more than one scale) name an
+    axis ``x`` does not have, as the lift does (QT108): onnx.reference fails there with an IndexError of its own, and
+    onnxruntime refuses the node. One scale is per-tensor, whatever the axis."""
+    if np.size(scale) <= 1:
+        return
+    problem = node_axis_problem(1 if axis is None else int(axis), np.ndim(x))
+    if problem is not None:
+        quantized = node.output[0] if node.op_type == "QuantizeLinear" else node.input[0]
+        raise Refused(f"tensor {quantized!r}: {problem} (QT108, as `check` reports it)")

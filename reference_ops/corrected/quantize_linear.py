@@ -21,12 +21,13 @@ from onnx import TensorProto, helper
 
 from onnx_qtypes.proto.qtype import QType
 from onnx_qtypes.proto.storage_types import STORAGE_BY_DATA_TYPE
-from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused
+from onnx_qtypes.reference_ops.corrected._base import Corrected, Refused, refuse_axis_out_of_range
 from onnx_qtypes.reference_ops.quant import parameter_index, round_half_to_even, saturated
 
 
 class QuantizeLinear(Corrected):
     def _run(self, x: Any, y_scale: Any, y_zero_point: Any = None, **attributes: Any) -> tuple:
+        refuse_axis_out_of_range(self.onnx_node, x, y_scale, attributes.get("axis"))
         storage = _storage(y_zero_point, attributes.get("output_dtype"))
         integer = storage is not None and not storage.is_float  # float8 / float4 round to their own values
         if np.any(np.asarray(y_scale) == 0) and integer:
