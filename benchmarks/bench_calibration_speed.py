@@ -19,6 +19,10 @@ file (imports excluded). Target: ours at most onnxruntime's time at 3,200
 nodes, time per node flat, peak memory per node flat. onnxruntime runs up to 3,200 nodes
 (``--onnxruntime-up-to``): its time grows about as the square of the nodes. Run:
 python benchmarks/bench_calibration_speed.py [--sizes 200 800 3200 12800] [--samples 16]
+
+With ``--float DIR/NAME``, the two tools instead calibrate one float model of a producer_corpus.py float folder
+(NAME.onnx) on its own calibration samples (NAME.npz), e.g. BERT-base:
+python benchmarks/bench_calibration_speed.py --float PC/r8/float/bert_base
 """
 
 from __future__ import annotations
@@ -65,16 +69,18 @@ def _ours(model: str, data: str, out: str) -> None:
 
 
 def npz_reader(data: str):
-    """An onnxruntime CalibrationDataReader over the samples of ``data``'s array ``x``, fed as input "x"."""
+    """An onnxruntime CalibrationDataReader over the samples of ``data``, the .npz `calibrate --data` reads (each
+    array an input's samples, stacked on the first axis)."""
     from onnxruntime.quantization import CalibrationDataReader
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.samples = iter(np.load(data)["x"])
+            stacked = np.load(data)
+            self.samples = iter([{name: stacked[name][k] for name in stacked.files}
+                                 for k in range(len(stacked[stacked.files[0]]))])
 
         def get_next(self):
-            x = next(self.samples, None)
-            return None if x is None else {"x": x}
+            return next(self.samples, None)
 
     return Reader()
 
@@ -123,11 +129,16 @@ def main() -> int:
     parser.add_argument("--onnxruntime-up-to", type=int, default=3200,
                         help="measure onnxruntime only up to this many nodes (its time grows about as nodes squared: "
                              "12,800 would take most of an hour)")
+    parser.add_argument("--float", metavar="DIR/NAME", type=pathlib.Path,
+                        help="instead of the chains: one float model NAME.onnx of a producer_corpus.py float folder, "
+                             "on its calibration samples (NAME.npz), e.g. PC/r8/float/bert_base")
     parser.add_argument("--child", nargs=4, metavar=("TOOL", "MODEL", "DATA", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
         return 0
+    if args.float:
+        return _one_float_model(args.float)
     print(f"{args.samples} samples of [1, {CHANNELS}, {SIDE}, {SIDE}]; time from call to written file, "
           "peak resident memory of the process")
     print()
@@ -150,6 +161,26 @@ def main() -> int:
                      f"{1000 * ours['seconds'] / nodes:.2f}", f"{ours['peak_mib']:.0f} MiB",
                      f"{theirs['peak_mib']:.0f} MiB" if theirs else "-", f"{1024 * ours['peak_mib'] / nodes:.0f}"]
             print("| " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+def _one_float_model(path: pathlib.Path) -> int:
+    """Both tools on one float model of a producer_corpus.py float folder, on its calibration samples."""
+    from producer_recipes import samples_of
+
+    model = path.with_suffix(".onnx")
+    samples, _ = samples_of(path.with_suffix(".npz"))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = pathlib.Path(tmp)
+        data = folder / "calib.npz"
+        np.savez(data, **{name: np.stack([s[name] for s in samples]) for name in samples[0]})
+        ours, theirs = _measure("ours", model, data, folder), _measure("onnxruntime", model, data, folder)
+    print(f"{model.name}, {len(samples)} samples; time from call to written file, peak resident memory of the process")
+    print()
+    print("| ours | onnxruntime quantize_static | ours / onnxruntime | ours peak | onnxruntime peak | peak ratio |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {ours['seconds']:.1f} s | {theirs['seconds']:.1f} s | {ours['seconds'] / theirs['seconds']:.2f}x "
+          f"| {ours['peak_mib']:.0f} MiB | {theirs['peak_mib']:.0f} MiB | {ours['peak_mib'] / theirs['peak_mib']:.2f}x |")
     return 0
 
 

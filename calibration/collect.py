@@ -96,7 +96,8 @@ def check_feed(sample: Mapping[str, Any], inputs: list[onnx.ValueInfoProto], ind
     return out
 
 
-def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np.ndarray]] | None:
+def _ort_runner(model: ModelProto, names: list[str], activations: dict[str, onnx.ValueInfoProto] | None
+                ) -> Callable[[dict], list[np.ndarray]] | None:
     try:
         import onnxruntime as ort
     except ImportError:
@@ -105,17 +106,28 @@ def _ort_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np
     # a domain imported but read by no node (onnxruntime's quant_pre_process imports several) is no reason
     if opset > ORT_OPSET or any(n.domain not in STANDARD_DOMAINS for n in model.graph.node):
         return None
-    wide = ModelProto()
-    wide.CopyFrom(model)
-    wide.ir_version = min(wide.ir_version, ORT_IR)
-    present = {o.name for o in wide.graph.output}
-    acts = float_activations(model)
-    wide.graph.output.extend(acts[n] for n in names if n not in present)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4  # fatal only: a failing run's error is raised, with its message, not logged too
-    session = ort.InferenceSession(wide.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    declared = float_activations(model) if activations is None else activations
+    present = {o.name for o in model.graph.output}
+    wide = _with_outputs(model, [declared[n] for n in names if n not in present])
+    session = ort.InferenceSession(wide, options, providers=["CPUExecutionProvider"])
     return lambda feed: session.run(names, feed)
+
+
+def _with_outputs(model: ModelProto, outputs: list[onnx.ValueInfoProto]) -> bytes:
+    """The bytes of ``model`` with ``outputs`` more graph outputs, at an IR version onnxruntime loads. Written from
+    the model itself, left as it was: a copy would hold every weight once more while onnxruntime loads them (a
+    transformer's calibration peaked a model's size higher)."""
+    ir_version, kept = model.ir_version, len(model.graph.output)
+    try:
+        model.ir_version = min(ir_version, ORT_IR)
+        model.graph.output.extend(outputs)
+        return model.SerializeToString()
+    finally:
+        model.ir_version = ir_version
+        del model.graph.output[kept:]
 
 
 def _reference_runner(model: ModelProto, names: list[str]) -> Callable[[dict], list[np.ndarray]]:
@@ -133,14 +145,17 @@ def _reference_runner(model: ModelProto, names: list[str]) -> Callable[[dict], l
 ENGINES = ("auto", "onnxruntime", "reference")
 
 
-def runner(model: ModelProto, names: list[str], engine: str = "auto") -> tuple[str, Callable[[dict], list]]:
-    """("onnxruntime" or "reference", a function feed -> values of ``names``). ``auto``: onnxruntime when it is
-    installed and loads the model (it has no kernel for, e.g., a float64 Conv), else onnx.reference."""
+def runner(model: ModelProto, names: list[str], engine: str = "auto",
+           activations: dict[str, onnx.ValueInfoProto] | None = None) -> tuple[str, Callable[[dict], list]]:
+    """("onnxruntime" or "reference", a function feed -> values of ``names``, float activations). ``auto``:
+    onnxruntime when it is installed and loads the model (it has no kernel for, e.g., a float64 Conv), else
+    onnx.reference. ``activations``: ``float_activations(model)`` when the caller has it (each is a whole-model
+    shape inference)."""
     if engine not in ENGINES:
         raise CalibrationError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine in ("auto", "onnxruntime"):
         try:
-            run = _ort_runner(model, names)
+            run = _ort_runner(model, names, activations)
         except Exception as exc:  # onnxruntime's own exception types: NotImplemented, Fail, InvalidGraph, ...
             if engine == "onnxruntime":
                 raise CalibrationError(f"onnxruntime cannot run the model: {_first_line(exc)}") from None
@@ -181,7 +196,7 @@ def collect(
     for index, sample in enumerate(feeds(data)):
         feed = check_feed(sample, inputs, index)
         if run is None:
-            used, run = runner(model, names, engine)
+            used, run = runner(model, names, engine, acts)
         try:
             values = run(feed)
         except Exception as exc:  # the model fails on this sample (a Reshape that does not fit): the user's input
@@ -205,6 +220,7 @@ def collect(
             progress(count)
     if count == 0:
         raise CalibrationError("the calibration data holds no samples; parameters need at least one")
+    run = None  # the session's copy of every weight freed before the weights' own statistics are computed
     axes = weight_axes(model)
     for init in model.graph.initializer:
         if init.data_type in FLOAT_TYPES:

@@ -18,9 +18,13 @@ from onnx_qtypes.reference_ops.quant import quantize
 
 
 def _stored(values: np.ndarray, name: str, qt: QType) -> TensorProto:
-    """Storage integers as a tensor of the storage type (int4 packed by onnx's helper)."""
+    """Storage integers as a tensor of the storage type: bytes as numpy holds them, or packed by onnx's helper
+    below 8 bits (a list of Python ints per value cost a transformer's calibration seconds and gigabytes)."""
     values = np.asarray(values)
-    return helper.make_tensor(name, qt.storage_type.data_type, values.shape, values.reshape(-1).astype(np.int64).tolist())
+    storage = qt.storage_type
+    if storage.bits >= 8:
+        return numpy_helper.from_array(values.astype(storage.np_dtype), name)
+    return helper.make_tensor(name, storage.data_type, values.shape, values.reshape(-1).astype(np.int64).tolist())
 
 
 def _params(names: tuple[str, str], qt: QType) -> list:

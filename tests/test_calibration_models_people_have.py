@@ -401,3 +401,24 @@ def test_a_bias_no_float32_weight_scale_can_hold_stays_float_with_a_note():
         check_model(result.model)  # raises on any error
     assert any(n.startswith("bias 'b' stays float") for n in result.notes), result.notes
     assert get_qtype(result.model, "b") is None
+
+
+def test_onnxruntime_reads_every_activation_from_the_model_itself_left_as_it_was():
+    """The session is made from the model's own bytes with the activations as outputs (no copy of every weight
+    while onnxruntime loads them), and the model is given back unchanged, at its own IR version."""
+    from onnx_qtypes.calibration.collect import _with_outputs, float_activations
+
+    model = _model([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                   [_info("x", [2, 3])], [_info("y", [2, 4])], [_const("w", [3, 4])])
+    model.graph.value_info.append(_info("h", [2, 4]))
+    model.ir_version = 11  # beyond what onnxruntime 1.32 loads
+    before = model.SerializeToString()
+    declared = float_activations(model)
+    names = list(declared)
+    wide = onnx.ModelProto.FromString(_with_outputs(model, [declared[n] for n in names if n != "y"]))
+    assert model.SerializeToString() == before
+    assert wide.ir_version == 10 and [o.name for o in wide.graph.output] == ["y", *[n for n in names if n != "y"]]
+    wide.ClearField("ir_version")
+    del wide.graph.output[1:]
+    model.ClearField("ir_version")
+    assert wide.SerializeToString() == model.SerializeToString()  # nothing else differs
