@@ -17,7 +17,9 @@ The result has no extension fields: what QDQ cannot carry (declared schema,
 a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
 (``metadata``), so ``lift(lower(m))`` gives ``m`` back. A narrowed storage
 range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
-so that ``lift`` removes it again). The model is written at IR 10 / opset 21
+so that ``lift`` removes it again). The model keeps its own opset (11 to 21) where that opset's
+QuantizeLinear / DequantizeLinear hold every type it writes (``opset.type_opset``), so that its other operators
+run on the kernels the original ran on; otherwise it is written at IR 10 / opset 21
 (IR 13 / opset 25 when a tensor is stored as int2 / uint2, IR 11 / opset 23
 for float4e2m1; float8 needs only opset 19), which onnxruntime 1.31 and 1.32
 load (float4e2m1 loads, but has no CPU kernel); a model with no quantized type keeps its
@@ -74,7 +76,7 @@ from onnx_qtypes.interop.lower_contrib import QLINEAR_STORAGE, contrib_node, con
 from onnx_qtypes.interop.qoperator import bias_problem
 from onnx_qtypes.interop.lower_llm_formats import lower_llm_formats
 from onnx_qtypes.interop.matmul_nbits import fuse
-from onnx_qtypes.interop.opset import convert
+from onnx_qtypes.interop.opset import convert, type_opset
 from onnx_qtypes.interop.parameters import Unrecognized, read_parameters
 from onnx_qtypes.interop.passthrough import links
 from onnx_qtypes.interop.qdq import dequantize_node, parameter_tensors, quantize_node, stored_scales
@@ -318,6 +320,7 @@ class _Lowering:
     def __init__(self, model: ModelProto, form: str, dynamic_inputs: str = "storage") -> None:
         self.model, self.form, self.dynamic_inputs = model, form, dynamic_inputs
         self.graph = model.graph
+        self.kept_opset = False  # whether the model's own opset was kept (``_set_versions``)
         opsets = {o.domain or "": o.version for o in model.opset_import}
         for i, node in enumerate(self.graph.node):  # the walk below indexes inputs: refuse short nodes first
             if problem := node_problem(node, opsets, model.ir_version):
@@ -879,10 +882,15 @@ class _Lowering:
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
         try:
-            with checkable(self.model) as checked:  # weights left in their files: checked where they lie
-                onnx.checker.check_model(checked)
+            self._check()
         except onnx.checker.ValidationError as exc:
-            raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
+            if not self.kept_opset:
+                raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
+            self._set_versions(kept_meta, keep=False)  # a node lower wrote needs a later version: converted as before
+            try:
+                self._check()
+            except onnx.checker.ValidationError as again:
+                raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(again).split())[:400]}") from None
         bf16 = _bfloat16_scaled(self.model.graph)
         if bf16:
             shown = ", ".join(repr(t) for t in bf16[:3]) + (f" and {len(bf16) - 3} more" if len(bf16) > 3 else "")
@@ -893,6 +901,10 @@ class _Lowering:
                 "or express the types in float32 or float16"
             )
         return self.result
+
+    def _check(self) -> None:
+        with checkable(self.model) as checked:  # weights left in their files: checked where they lie
+            onnx.checker.check_model(checked)
 
     # -- declarations --------------------------------------------------------------------------------------------
     def _declarations(self) -> dict[str, dict[str, str]]:
@@ -942,7 +954,9 @@ class _Lowering:
                 metadata.write(vi, key, value)
         return meta
 
-    def _set_versions(self, meta: dict[str, dict[str, str]]) -> None:
+    def _set_versions(self, meta: dict[str, dict[str, str]], *, keep: bool = True) -> None:
+        """The versions lower writes (proposal/spec/interop.md#lower-versions). ``keep``: the model's own opset where
+        it holds every type lower writes (``_kept_opset``)."""
         model = self.model
         if not self.types:  # nothing typed was rewritten: the model keeps the versions its runtime accepted
             return
@@ -953,7 +967,11 @@ class _Lowering:
         ir, opset = (TARGET_2BIT if self._two_bit() or block_scales  # E8M0 scales: opset 24 on
                      else TARGET_FLOAT4 if "float4e2m1" in storages else TARGET)
         current = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), None)
-        if current is not None and current != opset:
+        self.kept_opset = keep and opset == TARGET[1] and current is not None and self._kept_opset(current)
+        if self.kept_opset:  # the other operators stay at the versions the original ran them at
+            opset = current
+            ir = max(min(model.ir_version, ir), helper.find_min_ir_version_for([helper.make_opsetid("", current)]))
+        elif current is not None and current != opset:
             try:
                 converted = convert(model, opset)  # (every node's metadata kept: MatMulNBits' accuracy_level ...)
             except Exception as exc:  # the converter raises bare RuntimeErrors and C++ assertion text
@@ -971,6 +989,13 @@ class _Lowering:
             for i in reversed([i for i, o in enumerate(model.opset_import) if o.domain == MS_DOMAIN]):
                 del model.opset_import[i]
         model.ir_version = ir
+
+    def _kept_opset(self, current: int) -> bool:
+        """Whether the model's own opset ``current`` holds every type lower writes (``opset.type_opset``) and is at
+        least 11 (Round, Clip with inputs: what lower may write besides) and at most 21, so that no operator needs
+        converting: onnxruntime picks its kernels by the operator's version, and a converted AveragePool computes
+        other bits (an opset-13 file's lower + onnxruntime then differed from the file's own run)."""
+        return 11 <= current <= TARGET[1] and all(type_opset(q) <= current for q in self.types.values())
 
     def _two_bit(self) -> bool:
         """A typed tensor or a plain one (initializer, Constant, declaration) of the model is stored in 2 bits."""

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, version_converter
 
+from onnx_qtypes.interop.dynamic_lower import is_dynamic_quantize_linear_type
 from onnx_qtypes.interop.graph import default_opset
+from onnx_qtypes.proto.qtype import QType
 
 
 WHY = "per-axis QuantizeLinear needs 13; 4-bit, 16-bit and blocked ones need 21"  # what qdq_opset says, in words
@@ -20,6 +22,21 @@ def qdq_opset(bits: int, per_axis: bool, blocked: bool = False) -> int:
     """The first default-domain opset whose QuantizeLinear / DequantizeLinear hold such a type (32 bits: an int32
     bias, which DequantizeLinear has read since opset 10)."""
     return 21 if bits not in (8, 32) or blocked else 13 if per_axis else 10
+
+
+def type_opset(qtype: QType) -> int:
+    """The first default-domain opset whose QuantizeLinear / DequantizeLinear write ``qtype``: ``qdq_opset``'s, 19
+    for float8 storage or scales in float16 / bfloat16, 23 for float4e2m1, 25 for int2 / uint2; 21 for a dynamic type
+    but 11 for the one DynamicQuantizeLinear computes (the other dynamic types' parameter nodes are written for 21)."""
+    storage = qtype.storage_type
+    if qtype.is_dynamic:
+        return 11 if is_dynamic_quantize_linear_type(qtype) else 21
+    if storage.name in ("int2", "uint2"):
+        return 25
+    if storage.name == "float4e2m1":
+        return 23
+    needed = qdq_opset(storage.bits, qtype.axis is not None, qtype.block_size is not None)
+    return max(needed, 19) if storage.is_float or qtype.expressed != "float32" else needed
 
 
 def convert(model: ModelProto, version: int) -> ModelProto:

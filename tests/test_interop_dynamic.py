@@ -351,3 +351,33 @@ def test_pow2_scales_are_exact_at_powers_of_two(qtype, steps, exponent):
         got = float(run_onnxruntime(lowered, {"x": x}, optimize=False)[scale])
         assert got == ReferenceEvaluator(model).run(["h"], {"x": x})[0].qtype.scale[0]
         assert got == 2.0 ** (exponent + (nudge > 1))
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_an_older_opset_stays_so_onnxruntime_runs_the_same_kernels_bit_for_bit(opset, tmp_path):
+    """quantize_dynamic of a Conv -> AveragePool -> MatMul model at an opset before 19: lower keeps the file's opset
+    (its types need 11), so onnxruntime's AveragePool is the file's own and every output bit is the original's, at
+    both optimization levels (raised to 21, AveragePool-19's kernel rounded otherwise)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(7)
+    inits = [onnx.numpy_helper.from_array(rng.normal(size=(8, 3, 3, 3)).astype(np.float32), "w"),
+             onnx.numpy_helper.from_array(rng.normal(size=(8 * 6 * 6, 5)).astype(np.float32), "m"),
+             onnx.numpy_helper.from_array(np.array([1, -1], np.int64), "flat")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["c"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
+             helper.make_node("Reshape", ["p", "flat"], ["f"]), helper.make_node("MatMul", ["f", "m"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8),
+              tmp_path / "float.onnx")
+    quantize_dynamic(tmp_path / "float.onnx", tmp_path / "dyn.onnx", weight_type=QuantType.QUInt8,
+                     op_types_to_quantize=["Conv", "MatMul"])
+    original = onnx.load(tmp_path / "dyn.onnx")
+    lowered = lower_model(lift_model(original).model).model
+    assert [o.version for o in lowered.opset_import if o.domain == ""] == [opset]
+    for seed in range(3):
+        feeds = {"x": np.random.default_rng(seed).normal(size=(1, 3, 6, 6)).astype(np.float32)}
+        for optimize in (False, True):
+            want, got = run_onnxruntime(original, feeds, optimize), run_onnxruntime(lowered, feeds, optimize)
+            assert got["y"].tobytes() == want["y"].tobytes()

@@ -207,14 +207,41 @@ def test_blocked_int4_weights_with_float16_scales_round_trip():
     assert np.abs(got.astype(np.float64) - want).max() <= 0.125 * 1.001  # within one step of the definition
 
 
-def test_lower_converts_an_older_opset_and_keeps_the_metadata():
-    typed = _typed_add(QType("int8", 0.125, 3, schema="asymmetric", storage_min=-100, storage_max=100),
+@pytest.mark.parametrize(("opset", "storage", "written"), [(13, "int8", 13), (17, "uint8", 17), (10, "int8", 21),
+                                                             (13, "int16", 21), (17, "int4", 21), (21, "int8", 21)])
+def test_lower_keeps_the_models_opset_where_it_holds_every_type_and_converts_it_otherwise(opset, storage, written):
+    """The model's own opset where its QuantizeLinear / DequantizeLinear hold the types (11 to 21): its other
+    operators keep the versions, and so onnxruntime's kernels, the original ran on; else converted to 21 with the
+    metadata kept."""
+    lo, hi = {"int8": (-100, 100), "uint8": (10, 200), "int16": (-100, 100), "int4": (-6, 6)}[storage]
+    typed = _typed_add(QType(storage, 0.125, max(3, lo), schema="asymmetric", storage_min=lo, storage_max=hi),
                        QType("int8", 0.25, -7))
-    typed.opset_import[0].version = 13
+    typed.opset_import[0].version = opset
     lowered = lower(typed)
-    assert [o.version for o in lowered.opset_import if o.domain == ""] == [21]
-    assert quantized_tensors(lift(lowered))["a"].storage_min == -100
+    assert [o.version for o in lowered.opset_import if o.domain == ""] == [written]
+    assert lowered.ir_version == (10 if written == 21 else min(typed.ir_version, 10))
+    assert quantized_tensors(lift(lowered))["a"].storage_min == lo
     run_onnxruntime(lowered, {"x": np.ones((2, 4), np.float32)})
+
+
+def test_a_kept_opset_onnx_checker_refuses_is_converted_as_before(monkeypatch):
+    """Where the model's own opset would not hold a node lower wrote (forced here: a per-axis DequantizeLinear at
+    opset 10, which has no axis), onnx.checker says so and lower converts the model to 21 instead of failing."""
+    import importlib
+
+    lower_module = importlib.import_module("onnx_qtypes.interop.lower")  # (the package's `lower` is the function)
+    monkeypatch.setattr(lower_module._Lowering, "_kept_opset", lambda self, current: True)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [numpy_helper.from_array(np.arange(-6, 6, dtype=np.int8).reshape(3, 4), "w")])
+    typed = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)], ir_version=IR_VERSION)
+    set_qtype(typed, "w", QType("int8", [0.125, 0.25, 0.5, 1.0], [0, 0, 0, 0], axis=1))
+    result = lower_module.lower_model(typed)
+    assert [o.version for o in result.model.opset_import if o.domain == ""] == [21] and result.model.ir_version == 10
+    onnx.checker.check_model(result.model, full_check=True)
+    (y,) = run_onnxruntime(result.model, {"x": np.ones((2, 3), np.float32)}).values()
+    assert y.tolist() == [[-0.75, -0.75, 0.0, 3.0]] * 2  # w's column sums [-6, -3, 0, 3] times its scales
 
 
 def test_lower_refuses_what_has_no_faithful_form():
