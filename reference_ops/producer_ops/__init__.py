@@ -12,12 +12,14 @@ onnxruntime's com.microsoft QOperator operators, which the lift keeps as written
 tensors (a scale of infinity, a channels_last pool, a QLinearSoftmax whose opset and the model's differ), are
 computed as their schemas describe them (``onnxruntime_qlinear``), each compared with onnxruntime's unoptimized path
 by ``tests/test_reference_onnxruntime_qlinear.py``. It takes some inputs onnxruntime requires as optional (zero
-points, QLinearSoftmax's ``opset``), with the schemas' meaning when they are given.
+points, QLinearSoftmax's ``opset``), with the schemas' meaning when they are given. Its com.microsoft QuantizeLinear
+/ DequantizeLinear are the standard operators of opset 21 (``onnxruntime_contrib_qdq``), as the lift reads them.
 """
 
 from __future__ import annotations
 
 from onnx_qtypes.reference_ops.producer_ops._quark_layout import QUARK_DOMAIN
+from onnx_qtypes.reference_ops.producer_ops.onnxruntime_contrib_qdq import CONTRIB_QDQ_OPS
 from onnx_qtypes.reference_ops.producer_ops.onnxruntime_qlinear import CONTRIB_QLINEAR_OPS
 from onnx_qtypes.reference_ops.producer_ops.quark_bfp_quantize_dequantize import BFPQuantizeDequantize
 from onnx_qtypes.reference_ops.producer_ops.quark_extended_dequantize_linear import ExtendedDequantizeLinear
@@ -27,4 +29,4 @@ from onnx_qtypes.reference_ops.producer_ops.quark_mx_quantize_dequantize import 
 __all__ = ["PRODUCER_OPS", "QUARK_DOMAIN"]
 
 PRODUCER_OPS = [BFPQuantizeDequantize, ExtendedDequantizeLinear, ExtendedQuantizeLinear, MXQuantizeDequantize,
-                *CONTRIB_QLINEAR_OPS]
+                *CONTRIB_QLINEAR_OPS, *CONTRIB_QDQ_OPS]
