@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from corpus import corpus_models
 
-from onnx_qtypes import get_qtype
+from onnx_qtypes import QType, get_qtype
 from onnx_qtypes.checker import check_model, iter_diagnostics
 from onnx_qtypes.interop import lift
 
@@ -68,3 +68,20 @@ def test_a_clipped_range_names_the_calibration_method_that_chose_it(method, said
     statistics = TensorStatistics(tensor=Statistics(min=-2.4, max=2.5), method=method)
     found = [d for d in iter_diagnostics(one_tensor(int8(0.01, 0), statistics=statistics)) if d.rule == "QT208"]
     assert len(found) == 1 and said in found[0].message, [d.message for d in found]
+
+
+@pytest.mark.parametrize(("out_q", "clamps"), [(QType("uint8", 0.019, 0), "[0, 4.845]"),
+                                               (QType("uint8", 0.04, 112), None)])
+def test_a_moved_tensor_whose_range_clamps_its_inputs_is_told_to_keep_the_clamp(out_q, clamps):
+    """onnxruntime's quantizer folds a Relu after a Split into the outputs' parameters (zero point 0): giving an
+    output its input's type would drop that clamp, so QT401 says so; an output whose range holds the input's is told
+    to keep the input's parameters, as before."""
+    from checker_models import mover
+
+    in_q = QType("uint8", 0.036, 112)  # [-4.032, 5.148]
+    (finding,) = [d for d in iter_diagnostics(mover("Reshape", (1, 4), (4,), in_q, out_q)) if d.rule == "QT401"]
+    if clamps:
+        assert f"its range {clamps} clamps that of 'x_q'" in finding.message
+        assert "keep that clamp as its operator after Reshape" in finding.message
+    else:
+        assert "clamps" not in finding.message and finding.message.endswith("avoids a requantization")

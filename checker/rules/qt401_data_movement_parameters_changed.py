@@ -40,6 +40,10 @@ whose output is per-axis on axis 0.
 Give the output the input's type (`onnx_qtypes.set_qtype(model, out,
 get_qtype(model, in))`), or insert an explicit requantization
 (DequantizeLinear + QuantizeLinear) if a different scale is intended.
+Where the output's range leaves out part of the input's (a quantizer
+folded a following Relu or Clip into the output's parameters, as
+onnxruntime's does after a Split), the message says so: the input's type
+alone would drop that clamp, so keep the Relu or Clip as an operator.
 """
 
 from __future__ import annotations
@@ -51,16 +55,35 @@ from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.data_movement import DATA_MOVEMENT, data_indices, expect, expect_concat, is_data_movement
 from onnx_qtypes.checker.diagnostics import Finding
 from onnx_qtypes.checker.registry import rule
+from onnx_qtypes.checker.rules.qt208_range_clips_statistics import representable_ranges
 from onnx_qtypes.proto.qtype import QType
 
 
 def _mismatch(ref: NodeRef, out_index: int, source: str, want: QType, have: QType) -> Finding:
     out = ref.outputs[out_index]
+    clamp = _clamped(want, have)
+    if clamp is not None:  # keeping the input's parameters would drop a clamp the output's parameters hold
+        return Finding(
+            ref.location("output", out_index),
+            f"output {out!r} is {have}, but {ref.op_type} copies stored values; its range {clamp} clamps that of "
+            f"{source!r} ({want}), as a Relu or Clip folded into its parameters does: keep that clamp as its operator "
+            f"after {ref.op_type} and give {out!r} the parameters of {source!r}, which avoids a requantization",
+        )
     return Finding(
         ref.location("output", out_index),
         f"output {out!r} is {have}, but {ref.op_type} copies stored values: keeping the parameters of "
         f"{source!r} ({want}) avoids a requantization",
     )
+
+
+def _clamped(want: QType, have: QType) -> str | None:
+    """The output's real range ("[0, 4.2]") when, per tensor, it leaves out more than half a step of the input's at
+    either end (the requantization then clamps, not only rounds); None otherwise."""
+    if len(want.scale) != 1 or len(have.scale) != 1 or want.is_dynamic or have.is_dynamic:
+        return None
+    (wl, wh), (hl, hh) = representable_ranges(want)[0], representable_ranges(have)[0]
+    half = abs(want.scale[0]) / 2
+    return f"[{hl:.6g}, {hh:.6g}]" if hl > wl + half or hh < wh - half else None
 
 
 def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
