@@ -17,7 +17,7 @@ The result has no extension fields: what QDQ cannot carry (declared schema,
 a narrowed storage range, statistics) goes into ValueInfo ``metadata_props``
 (``metadata``), so ``lift(lower(m))`` gives ``m`` back. A narrowed storage
 range on a computed tensor becomes a Clip before its QuantizeLinear (tagged,
-so that ``lift`` removes it again). The model keeps its own opset (11 to 21) where that opset's
+so that ``lift`` removes it again). The model keeps its own opset (12 to 21) where that opset's
 QuantizeLinear / DequantizeLinear hold every type it writes (``opset.type_opset``), so that its other operators
 run on the kernels the original ran on; otherwise it is written at IR 10 / opset 21
 (IR 13 / opset 25 when a tensor is stored as int2 / uint2, IR 11 / opset 23
@@ -171,8 +171,10 @@ def lower_model(model: ModelProto | str | os.PathLike | bytes, form: str | None 
         inline_typed_functions(source)  # a typed body computes on stored values: its nodes join the main graph
         llm = lower_llm_formats(source, form)  # version-3 weights (GGUF formats ...) as exact float chains
         if form == "matmulnbits":  # QDQ, then blocked weights of MatMuls fused into com.microsoft.MatMulNBits
-            result = _with_llm(_Lowering(source, "qdq", dynamic_inputs).run(), llm)
+            lowering = _Lowering(source, "qdq", dynamic_inputs, fused=True)
+            result = _with_llm(lowering.run(), llm)
             fused = fuse(result.model)
+            lowering.check()
             result.notes.append(f"{fused} MatMulNBits node(s)")
         else:
             result = _with_llm(_Lowering(source, form, dynamic_inputs).run(), llm)
@@ -317,10 +319,12 @@ def _one_block_per_tensor(qtype: QType, shape: tuple[int | None, ...] | None) ->
 
 
 class _Lowering:
-    def __init__(self, model: ModelProto, form: str, dynamic_inputs: str = "storage") -> None:
+    def __init__(self, model: ModelProto, form: str, dynamic_inputs: str = "storage", fused: bool = False) -> None:
         self.model, self.form, self.dynamic_inputs = model, form, dynamic_inputs
         self.graph = model.graph
+        self.fused = fused  # blocked MatMul weights go on into MatMulNBits (lower_model's matmulnbits form)
         self.kept_opset = False  # whether the model's own opset was kept (``_set_versions``)
+        self.kept_meta: dict[str, dict[str, str]] = {}
         opsets = {o.domain or "": o.version for o in model.opset_import}
         for i, node in enumerate(self.graph.node):  # the walk below indexes inputs: refuse short nodes first
             if problem := node_problem(node, opsets, model.ir_version):
@@ -881,16 +885,9 @@ class _Lowering:
         self.result.typed_tensors = len(self.types)
         if not self.types:
             self.result.notes.append("the model has no quantized types; nothing to lower (its nodes are copied as they are)")
-        try:
-            self._check()
-        except onnx.checker.ValidationError as exc:
-            if not self.kept_opset:
-                raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
-            self._set_versions(kept_meta, keep=False)  # a node lower wrote needs a later version: converted as before
-            try:
-                self._check()
-            except onnx.checker.ValidationError as again:
-                raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(again).split())[:400]}") from None
+        self.kept_meta = kept_meta
+        if not self.fused:  # (fused: checked once MatMulNBits replaced the blocked weights, by ``lower_model``)
+            self.check()
         bf16 = _bfloat16_scaled(self.model.graph)
         if bf16:
             shown = ", ".join(repr(t) for t in bf16[:3]) + (f" and {len(bf16) - 3} more" if len(bf16) > 3 else "")
@@ -902,9 +899,24 @@ class _Lowering:
             )
         return self.result
 
-    def _check(self) -> None:
+    def check(self) -> None:
+        """LowerError unless onnx.checker accepts the lowered model. A model kept at an opset before 21 is also held to
+        its operators' type constraints there (full_check: a MaxPool of stored uint8 in the QOperator form, which
+        MaxPool-11 does not take); refused, it is converted as before, and checked so."""
+        if self.kept_opset and next((o.version for o in self.model.opset_import if o.domain in STANDARD_DOMAINS), 21) < 21:
+            try:
+                self._check(full=True)
+                return
+            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+                self._set_versions(self.kept_meta, keep=False)  # a node lower wrote needs a later version
+        try:
+            self._check()
+        except onnx.checker.ValidationError as exc:
+            raise LowerError(f"the lowered model is not valid ONNX: {' '.join(str(exc).split())[:400]}") from None
+
+    def _check(self, full: bool = False) -> None:
         with checkable(self.model) as checked:  # weights left in their files: checked where they lie
-            onnx.checker.check_model(checked)
+            onnx.checker.check_model(checked, full_check=full)
 
     # -- declarations --------------------------------------------------------------------------------------------
     def _declarations(self) -> dict[str, dict[str, str]]:
@@ -992,10 +1004,12 @@ class _Lowering:
 
     def _kept_opset(self, current: int) -> bool:
         """Whether the model's own opset ``current`` holds every type lower writes (``opset.type_opset``) and is at
-        least 11 (Round, Clip with inputs: what lower may write besides) and at most 21, so that no operator needs
-        converting: onnxruntime picks its kernels by the operator's version, and a converted AveragePool computes
-        other bits (an opset-13 file's lower + onnxruntime then differed from the file's own run)."""
-        return 11 <= current <= TARGET[1] and all(type_opset(q) <= current for q in self.types.values())
+        least 12 (onnxruntime has no float64 Clip-11 for the int32 lower computes) and at most 21, so that no operator
+        needs converting: onnxruntime picks its kernels by the operator's version, and a converted AveragePool computes
+        other bits (an opset-13 file's lower + onnxruntime then differed from the file's own run). Blocked weights
+        that go on into MatMulNBits (``fused``) need no standard node; one that does not makes ``check`` convert."""
+        written = [q for q in self.types.values() if not (self.fused and q.block_size is not None)]  # (MatMulNBits)
+        return 12 <= current <= TARGET[1] and all(type_opset(q) <= current for q in written)
 
     def _two_bit(self) -> bool:
         """A typed tensor or a plain one (initializer, Constant, declaration) of the model is stored in 2 bits."""

@@ -338,17 +338,18 @@ def _problem_diagnostics(
         location = where.at_problem(first)
         related = tuple(w.at_problem(p) for p, w in others)
         severity = profile.severity_of(rule.id, rule.severity)
-        yield Diagnostic(rule.id, rule.name, severity, _message(first), location, rule.help, related)
+        yield Diagnostic(rule.id, rule.name, severity, _message(first, location.tensor), location, rule.help, related)
 
 
 _ATTRIBUTES = ("axis", "block_size", "output_dtype")
 _LABEL = re.compile(r"^[^(]*\(/graph(/node/\d+/attribute/\d+/(g|graphs/\d+))*/node/\d+\), ")
 
 
-def _message(problem: MalformedQDQError) -> str:
-    """The lift's message less the node label and tensor in front: the location names them."""
+def _message(problem: MalformedQDQError, located: str | None) -> str:
+    """The lift's message less the node label in front, and less the tensor when the location names that one
+    (``located``; a scale input's location names the scale)."""
     text = _LABEL.sub("", str(problem), count=1)
-    named = f"tensor {problem.tensor!r}: " if problem.tensor else None
+    named = f"tensor {problem.tensor!r}: " if problem.tensor and problem.tensor == located else None
     return text[len(named):] if named and text.startswith(named) else text
 
 

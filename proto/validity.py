@@ -212,6 +212,8 @@ def node_axis_problem(axis: int, rank: int) -> str | None:
     dimension of a rank-``rank`` tensor, or None. The lift (QT108) and ``run`` word it so."""
     if -rank <= axis < rank:
         return None
+    if rank == 0:
+        return f"axis {axis} names no dimension of a scalar (rank 0), which takes one scale (per tensor)"
     return f"axis {axis} is out of range for a rank-{rank} tensor; use an axis in [{-rank}, {rank - 1}]"
 
 

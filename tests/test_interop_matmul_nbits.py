@@ -370,14 +370,14 @@ def test_a_bad_accuracy_level_in_metadata_is_a_located_lower_error(tmp_path):
 
 
 def test_accuracy_level_survives_lower_raising_the_opset():
-    """A MatMulNBits file at opset 13 (onnxruntime's quantizer keeps the float model's opset): lower raises it to 21
-    with onnx's version converter, which drops every node's metadata_props, the accuracy_level lift kept included.
-    Without it onnxruntime computes in float where the original quantized A to int8 (found by the producer corpus:
-    8.8e-05 apart on a 6 x 6 MatMul)."""
+    """A MatMulNBits file at opset 11 (onnxruntime's quantizer keeps the float model's opset; lower keeps 12 and later
+    ones): lower raises it to 21 with onnx's version converter, which drops every node's metadata_props, the
+    accuracy_level lift kept included. Without it onnxruntime computes in float where the original quantized A to
+    int8 (found by the producer corpus at opset 13: 8.8e-05 apart on a 6 x 6 MatMul)."""
     source = MODELS["ort-q4-asym-k96n20b64-accuracy4"]
     old = onnx.ModelProto()
     old.CopyFrom(source)
-    next(o for o in old.opset_import if o.domain in ("", "ai.onnx")).version = 13
+    next(o for o in old.opset_import if o.domain in ("", "ai.onnx")).version = 11
     lowered = lower_model(lift_model(old).model).model
     assert next(o.version for o in lowered.opset_import if o.domain in ("", "ai.onnx")) == 21
     assert _nbits_attributes(lowered) == _nbits_attributes(old)
@@ -416,3 +416,26 @@ def test_lower_packs_a_large_weight_a_slice_at_a_time_and_writes_the_file_it_wou
     original = {t.name: t for t in model.graph.initializer}["w_Q"]
     codes = [unpack(onnx.numpy_helper.to_array(t), bits).reshape(n, -1)[:, :520] for t in (b, original)]  # (past K:
     np.testing.assert_array_equal(*codes)  # padding, which MatMulNBits never reads)
+
+
+@pytest.mark.parametrize("reader", ["MatMul", "Identity"])
+def test_a_matmulnbits_file_at_opset_13_lowers_at_opset_13_where_every_blocked_weight_fuses(reader: str):
+    """Every blocked weight going back into MatMulNBits needs no blocked DequantizeLinear (opset 21): the file's
+    opset 13 is kept, so onnxruntime runs it as the original; one that also feeds an Identity stays a blocked
+    DequantizeLinear, and the model is converted to 21 instead."""
+    original = hand_built()
+    original.opset_import[0].version = 13
+    typed = lift_model(original).model
+    if reader == "Identity":  # a second reader of the dequantized weight: no MatMulNBits can take it
+        matmul = next(n for n in typed.graph.node if n.op_type == "MatMul")
+        typed.graph.node.append(helper.make_node("Identity", [matmul.input[1]], ["w_copy"], name="copy"))
+        typed.graph.output.append(helper.make_tensor_value_info("w_copy", TensorProto.UNDEFINED, None))
+    lowered = lower_model(typed, "matmulnbits")
+    version = lowered.model.opset_import[0].version
+    fused = "MatMulNBits" in {n.op_type for n in lowered.model.graph.node}
+    assert (version, fused) == ((13, True) if reader == "MatMul" else (21, False))
+    feeds = nbits_feeds(original)
+    if reader == "MatMul":
+        assert _ort(lowered.model, feeds).tobytes() == _ort(original, feeds).tobytes()
+    else:
+        run_onnxruntime(lowered.model, feeds, optimize=False)  # loads and runs at 21

@@ -364,3 +364,22 @@ def test_a_typed_models_own_dequantize_keeps_no_lower_mark():
     lowered = lower(typed)
     assert not any(metadata.inserted_by_lower(n) for n in lowered.graph.node if n.name == "dq")
     assert [n.op_type for n in lift(lowered).graph.node] == [n.op_type for n in typed.graph.node]
+
+
+@pytest.mark.parametrize("opset", [11, 12])
+def test_lower_converts_below_opset_12_where_onnxruntime_lacks_the_kernels_lower_writes(opset):
+    """An int32 an operator computes is quantized in float64 (Clip among the nodes): onnxruntime has no float64
+    Clip-11, so a model at 11 is converted to 21 as before; at 12 it is kept. Either way it loads and runs."""
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"], name="add")], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.INT8, [4]),
+                               helper.make_tensor_value_info("b", TensorProto.INT8, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [4])])
+    typed = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=7)
+    for name in ("a", "b"):
+        set_qtype(typed, name, QType("int8", 0.5, 0))
+    set_qtype(typed, "y", QType("int32", 2.0**-27, 3))
+    lowered = lower(typed)
+    assert [o.version for o in lowered.opset_import if o.domain == ""] == [21 if opset == 11 else 12]
+    a, b = np.array([1, -2, 3, 10], np.int8), np.array([4, 5, -6, 20], np.int8)
+    (y,) = run_onnxruntime(lowered, {"a": a, "b": b}).values()
+    assert y.tolist() == [(int(p) + int(q)) * 2**26 + 3 for p, q in zip(a, b)]  # (a + b) / 2 stored at 2^-27
