@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx_qtypes.checker.columns import valid_type
+from onnx_qtypes.checker.columns import valid_type, well_formed
 from onnx_qtypes.checker.context import Context, NodeRef
 from onnx_qtypes.checker.data_movement import DATA_MOVEMENT, data_indices, expect, expect_concat, is_data_movement
 from onnx_qtypes.checker.diagnostics import Finding
@@ -59,9 +59,9 @@ from onnx_qtypes.checker.rules.qt208_range_clips_statistics import representable
 from onnx_qtypes.proto.qtype import QType
 
 
-def _mismatch(ref: NodeRef, out_index: int, source: str, want: QType, have: QType) -> Finding:
+def _mismatch(ctx: Context, ref: NodeRef, out_index: int, source: str, want: QType, have: QType) -> Finding:
     out = ref.outputs[out_index]
-    clamp = _clamped(want, have)
+    clamp = _clamped(want, have) if well_formed(ctx, want) and well_formed(ctx, have) else None  # (else: QT1xx)
     if clamp is not None:  # keeping the input's parameters would drop a clamp the output's parameters hold
         return Finding(
             ref.location("output", out_index),
@@ -96,7 +96,7 @@ def _concat(ctx: Context, ref: NodeRef) -> Iterator[Finding]:
     joined = expect_concat(ctx, ref, types, out) if valid else None  # derived from valid inputs only
     if joined is not None and joined.qtype is not None:
         if joined.qtype != out:
-            yield _mismatch(ref, 0, "its inputs", joined.qtype, out)
+            yield _mismatch(ctx, ref, 0, "its inputs", joined.qtype, out)
         return
     for index, (name, qt) in enumerate(zip(names, types)):
         if qt != out:  # statistics take no part in equality
@@ -131,7 +131,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                     f"type before {ref.op_type}, or declare {ref.outputs[out_index]!r} float",
                 )
             elif expected.qtype is not None and expected.qtype != have:
-                yield _mismatch(ref, out_index, source, expected.qtype, have)
+                yield _mismatch(ctx, ref, out_index, source, expected.qtype, have)
         if ref.op_type == "Pad" and len(ref.inputs) > 2 and ref.inputs[2]:
             value = ctx.qtype(ref.scope, ref.inputs[2])
             if value is not None and value != qt:
