@@ -723,25 +723,27 @@ def _compare_lowered(model: onnx.ModelProto, lowered: onnx.ModelProto, feeds: di
         base = _ort_run(model, feeds)
     except Exception:
         base = expected
-    if base is None:
-        return "not compared (onnxruntime cannot run the original)"
     try:
         mine = _ort_run(lowered, feeds)
     except Exception as exc:
+        if base is None:
+            return "not compared (onnxruntime cannot run the original)"
         return f"onnxruntime cannot run the lowered model: {_error(exc)[:200]}"
-    if _same_bits(mine, base, outputs):
+    if base is not None and _same_bits(mine, base, outputs):
         return "identical"
-    found = "differs: max abs " + ", ".join(
-        f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
-        for o in outputs)
     opset = next((o.version for o in lowered.opset_import if o.domain in ("", "ai.onnx")), 21)
     converted = _at_opset(model, opset)
     try:
         again = _ort_run(converted, feeds) if converted is not None and converted is not model else None
     except Exception:
         again = None
-    return found + (f" (identical to the original converted to opset {opset})"
-                    if again is not None and _same_bits(mine, again, outputs) else "")
+    also = (f"identical to the original converted to opset {opset}"
+            if again is not None and _same_bits(mine, again, outputs) else "")
+    if base is None:
+        return "not compared (onnxruntime cannot run the original" + (f"; {also})" if also else ")")
+    return "differs: max abs " + ", ".join(
+        f"{float(np.max(np.abs(np.asarray(mine[o], np.float64) - np.asarray(base[o], np.float64)))):.3g}"
+        for o in outputs) + (f" ({also})" if also else "")
 
 
 def _same_bits(mine: dict, base: dict, outputs: list[str]) -> bool:
