@@ -126,6 +126,7 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
                         aliases[o] = typed
                         types.pop(o, None)
 
+    dead: set[int] = set()  # DequantizeLinears whose output nothing ever read
     for i, role in roles.items():
         if role != "dq":
             continue
@@ -134,6 +135,13 @@ def fold(ix: GraphIndex, roles: dict[int, str], keep_output_name: set[int], type
         if still_read <= 0 and out not in ix.output_set and out not in ix.outer_refs:
             removed.add(i)
             aliases[out] = rename.get(node_inputs[i][0], node_inputs[i][0])
+            if not ix.consumers.get(out):
+                dead.add(i)
+    for i, role in roles.items():  # a pair nothing reads (quantize_static's on a tensor only a subgraph reads): whole
+        out = node_outputs[i][0] if role == "q" and i not in removed else None
+        readers = ix.consumers.get(out, []) if out else []
+        if readers and all(c in dead for c, _ in readers) and out not in ix.output_set and out not in ix.outer_refs:
+            removed.add(i)
     kept = []
     for i, node in enumerate(nodes):
         if i in removed:

@@ -283,3 +283,51 @@ def test_quantization_read_inside_subgraphs_is_named_node_by_node_at_its_place_i
     for name in ("then", "else"):
         assert (f"MatMulInteger '{name}_mm' (/graph/node/0/attribute/{branches[name + '_branch']}/g/node/0): in a "
                 "subgraph, which the lift does not lift") in printed, printed
+
+
+def test_a_pair_nothing_reads_is_folded_whole(tmp_path):
+    """quantize_static(EnableSubgraph) quantizes a tensor only If branches read, which read the float tensor itself:
+    the file's Q / DQ pair on it is read by nothing. The lift removed the DequantizeLinear and kept the
+    QuantizeLinear, whose typed output nothing read; now both go, and lower + onnxruntime is still the file's run."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    from onnx_qtypes.interop import lower_model
+    from tests.corpus import run_onnxruntime
+
+    rng = np.random.default_rng(3)
+
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("MatMul", ["h", f"{name}_w"], [f"{name}_y"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [2, 4])],
+                                 [_const(f"{name}_w", rng.normal(size=(4, 4)), np.float32)])
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=branch("then"), else_branch=branch("else"))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [_const("w", rng.normal(size=(4, 4)), np.float32), _const("zero", 0.0, np.float32)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), tmp_path / "f.onnx")
+    samples = [{"x": rng.normal(size=(2, 4)).astype(np.float32)} for _ in range(4)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.it = iter(samples)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(tmp_path / "f.onnx", tmp_path / "q.onnx", Reader(), quant_format=QuantFormat.QDQ,
+                    extra_options={"EnableSubgraph": True})
+    original = onnx.load(tmp_path / "q.onnx")
+    read = {i for n in original.graph.node for i in n.input}
+    dead = [n.name for n in original.graph.node if n.op_type == "DequantizeLinear" and n.output[0] not in read]
+    assert dead  # the file's own dead pair (onnxruntime's quantizer, as measured)
+    typed = lift_model(original).model
+    read = {i for n in typed.graph.node for i in n.input} | {o.name for o in typed.graph.output}
+    assert [n.name for n in typed.graph.node if n.op_type == "QuantizeLinear" and n.output[0] not in read] == []
+    lowered = lower_model(typed).model
+    for seed in range(2):
+        feeds = {"x": np.random.default_rng(seed).normal(size=(2, 4)).astype(np.float32)}
+        assert run_onnxruntime(lowered, feeds, optimize=False)["y"].tobytes() == \
+            run_onnxruntime(original, feeds, optimize=False)["y"].tobytes()
