@@ -21,7 +21,6 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterator
-from typing import Any
 from itertools import chain, repeat
 
 import numpy as np

@@ -145,5 +145,11 @@ def producer_models() -> dict[str, onnx.ModelProto]:
     return {name: onnx.load_from_string(data) for name, data in _built().items()}
 
 
+def output_step(model: onnx.ModelProto, output: str = "y") -> float:
+    """One step of graph output ``output``: the scale of the DequantizeLinear (any domain) writing it."""
+    node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == output)
+    return float(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == node.input[1])))
+
+
 def producer_feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
     return feeds(seed)

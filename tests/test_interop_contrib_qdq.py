@@ -13,7 +13,7 @@ import pytest
 from onnx_qtypes.cli import main
 from onnx_qtypes.interop import lift_model, lower
 from tests.corpus import _quiet, run_onnxruntime
-from tests.corpus_producers import _Reader, ops, producer_feeds
+from tests.corpus_producers import _Reader, ops, output_step, producer_feeds
 
 SETTINGS = {  # name: (opset of the float model, activation type, weight type)
     "a8w8-opset17": (17, "QUInt8", "QInt8"),
@@ -60,19 +60,12 @@ def test_contrib_qdq_lifts_to_standard_nodes_that_run_executes(name, written, tm
         onnx.save(original, tmp_path / "file.onnx")  # the file as written: its com.microsoft pairs run as the standard
         assert main(["run", str(tmp_path / "file.onnx"), "--inputs", str(tmp_path / "in.npz"),  # ones (refused before)
                      "--outputs", str(tmp_path / "out.npz")]) == 0
-        step = _output_step(original)  # (plain float operators in onnx.reference: a near tie may round the other way)
+        step = output_step(original)  # (plain float operators in onnx.reference: a near tie may round the other way)
         assert np.abs(np.load(tmp_path / "out.npz")["y"] - theirs).max() <= step * 1.0001
         lowered = lower(result.model)  # at 21 only where a type needs it (int16, int4): its AveragePool rounds 1 ulp
         if lowered.opset_import[0].version != original.opset_import[0].version:  # apart from opset 17's
             theirs = run_onnxruntime(_at_opset_21(original), feeds, optimize=False)["y"]
         assert np.array_equal(run_onnxruntime(lowered, feeds, optimize=False)["y"], theirs)
-
-
-def _output_step(model: onnx.ModelProto) -> float:
-    """The step of the output ``y``: the scale of the DequantizeLinear writing it."""
-    (last,) = [n for n in model.graph.node if n.output[0] == "y"]
-    scale = next(t for t in model.graph.initializer if t.name == last.input[1])
-    return float(onnx.numpy_helper.to_array(scale))
 
 
 def _at_opset_21(model: onnx.ModelProto) -> onnx.ModelProto:

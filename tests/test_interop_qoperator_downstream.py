@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper, version_converter
+from onnx import TensorProto, helper, numpy_helper
 
 from onnx_qtypes import get_qtype
 from onnx_qtypes.diagnosis import diagnose
@@ -15,7 +15,7 @@ from onnx_qtypes.interop import lift_model, lower
 from onnx_qtypes.proto.encoding import tensor_array
 from onnx_qtypes.reference_ops import ReferenceEvaluator
 from tests.corpus import run_onnxruntime
-from tests.corpus_producers import producer_feeds, producer_models
+from tests.corpus_producers import output_step, producer_feeds, producer_models
 
 MODELS = producer_models()
 NAMES = sorted(MODELS)
@@ -24,12 +24,6 @@ NAMES = sorted(MODELS)
 @pytest.fixture(scope="module")
 def lifted() -> dict:
     return {name: lift_model(model) for name, model in MODELS.items()}
-
-
-def _output_step(model: onnx.ModelProto) -> float:
-    """The scale of the DequantizeLinear writing graph output y."""
-    node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == "y")
-    return float(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == node.input[1])))
 
 
 def test_the_corpus_has_every_downstream_qoperator_node():
@@ -54,7 +48,7 @@ def test_every_node_lifts_and_check_finds_nothing(name, lifted):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_gives_onnxruntime_s_unoptimized_result_within_one_step(name, lifted):
-    step = _output_step(MODELS[name])
+    step = output_step(MODELS[name])
     for seed in range(3):
         feeds = producer_feeds(name, seed)
         (ours,) = ReferenceEvaluator(lifted[name].model).run(None, feeds)

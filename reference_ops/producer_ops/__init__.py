@@ -13,7 +13,8 @@ tensors (a scale of infinity, a channels_last pool, a QLinearSoftmax whose opset
 computed as their schemas describe them (``onnxruntime_qlinear``), each compared with onnxruntime's unoptimized path
 by ``tests/test_reference_onnxruntime_qlinear.py``. It takes some inputs onnxruntime requires as optional (zero
 points, QLinearSoftmax's ``opset``), with the schemas' meaning when they are given. Its com.microsoft QuantizeLinear
-/ DequantizeLinear are the standard operators of opset 21 (``onnxruntime_contrib_qdq``), as the lift reads them.
+/ DequantizeLinear are the standard operators of opset 21 (``onnxruntime_contrib_qdq``), as the lift reads them,
+compared with onnxruntime by ``tests/test_reference_onnxruntime_contrib_qdq.py``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ onnxruntime's quantizer writes them (``UseQDQContribOps``, 16-bit and 4-bit pair
 and onnxruntime's int4 weight quantizer; they compute the standard formula for every type their kernels take, and
 the lift reads them so (``interop.contrib_qdq``). ``run`` of such a file as written computes each here: the node,
 moved to the default domain, runs the project's own standard operator (its corrections included) at opset 21.
+``tests/test_reference_onnxruntime_contrib_qdq.py`` holds each, for every storage type the contrib kernels take, to
+onnxruntime's unoptimized results bit for bit.
 """
 
 from __future__ import annotations
